@@ -1,0 +1,56 @@
+"""Shared fixtures: an in-process embedded cluster (LocalCluster + coordinator) on free ports."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import grpc
+import pytest
+import pytest_asyncio
+
+from vecgrid.config import Settings
+from vecgrid.deploy import EmbeddedCluster
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def embedded_settings(data_dir: Path, workers: int = 2) -> Settings:
+    return Settings.load(env={}, overrides={
+        "common.data_dir": str(data_dir),
+        "common.healthcheck_interval_s": 1.0,
+        "querycoord.port": 0,
+        "querycoord.grace_s": 0.5,
+        "querynode.grace_s": 0.5,
+        "http.port": 0,
+        "dask.dashboard_port": 0,
+        "dask.workers": workers,
+        "dask.threads_per_worker": 1,
+    })
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def embedded(tmp_path_factory):
+    cluster = EmbeddedCluster(embedded_settings(tmp_path_factory.mktemp("data")))
+    await asyncio.wait_for(cluster.start(), 120)
+    yield cluster
+    await asyncio.wait_for(cluster.stop(), 60)
+
+
+async def poll_until(predicate, timeout: float, interval: float = 0.1, what: str = "condition"):
+    """Await ``predicate()`` (sync or async) until truthy; returns its value or fails after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if asyncio.iscoroutine(value):
+            value = await value
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout} s waiting for {what}")
+        await asyncio.sleep(interval)
+
+
+def aio_channel(address: str) -> grpc.aio.Channel:
+    return grpc.aio.insecure_channel(address)

@@ -1,0 +1,116 @@
+"""`vecgrid` as a user runs it: serve, stop with Ctrl-C, and one-line errors for bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import grpc
+import psutil
+import pytest
+
+from vecgrid.cli import main, parse_resources
+from vecgrid.rpc.proto import milvus_pb2, query_coord_pb2, query_coord_pb2_grpc
+
+VECGRID = [sys.executable, "-m", "vecgrid.cli"]
+
+
+def _run(args, **kw):
+    return subprocess.run(VECGRID + args, capture_output=True, text=True, timeout=60, **kw)
+
+
+def _assert_one_line_error(result, *fragments):
+    assert result.returncode != 0
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("vecgrid: error: ")
+    assert "Traceback" not in result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0]
+
+
+@pytest.mark.slow
+def test_serve_answers_grpc_and_http_then_exits_cleanly_on_sigint(tmp_path):
+    proc = subprocess.Popen(
+        VECGRID + ["serve", "--data-dir", str(tmp_path), "--workers", "2",
+                   "--coord-port", "0", "--http-port", "0", "--dashboard-port", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        banner = _read_until(proc, "Press Ctrl-C to stop.", timeout=90)
+        grpc_addr = re.search(r"QueryCoord gRPC : (\S+)", banner).group(1)
+        http_addr = re.search(r"REST\s+: (\S+)", banner).group(1)
+        assert re.search(r"Dask dashboard  : http://127\.0\.0\.1:\d+", banner)
+        assert len(re.findall(r"QueryNode \d+\s+: 127\.0\.0\.1:\d+", banner)) == 2
+
+        with grpc.insecure_channel(grpc_addr) as channel:
+            stub = query_coord_pb2_grpc.QueryCoordStub(channel)
+            assert stub.GetComponentStates(milvus_pb2.GetComponentStatesRequest(), timeout=10).state.state_code == 1
+            assert len(stub.ListQueryNode(query_coord_pb2.ListQueryNodeRequest(), timeout=10).nodeInfos) == 2
+        with urllib.request.urlopen(http_addr + "/health", timeout=10) as resp:
+            assert resp.status == 200 and json.load(resp)["status"] == "ok"
+
+        children = psutil.Process(proc.pid).children(recursive=True)
+        assert len(children) >= 2  # the worker processes (and their nannies)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=60) == 0
+        _, alive = psutil.wait_procs(children, timeout=15)
+        assert alive == [], f"left behind: {alive}"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def _read_until(proc, marker: str, timeout: float) -> str:
+    deadline = time.monotonic() + timeout
+    out = []
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        out.append(line)
+        if marker in line:
+            return "".join(out)
+    pytest.fail("vecgrid serve did not come up:\n" + "".join(out))
+
+
+def test_unknown_flag_is_one_line_and_exit_2():
+    result = _run(["serve", "--no-such-flag"])
+    assert result.returncode == 2
+    _assert_one_line_error(result, "--no-such-flag")
+
+
+def test_unknown_command_is_one_line():
+    _assert_one_line_error(_run(["frobnicate"]), "frobnicate")
+
+
+def test_unreadable_config_file_is_one_line(tmp_path):
+    _assert_one_line_error(_run(["serve", "--config", str(tmp_path / "missing.toml")]), "missing.toml")
+    bad = tmp_path / "bad.toml"
+    bad.write_text("this is = = not toml")
+    _assert_one_line_error(_run(["serve", "--config", str(bad)]), "not valid TOML")
+    unknown = tmp_path / "unknown.toml"
+    unknown.write_text("[querycoord]\nportt = 1\n")
+    _assert_one_line_error(_run(["serve", "--config", str(unknown)]), "querycoord.portt")
+
+
+def test_port_in_use_is_one_line(tmp_path):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = _run(["serve", "--data-dir", str(tmp_path), "--coord-port", str(port),
+                       "--http-port", "0", "--dashboard-port", "0"])
+    _assert_one_line_error(result, f"127.0.0.1:{port}", "querycoord gRPC")
+
+
+def test_bad_resources_flag():
+    assert parse_resources("GPU=1,mem=2.5") == {"GPU": 1.0, "mem": 2.5}
+    assert main(["worker", "--scheduler", "tcp://127.0.0.1:1", "--resources", "GPU"]) == 2

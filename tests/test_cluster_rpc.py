@@ -1,0 +1,153 @@
+"""The embedded cluster answers the component RPCs of both services through generated stubs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from vecgrid.rpc.proto import internal_pb2, milvus_pb2, query_coord_pb2, query_coord_pb2_grpc
+from vecgrid.rpc.querycoord_servicer import QueryCoordServicer
+from vecgrid.rpc.querynode_servicer import QueryNodeServicer
+from vecgrid.rpc.service import pending_methods
+from tests.conftest import aio_channel
+
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]
+
+HEALTHY = 1
+SYSTEM_INFO = json.dumps({"metric_type": "system_info"})
+
+
+async def _stubs(embedded):
+    coord = query_coord_pb2_grpc.QueryCoordStub(aio_channel(embedded.addresses.grpc))
+    listed = await coord.ListQueryNode(query_coord_pb2.ListQueryNodeRequest(), timeout=10)
+    nodes = {n.ID: query_coord_pb2_grpc.QueryNodeStub(aio_channel(n.address)) for n in listed.nodeInfos}
+    return coord, listed, nodes
+
+
+async def test_list_query_node_lists_every_worker_with_its_grpc_address(embedded):
+    coord, listed, nodes = await _stubs(embedded)
+    assert listed.status.code == 0
+    assert len(listed.nodeInfos) == 2
+    assert {n.state for n in listed.nodeInfos} == {"Normal"}
+    ids = [n.ID for n in listed.nodeInfos]
+    assert len(set(ids)) == 2 and all(i > 0 for i in ids)
+    for node in listed.nodeInfos:
+        host, port = node.address.rsplit(":", 1)
+        assert host == "127.0.0.1" and int(port) > 0
+        # The advertised address really is that node: it reports the same id.
+        states = await nodes[node.ID].GetComponentStates(milvus_pb2.GetComponentStatesRequest(), timeout=10)
+        assert states.state.nodeID == node.ID
+        assert states.state.role == "querynode"
+        assert states.state.state_code == HEALTHY
+
+
+async def test_component_states_and_channels_on_every_component(embedded):
+    coord, listed, nodes = await _stubs(embedded)
+    states = await coord.GetComponentStates(milvus_pb2.GetComponentStatesRequest(), timeout=10)
+    assert states.status.code == 0 and states.state.state_code == HEALTHY
+    assert states.state.nodeID > 0 and states.state.nodeID not in nodes
+    for stub in [coord, *nodes.values()]:
+        tt = await stub.GetTimeTickChannel(internal_pb2.GetTimeTickChannelRequest(), timeout=10)
+        assert tt.status.code == 0 and tt.value == "by-dev-queryTimeTick"
+        stats = await stub.GetStatisticsChannel(internal_pb2.GetStatisticsChannelRequest(), timeout=10)
+        assert stats.status.code == 0 and stats.value == ""
+
+
+async def test_show_configurations_filters_the_real_settings(embedded):
+    coord, listed, nodes = await _stubs(embedded)
+    reply = await coord.ShowConfigurations(internal_pb2.ShowConfigurationsRequest(pattern="port"), timeout=10)
+    assert reply.status.code == 0
+    found = {kv.key: kv.value for kv in reply.configuations}
+    assert found == {"querycoord.port": embedded.addresses.grpc.rsplit(":", 1)[1]}
+    everything = await coord.ShowConfigurations(internal_pb2.ShowConfigurationsRequest(pattern=""), timeout=10)
+    keys = {kv.key for kv in everything.configuations}
+    assert "common.data_dir" in keys and all(k.split(".")[0] in ("common", "querycoord") for k in keys)
+    for node_id, stub in nodes.items():
+        reply = await stub.ShowConfigurations(internal_pb2.ShowConfigurationsRequest(pattern="PORT"), timeout=10)
+        address = next(n.address for n in listed.nodeInfos if n.ID == node_id)
+        assert {kv.key: kv.value for kv in reply.configuations} == {"querynode.port": address.rsplit(":", 1)[1]}
+        none = await stub.ShowConfigurations(internal_pb2.ShowConfigurationsRequest(pattern="no-such-key"), timeout=10)
+        assert none.status.code == 0 and len(none.configuations) == 0
+
+
+async def test_get_metrics_system_info(embedded):
+    coord, listed, nodes = await _stubs(embedded)
+    reply = await coord.GetMetrics(milvus_pb2.GetMetricsRequest(request=SYSTEM_INFO), timeout=30)
+    assert reply.status.code == 0
+    coord_id = (await coord.GetComponentStates(milvus_pb2.GetComponentStatesRequest())).state.nodeID
+    assert reply.component_name == f"querycoord{coord_id}"
+    doc = json.loads(reply.response)
+    me = doc["cluster"]["self"]["base_component_infos"]
+    assert me["type"] == "querycoord" and me["id"] == coord_id
+    assert me["hardware_infos"]["cpu_core_count"] >= 1 and me["hardware_infos"]["memory"] > 0
+    connected = {n["base_component_infos"]["id"] for n in doc["cluster"]["connected_nodes"]}
+    assert connected == set(nodes)
+    assert not any(n["base_component_infos"]["has_error"] for n in doc["cluster"]["connected_nodes"])
+    assert {c["connected_identifier"] for c in doc["connections"]["connected_components"]} == set(nodes)
+    for node_id, stub in nodes.items():
+        reply = await stub.GetMetrics(milvus_pb2.GetMetricsRequest(request=SYSTEM_INFO), timeout=10)
+        assert reply.status.code == 0 and reply.component_name == f"querynode{node_id}"
+        info = json.loads(reply.response)["base_component_infos"]
+        assert info["id"] == node_id and info["type"] == "querynode"
+
+
+async def test_get_metrics_rejects_other_metric_types(embedded):
+    coord, listed, nodes = await _stubs(embedded)
+    for stub in [coord, *nodes.values()]:
+        for bad in ['{"metric_type":"system_configurations"}', "not json", "{}"]:
+            reply = await stub.GetMetrics(milvus_pb2.GetMetricsRequest(request=bad), timeout=10)
+            assert reply.status.code == 65535 and reply.response == ""
+        reply = await stub.GetMetrics(milvus_pb2.GetMetricsRequest(request='{"metric_type":"x"}'), timeout=10)
+        assert "sorry, but this metric type is not implemented" in reply.status.reason
+
+
+async def test_check_health_on_coordinator_and_nodes(embedded):
+    coord, listed, nodes = await _stubs(embedded)
+    for stub in [coord, *nodes.values()]:
+        reply = await stub.CheckHealth(milvus_pb2.CheckHealthRequest(), timeout=10)
+        assert reply.status.code == 0 and reply.isHealthy and list(reply.reasons) == []
+
+
+async def test_every_method_is_registered_and_pending_ones_answer_a_status(embedded):
+    coord, listed, nodes = await _stubs(embedded)
+    node = next(iter(nodes.values()))
+    for stub, servicer in ((coord, QueryCoordServicer), (node, QueryNodeServicer)):
+        service = servicer.SERVICE
+        for method in service.methods:
+            assert hasattr(stub, method.name), method.name
+        for name in pending_methods(servicer):
+            method = service.methods_by_name[name]
+            request_cls = getattr(_module_of(method.input_type), method.input_type.name)
+            call = getattr(stub, name)
+            if method.server_streaming:
+                replies = [r async for r in call(request_cls(), timeout=10)]
+                assert len(replies) == 1
+                reply = replies[0]
+            else:
+                reply = await call(request_cls(), timeout=10)
+            status = reply if method.output_type.full_name == "milvus.proto.common.Status" else reply.status
+            assert status.code == 10, name
+            assert name in status.reason and "not implemented yet" in status.reason
+
+
+def _module_of(descriptor):
+    from vecgrid.rpc.proto import internal_pb2, milvus_pb2, query_coord_pb2
+    return {"milvus.proto.query": query_coord_pb2, "milvus.proto.milvus": milvus_pb2,
+            "milvus.proto.internal": internal_pb2}[descriptor.file.package]
+
+
+async def test_rest_health_and_version(embedded):
+    from tornado.httpclient import AsyncHTTPClient, HTTPClientError
+
+    http = AsyncHTTPClient()
+    health = json.loads((await http.fetch(embedded.addresses.http + "/health")).body)
+    assert health == {"status": "ok", "querycoord": "Healthy", "query_nodes": 2}
+    version = json.loads((await http.fetch(embedded.addresses.http + "/version")).body)
+    import vecgrid
+    assert version["version"] == vecgrid.__version__
+    with pytest.raises(HTTPClientError) as err:
+        await http.fetch(embedded.addresses.http + "/no/such/path")
+    assert err.value.code == 404
+    assert json.loads(err.value.response.body) == {
+        "name": "NotFound", "message": "Path /no/such/path not found", "code": 404, "className": "not-found"}

@@ -1,0 +1,201 @@
+"""One settings object for every vecgrid process.
+
+Values come, lowest precedence first, from the defaults below, a TOML file, the
+environment and command-line flags.  The TOML file has one table per section::
+
+    [common]
+    data_dir = "/var/lib/vecgrid"
+
+    [querycoord]
+    port = 19531
+
+and every key can be overridden by an environment variable named
+``VECGRID_<SECTION>_<KEY>`` (``VECGRID_QUERYCOORD_PORT=19600``).  Settings are
+plain dataclasses so they pickle: the coordinator ships them to every Dask worker
+inside the QueryNode plugin, and each worker therefore runs with the coordinator's
+configuration.
+
+``ShowConfigurations`` answers from :meth:`Settings.config_items`, so what an
+operator reads over gRPC is exactly what the process runs with.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import os
+import tomllib
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+ENV_PREFIX = "VECGRID_"
+
+
+class ConfigError(ValueError):
+    """A configuration file or value that cannot be used; the message is one line for the user."""
+
+
+@dataclass
+class CommonSettings:
+    data_dir: str = "./data"
+    # Address the services bind to and advertise to clients and peers.
+    host: str = "127.0.0.1"
+    # Prefix of channel names, as Milvus's `msgChannel.chanNamePrefix.cluster`.
+    cluster_prefix: str = "by-dev"
+    log_level: str = "info"
+    # How often a coordinator refreshes its cached CheckHealth answer (Milvus: 30 s).
+    healthcheck_interval_s: float = 30.0
+    healthcheck_timeout_s: float = 10.0
+
+
+@dataclass
+class QueryCoordSettings:
+    port: int = 19531
+    # Seconds a stopping gRPC server lets in-flight calls finish.
+    grace_s: float = 5.0
+
+
+@dataclass
+class QueryNodeSettings:
+    # 0 picks a free port; the embedded cluster always uses 0 because its workers share a host.
+    port: int = 21123
+    grace_s: float = 5.0
+    # Fraction of a GPU's free memory a node may fill with indexes.
+    gpu_memory_fraction: float = 0.8
+
+
+@dataclass
+class HTTPSettings:
+    port: int = 19121
+
+
+@dataclass
+class DaskSettings:
+    # Scheduler address for cluster mode; empty means the embedded LocalCluster.
+    scheduler: str = ""
+    workers: int = 2
+    threads_per_worker: int = 2
+    dashboard_port: int = 8787
+
+
+@dataclass
+class Settings:
+    common: CommonSettings = field(default_factory=CommonSettings)
+    querycoord: QueryCoordSettings = field(default_factory=QueryCoordSettings)
+    querynode: QueryNodeSettings = field(default_factory=QueryNodeSettings)
+    http: HTTPSettings = field(default_factory=HTTPSettings)
+    dask: DaskSettings = field(default_factory=DaskSettings)
+
+    # --- loading -----------------------------------------------------------------
+
+    @classmethod
+    def load(cls, config_file: str | None = None, env: Mapping[str, str] | None = None,
+             overrides: Mapping[str, Any] | None = None) -> "Settings":
+        """Defaults, then ``config_file``, then ``VECGRID_*`` variables, then ``overrides``.
+
+        ``overrides`` maps dotted keys (``"querycoord.port"``) to values; ``None``
+        values are skipped so unset command-line flags keep lower layers.
+        """
+        settings = cls()
+        if config_file:
+            settings._apply_file(config_file)
+        settings._apply_env(os.environ if env is None else env)
+        for key, value in (overrides or {}).items():
+            if value is not None:
+                settings.set(key, value, source="flag")
+        return settings
+
+    def _apply_file(self, path: str) -> None:
+        try:
+            with open(path, "rb") as f:
+                data = tomllib.load(f)
+        except OSError as e:
+            raise ConfigError(f"cannot read config file {path}: {e.strerror or e}") from None
+        except tomllib.TOMLDecodeError as e:
+            raise ConfigError(f"config file {path} is not valid TOML: {e}") from None
+        for section, values in data.items():
+            if not isinstance(values, dict):
+                raise ConfigError(f"config file {path}: top-level key {section!r} must be a table like [{section}]")
+            for key, value in values.items():
+                self.set(f"{section}.{key}", value, source=f"config file {path}")
+
+    def _apply_env(self, env: Mapping[str, str]) -> None:
+        sections = {s.upper(): s for s in self._sections()}
+        for name, value in env.items():
+            if not name.startswith(ENV_PREFIX):
+                continue
+            rest = name[len(ENV_PREFIX):]
+            section = next((s for s in sections if rest.startswith(s + "_")), None)
+            if section is None:
+                continue
+            key = rest[len(section) + 1:].lower()
+            self.set(f"{sections[section]}.{key}", value, source=f"environment variable {name}")
+
+    # --- access ------------------------------------------------------------------
+
+    def _sections(self) -> list[str]:
+        return [f.name for f in dataclasses.fields(self)]
+
+    def set(self, dotted: str, value: Any, source: str = "setting") -> None:
+        """Set ``section.key`` converting ``value`` to the field's type; unknown keys are errors."""
+        section, _, key = dotted.partition(".")
+        if section not in self._sections():
+            raise ConfigError(f"{source}: unknown section {section!r} (known: {', '.join(self._sections())})")
+        target = getattr(self, section)
+        types = {f.name: f.type for f in dataclasses.fields(target)}
+        if key not in types:
+            raise ConfigError(f"{source}: unknown setting {dotted!r}")
+        setattr(target, key, _convert(value, types[key], dotted, source))
+
+    def config_items(self, role_prefix: str) -> list[tuple[str, str]]:
+        """Flattened ``(key, value)`` pairs a component reports in ShowConfigurations.
+
+        A component reports its own section (``querycoord.`` or ``querynode.``) and
+        the ``common.`` one, like Milvus's per-role key prefixes.
+        """
+        items = []
+        for section in ("common", role_prefix):
+            for f in dataclasses.fields(getattr(self, section)):
+                items.append((f"{section}.{f.name}".lower(), _render(getattr(getattr(self, section), f.name))))
+        return sorted(items)
+
+    def matching(self, role_prefix: str, pattern: str) -> list[tuple[str, str]]:
+        """``config_items`` whose key contains ``pattern`` (case-insensitive, empty = all)."""
+        needle = pattern.lower()
+        return [(k, v) for k, v in self.config_items(role_prefix) if needle in k]
+
+    def with_env(self, env: Mapping[str, str]) -> "Settings":
+        """A copy with ``VECGRID_*`` variables of ``env`` applied on top.
+
+        A worker applies its own environment over the settings the coordinator
+        shipped, so per-host values (``VECGRID_QUERYNODE_PORT``) can differ.
+        """
+        settings = copy.deepcopy(self)
+        settings._apply_env(env)
+        return settings
+
+
+def _convert(value: Any, type_name: str, key: str, source: str) -> Any:
+    try:
+        if type_name == "int":
+            if isinstance(value, bool):
+                raise ValueError
+            return int(value)
+        if type_name == "float":
+            return float(value)
+        if type_name == "bool":
+            if isinstance(value, bool):
+                return value
+            text = str(value).strip().lower()
+            if text in ("1", "true", "yes", "on"):
+                return True
+            if text in ("0", "false", "no", "off"):
+                return False
+            raise ValueError
+        return str(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{source}: {key} must be a {type_name}, got {value!r}") from None
+
+
+def _render(value: Any) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)

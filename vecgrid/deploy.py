@@ -1,0 +1,182 @@
+"""Putting processes together, as Dask's ``deploy`` package does.
+
+:class:`Coordinator` is the coordinator process: a Dask client that registers the
+QueryNode worker plugin, the QueryCoord component with its gRPC server, and the
+REST app.  :class:`EmbeddedCluster` adds a ``distributed.LocalCluster`` of worker
+processes on this host — what ``vecgrid serve`` runs.  Start-up binds every
+explicitly requested port first, so "port in use" is reported before anything is
+started; shutdown reverses start-up and leaves no process behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import logging
+import socket
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import tornado.httpserver
+import tornado.netutil
+from distributed import Client, LocalCluster
+
+from vecgrid.cluster.lifecycle import StateCode
+from vecgrid.cluster.querycoord import QueryCoord
+from vecgrid.cluster.querynode.plugin import QueryNodePlugin
+from vecgrid.config import Settings
+from vecgrid.http.app import make_app
+from vecgrid.rpc.querycoord_servicer import serve_querycoord
+from vecgrid.rpc.server import GrpcServer, PortInUse
+from vecgrid.storage.kv import open_meta_store
+
+log = logging.getLogger(__name__)
+
+META_DB = "meta.db"
+
+
+def ensure_ports_free(host: str, ports: list[tuple[int, str]]) -> None:
+    """Raise :class:`PortInUse` naming the first requested (non-zero) port that cannot be bound."""
+    for port, what in ports:
+        if port == 0:
+            continue
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind((host, port))
+            except OSError as e:
+                raise PortInUse(f"{what}: cannot listen on {host}:{port} ({e.strerror})") from None
+
+
+@dataclass
+class Addresses:
+    grpc: str = ""
+    http: str = ""
+    scheduler: str = ""
+    dashboard: str = ""
+    data_dir: str = ""
+    query_nodes: list[tuple[int, str]] = field(default_factory=list)
+
+
+class Coordinator:
+    """The coordinator process over an existing Dask scheduler."""
+
+    def __init__(self, settings: Settings, deploy_mode: str = "CLUSTER") -> None:
+        self.settings = settings
+        self.deploy_mode = deploy_mode
+        self.client: Client | None = None
+        self.coord: QueryCoord | None = None
+        self.grpc: GrpcServer | None = None
+        self.http: tornado.httpserver.HTTPServer | None = None
+        self.addresses = Addresses()
+        self._store = None
+
+    def node_settings(self) -> Settings:
+        """What the QueryNode plugin ships to every worker."""
+        return self.settings
+
+    async def start(self, scheduler_address: str) -> None:
+        s = self.settings
+        data_dir = Path(s.common.data_dir).absolute()
+        data_dir.mkdir(parents=True, exist_ok=True)
+        self._store = open_meta_store(str(data_dir / META_DB))
+        self.client = await Client(scheduler_address, asynchronous=True, name="vecgrid-coordinator")
+        self.coord = QueryCoord(s, self.client, self._store, self.deploy_mode)
+        # Serve gRPC at once: until the coordinator is Healthy it answers Initializing, as Milvus does.
+        self.grpc = await serve_querycoord(self.coord, s.common.host, s.querycoord.port)
+        sockets = tornado.netutil.bind_sockets(s.http.port, s.common.host)
+        s.http.port = sockets[0].getsockname()[1]
+        self.http = tornado.httpserver.HTTPServer(make_app(self.coord))
+        self.http.add_sockets(sockets)
+        await self.client.register_plugin(QueryNodePlugin(self.node_settings(), self.deploy_mode))
+        await self.coord.start()
+        self.addresses.grpc = self.coord.address
+        self.addresses.http = f"http://{s.common.host}:{s.http.port}"
+        self.addresses.scheduler = scheduler_address
+        self.addresses.dashboard = self.client.dashboard_link or ""
+        self.addresses.data_dir = str(data_dir)
+
+    async def wait_for_nodes(self, count: int, timeout_s: float = 60.0) -> None:
+        """Wait until ``count`` query nodes are registered (start-up of the embedded cluster)."""
+        deadline = time.monotonic() + timeout_s
+        while len(self.coord.nodes) < count:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"only {len(self.coord.nodes)} of {count} query nodes registered "
+                                   f"within {timeout_s:.0f} s")
+            await asyncio.sleep(0.1)
+        self.addresses.query_nodes = [(n.node_id, n.address) for n in self.coord.nodes.all()]
+
+    async def stop(self) -> None:
+        if self.coord is not None:
+            self.coord.lifecycle.set(StateCode.Stopping)  # new calls answer "not ready" while draining
+        if self.grpc is not None:
+            await self.grpc.stop(self.settings.querycoord.grace_s)
+        if self.http is not None:
+            self.http.stop()
+            await self.http.close_all_connections()
+        if self.coord is not None:
+            await self.coord.stop()
+        if self.client is not None:
+            await self.client.close()
+        if self._store is not None:
+            self._store.close()
+
+
+class EmbeddedCluster(Coordinator):
+    """A LocalCluster of N worker processes plus the coordinator, all on one host."""
+
+    def __init__(self, settings: Settings) -> None:
+        super().__init__(settings, deploy_mode="EMBEDDED")
+        self.cluster: LocalCluster | None = None
+
+    def node_settings(self) -> Settings:
+        # Workers share this host, so each query node takes a free port.
+        node = copy.deepcopy(self.settings)
+        node.querynode.port = 0
+        return node
+
+    async def start(self) -> None:  # type: ignore[override]
+        s = self.settings
+        ensure_ports_free(s.common.host, [(s.querycoord.port, "querycoord gRPC"),
+                                          (s.http.port, "REST"),
+                                          (s.dask.dashboard_port, "Dask dashboard")])
+        local_dir = Path(s.common.data_dir).absolute() / "dask"
+        local_dir.mkdir(parents=True, exist_ok=True)
+        self.cluster = await LocalCluster(
+            n_workers=s.dask.workers,
+            threads_per_worker=s.dask.threads_per_worker,
+            processes=True,
+            host=s.common.host,
+            scheduler_port=0,
+            dashboard_address=f"{s.common.host}:{s.dask.dashboard_port}",
+            local_directory=str(local_dir),
+            asynchronous=True,
+            silence_logs=logging.WARNING if s.common.log_level.lower() != "debug" else False,
+        )
+        try:
+            await super().start(self.cluster.scheduler_address)
+            self.addresses.dashboard = self.cluster.dashboard_link
+            await self.wait_for_nodes(s.dask.workers)
+        except BaseException:
+            await self.stop()
+            raise
+
+    async def stop(self) -> None:
+        await super().stop()
+        if self.cluster is not None:
+            await self.cluster.close()
+            self.cluster = None
+
+
+def describe(addresses: Addresses, mode: str) -> str:
+    """The start-up banner ``vecgrid serve`` / ``vecgrid coord`` print."""
+    lines = [
+        f"vecgrid {mode}: {len(addresses.query_nodes)} query node(s)",
+        f"  QueryCoord gRPC : {addresses.grpc}",
+        f"  REST            : {addresses.http}",
+        f"  Dask scheduler  : {addresses.scheduler}",
+        f"  Dask dashboard  : {addresses.dashboard}",
+        f"  data dir        : {addresses.data_dir}",
+    ]
+    lines += [f"  QueryNode {node_id:<5} : {address}" for node_id, address in addresses.query_nodes]
+    return "\n".join(lines)
