@@ -1,0 +1,90 @@
+"""Cluster mode as documented: stock `dask scheduler`, `vecgrid worker`, `vecgrid coord`, separate processes."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import grpc
+import pytest
+
+from vecgrid.rpc.proto import milvus_pb2, query_coord_pb2, query_coord_pb2_grpc
+
+pytestmark = pytest.mark.slow
+BIN = Path(sys.executable).parent
+ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_for_line(proc, pattern: str, timeout: float) -> re.Match:
+    deadline = time.monotonic() + timeout
+    seen = []
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        seen.append(line)
+        match = re.search(pattern, line)
+        if match:
+            return match
+    pytest.fail(f"no line matching {pattern!r}:\n" + "".join(seen))
+
+
+def _stop(proc) -> int:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+    try:
+        return proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return proc.wait()
+
+
+def test_stock_scheduler_with_vecgrid_worker_and_coord(tmp_path):
+    port = _free_port()
+    scheduler_addr = f"tcp://127.0.0.1:{port}"
+    procs = []
+
+    def spawn(args):
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENV)
+        procs.append(proc)
+        return proc
+
+    try:
+        scheduler = spawn([str(BIN / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port),
+                           "--dashboard-address", "127.0.0.1:0"])
+        _wait_for_line(scheduler, r"Scheduler at:", 60)
+        worker = spawn([str(BIN / "vecgrid"), "worker", "--scheduler", scheduler_addr,
+                        "--name", "gpu-box-1", "--node-port", "0", "--resources", "GPU=1"])
+        _wait_for_line(worker, r"vecgrid worker gpu-box-1 at", 60)
+        coord = spawn([str(BIN / "vecgrid"), "coord", "--scheduler", scheduler_addr, "--data-dir",
+                       str(tmp_path), "--coord-port", "0", "--http-port", "0"])
+        grpc_addr = _wait_for_line(coord, r"QueryCoord gRPC : (\S+)", 60).group(1)
+
+        with grpc.insecure_channel(grpc_addr) as channel:
+            stub = query_coord_pb2_grpc.QueryCoordStub(channel)
+            deadline = time.monotonic() + 30
+            while True:
+                nodes = stub.ListQueryNode(query_coord_pb2.ListQueryNodeRequest(), timeout=10).nodeInfos
+                if nodes or time.monotonic() > deadline:
+                    break
+                time.sleep(0.2)
+            assert len(nodes) == 1 and nodes[0].state == "Normal"
+            with grpc.insecure_channel(nodes[0].address) as node_channel:
+                node = query_coord_pb2_grpc.QueryNodeStub(node_channel)
+                states = node.GetComponentStates(milvus_pb2.GetComponentStatesRequest(), timeout=10)
+                assert states.state.nodeID == nodes[0].ID and states.state.state_code == 1
+    finally:
+        codes = [_stop(p) for p in reversed(procs)]
+    assert codes[0] == 0  # the coordinator exits cleanly on SIGINT
