@@ -151,3 +151,21 @@ async def test_rest_health_and_version(embedded):
     assert err.value.code == 404
     assert json.loads(err.value.response.body) == {
         "name": "NotFound", "message": "Path /no/such/path not found", "code": 404, "className": "not-found"}
+
+
+async def test_health_service_and_reflection(embedded):
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+    from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+    coord, listed, nodes = await _stubs(embedded)
+    for address, service in [(embedded.addresses.grpc, "milvus.proto.query.QueryCoord"),
+                             *[(n.address, "milvus.proto.query.QueryNode") for n in listed.nodeInfos]]:
+        channel = aio_channel(address)
+        health = health_pb2_grpc.HealthStub(channel)
+        reply = await health.Check(health_pb2.HealthCheckRequest(service=service), timeout=10)
+        assert reply.status == health_pb2.HealthCheckResponse.SERVING
+        reflection = reflection_pb2_grpc.ServerReflectionStub(channel)
+        responses = [r async for r in reflection.ServerReflectionInfo(
+            iter([reflection_pb2.ServerReflectionRequest(list_services="")]), timeout=10)]
+        names = {s.name for s in responses[0].list_services_response.service}
+        assert service in names and "grpc.health.v1.Health" in names
