@@ -169,3 +169,24 @@ async def test_health_service_and_reflection(embedded):
             iter([reflection_pb2.ServerReflectionRequest(list_services="")]), timeout=10)]
         names = {s.name for s in responses[0].list_services_response.service}
         assert service in names and "grpc.health.v1.Health" in names
+
+
+async def test_bulk_import_into_a_live_clusters_data_dir(embedded, tmp_path):
+    """`vecgrid import` shares meta.db with the running coordinator without disturbing it."""
+    import asyncio
+    import sys
+
+    import numpy as np
+
+    np.save(tmp_path / "vec.npy", np.random.default_rng(1).random((500, 8), dtype=np.float32))
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "vecgrid.cli", "import", "--data-dir", embedded.addresses.data_dir,
+        "--collection", "live", str(tmp_path / "vec.npy"),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), 120)
+    assert proc.returncode == 0, err.decode()
+    assert json.loads(out.decode().strip().splitlines()[-1])["num_rows"] == 500
+    coord, listed, nodes = await _stubs(embedded)
+    assert len(listed.nodeInfos) == 2
+    # The coordinator's own metadata (node ids) is still readable and unchanged.
+    assert embedded.coord.registry.id_for("querynode", "0") in {n.ID for n in listed.nodeInfos}

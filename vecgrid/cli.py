@@ -59,6 +59,19 @@ def _parser() -> _Parser:
     coord = sub.add_parser("coord", parents=[common, coord_ports], help="run the coordinator")
     coord.add_argument("--scheduler", required=True, help="Dask scheduler address, e.g. tcp://host:8786")
 
+    imp = sub.add_parser("import", parents=[common], help="bulk-import files into sealed segments")
+    imp.add_argument("files", nargs="+", metavar="FILE", help=".parquet files, or .npy vectors plus .parquet/.csv scalars")
+    imp.add_argument("--collection", required=True)
+    imp.add_argument("--db", default="default", help="database name")
+    imp.add_argument("--partition", default="_default")
+    imp.add_argument("--primary-key", help="column to use as primary key (default: an auto_id int64 'id')")
+    imp.add_argument("--metric", default="L2", choices=["L2", "IP", "COSINE"])
+    imp.add_argument("--index", default="FLAT", help="index type for new collections (FLAT, IVF_FLAT, HNSW, ...)")
+    imp.add_argument("--index-params", default="{}", help='JSON, e.g. {"nlist": 1024}')
+    imp.add_argument("--shards", type=int, default=1)
+    imp.add_argument("--segment-rows", type=int, default=1_000_000)
+    imp.add_argument("--segment-mb", type=int, default=512)
+
     worker = sub.add_parser("worker", parents=[common], help="run a worker that serves as a QueryNode")
     worker.add_argument("--scheduler", required=True, help="Dask scheduler address")
     worker.add_argument("--name", default=None,
@@ -141,6 +154,31 @@ async def _coord(settings: Settings) -> None:
         await coordinator.stop()
 
 
+def _import(settings: Settings, args: argparse.Namespace) -> int:
+    import json
+
+    from vecgrid import errors
+    from vecgrid.storage.bulk_import import ImportOptions, bulk_import, summary_json
+
+    try:
+        params = json.loads(args.index_params)
+        if not isinstance(params, dict):
+            raise ValueError
+    except ValueError:
+        raise UsageError(f"--index-params must be a JSON object, got {args.index_params!r}") from None
+    opts = ImportOptions(collection=args.collection, db_name=args.db, partition=args.partition,
+                         primary_key=args.primary_key, metric=args.metric, index=args.index,
+                         index_params=params, shards=args.shards, segment_rows=args.segment_rows,
+                         segment_bytes=args.segment_mb * 1024 * 1024)
+    try:
+        summary = bulk_import(settings.common.data_dir, args.files, opts, progress=True)
+    except errors.MilvusError as e:
+        print(f"vecgrid: error: import failed, nothing was published: {e}", file=sys.stderr)
+        return EXIT_RUNTIME
+    print(summary_json(summary), flush=True)
+    return 0
+
+
 async def _worker(settings: Settings, args: argparse.Namespace) -> None:
     from distributed import Nanny
 
@@ -166,6 +204,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     _configure_logging(settings.common.log_level)
     try:
+        if args.command == "import":
+            return _import(settings, args)
         if args.command == "serve":
             asyncio.run(_serve(settings))
         elif args.command == "coord":
@@ -174,7 +214,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             asyncio.run(_worker(settings, args))
     except KeyboardInterrupt:
         pass
-    except (OSError, TimeoutError, ConfigError, UsageError) as e:
+    except UsageError as e:
+        print(f"vecgrid: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except (OSError, TimeoutError, ConfigError) as e:
         print(f"vecgrid: error: {e}", file=sys.stderr)
         return EXIT_RUNTIME
     return 0

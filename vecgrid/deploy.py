@@ -29,11 +29,9 @@ from vecgrid.config import Settings
 from vecgrid.http.app import make_app
 from vecgrid.rpc.querycoord_servicer import serve_querycoord
 from vecgrid.rpc.server import GrpcServer, PortInUse
-from vecgrid.storage.kv import open_meta_store
+from vecgrid.storage.layout import DataDir
 
 log = logging.getLogger(__name__)
-
-META_DB = "meta.db"
 
 
 def ensure_ports_free(host: str, ports: list[tuple[int, str]]) -> None:
@@ -77,9 +75,8 @@ class Coordinator:
 
     async def start(self, scheduler_address: str) -> None:
         s = self.settings
-        data_dir = Path(s.common.data_dir).absolute()
-        data_dir.mkdir(parents=True, exist_ok=True)
-        self._store = open_meta_store(str(data_dir / META_DB))
+        data = DataDir(s.common.data_dir)
+        self._store = data.open_store()
         self.client = await Client(scheduler_address, asynchronous=True, name="vecgrid-coordinator")
         self.coord = QueryCoord(s, self.client, self._store, self.deploy_mode)
         # Serve gRPC at once: until the coordinator is Healthy it answers Initializing, as Milvus does.
@@ -94,7 +91,7 @@ class Coordinator:
         self.addresses.http = f"http://{s.common.host}:{s.http.port}"
         self.addresses.scheduler = scheduler_address
         self.addresses.dashboard = self.client.dashboard_link or ""
-        self.addresses.data_dir = str(data_dir)
+        self.addresses.data_dir = str(data.path)
 
     async def wait_for_nodes(self, count: int, timeout_s: float = 60.0) -> None:
         """Wait until ``count`` query nodes are registered (start-up of the embedded cluster)."""

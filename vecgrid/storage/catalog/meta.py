@@ -623,6 +623,10 @@ class Catalog:
     def allocate_segment_id(self) -> int:
         return self._ids.allocate()
 
+    def allocate_ids(self, count: int) -> int:
+        """Reserve ``count`` consecutive ids (e.g. auto-id primary keys); returns the first."""
+        return self._ids.allocate(count)
+
     def _segment_records(self, collection_id: int | None = None,
                          partition_id: int | None = None) -> list[tuple[str, data_coord_pb2.SegmentInfo]]:
         out = []
@@ -1021,121 +1025,149 @@ class Catalog:
         the identical segment again returns it unchanged.
         """
         with self._lock:
-            if not isinstance(segment, data_coord_pb2.SegmentInfo):
-                raise errors.ParameterInvalid(f"segment must be a data.SegmentInfo, got {type(segment).__name__}")
-            if not isinstance(root, str):
-                raise errors.ParameterInvalid(f"root must be a string, got {type(root).__name__}")
-            seg = _copy(segment)
-            coll = self._view(self._require_collection(seg.collectionID))
-            if seg.level == L.Legacy:
-                seg.level = L.L1
-            self._check_partition(coll, seg.partitionID, seg.level)
-            self._check_channel(coll, seg.insert_channel)
-            if seg.state not in (S.SegmentStateNone, S.Sealed, S.Flushing, S.Flushed):
-                raise errors.ParameterInvalid(
-                    f"a published segment is sealed; state {_state_name(seg.state)} cannot be published"
-                )
-            seg.state = S.Flushed
-            self._check_rows(seg)
-
-            key = None
-            old = None
-            old_files: dict[str, catalog_pb2.SegmentFile] = {}
-            if seg.ID:
-                if seg.ID < 0:
-                    raise errors.ParameterInvalid(f"segment id must be positive, got {seg.ID}")
-                found = self._find_segment_at(seg.collectionID, seg.partitionID, seg.ID)
-                if found is not None:
-                    key, old = found
-                    if (old.collectionID, old.partitionID, old.insert_channel) != (
-                            seg.collectionID, seg.partitionID, seg.insert_channel):
-                        raise errors.ParameterInvalid(
-                            f"segment {seg.ID} exists in collection {old.collectionID}, partition {old.partitionID}, "
-                            f"channel {old.insert_channel!r}"
-                        )
-                    if old.state == S.Dropped:
-                        raise errors.ParameterInvalid(f"segment {seg.ID} is dropped")
-                    old_files = self._files_record(old)
-                    if not seg.HasField("start_position") and old.HasField("start_position"):
-                        seg.start_position.CopyFrom(old.start_position)
-
-            index_records = []
-            for raw in indexes:
-                if not isinstance(raw, catalog_pb2.SegmentIndex):
-                    raise errors.ParameterInvalid(
-                        f"indexes must be catalog.SegmentIndex messages, got {type(raw).__name__}"
-                    )
-                si = _copy(raw)
-                self._live_index(coll.id, si.indexID)
-                if si.segmentID not in (0, seg.ID) or si.collectionID not in (0, coll.id) or \
-                        si.partitionID not in (0, seg.partitionID):
-                    raise errors.ParameterInvalid(f"index build {si.indexID} names another segment")
-                if not si.index_file_keys:
-                    raise errors.ParameterInvalid(f"index build of index {si.indexID} has no index_file_keys")
-                if any(s.indexID == si.indexID for s in index_records):
-                    raise errors.ParameterInvalid(f"index {si.indexID} is built twice for segment {seg.ID}")
-                index_records.append(si)
-
-            pool = self._file_pool(files)
-            log_files = self._bind_segment_files(seg, index_records, pool, old_files)
-
-            drops = []
-            for src in seg.compactionFrom:
-                found = self._find_segment(src)
-                if found is None:
-                    raise errors.SegmentNotFound(f"segment {src} in compactionFrom", segment=src)
-                if found[1].collectionID != coll.id or src == seg.ID:
-                    raise errors.ParameterInvalid(
-                        f"segment {src} in compactionFrom is not another segment of collection {coll.id}"
-                    )
-                drops.append(found)
-
-            cp = None
-            if checkpoint is not None:
-                cp = self._checked_position(seg.insert_channel, checkpoint)
-                if not self._advances(seg.insert_channel, cp):
-                    cp = None
-
-            if old is not None and old.state == S.Flushed:
-                same = (
-                    _encode(old) == _encode(seg)
-                    and [_encode(f) for f in log_files] == [_encode(old_files[p]) for p in sorted(old_files)]
-                    and self._checksums(old).root == root
-                    and not index_records
-                )
-                if same:
-                    if cp is not None:
-                        self._store.put(keys.channel_cp_key(seg.insert_channel), _encode(cp))
-                    return seg
-                raise errors.ParameterInvalid(f"segment {seg.ID} is already published")
-
-            # -------- everything checked: allocate, then write once --------
-            if not seg.ID:
-                seg.ID = self._ids.allocate()
-                key = None
-            if key is None:
-                key = keys.segment_key(seg.collectionID, seg.partitionID, seg.ID)
-            ts = self._tso.allocate() if index_records else 0
-            for si in index_records:
-                si.collectionID, si.partitionID, si.segmentID = coll.id, seg.partitionID, seg.ID
-                si.buildID = si.buildID or self._ids.allocate()
-                si.num_rows = si.num_rows or seg.num_of_rows
-                si.state = common_pb2.Finished
-                si.create_time = si.create_time or ts
-                si.finished_time = si.finished_time or ts
-            with self._store.txn() as t:
-                t.put(key, _encode(seg))
-                t.put(keys.segment_files_key(seg.collectionID, seg.partitionID, seg.ID), _encode(
-                    catalog_pb2.SegmentFileChecksums(collectionID=seg.collectionID, partitionID=seg.partitionID,
-                                                     segmentID=seg.ID, files=log_files, root=root)))
-                for si in index_records:
-                    si_key = keys.segment_index_key(si.collectionID, si.partitionID, si.segmentID, si.buildID)
-                    t.put(si_key, _encode(si))
-                self._mark_segments_dropped(t, drops)
-                if cp is not None:
-                    t.put(keys.channel_cp_key(seg.insert_channel), _encode(cp))
-            self._segment_keys[seg.ID] = key
+            seg, key, ops = self._plan_publish(segment, files, checkpoint, indexes, root)
+            self._commit_publish([(seg, key, ops)])
             return seg
+
+    def publish_segments(self, items: Iterable[tuple[data_coord_pb2.SegmentInfo, Iterable[catalog_pb2.SegmentFile],
+                                                     Mapping[str, Any]]]) -> list[data_coord_pb2.SegmentInfo]:
+        """:meth:`publish_segment` for several segments in ONE transaction: all become visible or none.
+
+        Each item is ``(segment, files, options)`` with the keyword options of :meth:`publish_segment`.
+        A bulk import publishes its segments this way, so a crash mid-import publishes nothing.
+        """
+        with self._lock:
+            plans = [self._plan_publish(seg, files, opts.get("checkpoint"), opts.get("indexes", ()),
+                                        opts.get("root", "")) for seg, files, opts in items]
+            self._commit_publish(plans)
+            return [seg for seg, _, _ in plans]
+
+    def _commit_publish(self, plans) -> None:
+        with self._store.txn() as t:
+            for _, _, ops in plans:
+                for op in ops:
+                    if callable(op):
+                        op(t)
+                    else:
+                        t.put(*op)
+        for seg, key, _ in plans:
+            self._segment_keys[seg.ID] = key
+
+    def _plan_publish(self, segment, files, checkpoint, indexes, root):
+        """Check one publish and return ``(segment meta, key, store writes)``; writes nothing."""
+        # The caller holds self._lock.
+        if not isinstance(segment, data_coord_pb2.SegmentInfo):
+            raise errors.ParameterInvalid(f"segment must be a data.SegmentInfo, got {type(segment).__name__}")
+        if not isinstance(root, str):
+            raise errors.ParameterInvalid(f"root must be a string, got {type(root).__name__}")
+        seg = _copy(segment)
+        coll = self._view(self._require_collection(seg.collectionID))
+        if seg.level == L.Legacy:
+            seg.level = L.L1
+        self._check_partition(coll, seg.partitionID, seg.level)
+        self._check_channel(coll, seg.insert_channel)
+        if seg.state not in (S.SegmentStateNone, S.Sealed, S.Flushing, S.Flushed):
+            raise errors.ParameterInvalid(
+                f"a published segment is sealed; state {_state_name(seg.state)} cannot be published"
+            )
+        seg.state = S.Flushed
+        self._check_rows(seg)
+
+        key = None
+        old = None
+        old_files: dict[str, catalog_pb2.SegmentFile] = {}
+        if seg.ID:
+            if seg.ID < 0:
+                raise errors.ParameterInvalid(f"segment id must be positive, got {seg.ID}")
+            found = self._find_segment_at(seg.collectionID, seg.partitionID, seg.ID)
+            if found is not None:
+                key, old = found
+                if (old.collectionID, old.partitionID, old.insert_channel) != (
+                        seg.collectionID, seg.partitionID, seg.insert_channel):
+                    raise errors.ParameterInvalid(
+                        f"segment {seg.ID} exists in collection {old.collectionID}, partition {old.partitionID}, "
+                        f"channel {old.insert_channel!r}"
+                    )
+                if old.state == S.Dropped:
+                    raise errors.ParameterInvalid(f"segment {seg.ID} is dropped")
+                old_files = self._files_record(old)
+                if not seg.HasField("start_position") and old.HasField("start_position"):
+                    seg.start_position.CopyFrom(old.start_position)
+
+        index_records = []
+        for raw in indexes:
+            if not isinstance(raw, catalog_pb2.SegmentIndex):
+                raise errors.ParameterInvalid(
+                    f"indexes must be catalog.SegmentIndex messages, got {type(raw).__name__}"
+                )
+            si = _copy(raw)
+            self._live_index(coll.id, si.indexID)
+            if si.segmentID not in (0, seg.ID) or si.collectionID not in (0, coll.id) or \
+                    si.partitionID not in (0, seg.partitionID):
+                raise errors.ParameterInvalid(f"index build {si.indexID} names another segment")
+            if not si.index_file_keys:
+                raise errors.ParameterInvalid(f"index build of index {si.indexID} has no index_file_keys")
+            if any(s.indexID == si.indexID for s in index_records):
+                raise errors.ParameterInvalid(f"index {si.indexID} is built twice for segment {seg.ID}")
+            index_records.append(si)
+
+        pool = self._file_pool(files)
+        log_files = self._bind_segment_files(seg, index_records, pool, old_files)
+
+        drops = []
+        for src in seg.compactionFrom:
+            found = self._find_segment(src)
+            if found is None:
+                raise errors.SegmentNotFound(f"segment {src} in compactionFrom", segment=src)
+            if found[1].collectionID != coll.id or src == seg.ID:
+                raise errors.ParameterInvalid(
+                    f"segment {src} in compactionFrom is not another segment of collection {coll.id}"
+                )
+            drops.append(found)
+
+        cp = None
+        if checkpoint is not None:
+            cp = self._checked_position(seg.insert_channel, checkpoint)
+            if not self._advances(seg.insert_channel, cp):
+                cp = None
+
+        if old is not None and old.state == S.Flushed:
+            same = (
+                _encode(old) == _encode(seg)
+                and [_encode(f) for f in log_files] == [_encode(old_files[p]) for p in sorted(old_files)]
+                and self._checksums(old).root == root
+                and not index_records
+            )
+            if same:
+                ops = [] if cp is None else [(keys.channel_cp_key(seg.insert_channel), _encode(cp))]
+                return seg, key, ops
+            raise errors.ParameterInvalid(f"segment {seg.ID} is already published")
+
+        # -------- everything checked: allocate, then write once --------
+        if not seg.ID:
+            seg.ID = self._ids.allocate()
+            key = None
+        if key is None:
+            key = keys.segment_key(seg.collectionID, seg.partitionID, seg.ID)
+        ts = self._tso.allocate() if index_records else 0
+        for si in index_records:
+            si.collectionID, si.partitionID, si.segmentID = coll.id, seg.partitionID, seg.ID
+            si.buildID = si.buildID or self._ids.allocate()
+            si.num_rows = si.num_rows or seg.num_of_rows
+            si.state = common_pb2.Finished
+            si.create_time = si.create_time or ts
+            si.finished_time = si.finished_time or ts
+        ops = [(key, _encode(seg)),
+               (keys.segment_files_key(seg.collectionID, seg.partitionID, seg.ID), _encode(
+                   catalog_pb2.SegmentFileChecksums(collectionID=seg.collectionID, partitionID=seg.partitionID,
+                                                    segmentID=seg.ID, files=log_files, root=root)))]
+        for si in index_records:
+            ops.append((keys.segment_index_key(si.collectionID, si.partitionID, si.segmentID, si.buildID),
+                        _encode(si)))
+        ops.append(lambda t, drops=drops: self._mark_segments_dropped(t, drops))
+        if cp is not None:
+            ops.append((keys.channel_cp_key(seg.insert_channel), _encode(cp)))
+        return seg, key, ops
 
     def add_segment_index(
         self, index: catalog_pb2.SegmentIndex, files: Iterable[catalog_pb2.SegmentFile] = ()
@@ -1194,24 +1226,37 @@ class Catalog:
         The record's index files (``record.indexes``: field id -> file) become builds of each field's
         live index. See :mod:`.segment_bridge` for how the files map onto ``SegmentInfo``.
         """
+        return self.publish_segment_records([dict(
+            record=record, insert_channel=insert_channel, checkpoint=checkpoint, start_position=start_position,
+            dml_position=dml_position, level=level, compaction_from=compaction_from)])[0]
+
+    def publish_segment_records(self, items: Iterable[Mapping[str, Any]]) -> list[data_coord_pb2.SegmentInfo]:
+        """Several :meth:`publish_segment_files` calls (keyword dicts) in ONE transaction."""
         with self._lock:
-            seg, files = segment_bridge.to_segment_info(record, insert_channel)
-            seg.level = level
-            for name, position in (("start_position", start_position), ("dml_position", dml_position)):
-                if position is not None:
-                    if not isinstance(position, msg_pb2.MsgPosition):
-                        raise errors.ParameterInvalid(f"{name} must be a msg.MsgPosition")
-                    getattr(seg, name).CopyFrom(position)
-            seg.compactionFrom.extend(compaction_from)
-            indexes = []
-            if record.indexes:
-                live = {fi.index_info.fieldID: fi.index_info.indexID
-                        for _, fi in self._field_indexes(self._require_collection(record.collection_id).ID)}
-                for field_id, info in sorted(record.indexes.items()):
-                    if field_id not in live:
-                        raise errors.IndexNotFound(f"field {field_id} has no index", collection=record.collection_id)
-                    indexes.append(segment_bridge.to_segment_index(info, live[field_id], field_id))
-            return self.publish_segment(seg, files, checkpoint=checkpoint, indexes=indexes, root=record.root)
+            return self.publish_segments([self._record_publish_args(**item) for item in items])
+
+    def _record_publish_args(self, record: SegmentFilesRecord, insert_channel: str, *,
+                             checkpoint: msg_pb2.MsgPosition | None = None,
+                             start_position: msg_pb2.MsgPosition | None = None,
+                             dml_position: msg_pb2.MsgPosition | None = None,
+                             level: int = L.L1, compaction_from: Iterable[int] = ()):
+        seg, files = segment_bridge.to_segment_info(record, insert_channel)
+        seg.level = level
+        for name, position in (("start_position", start_position), ("dml_position", dml_position)):
+            if position is not None:
+                if not isinstance(position, msg_pb2.MsgPosition):
+                    raise errors.ParameterInvalid(f"{name} must be a msg.MsgPosition")
+                getattr(seg, name).CopyFrom(position)
+        seg.compactionFrom.extend(compaction_from)
+        indexes = []
+        if record.indexes:
+            live = {fi.index_info.fieldID: fi.index_info.indexID
+                    for _, fi in self._field_indexes(self._require_collection(record.collection_id).ID)}
+            for field_id, info in sorted(record.indexes.items()):
+                if field_id not in live:
+                    raise errors.IndexNotFound(f"field {field_id} has no index", collection=record.collection_id)
+                indexes.append(segment_bridge.to_segment_index(info, live[field_id], field_id))
+        return seg, files, {"checkpoint": checkpoint, "indexes": indexes, "root": record.root}
 
     def segment_files_record(self, segment_id: int) -> SegmentFilesRecord:
         """The ``segment_files.SegmentFiles`` record to open (and verify) a segment with.

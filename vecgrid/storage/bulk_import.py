@@ -1,0 +1,224 @@
+"""Bulk import: files straight into sealed segments of a collection.
+
+:func:`bulk_import` reads Parquet files, or ``.npy`` vectors with optional Parquet /
+CSV scalars (see :mod:`.import_sources`), creates the collection from the files'
+columns when it does not exist, and writes sealed segments of at most
+``segment_rows`` rows or ``segment_bytes`` bytes per channel.
+
+It is all-or-nothing.  Every batch is validated against the schema before it is
+buffered, so a bad row is found before any segment is published.  Segment files are
+written as they fill but stay invisible until the end, when every segment is published
+in ONE catalog transaction.  On any failure the written files are deleted, and a
+collection this import created is dropped again (the undo steps, as in Milvus's
+load jobs).
+
+Rows get the import's timestamp in the segment's ``Timestamp`` column (Milvus's
+system field 1), so they are visible to every search issued after the import returns.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+import pyarrow as pa
+
+from vecgrid import errors
+from vecgrid.rpc.proto import schema_pb2
+from vecgrid.storage import segment_files
+from vecgrid.storage.catalog import Catalog, CollectionInfo, arrow_schema, validate_rows
+from vecgrid.storage.catalog.schema_rules import DEFAULT_DB_NAME, DEFAULT_PARTITION_NAME, normalize_schema
+from vecgrid.storage.import_sources import Sources, infer_schema, open_sources
+from vecgrid.storage.layout import DataDir
+from vecgrid.storage.sharding import shard_of
+from vecgrid.storage.tso import compose_ts, physical_ms_now
+
+TIMESTAMP_FIELD = "Timestamp"  # Milvus's system field 1, refused as a user field name
+IMPORT_TSO_KEY = "tso/bulk-import"  # its own oracle: the coordinator owns the main one
+
+
+@dataclass
+class ImportOptions:
+    collection: str
+    db_name: str = DEFAULT_DB_NAME
+    partition: str = DEFAULT_PARTITION_NAME
+    primary_key: str | None = None
+    metric: str = "L2"
+    index: str = "FLAT"
+    index_params: dict[str, Any] = field(default_factory=dict)
+    shards: int = 1
+    segment_rows: int = 1_000_000
+    segment_bytes: int = 512 * 1024 * 1024
+
+
+@dataclass
+class _Buffer:
+    """Rows of one channel waiting to become a segment."""
+
+    batches: list[pa.Table] = field(default_factory=list)
+    rows: int = 0
+    nbytes: int = 0
+
+
+class _Import:
+    def __init__(self, catalog: Catalog, root: str, sources: Sources, opts: ImportOptions,
+                 progress: Callable[[int], None]) -> None:
+        self.catalog, self.root, self.sources, self.opts, self.progress = catalog, root, sources, opts, progress
+        self.created = False
+        self.written: list[tuple[segment_files.SegmentFiles, str]] = []
+        self.timestamp = compose_ts(physical_ms_now(), 0)
+
+    def run(self) -> dict[str, Any]:
+        coll = self._collection()
+        partition = self.catalog.get_partition(coll.id, self.opts.partition)
+        pk_field = coll.primary_field
+        channels = list(coll.vchannels)
+        buffers = [_Buffer() for _ in channels]
+        seen_pks: list[np.ndarray] | set = set() if pk_field.data_type == schema_pb2.VarChar else []
+        out_schema = arrow_schema(coll).append(pa.field(TIMESTAMP_FIELD, pa.uint64(), nullable=False))
+
+        for batch in self.sources.batches():
+            table = validate_rows(coll, batch)
+            if pk_field.autoID:
+                first = self.catalog.allocate_ids(table.num_rows)
+                table = table.add_column(0, pk_field.name, pa.array(np.arange(first, first + table.num_rows)))
+            table = table.append_column(TIMESTAMP_FIELD, pa.array(np.full(table.num_rows, self.timestamp, np.uint64)))
+            table = table.select(out_schema.names).cast(out_schema)
+            pks = table.column(pk_field.name)
+            self._check_unique(pks, seen_pks)
+            shards = shard_of(pks.combine_chunks(), len(channels))
+            for shard, buffer in enumerate(buffers):
+                part = table.filter(pa.array(shards == shard)) if len(channels) > 1 else table
+                if part.num_rows:
+                    buffer.batches.append(part)
+                    buffer.rows += part.num_rows
+                    buffer.nbytes += part.nbytes
+                    self._seal_full(coll, partition.partitionID, channels[shard], buffer)
+            self.progress(batch.num_rows)
+        for shard, buffer in enumerate(buffers):
+            if buffer.rows:
+                self._seal(coll, partition.partitionID, channels[shard], buffer)
+        if not self.written:
+            raise errors.ParameterInvalid("the input files hold no rows")
+        published = self.catalog.publish_segment_records(
+            [{"record": record, "insert_channel": channel} for record, channel in self.written])
+        return _summary(self.catalog.get_collection(coll.id), published)
+
+    def _collection(self) -> CollectionInfo:
+        opts = self.opts
+        if self.catalog.has_collection(opts.db_name, opts.collection):
+            coll = self.catalog.describe_collection(opts.db_name, opts.collection)
+            if opts.partition != DEFAULT_PARTITION_NAME:
+                self.catalog.create_partition(coll.id, opts.partition)
+            return self.catalog.describe_collection(opts.db_name, opts.collection)
+        first = next(self.sources.batches(batch_rows=16), None)
+        schema = infer_schema(opts.collection, self.sources.schema, opts.primary_key, first)
+        schema = normalize_schema(opts.collection, opts.db_name, schema)  # validates before anything is written
+        coll = self.catalog.create_collection(opts.db_name, opts.collection, schema, shards_num=opts.shards)
+        self.created = True
+        for f in coll.schema.fields:
+            if f.data_type == schema_pb2.FloatVector:
+                self.catalog.create_index(coll.id, f.name, opts.index, opts.metric, opts.index_params)
+        if opts.partition != DEFAULT_PARTITION_NAME:
+            self.catalog.create_partition(coll.id, opts.partition)
+        return self.catalog.get_collection(coll.id)
+
+    @staticmethod
+    def _check_unique(pks: pa.ChunkedArray, seen) -> None:
+        if isinstance(seen, set):
+            values = pks.to_pylist()
+            duplicate = next((v for v in values if v in seen), None)
+            seen.update(values)
+        else:
+            seen.append(pks.to_numpy())
+            everything = np.concatenate(seen)
+            seen[:] = [everything]
+            uniq, counts = np.unique(everything, return_counts=True)
+            duplicate = uniq[counts > 1][0] if (counts > 1).any() else None
+        if duplicate is not None:
+            raise errors.ParameterInvalid(f"duplicate primary key {duplicate!r} in the input files")
+
+    def _seal_full(self, coll: CollectionInfo, partition_id: int, channel: str, buffer: _Buffer) -> None:
+        """Cut as many full segments off ``buffer`` as it holds (by rows, or by bytes)."""
+        row_bytes = max(1, buffer.nbytes // max(buffer.rows, 1))
+        limit = max(1, min(self.opts.segment_rows, self.opts.segment_bytes // row_bytes))
+        if buffer.rows < limit:
+            return
+        table = pa.concat_tables(buffer.batches)
+        start = 0
+        while table.num_rows - start >= limit:
+            self._write(coll, partition_id, channel, table.slice(start, limit))
+            start += limit
+        rest = table.slice(start)
+        buffer.batches, buffer.rows, buffer.nbytes = [rest], rest.num_rows, rest.nbytes
+
+    def _seal(self, coll: CollectionInfo, partition_id: int, channel: str, buffer: _Buffer) -> None:
+        self._write(coll, partition_id, channel, pa.concat_tables(buffer.batches))
+        buffer.batches, buffer.rows, buffer.nbytes = [], 0, 0
+
+    def _write(self, coll: CollectionInfo, partition_id: int, channel: str, table: pa.Table) -> None:
+        segment_id = self.catalog.allocate_segment_id()
+        record = segment_files.write_segment(self.root, coll.id, partition_id, segment_id, table)
+        self.written.append((record, channel))
+
+    def undo(self) -> None:
+        for record, _ in self.written:
+            segment_files.delete_segment(self.root, record.collection_id, record.partition_id, record.segment_id)
+        if self.created:
+            self.catalog.drop_collection(self.opts.db_name, self.opts.collection)
+
+
+def _summary(coll: CollectionInfo, segments) -> dict[str, Any]:
+    return {
+        "collection": coll.name,
+        "collection_id": coll.id,
+        "db_name": coll.db_name or DEFAULT_DB_NAME,
+        "partition_ids": [p.partitionID for p in coll.partitions],
+        "fields": [
+            {"field_id": f.fieldID, "name": f.name, "data_type": schema_pb2.DataType.Name(f.data_type),
+             **({"dim": int(next(kv.value for kv in f.type_params if kv.key == "dim"))}
+                if f.data_type == schema_pb2.FloatVector else {}),
+             **({"primary_key": True, "auto_id": f.autoID} if f.is_primary_key else {})}
+            for f in coll.schema.fields
+        ],
+        "channels": list(coll.vchannels),
+        "segments": [{"segment_id": s.ID, "partition_id": s.partitionID, "channel": s.insert_channel,
+                      "num_rows": s.num_of_rows} for s in segments],
+        "num_rows": sum(s.num_of_rows for s in segments),
+    }
+
+
+def bulk_import(data_dir: str, files: list[str], opts: ImportOptions, progress: bool = False) -> dict[str, Any]:
+    """Import ``files`` into ``data_dir``'s catalog; returns the summary the CLI prints as JSON."""
+    if opts.segment_rows < 1 or opts.segment_bytes < 1:
+        raise errors.ParameterInvalid("segment size limits must be positive")
+    sources = open_sources(files)
+    data = DataDir(data_dir)
+    store = data.open_store()
+    bar = _progress_bar(sources.num_rows) if progress else None
+    try:
+        job = _Import(data.open_catalog(store, tso_key=IMPORT_TSO_KEY), data.segment_root, sources, opts,
+                      bar.update if bar else (lambda n: None))
+        try:
+            return job.run()
+        except BaseException:
+            job.undo()
+            raise
+    finally:
+        if bar is not None:
+            bar.close()
+        store.close()
+
+
+def _progress_bar(total: int):
+    from tqdm import tqdm
+
+    # disable=None: draw the bar on a terminal, stay silent when stderr is a pipe or a file.
+    return tqdm(total=total, unit="rows", unit_scale=True, file=sys.stderr, desc="import", disable=None)
+
+
+def summary_json(summary: dict[str, Any]) -> str:
+    return json.dumps(summary, separators=(",", ":"))

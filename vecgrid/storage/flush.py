@@ -1,0 +1,129 @@
+"""Flush: turn a channel's logged DML up to a timestamp into sealed segments.
+
+This is the job Milvus's DataNode does when it syncs a growing segment.  For one
+DML channel, :func:`flush_channel` reads the WAL from the channel's checkpoint up to
+``up_to_ts`` (inclusive) and:
+
+* seals the inserted rows into one sealed segment per (partition, growing segment)
+  of the range, with the rows' timestamps in the ``Timestamp`` column and, as its
+  deltalog, the deletes of the range that hit its own rows (delete ts >= row ts);
+* writes every delete of the range into an **L0 segment** of the channel (a deltalog
+  only, partition "all"), which is how Milvus 2.4 carries deletes for rows sealed
+  earlier: a query node applies a channel's L0 deletes to all its sealed segments;
+* publishes all of it and the new channel checkpoint in ONE catalog transaction,
+  then drops WAL files that lie entirely before the checkpoint.
+
+A crash at any point before the publish leaves the catalog and the checkpoint as they
+were, so the next flush reads the same range again; files written by the failed
+attempt are never referenced.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+from vecgrid.rpc.proto import data_coord_pb2, msg_pb2
+from vecgrid.storage import segment_files
+from vecgrid.storage.bulk_import import TIMESTAMP_FIELD
+from vecgrid.storage.catalog import ALL_PARTITIONS_ID, Catalog, CollectionInfo, arrow_schema
+from vecgrid.storage.dml import DeleteBatch, InsertBatch, decode_dml
+from vecgrid.storage.wal import Position, Wal, WalRecord
+
+
+@dataclass
+class FlushResult:
+    segments: list[data_coord_pb2.SegmentInfo] = field(default_factory=list)
+    checkpoint: msg_pb2.MsgPosition | None = None
+    records: int = 0
+
+
+@dataclass
+class _Range:
+    """What one flush read from the channel."""
+
+    inserts: dict[tuple[int, int], list[InsertBatch]] = field(default_factory=lambda: defaultdict(list))
+    deletes: list[DeleteBatch] = field(default_factory=list)
+    last: WalRecord | None = None
+    count: int = 0
+
+
+def _read_range(wal: Wal, channel: str, checkpoint: msg_pb2.MsgPosition | None, up_to_ts: int) -> _Range:
+    start = Position.from_msg_position(checkpoint) if checkpoint is not None else "earliest"
+    reader = wal.open_reader(channel, start)
+    found = _Range()
+    try:
+        while (record := reader.read(timeout=0)) is not None:
+            if record.timestamp > up_to_ts:
+                break
+            message = decode_dml(record.payload)
+            if isinstance(message, InsertBatch):
+                found.inserts[(message.partition_id, message.segment_id)].append(message)
+            elif isinstance(message, DeleteBatch):
+                found.deletes.append(message)
+            found.last, found.count = record, found.count + 1
+    finally:
+        reader.close()
+    return found
+
+
+def _rows(coll: CollectionInfo, batches: list[InsertBatch]) -> pa.Table:
+    schema = arrow_schema(coll).append(pa.field(TIMESTAMP_FIELD, pa.uint64(), nullable=False))
+    tables = []
+    for batch in batches:
+        table = pa.Table.from_batches([batch.columns])
+        pk = coll.primary_field.name
+        if pk not in table.column_names:
+            table = table.append_column(pk, batch.primary_keys)
+        table = table.append_column(TIMESTAMP_FIELD, pa.array(batch.timestamps.astype(np.uint64)))
+        tables.append(table.select(schema.names).cast(schema))
+    return pa.concat_tables(tables)
+
+
+def _own_deletes(rows: pa.Table, pk_name: str, deletes: list[DeleteBatch]) -> tuple[list, list] | None:
+    """The deletes of the range that hit rows of this segment (row ts <= delete ts)."""
+    row_ts: dict = defaultdict(list)
+    for pk, ts in zip(rows.column(pk_name).to_pylist(), rows.column(TIMESTAMP_FIELD).to_pylist()):
+        row_ts[pk].append(ts)
+    pks, tss = [], []
+    for batch in deletes:
+        for pk, ts in zip(batch.primary_keys.to_pylist(), batch.timestamps.tolist()):
+            if any(r <= ts for r in row_ts.get(pk, ())):
+                pks.append(pk)
+                tss.append(ts)
+    return (pks, tss) if pks else None
+
+
+def flush_channel(catalog: Catalog, wal: Wal, root: str, channel: str, up_to_ts: int) -> FlushResult:
+    """Seal everything logged on ``channel`` with timestamp <= ``up_to_ts`` (see the module doc)."""
+    coll = catalog.collection_of_channel(channel)
+    found = _read_range(wal, channel, catalog.get_channel_checkpoint(channel), up_to_ts)
+    if found.last is None:
+        return FlushResult()
+    position = msg_pb2.MsgPosition(**found.last.position.to_msg_position_kwargs())
+    pk_name = coll.primary_field.name
+    items = []
+    for (partition_id, _growing), batches in sorted(found.inserts.items()):
+        rows = _rows(coll, batches)
+        record = segment_files.write_segment(root, coll.id, partition_id, catalog.allocate_segment_id(), rows,
+                                             deltalog=_own_deletes(rows, pk_name, found.deletes))
+        items.append({"record": record, "insert_channel": channel, "checkpoint": position,
+                      "dml_position": position})
+    if found.deletes:
+        pks = [pk for batch in found.deletes for pk in batch.primary_keys.to_pylist()]
+        tss = [ts for batch in found.deletes for ts in batch.timestamps.tolist()]
+        empty = arrow_schema(coll).append(pa.field(TIMESTAMP_FIELD, pa.uint64(), nullable=False)).empty_table()
+        record = segment_files.write_segment(root, coll.id, ALL_PARTITIONS_ID, catalog.allocate_segment_id(),
+                                             empty, deltalog=(pks, tss))
+        items.append({"record": record, "insert_channel": channel, "checkpoint": position,
+                      "dml_position": position, "level": data_coord_pb2.L0})
+    if items:
+        segments = catalog.publish_segment_records(items)
+    else:  # only time ticks in the range: just move the checkpoint
+        catalog.set_channel_checkpoint(channel, position)
+        segments = []
+    wal.truncate_before(found.last.position)
+    return FlushResult(segments=segments, checkpoint=position, records=found.count)
