@@ -190,3 +190,46 @@ async def test_bulk_import_into_a_live_clusters_data_dir(embedded, tmp_path):
     assert len(listed.nodeInfos) == 2
     # The coordinator's own metadata (node ids) is still readable and unchanged.
     assert embedded.coord.registry.id_for("querynode", "0") in {n.ID for n in listed.nodeInfos}
+
+
+async def test_channel_stream_serves_the_wal_to_remote_readers(embedded):
+    """A node on another host reads a DML channel through the coordinator (vecgrid.wal.ChannelStream)."""
+    import asyncio
+    import time
+
+    from vecgrid.storage.remote_reader import RemoteChannelReader
+    from vecgrid.storage.wal import MessageKind, WalError
+
+    channel = "by-dev-rootcoord-dml_0_77v0"
+    writer = embedded.wal.open_writer(channel)
+    first = writer.append(MessageKind.TIMETICK, 10, b"a")
+    writer.append(MessageKind.TIMETICK, 20, b"b")
+
+    def consume():
+        reader = RemoteChannelReader(embedded.addresses.grpc, channel)
+        got = [reader.read(timeout=10), reader.read(timeout=10)]
+        # Tailing: a record appended now arrives within 50 ms (allow slack for a loaded CI box).
+        t0 = time.monotonic()
+        writer.append(MessageKind.TIMETICK, 30, b"c")
+        got.append(reader.read(timeout=10))
+        latency = time.monotonic() - t0
+        reader.seek(first)  # exclusive: continue after the first record
+        again = reader.read(timeout=10)
+        reader.close()
+        missing = RemoteChannelReader(embedded.addresses.grpc, "by-dev-rootcoord-dml_0_78v0/../x")
+        try:
+            missing.read(timeout=10)
+            error = None
+        except WalError as e:
+            error = e
+        missing.close()
+        return got, latency, again, error
+
+    got, latency, again, error = await asyncio.to_thread(consume)
+    writer.close()
+    assert [r.payload for r in got] == [b"a", b"b", b"c"]
+    assert [r.timestamp for r in got] == [10, 20, 30]
+    assert got[0].position == first
+    assert latency < 0.5
+    assert again.payload == b"b"
+    assert error is not None and "NOT_FOUND" in str(error)

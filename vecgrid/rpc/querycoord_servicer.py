@@ -50,11 +50,11 @@ class QueryCoordServicer:
         )
 
 
-async def serve_querycoord(coord: QueryCoord, host: str, port: int) -> GrpcServer:
-    """Start the QueryCoord gRPC server; sets ``coord.address`` to the bound ``host:port``."""
+async def serve_querycoord(coord: QueryCoord, host: str, port: int, extra_services=()) -> GrpcServer:
+    """Start the QueryCoord gRPC server (plus ``extra_services``); sets ``coord.address``."""
     server = GrpcServer("querycoord gRPC")
     bound = await server.start(host, port, [(query_coord_pb2_grpc.add_QueryCoordServicer_to_server,
-                                             QueryCoordServicer(coord), SERVICE.full_name)])
+                                             QueryCoordServicer(coord), SERVICE.full_name), *extra_services])
     coord.address = f"{host}:{bound}"
     coord.settings.querycoord.port = bound  # ShowConfigurations reports what the process really uses
     return server
