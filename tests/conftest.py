@@ -16,6 +16,16 @@ from vecgrid.deploy import EmbeddedCluster
 REPO = Path(__file__).resolve().parent.parent
 
 
+@pytest.fixture
+def store(tmp_path):
+    """A fresh SQLite metadata store."""
+    from vecgrid.storage.kv import SQLiteMetaStore
+
+    s = SQLiteMetaStore(tmp_path / "meta.db")
+    yield s
+    s.close()
+
+
 def embedded_settings(data_dir: Path, workers: int = 2) -> Settings:
     return Settings.load(env={}, overrides={
         "common.data_dir": str(data_dir),

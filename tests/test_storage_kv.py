@@ -26,13 +26,6 @@ pytestmark = pytest.mark.timeout(60)
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-@pytest.fixture
-def store(tmp_path):
-    s = SQLiteMetaStore(tmp_path / "meta.db")
-    yield s
-    s.close()
-
-
 def test_put_get_delete(store):
     assert store.get("querycoord-collection-loadinfo/1") is None
     store.put("querycoord-collection-loadinfo/1", b"\x00\x01binary")

@@ -29,13 +29,6 @@ pytestmark = pytest.mark.timeout(60)
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-@pytest.fixture
-def store(tmp_path):
-    s = SQLiteMetaStore(tmp_path / "meta.db")
-    yield s
-    s.close()
-
-
 class FakeClock:
     def __init__(self, now: int) -> None:
         self.now = now

@@ -15,7 +15,8 @@ import logging
 from distributed import Client
 
 from vecgrid.cluster import sysinfo
-from vecgrid.cluster.lifecycle import Lifecycle, StateCode
+from vecgrid.cluster.component import Component
+from vecgrid.cluster.lifecycle import StateCode
 from vecgrid.cluster.observers.health_observer import HealthObserver
 from vecgrid.cluster.session.cluster import NodeClients
 from vecgrid.cluster.session.membership import DaskMembership
@@ -30,15 +31,13 @@ log = logging.getLogger(__name__)
 ROLE = "querycoord"
 
 
-class QueryCoord:
+class QueryCoord(Component):
     def __init__(self, settings: Settings, client: Client, store: MetaStore,
                  deploy_mode: str = "CLUSTER") -> None:
-        self.settings = settings
+        super().__init__(settings, ROLE)
         self.client = client
         self.store = store
         self.deploy_mode = deploy_mode
-        self.lifecycle = Lifecycle(ROLE)
-        self.address = ""
         self.nodes = NodeManager()
         self.registry = NodeIdRegistry(store)
         self.node_clients = NodeClients(self.nodes)
@@ -61,16 +60,6 @@ class QueryCoord:
         await self.node_clients.close()
 
     # --- component RPCs ----------------------------------------------------------------
-
-    def time_tick_channel(self) -> str:
-        return f"{self.settings.common.cluster_prefix}-queryTimeTick"
-
-    def statistics_channel(self) -> str:
-        return ""
-
-    def configurations(self, pattern: str) -> list[tuple[str, str]]:
-        self.lifecycle.check_healthy()
-        return self.settings.matching(ROLE, pattern)
 
     async def metrics(self, request: str) -> str:
         """GetMetrics: Milvus's QueryCoord topology document, itself plus every node's own report."""

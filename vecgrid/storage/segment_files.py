@@ -64,6 +64,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .fsutil import fsync_dir
+
 __all__ = [
     "FileInfo",
     "SegmentFiles",
@@ -347,7 +349,7 @@ class _LocalStorage(_Storage):
             return
         os.makedirs(path, exist_ok=True)
         for d in reversed(missing):  # make each new directory entry durable
-            _fsync_dir(os.path.dirname(d))
+            fsync_dir(os.path.dirname(d))
 
     def write_atomic(self, rel: str, produce: Callable[[BinaryIO], None], algorithm: str) -> FileInfo:
         final = self._abs(rel)
@@ -366,7 +368,7 @@ class _LocalStorage(_Storage):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
             raise
-        _fsync_dir(directory)
+        fsync_dir(directory)
         return FileInfo(rel, sink.size, sink.hasher.result())
 
     def size(self, rel: str) -> int | None:
@@ -392,7 +394,7 @@ class _LocalStorage(_Storage):
         path = self._abs(rel)
         shutil.rmtree(path, ignore_errors=True)
         with contextlib.suppress(FileNotFoundError):
-            _fsync_dir(os.path.dirname(path))
+            fsync_dir(os.path.dirname(path))
 
     def sweep_temp(self, rel: str, older_than_s: float) -> list[str]:
         removed = []
@@ -468,12 +470,6 @@ class _FsspecStorage(_Storage):
         return []  # object-store writes leave no temporary names
 
 
-def _fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _canonical_root(root: str | os.PathLike[str]) -> str:

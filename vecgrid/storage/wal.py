@@ -97,6 +97,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Final, Literal
 
+from .fsutil import fsync_dir
+
 __all__ = [
     "MessageKind",
     "Position",
@@ -297,12 +299,6 @@ def _list_logs(channel_dir: str) -> list[int]:
     return sorted(int(m.group(1)) for n in names if (m := _LOG_NAME.match(n)))
 
 
-def _fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _read_marker(fd: int) -> int | None:
@@ -504,7 +500,7 @@ class WalWriter:
         created = not os.path.isdir(self.dir)
         os.makedirs(self.dir, exist_ok=True)
         if created:
-            _fsync_dir(self.root)
+            fsync_dir(self.root)
         self._lock_fd = os.open(os.path.join(self.dir, "LOCK"), os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -527,7 +523,7 @@ class WalWriter:
             start = committed or 0  # never reuse offsets a previous incarnation handed out
             self._file_first = start
             self._fd = os.open(os.path.join(self.dir, _log_name(start)), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-            _fsync_dir(self.dir)
+            fsync_dir(self.dir)
             self._file_size = 0
             self._next_offset = start
             self.last_timestamp: int | None = None
@@ -672,7 +668,7 @@ class WalWriter:
             first = self._next_offset
             flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND
             self._fd = os.open(os.path.join(self.dir, _log_name(first)), flags, 0o644)
-            _fsync_dir(self.dir)
+            fsync_dir(self.dir)
             self._file_first = first
             self._file_size = 0
             self._generation += 1
@@ -1043,7 +1039,7 @@ def _truncate_before(channel_dir: str, channel: str, position: Position) -> list
             os.unlink(os.path.join(channel_dir, _log_name(first)))
             removed.append(_log_name(first))
     if removed:
-        _fsync_dir(channel_dir)
+        fsync_dir(channel_dir)
     return removed
 
 
@@ -1123,7 +1119,7 @@ class Wal:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(os.path.join(path, name))
             os.rmdir(path)
-            _fsync_dir(self.root)
+            fsync_dir(self.root)
         finally:
             os.close(lock_fd)
 

@@ -16,19 +16,18 @@ import socket
 from typing import Any
 
 from vecgrid.cluster import sysinfo
-from vecgrid.cluster.lifecycle import Lifecycle, StateCode
+from vecgrid.cluster.component import Component
+from vecgrid.cluster.lifecycle import StateCode
 from vecgrid.config import Settings
 
 ROLE = "querynode"
 
 
-class QueryNode:
+class QueryNode(Component):
     def __init__(self, settings: Settings, name: str, deploy_mode: str = "CLUSTER") -> None:
-        self.settings = settings
+        super().__init__(settings, ROLE)
         self.name = name
         self.deploy_mode = deploy_mode
-        self.lifecycle = Lifecycle(ROLE)
-        self.address = ""  # gRPC host:port, known once the server is bound
         self.hostname = socket.gethostname()
 
     # --- session ---------------------------------------------------------------------
@@ -57,17 +56,6 @@ class QueryNode:
         }
 
     # --- component RPCs ----------------------------------------------------------------
-
-    def time_tick_channel(self) -> str:
-        return f"{self.settings.common.cluster_prefix}-queryTimeTick"
-
-    def statistics_channel(self) -> str:
-        # Milvus's QueryNode answers an empty statistics channel in the 2.4 line.
-        return ""
-
-    def configurations(self, pattern: str) -> list[tuple[str, str]]:
-        self.lifecycle.check_healthy()
-        return self.settings.matching(ROLE, pattern)
 
     def metrics(self, request: str) -> str:
         """GetMetrics: the ``system_info`` JSON of this node (the only metric type Milvus serves)."""
