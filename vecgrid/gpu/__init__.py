@@ -3,6 +3,24 @@
 faiss comes from one of two extras that provide the same module: ``vecgrid[cpu]``
 (faiss-cpu) or ``vecgrid[gpu]`` (faiss-gpu, cupy).  Nothing here imports faiss at
 package import time, so the coordinator and the tooling run without it.
+
+Modules (one job each, as faiss ``contrib``):
+
+* ``device``    — GPU discovery, one ``StandardGpuResources`` and one owner thread per
+  GPU per process, memory budgets and per-segment accounting, free-memory counters;
+* ``build``     — Milvus index names/params → faiss; build, serialise, read index files;
+* ``search``    — ``load_segment`` / ``LoadedSegment`` (GPU or host placement, the
+  filtered-search rule), ``search_segments``, ``search_request``;
+* ``filter``    — ``plan.Expr`` → row bitset (numpy, or cupy on a GPU);
+* ``rows``      — primary keys, timestamps, scalar columns and deletes of a segment;
+* ``growing``   — brute-force search over unsealed rows (``GrowingSegment``);
+* ``merge``     — ``TopK`` and the one top-k merge (segments, shards, proxy);
+* ``results``   — ``SearchResultData`` / ``FieldData`` encoding, placeholder decoding;
+* ``plan``      — decoding a serialized search/query ``PlanNode``;
+* ``exprs``     — builders of ``plan.Expr`` trees and plans (tests, benchmarks);
+* ``evaluation``, ``datasets`` — recall helpers and seeded synthetic data.
+
+GPU indexes must only be touched through ``Device.run`` (their device's owner thread).
 """
 
 from __future__ import annotations

@@ -1,0 +1,177 @@
+"""Top-k merge (segments, shards, proxy) and SearchResultData output."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from vecgrid import errors
+from vecgrid.gpu.merge import TopK, merge_topk, round_scores
+from vecgrid.gpu.results import (FieldColumn, decode_placeholder_group, encode_placeholder_group,
+                                 from_search_result_data, merge_search_results, to_search_result_data)
+from vecgrid.rpc.proto import common_pb2, schema_pb2
+
+
+def random_part(rs, nq, k, pk_pool, metric, *, decimals=None):
+    topks = rs.integers(0, k + 1, nq)
+    ids, scores = [], []
+    for t in topks:
+        pk = rs.choice(pk_pool, size=t, replace=False)
+        sc = rs.random(t).astype(np.float32)
+        if decimals is not None:
+            sc = np.round(sc, decimals).astype(np.float32)
+        sc = np.sort(sc) if metric == "L2" else -np.sort(-sc)
+        ids.append(pk)
+        scores.append(sc)
+    return TopK(np.concatenate(ids).astype(np.int64), np.concatenate(scores), topks.astype(np.int64), k,
+                rows=np.arange(int(topks.sum()), dtype=np.int64))
+
+
+def reference_merge(parts, k, metric):
+    """Per query: best score per pk, sorted by (score, pk), first k."""
+    nq = parts[0].nq
+    out = []
+    for q in range(nq):
+        best = {}
+        for p in parts:
+            ids, sc = p.query(q)
+            for i, s in zip(ids.tolist(), sc.tolist()):
+                if i not in best or (s < best[i] if metric == "L2" else s > best[i]):
+                    best[i] = s
+        items = sorted(best.items(), key=lambda t: ((t[1] if metric == "L2" else -t[1]), t[0]))
+        out.append(items[:k])
+    return out
+
+
+@pytest.mark.parametrize("metric", ["L2", "IP", "COSINE"])
+def test_merge_matches_reference(metric):
+    rs = np.random.default_rng(3)
+    pool = np.arange(60)
+    parts = [random_part(rs, 25, 8, pool, metric, decimals=2) for _ in range(4)]  # rounding makes ties
+    merged = merge_topk(parts, 8, metric)
+    ref = reference_merge(parts, 8, metric)
+    assert merged.nq == 25 and merged.k == 8
+    for q in range(25):
+        ids, sc = merged.query(q)
+        assert ids.tolist() == [i for i, _ in ref[q]]
+        np.testing.assert_array_equal(sc, np.array([s for _, s in ref[q]], dtype=np.float32))
+    # sources / rows point back into the parts
+    for j in range(len(merged)):
+        p = parts[merged.sources[j]]
+        assert p.ids[merged.rows[j]] == merged.ids[j]
+
+
+def test_merge_tie_break_by_pk_and_direction():
+    a = TopK(np.array([9, 4, 7]), np.array([1.0, 1.0, 2.0], np.float32), np.array([3]), 3)
+    b = TopK(np.array([2, 5]), np.array([1.0, 0.5], np.float32), np.array([2]), 3)
+    l2 = merge_topk([a, b], 4, "L2")
+    assert l2.ids.tolist() == [5, 2, 4, 9] and l2.scores.tolist() == [0.5, 1, 1, 1]
+    ip = merge_topk([a, b], 4, "IP")
+    assert ip.ids.tolist() == [7, 2, 4, 9]
+    # same in any order of the parts (stable, deterministic)
+    assert merge_topk([b, a], 4, "L2").ids.tolist() == l2.ids.tolist()
+
+
+def test_merge_dedups_primary_keys_keeping_best():
+    a = TopK(np.array([1, 2]), np.array([0.1, 0.3], np.float32), np.array([2]), 2)
+    b = TopK(np.array([2, 3]), np.array([0.2, 0.25], np.float32), np.array([2]), 2)
+    m = merge_topk([a, b], 3, "L2")
+    assert m.ids.tolist() == [1, 2, 3] and np.allclose(m.scores, [0.1, 0.2, 0.25])
+    assert m.sources.tolist() == [0, 1, 1]
+
+
+def test_round_decimal_like_milvus():
+    s = np.array([0.12345, -0.12355, 2.5, -2.5, 1.0049], np.float32)
+    np.testing.assert_allclose(round_scores(s, 3), [0.123, -0.124, 2.5, -2.5, 1.005], atol=1e-6)
+    np.testing.assert_allclose(round_scores(np.array([2.5, -2.5, 0.5], np.float32), 0), [3, -3, 1])
+    assert round_scores(s, -1) is s
+    with pytest.raises(errors.ParameterInvalid):
+        round_scores(s, 7)
+    # rounding happens before ordering, so rounded ties fall back to the pk
+    a = TopK(np.array([8, 3]), np.array([0.1201, 0.1204], np.float32), np.array([2]), 2)
+    m = merge_topk([a], 2, "L2", round_decimal=3)
+    assert m.ids.tolist() == [3, 8] and np.allclose(m.scores, [0.12, 0.12])
+
+
+def test_varchar_keys_and_empty_parts():
+    a = TopK(np.array(["b", "a"]), np.array([1.0, 1.0], np.float32), np.array([2, 0]), 2)
+    b = TopK.empty(2, 2, np.int64)
+    m = merge_topk([a, b], 2, "L2")
+    assert m.ids.tolist() == ["a", "b"] and m.topks.tolist() == [2, 0]
+    e = merge_topk([TopK.empty(3, 5)], 5, "IP")
+    assert e.topks.tolist() == [0, 0, 0] and len(e) == 0
+    with pytest.raises(errors.ParameterInvalid):
+        merge_topk([TopK.empty(3, 5), TopK.empty(2, 5)], 5)
+
+
+def test_search_result_data_round_trip_and_node_merge():
+    rs = np.random.default_rng(5)
+    pool = np.arange(1000, 1100)
+    parts = [random_part(rs, 6, 5, pool, "IP") for _ in range(3)]
+    for p in parts:
+        n = len(p)
+        p.fields = [
+            FieldColumn("tag", 101, schema_pb2.VarChar, np.array([f"t{i}" for i in p.ids.tolist()])),
+            FieldColumn("n", 102, schema_pb2.Int32, (p.ids % 7).astype(np.int32)),
+            FieldColumn("vec", 103, schema_pb2.FloatVector,
+                        np.repeat(p.ids[:, None].astype(np.float32), 4, axis=1), 4),
+            FieldColumn("flag", 104, schema_pb2.Bool, p.ids % 2 == 0),
+        ]
+        assert len(p.fields[0]) == n
+    blobs = [to_search_result_data(p).SerializeToString() for p in parts]
+    back = from_search_result_data(blobs[0])
+    np.testing.assert_array_equal(back.ids, parts[0].ids)
+    np.testing.assert_array_equal(back.topks, parts[0].topks)
+    merged = merge_search_results(blobs, 5, "IP", round_decimal=-1, primary_field_name="pk")
+    assert merged.num_queries == 6 and merged.top_k == 5 and merged.primary_field_name == "pk"
+    assert list(merged.output_fields) == ["tag", "n", "vec", "flag"]
+    ref = merge_topk(parts, 5, "IP")
+    assert list(merged.ids.int_id.data) == ref.ids.tolist()
+    assert list(merged.topks) == ref.topks.tolist()
+    tags = list(merged.fields_data[0].scalars.string_data.data)
+    assert tags == [f"t{i}" for i in ref.ids.tolist()]
+    assert list(merged.fields_data[1].scalars.int_data.data) == (ref.ids % 7).tolist()
+    vec = np.asarray(merged.fields_data[2].vectors.float_vector.data).reshape(-1, 4)
+    np.testing.assert_array_equal(vec[:, 0], ref.ids.astype(np.float32))
+    assert list(merged.fields_data[3].scalars.bool_data.data) == (ref.ids % 2 == 0).tolist()
+
+
+def test_str_ids_in_result_data():
+    t = TopK(np.array(["x", "y"]), np.array([0.5, 0.25], np.float32), np.array([1, 1]), 1)
+    srd = to_search_result_data(t)
+    assert srd.ids.WhichOneof("id_field") == "str_id" and list(srd.ids.str_id.data) == ["x", "y"]
+    assert list(srd.scores) == [0.5, 0.25] and list(srd.topks) == [1, 1]
+    assert from_search_result_data(srd).ids.tolist() == ["x", "y"]
+
+
+def test_placeholder_group_round_trip():
+    x = np.random.default_rng(0).standard_normal((3, 8)).astype(np.float32)
+    np.testing.assert_array_equal(decode_placeholder_group(encode_placeholder_group(x), 8), x)
+    with pytest.raises(errors.ParameterInvalid):
+        decode_placeholder_group(encode_placeholder_group(x), 16)
+    half = common_pb2.PlaceholderGroup(placeholders=[common_pb2.PlaceholderValue(
+        tag="$0", type=common_pb2.Float16Vector, values=[r.astype(np.float16).tobytes() for r in x])])
+    np.testing.assert_allclose(decode_placeholder_group(half.SerializeToString()), x, atol=1e-2)
+    binary = common_pb2.PlaceholderGroup(placeholders=[common_pb2.PlaceholderValue(
+        tag="$0", type=common_pb2.BinaryVector, values=[b"\x01"])])
+    with pytest.raises(errors.ParameterInvalid):
+        decode_placeholder_group(binary.SerializeToString())
+
+
+def test_single_part_fast_path_agrees_with_full_merge():
+    rs = np.random.default_rng(8)
+    for trial in range(30):
+        nq, k = 6, 5
+        dense = trial % 2 == 0
+        part = random_part(rs, nq, k, np.arange(12), "L2", decimals=1 if trial % 3 == 0 else None)
+        if dense:
+            part = TopK(rs.choice(12, nq * k), np.sort(rs.integers(0, 4, (nq, k)).astype(np.float32), axis=1).ravel(),
+                        np.full(nq, k), k, rows=np.arange(nq * k))
+        fast = merge_topk([part], k, "L2")
+        full = merge_topk([part, TopK.empty(nq, k)], k, "L2")  # two parts: always the full path
+        np.testing.assert_array_equal(fast.ids, full.ids)
+        np.testing.assert_array_equal(fast.scores, full.scores)
+        np.testing.assert_array_equal(fast.topks, full.topks)
+    # a repeated key within one query is merged away even from a single part
+    dup = TopK(np.array([4, 4, 2]), np.array([0.1, 0.2, 0.3], np.float32), np.array([3]), 3)
+    assert merge_topk([dup], 3, "L2").ids.tolist() == [4, 2]

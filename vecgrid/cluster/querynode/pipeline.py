@@ -1,0 +1,171 @@
+"""The DML pipeline of one watched channel, as Milvus's querynode ``pipeline`` package.
+
+A :class:`ChannelPipeline` consumes a channel's log (any
+:class:`~vecgrid.storage.wal.ChannelReader`: the local WAL, or the coordinator's
+stream for a node on another host) from a seek position, on its own thread:
+
+* **filter**: messages of other collections, of partitions not loaded, and inserts
+  into segments that are already sealed up to a checkpoint (Milvus's *excluded
+  segments*, from WatchDmChannels / SyncDistribution UpdateVersion) are dropped;
+* **insert**: rows go to the growing segment the message names (one engine
+  :class:`~vecgrid.gpu.growing.GrowingSegment` per growing segment id);
+* **delete**: primary keys are deleted from every growing segment and handed to
+  ``forward_delete`` — the shard leader forwards them to the nodes that hold the
+  channel's sealed segments;
+* **tsafe**: after each message the channel's safe timestamp advances to the
+  message's timestamp (time ticks included).  A search with a guarantee timestamp
+  waits until tsafe reaches it (:meth:`wait_tsafe`).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Callable, Iterable
+
+import numpy as np
+import pyarrow as pa
+
+from vecgrid.gpu.growing import GrowingSegment
+from vecgrid.rpc.proto import schema_pb2
+from vecgrid.storage.dml import DeleteBatch, InsertBatch, TimeTick, decode_dml
+from vecgrid.storage.wal import ChannelReader, WalError
+
+log = logging.getLogger(__name__)
+
+DeleteForwarder = Callable[[np.ndarray, np.ndarray], None]
+
+
+class ChannelPipeline:
+    def __init__(self, channel: str, reader: ChannelReader, collection_id: int,
+                 schema: schema_pb2.CollectionSchema, metric: str, *,
+                 partitions: Iterable[int] | None = None,
+                 excluded: dict[int, int] | None = None,
+                 forward_delete: DeleteForwarder | None = None,
+                 poll_s: float = 0.05) -> None:
+        self.channel = channel
+        self.collection_id = collection_id
+        self.schema = schema
+        self.metric = metric
+        self.partitions = set(partitions) if partitions else None  # None: every partition
+        self.excluded = dict(excluded or {})  # segment id -> timestamp up to which it is sealed
+        self.forward_delete = forward_delete
+        self.growing: dict[int, GrowingSegment] = {}
+        self.growing_partition: dict[int, int] = {}
+        self.error: Exception | None = None
+        self._reader = reader
+        self._poll_s = poll_s
+        self._vector = next(f for f in schema.fields if f.data_type == schema_pb2.FloatVector)
+        self._dim = int(next(kv.value for kv in self._vector.type_params if kv.key == "dim"))
+        self._pk = next(f for f in schema.fields if f.is_primary_key)
+        self._ids = {f.name: f.fieldID for f in schema.fields}
+        self._tsafe = 0
+        self._cond = threading.Condition()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"pipeline-{channel}", daemon=True)
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> "ChannelPipeline":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        self._reader.close()
+        with self._cond:
+            self._cond.notify_all()
+
+    # --- tsafe -----------------------------------------------------------------------------
+
+    @property
+    def tsafe(self) -> int:
+        return self._tsafe
+
+    def wait_tsafe(self, ts: int, timeout: float) -> bool:
+        """Block until tsafe >= ``ts``; False on timeout (or if the pipeline stopped or failed)."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while self._tsafe < ts:
+                left = deadline - time.monotonic()
+                if left <= 0 or self._stop.is_set() or self.error is not None:
+                    return False
+                self._cond.wait(left)
+            return True
+
+    # --- exclusion (segments sealed elsewhere) -----------------------------------------------
+
+    def exclude(self, segments: dict[int, int]) -> None:
+        """Stop taking inserts for ``segments`` (id -> sealed-up-to timestamp) and drop their growing rows."""
+        self.excluded.update(segments)
+        for segment_id in segments:
+            growing = self.growing.pop(segment_id, None)
+            self.growing_partition.pop(segment_id, None)
+            if growing is not None:
+                growing.release()
+
+    @property
+    def num_growing_rows(self) -> int:
+        return sum(g.num_rows for g in self.growing.values())
+
+    # --- the consumer thread ---------------------------------------------------------------
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.is_set():
+                record = self._reader.read(timeout=self._poll_s)
+                if record is None:
+                    continue
+                self._apply(decode_dml(record.payload))
+                with self._cond:
+                    self._tsafe = max(self._tsafe, record.timestamp)
+                    self._cond.notify_all()
+        except (WalError, Exception) as e:  # noqa: BLE001 - reported through .error and health
+            if not self._stop.is_set():
+                log.exception("pipeline of %s stopped", self.channel)
+                self.error = e
+                with self._cond:
+                    self._cond.notify_all()
+
+    def _apply(self, message) -> None:
+        if isinstance(message, TimeTick):
+            return
+        if message.collection_id != self.collection_id:
+            return
+        if isinstance(message, InsertBatch):
+            self._insert(message)
+        elif isinstance(message, DeleteBatch):
+            self._delete(message)
+
+    def _insert(self, batch: InsertBatch) -> None:
+        if self.partitions is not None and batch.partition_id not in self.partitions:
+            return
+        sealed_up_to = self.excluded.get(batch.segment_id)
+        keep = np.ones(batch.num_rows, dtype=bool) if sealed_up_to is None else batch.timestamps > sealed_up_to
+        if not keep.any():
+            return
+        growing = self.growing.get(batch.segment_id)
+        if growing is None:
+            growing = GrowingSegment(self._dim, self.metric, segment_id=batch.segment_id,
+                                     field_id=self._vector.fieldID, schema=self.schema,
+                                     pk_field_id=self._pk.fieldID)
+            self.growing[batch.segment_id] = growing
+            self.growing_partition[batch.segment_id] = batch.partition_id
+        table = pa.Table.from_batches([batch.columns]).filter(pa.array(keep))
+        vectors = np.stack(table.column(self._vector.name).to_numpy(zero_copy_only=False)).astype(np.float32) \
+            if table.num_rows else np.zeros((0, self._dim), np.float32)
+        columns = {self._ids[name]: table.column(name).to_numpy(zero_copy_only=False)
+                   for name in table.column_names if name in self._ids and name != self._vector.name}
+        pks = np.asarray(batch.primary_keys.to_numpy(zero_copy_only=False))[keep]
+        growing.insert(pks, vectors, timestamps=batch.timestamps[keep], columns=columns)
+
+    def _delete(self, batch: DeleteBatch) -> None:
+        if self.partitions is not None and batch.partition_id not in self.partitions and batch.partition_id >= 0:
+            return
+        pks = np.asarray(batch.primary_keys.to_numpy(zero_copy_only=False))
+        for growing in self.growing.values():
+            growing.delete(pks, batch.timestamps)
+        if self.forward_delete is not None:
+            self.forward_delete(pks, batch.timestamps)

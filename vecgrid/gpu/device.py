@@ -1,0 +1,346 @@
+"""Devices: GPU discovery, shared faiss GPU resources, memory budgets and accounting.
+
+* **Discovery** happens at run time: a GPU is usable when the installed faiss is a
+  GPU build (it has ``StandardGpuResources``) and ``faiss.get_num_gpus()`` is > 0.
+  cupy is optional: when it imports and sees the device it gives the free-memory
+  counter and the cupy kernels (filters, brute force, merge); without it the free
+  memory comes from NVML (``nvidia-ml-py``) and kernels run in numpy on the host.
+  With faiss-cpu, or no GPU, there is only the host device and everything runs on it.
+* **One owner thread per GPU.**  faiss GPU indexes and resources are not
+  thread-safe (faiss wiki "Threads and asynchronous calls"), so every call that
+  touches a GPU index goes through :meth:`Device.run`, which executes it on that
+  device's single-thread executor.  There is exactly one ``StandardGpuResources``
+  and one owner thread per device per process, shared by every
+  :class:`DeviceManager`.  The host device runs calls inline (CPU faiss indexes
+  are safe for concurrent searches).
+* **Budget**: each device may hold at most ``memory_fraction`` × the free memory
+  seen when the manager was created (``querynode.gpu_memory_fraction``, default
+  0.8); host memory likewise with ``host_memory_fraction``.  :meth:`Device.reserve`
+  records what each loaded segment uses under a key and refuses with
+  :class:`vecgrid.errors.MemoryLimitExceeded` past the budget;
+  :meth:`Device.release` gives it back.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import importlib
+import os
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable, Hashable, TypeVar
+
+from vecgrid import errors
+from vecgrid.gpu import FaissMissing, require_faiss
+
+__all__ = [
+    "CPU", "GPU", "Device", "DeviceManager", "gpu_count", "faiss_has_gpu", "cupy_module",
+    "gpu_resources", "default_manager", "process_rss", "trim_host_heap",
+]
+
+CPU = "CPU"
+GPU = "GPU"
+
+T = TypeVar("T")
+
+_lock = threading.RLock()
+_resources: dict[int, Any] = {}
+_owners: dict[int, concurrent.futures.ThreadPoolExecutor] = {}
+_owner_idents: dict[int, int] = {}
+_cupy: Any = None
+_cupy_checked = False
+
+
+def faiss_has_gpu() -> bool:
+    """The installed faiss is a GPU build."""
+    try:
+        faiss = require_faiss()
+    except FaissMissing:
+        return False
+    return hasattr(faiss, "StandardGpuResources") and hasattr(faiss, "index_cpu_to_gpu")
+
+
+def gpu_count() -> int:
+    """GPUs faiss can use in this process (0 with faiss-cpu or without a GPU).
+
+    ``VECGRID_DISABLE_GPU=1`` hides every GPU (useful to compare CPU and GPU runs).
+    """
+    if os.environ.get("VECGRID_DISABLE_GPU", "") not in ("", "0"):
+        return 0
+    if not faiss_has_gpu():
+        return 0
+    try:
+        return int(require_faiss().get_num_gpus())
+    except Exception:  # a broken driver reads as "no GPU"
+        return 0
+
+
+def cupy_module() -> Any:
+    """cupy when it is installed and sees at least one device, else ``None``."""
+    global _cupy, _cupy_checked
+    if _cupy_checked:
+        return _cupy
+    with _lock:
+        if not _cupy_checked:
+            try:
+                cp = importlib.import_module("cupy")
+                if cp.cuda.runtime.getDeviceCount() > 0:
+                    _cupy = cp
+            except Exception:
+                _cupy = None
+            _cupy_checked = True
+    return _cupy
+
+
+def _owner(device_id: int) -> concurrent.futures.ThreadPoolExecutor:
+    with _lock:
+        ex = _owners.get(device_id)
+        if ex is None:
+            ex = concurrent.futures.ThreadPoolExecutor(
+                max_workers=1, thread_name_prefix=f"vecgrid-gpu{device_id}",
+                initializer=_remember_owner, initargs=(device_id,))
+            _owners[device_id] = ex
+        return ex
+
+
+def _remember_owner(device_id: int) -> None:
+    _owner_idents[device_id] = threading.get_ident()
+
+
+def gpu_resources(device_id: int) -> Any:
+    """The process's one ``faiss.StandardGpuResources`` for ``device_id`` (created on first use).
+
+    Call it on the device's owner thread (inside :meth:`Device.run`)."""
+    with _lock:
+        res = _resources.get(device_id)
+        if res is None:
+            faiss = require_faiss()
+            res = faiss.StandardGpuResources()
+            _resources[device_id] = res
+        return res
+
+
+def _gpu_mem_info(device_id: int) -> tuple[int, int]:
+    """(free, total) bytes of a GPU: cupy, then NVML."""
+    cp = cupy_module()
+    if cp is not None:
+        with cp.cuda.Device(device_id):
+            free, total = cp.cuda.runtime.memGetInfo()
+        return int(free), int(total)
+    try:
+        pynvml = importlib.import_module("pynvml")
+        pynvml.nvmlInit()
+        h = pynvml.nvmlDeviceGetHandleByIndex(device_id)
+        info = pynvml.nvmlDeviceGetMemoryInfo(h)
+        return int(info.free), int(info.total)
+    except Exception:
+        return 0, 0
+
+
+def _host_mem_info() -> tuple[int, int]:
+    try:
+        import psutil
+
+        vm = psutil.virtual_memory()
+        return int(vm.available), int(vm.total)
+    except Exception:  # pragma: no cover - psutil is a dependency
+        pages = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        return int(pages), int(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+
+
+def trim_host_heap() -> None:
+    """Give freed heap pages back to the OS (glibc ``malloc_trim``), so a released
+    segment shows in the host's free-memory counter; a no-op elsewhere."""
+    global _libc
+    if _libc is False:
+        return
+    try:
+        if _libc is None:
+            import ctypes
+
+            _libc = ctypes.CDLL("libc.so.6")
+        _libc.malloc_trim(0)
+    except Exception:
+        _libc = False
+
+
+_libc: Any = None
+
+
+def process_rss() -> int:
+    """Resident memory of this process in bytes (for host-memory checks)."""
+    try:
+        import psutil
+
+        return int(psutil.Process().memory_info().rss)
+    except Exception:  # pragma: no cover
+        return 0
+
+
+@dataclass(eq=False)
+class Device:
+    """One place an index can live: a GPU (``kind == "GPU"``) or host memory (``"CPU"``)."""
+
+    kind: str
+    device_id: int  # -1 for the host
+    budget_bytes: int
+    _used: dict[Hashable, int] = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def name(self) -> str:
+        return f"cuda:{self.device_id}" if self.kind == GPU else "cpu"
+
+    @property
+    def is_gpu(self) -> bool:
+        return self.kind == GPU
+
+    # -- execution --------------------------------------------------------------------------
+    def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run ``fn`` where this device's indexes may be touched and return its result.
+
+        GPU: on the device's owner thread (inline if already there).  Host: inline."""
+        if self.kind != GPU or _owner_idents.get(self.device_id) == threading.get_ident():
+            return fn(*args, **kwargs)
+        return _owner(self.device_id).submit(fn, *args, **kwargs).result()
+
+    def submit(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> "concurrent.futures.Future[T]":
+        """Like :meth:`run` but returns a future (wrap with ``asyncio.wrap_future`` in a loop)."""
+        if self.kind == GPU:
+            return _owner(self.device_id).submit(self.run, fn, *args, **kwargs)
+        fut: concurrent.futures.Future[T] = concurrent.futures.Future()
+        try:
+            fut.set_result(fn(*args, **kwargs))
+        except BaseException as e:  # noqa: BLE001 - delivered through the future
+            fut.set_exception(e)
+        return fut
+
+    @property
+    def resources(self) -> Any:
+        """The shared ``StandardGpuResources`` of this GPU (``None`` for the host)."""
+        if self.kind != GPU:
+            return None
+        return self.run(gpu_resources, self.device_id)
+
+    # -- memory -----------------------------------------------------------------------------
+    def memory_info(self) -> tuple[int, int]:
+        """(free, total) physical bytes of the device right now (the free-memory counter)."""
+        return _gpu_mem_info(self.device_id) if self.kind == GPU else _host_mem_info()
+
+    def free_memory(self) -> int:
+        return self.memory_info()[0]
+
+    @property
+    def used_bytes(self) -> int:
+        with self._lock:
+            return sum(self._used.values())
+
+    @property
+    def available_bytes(self) -> int:
+        return max(0, self.budget_bytes - self.used_bytes)
+
+    def fits(self, nbytes: int) -> bool:
+        return nbytes <= self.available_bytes
+
+    def reserve(self, key: Hashable, nbytes: int) -> None:
+        """Account ``nbytes`` to ``key``; :class:`errors.MemoryLimitExceeded` if over budget."""
+        nbytes = int(nbytes)
+        with self._lock:
+            used = sum(v for k, v in self._used.items() if k != key)
+            if used + nbytes > self.budget_bytes:
+                raise errors.MemoryLimitExceeded(
+                    f"{self.name} needs {nbytes} bytes for {key!r}, {self.budget_bytes - used} of "
+                    f"{self.budget_bytes} budgeted bytes left")
+            self._used[key] = nbytes
+
+    def release(self, key: Hashable) -> int:
+        """Forget what ``key`` used; returns the bytes given back (0 if unknown)."""
+        with self._lock:
+            return self._used.pop(key, 0)
+
+    def usage(self) -> dict[Hashable, int]:
+        with self._lock:
+            return dict(self._used)
+
+    def stats(self) -> dict[str, Any]:
+        free, total = self.memory_info()
+        return {"device": self.name, "kind": self.kind, "budget_bytes": self.budget_bytes,
+                "used_bytes": self.used_bytes, "free_bytes": free, "total_bytes": total,
+                "segments": len(self._used)}
+
+
+class DeviceManager:
+    """The devices of this process and where segments go.
+
+    ``use_gpu``: ``None`` (auto: GPUs when present), ``False`` (host only) or ``True``
+    (same as auto; there is no way to conjure a GPU).  ``gpu_budget_bytes`` /
+    ``host_budget_bytes`` override the fraction-of-free-memory budgets (tests).
+    """
+
+    def __init__(self, memory_fraction: float = 0.8, *, host_memory_fraction: float | None = None,
+                 use_gpu: bool | None = None, gpu_budget_bytes: int | None = None,
+                 host_budget_bytes: int | None = None) -> None:
+        if not 0 < memory_fraction <= 1:
+            raise errors.ParameterInvalid(f"memory fraction {memory_fraction} not in (0, 1]")
+        self.memory_fraction = memory_fraction
+        hf = memory_fraction if host_memory_fraction is None else host_memory_fraction
+        free, _ = _host_mem_info()
+        self.host = Device(CPU, -1, host_budget_bytes if host_budget_bytes is not None else int(free * hf))
+        self.gpus: list[Device] = []
+        if use_gpu is not False:
+            for i in range(gpu_count()):
+                gfree, gtotal = _gpu_mem_info(i)
+                if gpu_budget_bytes is not None:
+                    budget = gpu_budget_bytes
+                elif gtotal == 0:  # neither cupy nor NVML: no counter; a failed cudaMalloc sends loads to the host
+                    budget = 1 << 62
+                else:
+                    budget = int(gfree * memory_fraction)
+                self.gpus.append(Device(GPU, i, budget))
+
+    @property
+    def devices(self) -> list[Device]:
+        return [*self.gpus, self.host]
+
+    @property
+    def has_gpu(self) -> bool:
+        return bool(self.gpus)
+
+    def place(self, key: Hashable, nbytes: int, *, prefer_gpu: bool = True,
+              gpu_capable: bool = True) -> Device:
+        """Reserve ``nbytes`` for ``key`` on the GPU with most room left when it fits
+        (and ``prefer_gpu`` and ``gpu_capable``), else in host memory.
+
+        Raises :class:`errors.MemoryLimitExceeded` when the host budget is exhausted too."""
+        if prefer_gpu and gpu_capable:
+            for dev in sorted(self.gpus, key=lambda d: -d.available_bytes):
+                if dev.fits(nbytes):
+                    try:
+                        dev.reserve(key, nbytes)
+                        return dev
+                    except errors.MemoryLimitExceeded:
+                        continue
+        self.host.reserve(key, nbytes)
+        return self.host
+
+    def device(self, name: str) -> Device:
+        for d in self.devices:
+            if d.name == name:
+                return d
+        raise errors.ParameterInvalid(f"no device {name!r}")
+
+    def stats(self) -> list[dict[str, Any]]:
+        return [d.stats() for d in self.devices]
+
+
+_default: DeviceManager | None = None
+
+
+def default_manager() -> DeviceManager:
+    """The process-wide manager (created on first use with the default fraction)."""
+    global _default
+    with _lock:
+        if _default is None:
+            frac = float(os.environ.get("VECGRID_QUERYNODE_GPU_MEMORY_FRACTION", "0.8") or 0.8)
+            _default = DeviceManager(frac)
+        return _default

@@ -1,0 +1,215 @@
+"""Growing data: exact brute-force search over rows not yet sealed.
+
+:func:`brute_force_knn` is the exact k-NN kernel shared by growing segments and by
+the exact fallback of filtered search:
+
+* host: numpy arrays through faiss's BLAS kernel (``faiss.knn``), the very routine
+  ``IndexFlat`` runs, so a growing segment returns what a FLAT index over the same
+  rows returns (same distances, same order); pure numpy when faiss is missing;
+* GPU: cupy — one matmul for the inner products (plus the norms for L2) and a
+  top-k selection on the device.
+
+:class:`GrowingSegment` keeps the appended rows (vectors, keys, insert timestamps,
+scalar columns) and deletes, and searches them under the request's timestamp
+(MVCC: rows inserted after it are invisible) and filter.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+
+from vecgrid import errors
+from vecgrid.gpu.build import normalize_rows
+from vecgrid.gpu.merge import MAX_TOPK, TopK, larger_is_better
+from vecgrid.gpu.rows import RowStore, _Grow, fields_from_schema
+from vecgrid.gpu.results import FieldColumn
+from vecgrid.rpc.proto import plan_pb2, schema_pb2
+
+__all__ = ["brute_force_knn", "GrowingSegment"]
+
+
+def _numpy_knn(xq: np.ndarray, xb: np.ndarray, k: int, metric: str) -> tuple[np.ndarray, np.ndarray]:
+    ip = xq @ xb.T
+    if metric == "L2":
+        d = (xq * xq).sum(1)[:, None] - 2 * ip + (xb * xb).sum(1)[None, :]
+        order_key = d
+    else:
+        d = ip
+        order_key = -ip
+    kk = min(k, xb.shape[0])
+    part = np.argpartition(order_key, kk - 1, axis=1)[:, :kk] if kk < xb.shape[0] else \
+        np.tile(np.arange(xb.shape[0]), (xq.shape[0], 1))
+    sub = np.take_along_axis(order_key, part, axis=1)
+    o = np.argsort(sub, axis=1, kind="stable")
+    idx = np.take_along_axis(part, o, axis=1)
+    D = np.take_along_axis(d, idx, axis=1).astype(np.float32)
+    return _pad(D, idx.astype(np.int64), k, metric)
+
+
+def _pad(D: np.ndarray, I: np.ndarray, k: int, metric: str) -> tuple[np.ndarray, np.ndarray]:
+    if D.shape[1] >= k:
+        return D, I
+    nq = D.shape[0]
+    fill = np.float32(np.inf if metric == "L2" else -np.inf)
+    D2 = np.full((nq, k), fill, dtype=np.float32)
+    I2 = np.full((nq, k), -1, dtype=np.int64)
+    D2[:, :D.shape[1]] = D
+    I2[:, :I.shape[1]] = I
+    return D2, I2
+
+
+def _cupy_knn(cp: Any, xq: np.ndarray, xb: Any, k: int, metric: str) -> tuple[np.ndarray, np.ndarray]:
+    q = cp.asarray(xq)
+    b = cp.asarray(xb)
+    ip = q @ b.T
+    if metric == "L2":
+        d = (q * q).sum(1)[:, None] - 2 * ip + (b * b).sum(1)[None, :]
+        key = d
+    else:
+        d = ip
+        key = -ip
+    kk = min(k, b.shape[0])
+    if kk < b.shape[0]:
+        part = cp.argpartition(key, kk - 1, axis=1)[:, :kk]
+    else:
+        part = cp.tile(cp.arange(b.shape[0]), (q.shape[0], 1))
+    sub = cp.take_along_axis(key, part, axis=1)
+    o = cp.argsort(sub, axis=1)
+    idx = cp.take_along_axis(part, o, axis=1)
+    D = cp.take_along_axis(d, idx, axis=1).astype(cp.float32)
+    return _pad(cp.asnumpy(D), cp.asnumpy(idx).astype(np.int64), k, metric)
+
+
+def brute_force_knn(xq: np.ndarray, xb: Any, k: int, metric: str = "L2", *,
+                    xp: Any = np) -> tuple[np.ndarray, np.ndarray]:
+    """Exact ``(D, I)`` (``nq × k``, padded with ``-1``) of ``xq`` against ``xb``.
+
+    ``metric`` is ``"L2"`` (squared distances, ascending) or ``"IP"`` (descending);
+    normalise both sides beforehand for COSINE.  ``xp=cupy`` computes on the GPU."""
+    nq = xq.shape[0]
+    if xb.shape[0] == 0 or k <= 0:
+        return _pad(np.zeros((nq, 0), np.float32), np.zeros((nq, 0), np.int64), max(k, 0), metric)
+    if xp is not np:
+        return _cupy_knn(xp, xq, xb, k, metric)
+    try:
+        from vecgrid.gpu import require_faiss
+
+        faiss = require_faiss()
+    except ImportError:
+        return _numpy_knn(np.asarray(xq, np.float32), np.asarray(xb, np.float32), k, metric)
+    fm = faiss.METRIC_L2 if metric == "L2" else faiss.METRIC_INNER_PRODUCT
+    D, I = faiss.knn(np.ascontiguousarray(xq, dtype=np.float32), np.ascontiguousarray(xb, dtype=np.float32),
+                     k, metric=fm)
+    return D, I
+
+
+class GrowingSegment:
+    """Rows of one channel not yet sealed, searched brute force.
+
+    ``xp``: numpy (default) or cupy to hold the vectors and search on a GPU."""
+
+    def __init__(self, dim: int, metric: str = "L2", *, segment_id: int = 0, field_id: int = 0,
+                 schema: schema_pb2.CollectionSchema | None = None, pk_field_id: int | None = None,
+                 xp: Any = np, with_timestamps: bool = True) -> None:
+        self.segment_id = segment_id
+        self.field_id = field_id
+        self.dim = int(dim)
+        self.metric = (metric or "L2").upper()
+        self.xp = xp
+        self._vecs = _Grow(np.zeros((0, self.dim), dtype=np.float32))
+        self._dev_vecs: Any = None  # cupy mirror
+        self._dev_n = 0
+        self.rows = RowStore(np.zeros(0, dtype=np.int64), timestamps=np.zeros(0, np.uint64)
+                             if with_timestamps else None, fields=fields_from_schema(schema),
+                             pk_field_id=pk_field_id)
+        self.rows.vector_getter = self._vectors_of
+        self.rows.vector_fields[field_id] = self.dim
+        self._lock = threading.Lock()
+        self.placement = "GPU" if xp is not np else "CPU"
+
+    @property
+    def num_rows(self) -> int:
+        return self.rows.n
+
+    def insert(self, pks: Any, vectors: np.ndarray, *, timestamps: Any = None,
+               columns: Mapping[int, Any] | None = None) -> None:
+        v = np.ascontiguousarray(vectors, dtype=np.float32)
+        if v.ndim != 2 or v.shape[1] != self.dim:
+            raise errors.ParameterInvalid(f"vectors of shape {v.shape} do not have dimension {self.dim}")
+        if len(np.asarray(pks)) != len(v):
+            raise errors.ParameterInvalid("as many primary keys as vectors are needed")
+        if self.metric == "COSINE":
+            v = normalize_rows(v)
+        with self._lock:
+            # vectors first: a concurrent search sees at most rows.n rows, all with vectors
+            self._vecs.append(v)
+            self.rows.append(pks, timestamps=timestamps, columns=columns)
+
+    def delete(self, pks: Any, timestamps: Any = None) -> int:
+        return self.rows.delete(pks, timestamps)
+
+    def _vectors_of(self, field_id: int, rows: np.ndarray) -> np.ndarray | None:
+        if field_id != self.field_id:
+            return None
+        v = self._vecs.view()[rows]
+        return v
+
+    def _device_vectors(self, n: int) -> Any:
+        cp = self.xp
+        if self._dev_vecs is None or self._dev_n < n:
+            self._dev_vecs = cp.asarray(self._vecs.view()[:n])
+            self._dev_n = n
+        return self._dev_vecs[:n]
+
+    def search(self, queries: np.ndarray, k: int, *, expr: plan_pb2.Expr | None = None,
+               timestamp: int | None = None, params: Mapping[str, Any] | None = None,
+               metric: str | None = None) -> TopK:
+        """Exact top-``k`` among visible rows passing ``expr``; rows are the growing offsets."""
+        if metric and metric.upper() != self.metric:
+            raise errors.ParameterInvalid(f"metric type not match: expected={self.metric}, actual={metric.upper()}")
+        if not 1 <= k <= MAX_TOPK:
+            raise errors.ParameterInvalid(f"topk ({k}) should be in range [1, {MAX_TOPK}]")
+        xq = np.ascontiguousarray(queries, dtype=np.float32)
+        if xq.ndim != 2 or xq.shape[1] != self.dim:
+            raise errors.ParameterInvalid(f"query dimension {xq.shape[-1]} does not match {self.dim}")
+        if self.metric == "COSINE":
+            xq = normalize_rows(xq)
+        fm = "L2" if self.metric == "L2" else "IP"
+        n = self.rows.n
+        pks = self.rows.pks[:n]
+        if n == 0:
+            return TopK.empty(len(xq), k, pks.dtype)
+        mask = self.rows.mask(expr, timestamp, n)
+        if self.xp is not np:
+            base = self._device_vectors(n)
+        else:
+            base = self._vecs.view()[:n]
+        if mask is None:
+            D, I = brute_force_knn(xq, base, k, fm, xp=self.xp)
+            return TopK.from_dense(D, I, k, pks)
+        rows = np.flatnonzero(mask)
+        if not len(rows):
+            return TopK.empty(len(xq), k, pks.dtype)
+        sub = base[self.xp.asarray(rows)] if self.xp is not np else base[rows]
+        D, I = brute_force_knn(xq, sub, k, fm, xp=self.xp)
+        valid = I >= 0
+        I = np.where(valid, rows[np.where(valid, I, 0)], -1)
+        return TopK.from_dense(D, I, k, pks)
+
+    def fetch(self, rows: np.ndarray, fields: Iterable[int | str]) -> list[FieldColumn]:
+        return self.rows.fetch(rows, fields)
+
+    def nbytes(self) -> int:
+        return self._vecs.buf.nbytes + self.rows.nbytes()
+
+    def release(self) -> None:
+        self._dev_vecs = None
+        self._vecs = _Grow(np.zeros((0, self.dim), dtype=np.float32))
+        self.rows = RowStore(np.zeros(0, dtype=np.int64))
+
+    @property
+    def larger_is_better(self) -> bool:
+        return larger_is_better(self.metric)

@@ -1,0 +1,246 @@
+"""Top-k results and the one top-k merge used for segments, shards and the proxy.
+
+A :class:`TopK` holds the hits of ``nq`` queries in Milvus's ``SearchResultData``
+layout: query ``i``'s hits are ``ids[o_i:o_i + topks[i]]`` (``o`` the running sum
+of ``topks``), best first, with their ``scores``.  Alongside, optionally, the row
+offset of each hit in its segment (``rows``), which partial result it came from
+(``sources``) and its output-field values (``fields``).
+
+:func:`merge_topk` merges any number of partial results of the same ``nq`` — the
+segments of one node, the nodes of one shard, the shards of a collection — with a
+single stable ``lexsort``:
+
+* order: ``L2`` ascending, ``IP``/``COSINE`` descending; ties broken by primary key
+  ascending (numeric for Int64 keys, lexicographic for VarChar);
+* a primary key seen twice for the same query (the same row in two segments during
+  a hand-off, or a replica answering twice) is kept once, at its best score;
+* ``round_decimal`` (Milvus: ``-1`` = off, else 0–6 digits) rounds each score half
+  away from zero, as Milvus's C++ ``std::round(x * 10^d) / 10^d``, before ordering,
+  so rounded ties fall back to the primary key.
+
+numpy does the work; cupy is not worth a launch for the few thousand candidates a
+merge sees, so results are merged on the host.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from vecgrid import errors
+
+__all__ = ["TopK", "merge_topk", "larger_is_better", "round_scores", "MAX_TOPK"]
+
+MAX_TOPK = 16384  # Milvus's quota limit for topk (and nq)
+
+
+def larger_is_better(metric: str) -> bool:
+    """IP and COSINE rank descending, L2 ascending."""
+    return (metric or "L2").upper() != "L2"
+
+
+def round_scores(scores: np.ndarray, round_decimal: int) -> np.ndarray:
+    """Round half away from zero to ``round_decimal`` digits (-1: unchanged)."""
+    if round_decimal is None or round_decimal < 0:
+        return scores
+    if round_decimal > 6:
+        raise errors.ParameterInvalid(f"round_decimal {round_decimal} should be in range [-1, 6]")
+    m = 10.0 ** round_decimal
+    x = scores.astype(np.float64) * m
+    return (np.sign(x) * np.floor(np.abs(x) + 0.5) / m).astype(np.float32)
+
+
+@dataclass
+class TopK:
+    """Hits of ``len(topks)`` queries, concatenated query after query."""
+
+    ids: np.ndarray
+    scores: np.ndarray
+    topks: np.ndarray
+    k: int
+    rows: np.ndarray | None = None
+    sources: np.ndarray | None = None
+    fields: list[Any] | None = field(default=None)  # list[results.FieldColumn], rows aligned with ids
+
+    @property
+    def nq(self) -> int:
+        return len(self.topks)
+
+    @property
+    def offsets(self) -> np.ndarray:
+        out = np.zeros(len(self.topks) + 1, dtype=np.int64)
+        np.cumsum(self.topks, out=out[1:])
+        return out
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def query(self, i: int) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, scores) of query ``i``."""
+        o = self.offsets
+        return self.ids[o[i]:o[i + 1]], self.scores[o[i]:o[i + 1]]
+
+    def dense(self, fill_id: Any = -1) -> tuple[np.ndarray, np.ndarray]:
+        """(D, I) as ``nq × k`` arrays padded like faiss (id ``fill_id``, score ±inf/nan)."""
+        nq, k = self.nq, self.k
+        ids = np.full((nq, k), fill_id, dtype=self.ids.dtype if self.ids.dtype.kind != "U" else object)
+        scores = np.full((nq, k), np.nan, dtype=np.float32)
+        o = self.offsets
+        for i in range(nq):
+            n = o[i + 1] - o[i]
+            ids[i, :n] = self.ids[o[i]:o[i + 1]]
+            scores[i, :n] = self.scores[o[i]:o[i + 1]]
+        return scores, ids
+
+    @classmethod
+    def empty(cls, nq: int, k: int, pk_dtype: Any = np.int64) -> "TopK":
+        return cls(np.zeros(0, dtype=pk_dtype), np.zeros(0, dtype=np.float32),
+                   np.zeros(nq, dtype=np.int64), k, rows=np.zeros(0, dtype=np.int64))
+
+    @classmethod
+    def from_dense(cls, D: np.ndarray, labels: np.ndarray, k: int, pks: np.ndarray | None = None) -> "TopK":
+        """From faiss's ``(D, I)`` (``I == -1`` = no hit); ``pks`` maps row offsets to keys."""
+        nq = labels.shape[0]
+        if labels.size == 0 or labels.min() >= 0:  # every query full: no padding to drop
+            topks = np.full(nq, labels.shape[1] if labels.ndim == 2 else 0, dtype=np.int64)
+            rows = labels.reshape(-1)
+            scores = D.reshape(-1)
+        else:
+            valid = labels >= 0
+            topks = valid.sum(axis=1).astype(np.int64)
+            rows = labels[valid]
+            scores = D[valid]
+        rows = rows.astype(np.int64, copy=False)
+        ids = pks[rows] if pks is not None else rows
+        return cls(ids, np.ascontiguousarray(scores, dtype=np.float32), topks, k, rows=rows)
+
+    def take(self, order: np.ndarray, topks: np.ndarray, k: int) -> "TopK":
+        return TopK(self.ids[order], self.scores[order], topks, k,
+                    rows=None if self.rows is None else self.rows[order],
+                    sources=None if self.sources is None else self.sources[order],
+                    fields=None if self.fields is None else [f.take(order) for f in self.fields])
+
+
+def _concat_ids(parts: Sequence[TopK]) -> np.ndarray:
+    arrays = [p.ids for p in parts]
+    kinds = {a.dtype.kind for a in arrays if len(a)}
+    if len(kinds) > 1 and not kinds <= {"i", "u"}:
+        raise errors.ParameterInvalid("cannot merge results with Int64 and VarChar primary keys")
+    if kinds & {"U", "O", "S"}:
+        return np.concatenate([a.astype(str) for a in arrays])
+    return np.concatenate([a.astype(np.int64, copy=False) for a in arrays])
+
+
+def _already_merged(p: TopK, k: int, dedup: bool) -> TopK | None:
+    """The common single-part case, when it needs no work: every query within ``k``, no tied
+    scores within a query (so the pk tie-break cannot reorder) and no key twice in a query.
+    ``None`` when the full merge is needed."""
+    n = len(p.ids)
+    topks = p.topks
+    nq = len(topks)
+    if p.ids.dtype.kind not in "iuUS":
+        return None
+    if 1 < n <= 64 and nq == 1:  # one small query: plain Python beats a dozen numpy calls
+        if n > k:
+            return None
+        sl = p.scores.tolist()
+        if any(a == b for a, b in zip(sl, sl[1:])) or (dedup and len(set(p.ids.tolist())) != n):
+            return None
+    elif n > 1:
+        if int(topks.max()) > k:
+            return None
+        s = p.scores
+        w = int(topks[0])
+        if n == nq * w and bool((topks == w).all()):  # dense: nq x w
+            if w > 1:
+                S = s.reshape(nq, w)
+                if bool((S[:, 1:] == S[:, :-1]).any()):
+                    return None
+                if dedup:
+                    srt = np.sort(p.ids.reshape(nq, w), axis=1)
+                    if bool((srt[:, 1:] == srt[:, :-1]).any()):
+                        return None
+        else:
+            q = np.repeat(np.arange(nq), topks)
+            same = q[1:] == q[:-1]
+            if bool(((s[1:] == s[:-1]) & same).any()):
+                return None
+            if dedup:
+                o = np.lexsort((p.ids, q))
+                ids_o, q_o = p.ids[o], q[o]
+                if bool(((ids_o[1:] == ids_o[:-1]) & (q_o[1:] == q_o[:-1])).any()):
+                    return None
+    return TopK(p.ids, p.scores, topks, k, rows=p.rows, sources=np.zeros(n, dtype=np.int32),
+                fields=p.fields)
+
+
+def merge_topk(parts: Sequence[TopK], k: int, metric: str = "L2", round_decimal: int = -1, *,
+               dedup: bool = True) -> TopK:
+    """Merge partial results of the same queries into the best ``k`` per query.
+
+    The result's ``sources[j]`` is the index in ``parts`` of hit ``j`` and ``rows[j]``
+    its row there (when the parts carry rows); fields are carried when every part
+    has them."""
+    if not parts:
+        raise errors.ParameterInvalid("nothing to merge")
+    if k <= 0:
+        raise errors.ParameterInvalid(f"topk ({k}) should be in range [1, {MAX_TOPK}]")
+    nq = parts[0].nq
+    for p in parts:
+        if p.nq != nq:
+            raise errors.ParameterInvalid(f"cannot merge results of {p.nq} and {nq} queries")
+    if len(parts) == 1 and (round_decimal is None or round_decimal < 0):
+        fast = _already_merged(parts[0], k, dedup)
+        if fast is not None:
+            return fast
+    ids = _concat_ids(parts)
+    total = len(ids)
+    if total == 0:
+        out = TopK.empty(nq, k, ids.dtype)
+        out.sources = np.zeros(0, dtype=np.int32)
+        return out
+    scores = round_scores(np.concatenate([p.scores for p in parts]).astype(np.float32, copy=False),
+                          round_decimal)
+    qidx = np.concatenate([np.repeat(np.arange(nq, dtype=np.int64), p.topks) for p in parts])
+    sources = np.concatenate([np.full(len(p), i, dtype=np.int32) for i, p in enumerate(parts)])
+    have_rows = all(p.rows is not None for p in parts)
+    rows = np.concatenate([p.rows for p in parts]) if have_rows else None
+    have_fields = all(p.fields is not None for p in parts) and len(parts) > 0
+    fields = None
+    if have_fields:
+        from vecgrid.gpu.results import concat_columns
+
+        fields = concat_columns([p.fields for p in parts])
+
+    if ids.dtype.kind in "iu":
+        pk_key = ids
+    else:  # VarChar: order-preserving integer codes
+        _, pk_key = np.unique(ids, return_inverse=True)
+        pk_key = pk_key.reshape(-1)
+    key = scores if not larger_is_better(metric) else -scores
+    # np.lexsort is stable; last key is primary: query, then score, then primary key
+    order = np.lexsort((pk_key, key, qidx))
+    q_sorted = qidx[order]
+    if dedup and total > 1:
+        pk_sorted = pk_key[order]
+        o2 = np.lexsort((pk_sorted, q_sorted))  # stable: the best of each (query, pk) comes first
+        qa, pa = q_sorted[o2], pk_sorted[o2]
+        dup = np.zeros(total, dtype=bool)
+        dup[1:] = (qa[1:] == qa[:-1]) & (pa[1:] == pa[:-1])
+        if dup.any():
+            keep = np.ones(total, dtype=bool)
+            keep[o2[dup]] = False
+            order = order[keep]
+            q_sorted = q_sorted[keep]
+    counts = np.bincount(q_sorted, minlength=nq)
+    starts = np.zeros(nq, dtype=np.int64)
+    np.cumsum(counts[:-1], out=starts[1:])
+    rank = np.arange(len(order), dtype=np.int64) - starts[q_sorted]
+    sel = rank < k
+    order = order[sel]
+    topks = np.minimum(counts, k).astype(np.int64)
+    return TopK(ids[order], scores[order], topks, k,
+                rows=None if rows is None else rows[order], sources=sources[order],
+                fields=None if fields is None else [f.take(order) for f in fields])

@@ -1,0 +1,273 @@
+"""Search output as Milvus protobufs: ``schema.SearchResultData`` and ``schema.FieldData``.
+
+* :class:`FieldColumn` — one output field's values as a numpy array (1-D for
+  scalars, ``n × dim`` for float vectors, bytes objects for JSON/binary vectors)
+  with its Milvus name, id and ``DataType``.
+* :func:`to_search_result_data` / :func:`from_search_result_data` — a
+  :class:`~vecgrid.gpu.merge.TopK` to and from ``SearchResultData`` (``ids`` as
+  ``int_id`` or ``str_id``, ``scores``, ``topks``, ``fields_data`` aligned with the
+  ids, ``output_fields``).
+* :func:`merge_search_results` — merge serialized/decoded partial results (shard
+  leader across nodes, proxy across shards) with :func:`~vecgrid.gpu.merge.merge_topk`.
+* :func:`decode_placeholder_group` / :func:`encode_placeholder_group` — query vectors
+  from/to ``common.PlaceholderGroup`` bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from vecgrid import errors
+from vecgrid.gpu.merge import TopK, merge_topk
+from vecgrid.rpc.proto import common_pb2, schema_pb2
+
+__all__ = [
+    "FieldColumn", "column_to_field_data", "field_data_to_column", "concat_columns",
+    "to_search_result_data", "from_search_result_data", "merge_search_results",
+    "decode_placeholder_group", "encode_placeholder_group", "datatype_of",
+]
+
+_SCALAR_SLOT = {
+    schema_pb2.Bool: ("bool_data", np.bool_),
+    schema_pb2.Int8: ("int_data", np.int32),
+    schema_pb2.Int16: ("int_data", np.int32),
+    schema_pb2.Int32: ("int_data", np.int32),
+    schema_pb2.Int64: ("long_data", np.int64),
+    schema_pb2.Float: ("float_data", np.float32),
+    schema_pb2.Double: ("double_data", np.float64),
+    schema_pb2.String: ("string_data", str),
+    schema_pb2.VarChar: ("string_data", str),
+    schema_pb2.JSON: ("json_data", object),
+}
+_NUMPY_OF = {
+    schema_pb2.Bool: np.bool_, schema_pb2.Int8: np.int8, schema_pb2.Int16: np.int16,
+    schema_pb2.Int32: np.int32, schema_pb2.Int64: np.int64, schema_pb2.Float: np.float32,
+    schema_pb2.Double: np.float64,
+}
+
+
+def datatype_of(values: np.ndarray) -> int:
+    """The Milvus ``DataType`` a numpy column maps to."""
+    if values.ndim == 2:
+        return schema_pb2.FloatVector
+    return {
+        "b": schema_pb2.Bool, "U": schema_pb2.VarChar, "S": schema_pb2.VarChar, "O": schema_pb2.VarChar,
+    }.get(values.dtype.kind) or {
+        np.dtype(np.int8): schema_pb2.Int8, np.dtype(np.int16): schema_pb2.Int16,
+        np.dtype(np.int32): schema_pb2.Int32, np.dtype(np.float32): schema_pb2.Float,
+        np.dtype(np.float64): schema_pb2.Double,
+    }.get(values.dtype, schema_pb2.Int64)
+
+
+@dataclass
+class FieldColumn:
+    """Values of one field for a list of rows."""
+
+    name: str
+    field_id: int
+    data_type: int
+    values: np.ndarray
+    dim: int = 0
+    is_dynamic: bool = False
+
+    def take(self, idx: np.ndarray) -> "FieldColumn":
+        return FieldColumn(self.name, self.field_id, self.data_type, self.values[idx], self.dim,
+                           self.is_dynamic)
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+
+def concat_columns(groups: Sequence[Sequence[FieldColumn]]) -> list[FieldColumn]:
+    """Concatenate per-part columns (matched by name) into one list."""
+    groups = [g for g in groups]
+    if not groups:
+        return []
+    first = groups[0]
+    out = []
+    for j, col in enumerate(first):
+        parts = []
+        for g in groups:
+            match = next((c for c in g if c.name == col.name), None)
+            if match is None:
+                raise errors.ParameterInvalid(f"output field {col.name} missing from a partial result")
+            parts.append(match.values)
+        vals = np.concatenate(parts) if parts else col.values
+        out.append(FieldColumn(col.name, col.field_id, col.data_type, vals, col.dim, col.is_dynamic))
+    return out
+
+
+def column_to_field_data(col: FieldColumn) -> schema_pb2.FieldData:
+    fd = schema_pb2.FieldData(type=col.data_type, field_name=col.name, field_id=col.field_id,
+                              is_dynamic=col.is_dynamic)
+    t = col.data_type
+    if t in _SCALAR_SLOT:
+        slot, _ = _SCALAR_SLOT[t]
+        target = getattr(fd.scalars, slot).data
+        vals = col.values
+        if slot == "string_data":
+            target.extend([str(v) for v in vals.tolist()])
+        elif slot == "json_data":
+            target.extend([v if isinstance(v, bytes) else str(v).encode() for v in vals.tolist()])
+        else:
+            target.extend(vals.tolist())
+        if not len(vals):  # make the oneof visible even when empty
+            getattr(fd.scalars, slot).SetInParent()
+        return fd
+    if t == schema_pb2.FloatVector:
+        v = np.asarray(col.values, dtype=np.float32)
+        dim = col.dim or (v.shape[1] if v.ndim == 2 else 0)
+        fd.vectors.dim = dim
+        fd.vectors.float_vector.data.extend(v.reshape(-1).tolist())
+        fd.vectors.float_vector.SetInParent()
+        return fd
+    if t in (schema_pb2.BinaryVector, schema_pb2.Float16Vector, schema_pb2.BFloat16Vector):
+        fd.vectors.dim = col.dim
+        blob = b"".join(bytes(x) for x in col.values.tolist()) if col.values.dtype == object \
+            else np.ascontiguousarray(col.values).tobytes()
+        setattr(fd.vectors, {schema_pb2.BinaryVector: "binary_vector",
+                             schema_pb2.Float16Vector: "float16_vector",
+                             schema_pb2.BFloat16Vector: "bfloat16_vector"}[t], blob)
+        return fd
+    raise errors.ParameterInvalid(f"output of {schema_pb2.DataType.Name(t)} fields is not supported")
+
+
+def field_data_to_column(fd: schema_pb2.FieldData) -> FieldColumn:
+    t = fd.type
+    if fd.WhichOneof("field") == "scalars":
+        which = fd.scalars.WhichOneof("data")
+        data = list(getattr(fd.scalars, which).data) if which else []
+        if t in _NUMPY_OF:
+            vals = np.asarray(data, dtype=_NUMPY_OF[t])
+        elif which == "string_data":
+            vals = np.asarray(data, dtype=str)
+        else:
+            vals = np.empty(len(data), dtype=object)
+            vals[:] = data
+        return FieldColumn(fd.field_name, fd.field_id, t, vals, 0, fd.is_dynamic)
+    if fd.WhichOneof("field") == "vectors":
+        dim = int(fd.vectors.dim)
+        which = fd.vectors.WhichOneof("data")
+        if which == "float_vector":
+            vals = np.asarray(fd.vectors.float_vector.data, dtype=np.float32).reshape(-1, max(dim, 1))
+            return FieldColumn(fd.field_name, fd.field_id, t, vals, dim, fd.is_dynamic)
+        if which in ("binary_vector", "float16_vector", "bfloat16_vector"):
+            width = dim // 8 if which == "binary_vector" else dim * 2
+            blob = getattr(fd.vectors, which)
+            vals = np.frombuffer(blob, dtype=np.uint8).reshape(-1, max(width, 1)).copy()
+            return FieldColumn(fd.field_name, fd.field_id, t, vals, dim, fd.is_dynamic)
+    raise errors.ParameterInvalid(f"cannot decode field data {fd.field_name!r}")
+
+
+def to_search_result_data(topk: TopK, *, output_fields: Iterable[str] | None = None,
+                          primary_field_name: str = "", all_search_count: int = 0) -> schema_pb2.SearchResultData:
+    """``SearchResultData`` of ``topk`` with its ``fields`` as ``fields_data``."""
+    out = schema_pb2.SearchResultData(num_queries=topk.nq, top_k=topk.k,
+                                      all_search_count=all_search_count,
+                                      primary_field_name=primary_field_name)
+    out.scores.extend(topk.scores.tolist())
+    out.topks.extend(topk.topks.tolist())
+    if topk.ids.dtype.kind in "UOS":
+        out.ids.str_id.data.extend([str(x) for x in topk.ids.tolist()])
+        out.ids.str_id.SetInParent()
+    else:
+        out.ids.int_id.data.extend(topk.ids.tolist())
+        out.ids.int_id.SetInParent()
+    if topk.fields:
+        for col in topk.fields:
+            out.fields_data.append(column_to_field_data(col))
+    names = list(output_fields) if output_fields is not None else [c.name for c in (topk.fields or [])]
+    out.output_fields.extend(names)
+    return out
+
+
+def from_search_result_data(srd: schema_pb2.SearchResultData | bytes) -> TopK:
+    if isinstance(srd, (bytes, bytearray, memoryview)):
+        msg = schema_pb2.SearchResultData()
+        msg.ParseFromString(bytes(srd))
+        srd = msg
+    which = srd.ids.WhichOneof("id_field")
+    if which == "str_id":
+        ids = np.asarray(list(srd.ids.str_id.data), dtype=str)
+    else:
+        ids = np.asarray(srd.ids.int_id.data, dtype=np.int64)
+    topks = np.asarray(srd.topks, dtype=np.int64)
+    if len(topks) < srd.num_queries:
+        topks = np.concatenate([topks, np.zeros(srd.num_queries - len(topks), dtype=np.int64)])
+    scores = np.asarray(srd.scores, dtype=np.float32)
+    fields = [field_data_to_column(fd) for fd in srd.fields_data] if len(srd.fields_data) else None
+    return TopK(ids, scores, topks, int(srd.top_k), fields=fields)
+
+
+def merge_search_results(results: Sequence[schema_pb2.SearchResultData | bytes | TopK], k: int,
+                         metric: str = "L2", round_decimal: int = -1, *,
+                         primary_field_name: str = "") -> schema_pb2.SearchResultData:
+    """Merge partial ``SearchResultData`` (nodes of a shard, shards of a collection)."""
+    parts = [r if isinstance(r, TopK) else from_search_result_data(r) for r in results]
+    parts = [p for p in parts if p.nq] or parts
+    if not parts:
+        raise errors.ParameterInvalid("nothing to merge")
+    with_fields = [p for p in parts if p.fields]
+    if with_fields and len(with_fields) != len(parts):
+        # a part with no hits carries no fields_data; give it empty columns of the same shape
+        template = with_fields[0].fields
+        for p in parts:
+            if not p.fields:
+                if len(p):
+                    raise errors.ParameterInvalid("a partial result lacks its output fields")
+                p.fields = [c.take(np.zeros(0, dtype=np.int64)) for c in template]
+    merged = merge_topk(parts, k, metric, round_decimal)
+    merged.rows = None
+    names = [c.name for c in merged.fields] if merged.fields else []
+    return to_search_result_data(merged, output_fields=names, primary_field_name=primary_field_name)
+
+
+def _bf16_to_f32(raw: np.ndarray) -> np.ndarray:
+    u = raw.view(np.uint16).astype(np.uint32) << 16
+    return u.view(np.float32)
+
+
+def decode_placeholder_group(data: bytes | common_pb2.PlaceholderGroup, dim: int | None = None) -> np.ndarray:
+    """The ``nq × dim`` float32 query vectors of a serialized ``common.PlaceholderGroup``.
+
+    Float, Float16 and BFloat16 vectors are accepted (the last two widened to float32)."""
+    if isinstance(data, common_pb2.PlaceholderGroup):
+        group = data
+    else:
+        group = common_pb2.PlaceholderGroup()
+        group.ParseFromString(bytes(data))
+    if len(group.placeholders) != 1:
+        raise errors.ParameterInvalid(f"expected one placeholder, got {len(group.placeholders)}")
+    ph = group.placeholders[0]
+    values = list(ph.values)
+    if not values:
+        raise errors.ParameterInvalid("no query vectors in the placeholder group")
+    raw = b"".join(values)
+    if ph.type == common_pb2.FloatVector:
+        width = len(values[0]) // 4
+        x = np.frombuffer(raw, dtype="<f4")
+    elif ph.type == common_pb2.Float16Vector:
+        width = len(values[0]) // 2
+        x = np.frombuffer(raw, dtype="<f2").astype(np.float32)
+    elif ph.type == common_pb2.BFloat16Vector:
+        width = len(values[0]) // 2
+        x = _bf16_to_f32(np.frombuffer(raw, dtype="<u2"))
+    else:
+        raise errors.ParameterInvalid(
+            f"placeholder type {common_pb2.PlaceholderType.Name(ph.type)} is not supported by vecgrid")
+    if any(len(v) != len(values[0]) for v in values):
+        raise errors.ParameterInvalid("query vectors have different dimensions")
+    if dim is not None and width != dim:
+        raise errors.ParameterInvalid(f"the dimension of query vectors ({width}) does not match the field's ({dim})")
+    return np.ascontiguousarray(x.reshape(len(values), width), dtype=np.float32)
+
+
+def encode_placeholder_group(vectors: np.ndarray, tag: str = "$0") -> bytes:
+    """Serialized ``common.PlaceholderGroup`` of float32 query vectors (one value per query)."""
+    x = np.ascontiguousarray(vectors, dtype="<f4")
+    ph = common_pb2.PlaceholderValue(tag=tag, type=common_pb2.FloatVector,
+                                     values=[row.tobytes() for row in x])
+    return common_pb2.PlaceholderGroup(placeholders=[ph]).SerializeToString()
