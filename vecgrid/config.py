@@ -62,6 +62,8 @@ class QueryNodeSettings:
     grace_s: float = 5.0
     # Fraction of a GPU's free memory a node may fill with indexes.
     gpu_memory_fraction: float = 0.8
+    # Largest message QueryStream sends; a big query result goes out as several.
+    stream_chunk_bytes: int = 4 * 1024 * 1024
 
 
 @dataclass

@@ -1,6 +1,24 @@
-"""gRPC edge of a QueryNode: decode, call :class:`~vecgrid.cluster.querynode.node.QueryNode`, encode."""
+"""gRPC edge of a QueryNode: decode, call :class:`~vecgrid.cluster.querynode.node.QueryNode`, encode.
+
+Node identity: a Milvus client names the node it means in the gRPC metadata key
+``ServerID`` (``serverid`` on the wire: gRPC lower-cases metadata keys).  Milvus's
+QueryNode checks it in a server interceptor and refuses a call meant for another node
+with a *gRPC error*, not a Status: the Go server returns the plain error
+``node not match[expectedNodeID=X][actualNodeID=Y]`` (code 904), which reaches the
+client as gRPC status ``UNKNOWN`` with that text — Milvus's clients recognise it by
+the text.  vecgrid answers the same: ``UNKNOWN`` with that message, for every segment
+and data method.  A missing or non-numeric key is not checked (as Milvus).  The
+component RPCs (GetComponentStates, CheckHealth, ...) are not checked, so a node can be
+probed before it knows its id.
+"""
 
 from __future__ import annotations
+
+import functools
+from typing import Callable
+
+import grpc
+from google.protobuf import message_factory
 
 from vecgrid import errors
 from vecgrid.cluster.querynode.node import ROLE, QueryNode
@@ -10,6 +28,29 @@ from vecgrid.rpc.server import GrpcServer
 from vecgrid.rpc.service import milvus_servicer
 
 SERVICE = query_coord_pb2.DESCRIPTOR.services_by_name["QueryNode"]
+SERVER_ID_KEY = "serverid"  # Milvus's "ServerID", as gRPC metadata carries it
+
+
+def _node_checked(fn: Callable) -> Callable:
+    """Refuse the call with ``node not match`` when its ``serverid`` names another node."""
+    method = SERVICE.methods_by_name[fn.__name__]
+    reply_cls = message_factory.GetMessageClass(method.output_type)
+
+    if method.server_streaming:
+        @functools.wraps(fn)
+        async def stream(self, request, context):
+            if self._refuse_foreign(context):
+                return
+            async for reply in fn(self, request, context):
+                yield reply
+        return stream
+
+    @functools.wraps(fn)
+    async def unary(self, request, context):
+        if self._refuse_foreign(context):
+            return reply_cls()
+        return await fn(self, request, context)
+    return unary
 
 
 @milvus_servicer(SERVICE, query_coord_pb2_grpc.QueryNodeServicer)
@@ -18,6 +59,24 @@ class QueryNodeServicer:
 
     def __init__(self, node: QueryNode) -> None:
         self.node = node
+
+    def _refuse_foreign(self, context) -> bool:
+        for key, value in context.invocation_metadata() or ():
+            if key.lower() != SERVER_ID_KEY:
+                continue
+            try:
+                expected = int(value)
+            except (TypeError, ValueError):
+                return False
+            err = self.node.node_mismatch(expected)
+            if err is None:
+                return False
+            context.set_code(grpc.StatusCode.UNKNOWN)
+            context.set_details(str(err))
+            return True
+        return False
+
+    # --- component -------------------------------------------------------------------------
 
     async def GetComponentStates(self, request, context):
         return common.component_states(self.node.lifecycle, ROLE)
@@ -39,6 +98,76 @@ class QueryNodeServicer:
             return common.health(self.node.health_reasons())
         except errors.MilvusError as err:
             return common.unhealthy(err)
+
+    # --- segments ---------------------------------------------------------------------------
+
+    @_node_checked
+    async def LoadSegments(self, request, context):
+        return await self.node.load_segments(request)
+
+    @_node_checked
+    async def ReleaseSegments(self, request, context):
+        return await self.node.release_segments(request)
+
+    @_node_checked
+    async def ReleaseCollection(self, request, context):
+        return await self.node.release_collection(request)
+
+    @_node_checked
+    async def LoadPartitions(self, request, context):
+        return await self.node.load_partitions(request)
+
+    @_node_checked
+    async def ReleasePartitions(self, request, context):
+        return await self.node.release_partitions(request)
+
+    @_node_checked
+    async def GetSegmentInfo(self, request, context):
+        return await self.node.get_segment_info(request)
+
+    @_node_checked
+    async def GetDataDistribution(self, request, context):
+        return await self.node.get_data_distribution(request)
+
+    # --- data -------------------------------------------------------------------------------
+
+    @_node_checked
+    async def GetStatistics(self, request, context):
+        return await self.node.get_statistics(request)
+
+    @_node_checked
+    async def Search(self, request, context):
+        return await self.node.search(request)
+
+    @_node_checked
+    async def SearchSegments(self, request, context):
+        return await self.node.search_segments(request)
+
+    @_node_checked
+    async def Query(self, request, context):
+        return await self.node.query(request)
+
+    @_node_checked
+    async def QuerySegments(self, request, context):
+        return await self.node.query_segments(request)
+
+    @_node_checked
+    async def QueryStream(self, request, context):
+        async for reply in self.node.query_stream(request):
+            yield reply
+
+    @_node_checked
+    async def QueryStreamSegments(self, request, context):
+        async for reply in self.node.query_stream_segments(request):
+            yield reply
+
+    @_node_checked
+    async def Delete(self, request, context):
+        return await self.node.delete(request)
+
+    @_node_checked
+    async def DeleteBatch(self, request, context):
+        return await self.node.delete_batch(request)
 
 
 async def serve_querynode(node: QueryNode, host: str, port: int) -> GrpcServer:

@@ -1,36 +1,103 @@
 """The QueryNode component: one per Dask worker.
 
 It holds what the node serves and answers the QueryNode RPCs.  The gRPC servicer
-(``vecgrid.rpc.querynode_servicer``) and the coordinator's Dask tasks both call
-these methods, so a segment load issued over gRPC and one issued as a Dask task
-run the same code.
+(``vecgrid.rpc.querynode_servicer``) and the coordinator's Dask tasks
+(:mod:`vecgrid.cluster.querynode.tasks`) both call these methods, so a segment load
+issued over gRPC and one issued as a Dask task run the same code.
 
 A node starts Initializing with node id -1 (as a Milvus node before its session
 is registered) and becomes Healthy when the coordinator assigns its id.
+
+Handler API
+-----------
+Every QueryNode RPC has an ``async`` method here that takes the request message and
+returns the response message (a ``common.Status`` for the Status-only RPCs); a
+failure raises :class:`vecgrid.errors.MilvusError`, which the servicer turns into the
+reply's Status.  Blocking work (file reads, index builds, faiss searches, numpy
+filters) runs in worker threads; node state is changed only on the event loop.
+
+Milestone 1 serves sealed segments on this node (the worker side).  What needs a
+shard delegator — ``Search``/``Query``/``QueryStream``/``GetStatistics`` from a
+proxy (``from_shard_leader=False``), ``LoadSegments``/``ReleaseSegments`` with
+``need_transfer`` — goes through :meth:`QueryNode.delegator_for`, which finds none
+yet, so those answer ``channel not found`` (500) exactly as a Milvus node without
+that delegator does; a ``LoadSegments`` with ``need_transfer`` for another node is
+forwarded to it when its address is known (:attr:`QueryNode.peers`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
-from typing import Any
+import time
+from typing import Any, AsyncIterator, Iterable, Sequence
 
+import numpy as np
+import psutil
+
+from vecgrid import errors
 from vecgrid.cluster import sysinfo
 from vecgrid.cluster.component import Component
 from vecgrid.cluster.lifecycle import StateCode
+from vecgrid.cluster.querynode import retrieve as retrieve_mod
+from vecgrid.cluster.querynode import search as search_mod
+from vecgrid.cluster.querynode.collections import Collection, CollectionManager
+from vecgrid.cluster.querynode.loader import SegmentLoader, checksums_from_properties
+from vecgrid.cluster.querynode.peers import PeerClients
+from vecgrid.cluster.querynode.segments import ALL_PARTITIONS, DeleteLog, SealedSegment, SegmentManager
 from vecgrid.config import Settings
+from vecgrid.rpc.proto import (common_pb2, data_coord_pb2, internal_pb2, query_coord_pb2, schema_pb2)
 
 ROLE = "querynode"
+Q = query_coord_pb2
+FORWARD_TIMEOUT_S = 300.0  # a forwarded LoadSegments (Milvus's segment task timeout is 120 s)
+
+
+def _ok() -> common_pb2.Status:
+    return common_pb2.Status()  # code 0, error_code Success
+
+
+def primary_keys(ids: schema_pb2.IDs) -> np.ndarray:
+    """The keys of a ``schema.IDs`` as an int64 or str array."""
+    which = ids.WhichOneof("id_field")
+    if which == "str_id":
+        return np.asarray(list(ids.str_id.data), dtype=str)
+    return np.asarray(ids.int_id.data, dtype=np.int64)
+
+
+def _delete_args(ids: schema_pb2.IDs, timestamps: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    pks = primary_keys(ids)
+    ts = np.asarray(timestamps, dtype=np.uint64)
+    if len(ts) != len(pks):
+        raise errors.ParameterInvalid(f"{len(pks)} primary keys but {len(ts)} timestamps")
+    return pks, ts
+
+
+def _sealed_scope(scope: int) -> bool:
+    """Whether a DataScope covers sealed segments (UnKnown counts as All, as Milvus)."""
+    return scope != Q.Streaming
 
 
 class QueryNode(Component):
-    def __init__(self, settings: Settings, name: str, deploy_mode: str = "CLUSTER") -> None:
+    def __init__(self, settings: Settings, name: str, deploy_mode: str = "CLUSTER", *,
+                 devices: Any = None) -> None:
         super().__init__(settings, ROLE)
         self.name = name
         self.deploy_mode = deploy_mode
         self.hostname = socket.gethostname()
+        self.collections = CollectionManager(on_change=self._touch)
+        self.segments = SegmentManager()
+        self.peers = PeerClients()
+        self.loader = SegmentLoader(settings.common.data_dir, self.devices)
+        #: QueryStream chunk limit (bytes of one RetrieveResults)
+        self.stream_chunk_bytes = settings.querynode.stream_chunk_bytes
+        self._devices = devices
+        self._last_modify_ts = time.time_ns()
+        self._loading: dict[int, asyncio.Future] = {}
+        self._dml_lock: asyncio.Lock | None = None
 
-    # --- session ---------------------------------------------------------------------
+    # --- session ---------------------------------------------------------------------------
 
     @property
     def node_id(self) -> int:
@@ -45,6 +112,16 @@ class QueryNode(Component):
     def stop(self) -> None:
         self.lifecycle.set(StateCode.Stopping)
 
+    async def close(self) -> None:
+        """Release every segment and close peer channels (after the server stopped)."""
+        segments = self.segments.list()
+        for seg in segments:
+            self.segments.remove(seg.segment_id)
+        for coll in self.collections.all():
+            self.collections.remove(coll.id)
+        await asyncio.to_thread(lambda: [s.release() for s in segments])
+        await self.peers.close()
+
     def describe(self) -> dict[str, Any]:
         """What the coordinator needs to register this node (msgpack-serialisable)."""
         return {
@@ -55,7 +132,86 @@ class QueryNode(Component):
             "state": self.lifecycle.state.name,
         }
 
-    # --- component RPCs ----------------------------------------------------------------
+    def node_mismatch(self, expected: int) -> errors.MilvusError | None:
+        """Milvus's ``node not match`` (904) when a request addressed to ``expected`` reached this node."""
+        if expected != self.node_id:
+            return errors.NodeNotMatch(expectedNodeID=expected, actualNodeID=self.node_id)
+        return None
+
+    def register_peer(self, node_id: int, address: str) -> None:
+        """Tell this node where another QueryNode serves (for forwarding and, later, fan-out)."""
+        self.peers.register(node_id, address)
+
+    def devices(self) -> Any:
+        """The node's :class:`vecgrid.gpu.device.DeviceManager` (made on first use)."""
+        if self._devices is None:
+            from vecgrid.gpu.device import DeviceManager
+
+            self._devices = DeviceManager(self.settings.querynode.gpu_memory_fraction)
+        return self._devices
+
+    # --- state helpers ---------------------------------------------------------------------
+
+    def _touch(self) -> None:
+        self._last_modify_ts = max(self._last_modify_ts + 1, time.time_ns())
+
+    @property
+    def last_modify_ts(self) -> int:
+        """Changes on every load, release and delete (GetDataDistribution.lastModifyTs)."""
+        return self._last_modify_ts
+
+    def _check_serving_or_stopping(self) -> None:
+        if self.lifecycle.state not in (StateCode.Healthy, StateCode.Stopping):
+            raise errors.ServiceNotReady(self.lifecycle.state.name, **{ROLE: self.node_id})
+
+    def _lock(self) -> asyncio.Lock:
+        if self._dml_lock is None:
+            self._dml_lock = asyncio.Lock()
+        return self._dml_lock
+
+    def _select(self, coll: Collection, partition_ids: Sequence[int], segment_ids: Sequence[int], scope: int,
+                channels: Sequence[str] = ()) -> list[SealedSegment]:
+        """The sealed segments a search / query / statistics request reads (Milvus's ``validate``)."""
+        if not _sealed_scope(scope):  # this node has no growing segments (yet)
+            if segment_ids:
+                raise errors.SegmentNotLoaded(segment=segment_ids[0])
+            return []
+        parts = set(partition_ids) if len(partition_ids) else set(coll.partitions)
+        if not segment_ids:
+            return self.segments.list(coll.id, partitions=parts, channels=list(channels) or None,
+                                      exclude_l0=True)
+        out = []
+        for sid in dict.fromkeys(segment_ids):
+            seg = self.segments.get(sid)
+            if seg is None or seg.collection_id != coll.id:
+                raise errors.SegmentNotLoaded(segment=sid)
+            if seg.partition_id not in parts and seg.partition_id != ALL_PARTITIONS:
+                raise errors.UnexpectedError(
+                    f"segment {sid} belongs to partition {seg.partition_id}, which is not in {sorted(parts)}")
+            out.append(seg)
+        return out
+
+    # --- shard delegators (milestone 2) ----------------------------------------------------
+
+    def delegator_for(self, channel: str) -> Any:
+        """The shard delegator this node runs for ``channel``, or ``None``.
+
+        Milestone 2 adds delegators (WatchDmChannels); until then a node leads no channel."""
+        return None
+
+    def _no_delegator(self, channel: str, what: str) -> errors.MilvusError:
+        return errors.ChannelNotFound(f"failed to get shard delegator for {what}", channel=channel)
+
+    async def _via_delegators(self, channels: Sequence[str], what: str) -> Any:
+        """Proxy-side requests go to the delegators of their channels (milestone 2)."""
+        if not channels:
+            raise errors.ParameterInvalid(f"the {what} request names no DML channel")
+        for ch in channels:
+            if self.delegator_for(ch) is None:
+                raise self._no_delegator(ch, what)
+        raise errors.ServiceUnimplemented(f"{what} through shard delegators lands with milestone 2")
+
+    # --- component RPCs --------------------------------------------------------------------
 
     def metrics(self, request: str) -> str:
         """GetMetrics: the ``system_info`` JSON of this node (the only metric type Milvus serves)."""
@@ -68,7 +224,7 @@ class QueryNode(Component):
                 "simd_type": "auto",
             },
             "quota_metrics": {},
-            "collection_metrics": {"collection_ids": []},
+            "collection_metrics": {"collection_ids": [c.id for c in self.collections.all()]},
             "worker_name": self.name,
         }
         return json.dumps(doc)
@@ -77,3 +233,367 @@ class QueryNode(Component):
         """Why this node is unhealthy; empty when healthy.  Raises when not serving at all."""
         self.lifecycle.check_healthy()
         return []
+
+    # --- segment control -------------------------------------------------------------------
+
+    async def load_segments(self, req: Q.LoadSegmentsRequest) -> common_pb2.Status:
+        """LoadSegments: load (``load_scope`` Full), apply delete logs (Delta) or reload indexes (Index).
+
+        ``need_transfer`` for another node: hand to the channel's delegator (milestone 2) or
+        forward to ``dst_nodeID`` when its address is known; else ``channel not found`` (500).
+        A failed load leaves the node as it was."""
+        self.lifecycle.check_healthy()
+        if not len(req.infos):
+            raise errors.ParameterInvalid("the LoadSegments request lists no segment")
+        if not len(req.index_info_list):
+            raise errors.IndexNotFound(collection=req.schema.name or req.collectionID or req.infos[0].collectionID)
+        if req.need_transfer and req.dst_nodeID != self.node_id:
+            return await self._transfer_load(req)
+        coll_id = req.collectionID or req.infos[0].collectionID
+        for info in req.infos:
+            if info.collectionID and info.collectionID != coll_id:
+                raise errors.ParameterInvalid(
+                    f"segment {info.segmentID} belongs to collection {info.collectionID}, not {coll_id}")
+        checksums = checksums_from_properties(req.base.properties)
+        if req.load_scope in (Q.Delta, Q.Index):
+            if coll_id not in self.collections:
+                return _ok()  # nothing of it is loaded here: nothing to update (as Milvus skips them)
+        coll = self.collections.prepare(
+            coll_id, schema=req.schema if req.HasField("schema") else None,
+            load_meta=req.load_meta if req.HasField("load_meta") else None,
+            index_infos=req.index_info_list, replica_id=req.replicaID)
+        if req.load_scope == Q.Delta:
+            await self._load_delta(req.infos, checksums)
+            self.collections.commit(coll)
+        elif req.load_scope == Q.Index:
+            await self._reload_indexes(coll, req, checksums)
+        else:
+            await self._load_full(coll, req, checksums)
+        return _ok()
+
+    async def _transfer_load(self, req: Q.LoadSegmentsRequest) -> common_pb2.Status:
+        channel = req.infos[0].insert_channel
+        delegator = self.delegator_for(channel)
+        if delegator is not None:  # milestone 2: the delegator loads on the worker and records it
+            return await delegator.load_segments(req)
+        if not self.peers.knows(req.dst_nodeID):
+            raise errors.ChannelNotFound(
+                f"node {self.node_id} leads no delegator for it and does not know node {req.dst_nodeID}",
+                channel=channel)
+        forward = Q.LoadSegmentsRequest()
+        forward.CopyFrom(req)
+        forward.need_transfer = False
+        forward.base.targetID = req.dst_nodeID
+        try:
+            status = await self.peers.stub(req.dst_nodeID).LoadSegments(
+                forward, metadata=self.peers.metadata(req.dst_nodeID), timeout=FORWARD_TIMEOUT_S)
+        except Exception as e:  # noqa: BLE001 - grpc errors of an unreachable peer
+            raise errors.ServiceUnavailable(f"forwarding LoadSegments to node {req.dst_nodeID} at "
+                                            f"{self.peers.address(req.dst_nodeID)} failed: {e}") from None
+        if status.code or status.error_code:
+            raise errors.from_remote(status.code or 65535, status.reason)
+        return _ok()
+
+    async def _wait_for_loads(self, ids: Iterable[int]) -> None:
+        while True:
+            pending = [self._loading[i] for i in ids if i in self._loading]
+            if not pending:
+                return
+            await asyncio.gather(*pending, return_exceptions=True)
+
+    def _l0_snapshot(self, coll_id: int, infos: Sequence[Q.SegmentLoadInfo]) -> dict[int, DeleteLog]:
+        """For each non-L0 segment to load, the deletes of the L0 segments of its channel held here
+        (taken on the loop; L0 segments of the same request are added by :meth:`_load_batch`)."""
+        return {i.segmentID: self.segments.l0_deletes(coll_id, i.insert_channel, i.partitionID)
+                for i in infos if i.level != data_coord_pb2.L0}
+
+    def _load_batch(self, coll: Collection, infos: Sequence[Q.SegmentLoadInfo], version: int,
+                    checksums: dict[str, str], l0: dict[int, DeleteLog]) -> list[SealedSegment]:
+        """Load ``infos`` (L0 first), all or nothing.  Runs in a worker thread."""
+        loaded: list[SealedSegment] = []
+        batch_l0: list[SealedSegment] = []
+        try:
+            for info in sorted(infos, key=lambda i: i.level != data_coord_pb2.L0):
+                extra = None
+                if info.level != data_coord_pb2.L0:
+                    extra = DeleteLog()
+                    extra.extend(l0.get(info.segmentID, DeleteLog()))
+                    for seg in batch_l0:
+                        if seg.channel == info.insert_channel and seg.partition_id in (ALL_PARTITIONS,
+                                                                                        info.partitionID):
+                            extra.extend(seg.deltalog)
+                seg = self.loader.load(coll, info, version=version, checksums=checksums, extra_deletes=extra)
+                loaded.append(seg)
+                if seg.is_l0:
+                    batch_l0.append(seg)
+        except BaseException:
+            for seg in loaded:
+                seg.release()
+            raise
+        return loaded
+
+    async def _load_full(self, coll: Collection, req: Q.LoadSegmentsRequest, checksums: dict[str, str]) -> None:
+        infos = list({i.segmentID: i for i in req.infos}.values())
+        await self._wait_for_loads([i.segmentID for i in infos])
+        todo = [i for i in infos if i.segmentID not in self.segments]
+        if not todo:  # already loaded (Milvus's loader skips them)
+            self.collections.commit(coll)
+            return
+        done = asyncio.get_running_loop().create_future()
+        for info in todo:
+            self._loading[info.segmentID] = done
+        known = coll.id in self.collections
+        try:
+            l0 = self._l0_snapshot(coll.id, todo)
+            loaded = await asyncio.to_thread(self._load_batch, coll, todo, req.version, checksums, l0)
+            if known and coll.id not in self.collections:  # ReleaseCollection while loading
+                await asyncio.to_thread(lambda: [s.release() for s in loaded])
+                raise errors.CollectionNotLoaded("released while its segments were loading", collection=coll.id)
+            partitions = {s.partition_id for s in loaded if not s.is_l0 and s.partition_id != ALL_PARTITIONS}
+            self.collections.commit(coll.updated(add_partitions=partitions))
+            new_l0 = [s for s in loaded if s.is_l0]
+            async with self._lock():
+                for seg in loaded:
+                    self.segments.put(seg)
+                if new_l0:  # an L0 segment's deletes reach every sealed segment of its channel
+                    ids = {s.segment_id for s in loaded}
+                    targets = [(seg, l0s) for l0s in new_l0
+                               for seg in self.segments.list(coll.id, channels=[l0s.channel], exclude_l0=True)
+                               if seg.segment_id not in ids and l0s.partition_id in (ALL_PARTITIONS, seg.partition_id)]
+                    await asyncio.to_thread(self._apply_l0, targets)
+            self._touch()
+        finally:
+            for info in todo:
+                self._loading.pop(info.segmentID, None)
+            done.set_result(None)
+
+    @staticmethod
+    def _apply_l0(targets: list[tuple[SealedSegment, SealedSegment]]) -> None:
+        for seg, l0 in targets:
+            arrays = l0.deltalog.arrays()
+            if arrays is not None:
+                seg.delete(*arrays)
+
+    async def _load_delta(self, infos: Sequence[Q.SegmentLoadInfo], checksums: dict[str, str]) -> None:
+        """LoadScope Delta: apply the listed delete logs to segments already loaded (others skipped)."""
+        work = [(self.segments.get(i.segmentID), i) for i in infos]
+        work = [(s, i) for s, i in work if s is not None]
+        logs = await asyncio.to_thread(lambda: [self.loader.read_deltalogs(i, checksums) for _, i in work])
+        async with self._lock():
+            def apply() -> None:
+                for (seg, _), log in zip(work, logs):
+                    arrays = log.arrays()
+                    if arrays is not None:
+                        seg.delete(*arrays)
+            await asyncio.to_thread(apply)
+        if work:
+            self._touch()
+
+    async def _reload_indexes(self, coll: Collection, req: Q.LoadSegmentsRequest, checksums: dict[str, str]) -> None:
+        """LoadScope Index: load the listed segments again with their new index infos and swap
+        them in (deletes applied since the first load carried over); unknown segments skipped."""
+        work = [i for i in req.infos if (s := self.segments.get(i.segmentID)) is not None and not s.is_l0]
+        if not work:
+            self.collections.commit(coll)
+            return
+        olds = {i.segmentID: self.segments.get(i.segmentID) for i in work}
+        seen = {sid: len(s.runtime_deletes.parts) for sid, s in olds.items()}
+        l0 = self._l0_snapshot(coll.id, work)
+
+        def load_all() -> list[SealedSegment]:
+            out = []
+            try:
+                for info in work:
+                    old = olds[info.segmentID]
+                    seg = self.loader.load(coll, info, version=req.version or old.version, checksums=checksums,
+                                           extra_deletes=l0.get(info.segmentID))
+                    out.append(seg)
+                    for pks, ts in old.runtime_deletes.parts[:seen[info.segmentID]]:
+                        seg.delete(pks, ts)
+            except BaseException:
+                for seg in out:
+                    seg.release()
+                raise
+            return out
+
+        fresh = await asyncio.to_thread(load_all)
+        async with self._lock():
+            def finish() -> None:
+                for seg in fresh:  # deletes that arrived while loading
+                    for pks, ts in olds[seg.segment_id].runtime_deletes.parts[seen[seg.segment_id]:]:
+                        seg.delete(pks, ts)
+            await asyncio.to_thread(finish)
+            self.collections.commit(coll)
+            replaced = [self.segments.put(seg) for seg in fresh]
+        self._touch()
+        await asyncio.to_thread(lambda: [s.release() for s in replaced if s is not None])
+
+    async def _release(self, segments: list[SealedSegment]) -> None:
+        for seg in segments:
+            self.segments.remove(seg.segment_id)
+        if segments:
+            self._touch()
+            await asyncio.to_thread(lambda: [s.release() for s in segments])
+
+    async def release_segments(self, req: Q.ReleaseSegmentsRequest) -> common_pb2.Status:
+        """ReleaseSegments: drop the listed segments of the scope; unknown ids are ignored (as Milvus).
+
+        ``need_transfer``: the delegator of ``shard`` releases them (milestone 2; none yet → 500)."""
+        self._check_serving_or_stopping()
+        if req.need_transfer:
+            delegator = self.delegator_for(req.shard)
+            if delegator is None:
+                raise self._no_delegator(req.shard, "release segments")
+            return await delegator.release_segments(req)
+        if not _sealed_scope(req.scope):
+            return _ok()
+        await self._release([s for sid in dict.fromkeys(req.segmentIDs) if (s := self.segments.get(sid))])
+        return _ok()
+
+    async def release_collection(self, req: Q.ReleaseCollectionRequest) -> common_pb2.Status:
+        """ReleaseCollection: forget the collection and release all its segments (unknown → success)."""
+        self._check_serving_or_stopping()
+        segments = self.segments.list(req.collectionID)
+        self.collections.remove(req.collectionID)
+        await self._release(segments)
+        return _ok()
+
+    async def load_partitions(self, req: Q.LoadPartitionsRequest) -> common_pb2.Status:
+        """LoadPartitions: add partitions to a known collection; unknown collection → success, nothing done."""
+        self.lifecycle.check_healthy()
+        self.collections.add_partitions(req.collectionID, req.partitionIDs)
+        return _ok()
+
+    async def release_partitions(self, req: Q.ReleasePartitionsRequest) -> common_pb2.Status:
+        """ReleasePartitions: remove the partitions from the load meta and release their segments."""
+        self._check_serving_or_stopping()
+        if req.collectionID not in self.collections:
+            return _ok()
+        self.collections.remove_partitions(req.collectionID, req.partitionIDs)
+        await self._release(self.segments.list(req.collectionID, partitions=req.partitionIDs))
+        return _ok()
+
+    # --- distribution ------------------------------------------------------------------------
+
+    async def get_segment_info(self, req: Q.GetSegmentInfoRequest) -> Q.GetSegmentInfoResponse:
+        """The listed segments held here (missing ones skipped, as Milvus); with no ids, every
+        segment of ``collectionID`` (or of the node when that is 0 too)."""
+        self.lifecycle.check_healthy()
+        if len(req.segmentIDs):
+            segments = [s for sid in req.segmentIDs if (s := self.segments.get(sid)) is not None]
+        else:
+            segments = self.segments.list(req.collectionID or None)
+        return Q.GetSegmentInfoResponse(status=_ok(), infos=[s.segment_info(self.node_id) for s in segments])
+
+    async def get_data_distribution(self, req: Q.GetDataDistributionRequest) -> Q.GetDataDistributionResponse:
+        """Sealed segments with versions; channels and leader views come with the delegators.
+
+        Always the full answer (also when ``lastUpdateTs`` is current)."""
+        self._check_serving_or_stopping()
+        return Q.GetDataDistributionResponse(
+            status=_ok(), nodeID=self.node_id,
+            segments=[s.version_info() for s in self.segments.list()],
+            lastModifyTs=self.last_modify_ts,
+            memCapacityInMB=psutil.virtual_memory().total / (1024 * 1024))
+
+    # --- data plane --------------------------------------------------------------------------
+
+    async def get_statistics(self, req: Q.GetStatisticsRequest) -> internal_pb2.GetStatisticsResponse:
+        """Row count of the segments (deletes applied) as ``row_count``."""
+        self.lifecycle.check_healthy()
+        if not req.from_shard_leader:
+            return await self._via_delegators(req.dml_channels, "statistics")
+        inner = req.req
+        coll = self.collections.require(inner.collectionID)
+        segments = self._select(coll, inner.partitionIDs, req.segmentIDs, req.scope, req.dml_channels)
+        ts = search_mod.mvcc_timestamp(inner.travel_timestamp)
+        rows = await asyncio.to_thread(lambda: sum(s.visible_rows(ts) for s in segments))
+        return internal_pb2.GetStatisticsResponse(status=_ok(), stats=[common_pb2.KeyValuePair(
+            key="row_count", value=str(rows))])
+
+    async def search_segments(self, req: Q.SearchRequest) -> internal_pb2.SearchResults:
+        """SearchSegments: search the listed sealed segments (all of the collection's when none)."""
+        self.lifecycle.check_healthy()
+        inner = req.req
+        coll = self.collections.require(inner.collectionID)
+        segments = self._select(coll, inner.partitionIDs, req.segmentIDs, req.scope, req.dml_channels)
+        return await asyncio.to_thread(search_mod.search_segments, coll, segments, inner, req.dml_channels)
+
+    async def search(self, req: Q.SearchRequest) -> internal_pb2.SearchResults:
+        """Search: from a shard leader = :meth:`search_segments`; from a proxy = through delegators."""
+        if req.from_shard_leader:
+            return await self.search_segments(req)
+        self.lifecycle.check_healthy()
+        self.collections.require(req.req.collectionID)
+        return await self._via_delegators(req.dml_channels, "search")
+
+    def _retrieve_target(self, req: Q.QueryRequest) -> tuple[Collection, list[SealedSegment]]:
+        self.lifecycle.check_healthy()
+        coll = self.collections.require(req.req.collectionID)
+        return coll, self._select(coll, req.req.partitionIDs, req.segmentIDs, req.scope, req.dml_channels)
+
+    async def query_segments(self, req: Q.QueryRequest) -> internal_pb2.RetrieveResults:
+        """QuerySegments: filter, MVCC and deletes over the segments; rows by primary key."""
+        coll, segments = self._retrieve_target(req)
+
+        def run() -> internal_pb2.RetrieveResults:
+            found = retrieve_mod.retrieve(coll, segments, req.req)
+            return retrieve_mod.to_retrieve_results(found, req.req, req.dml_channels)
+        return await asyncio.to_thread(run)
+
+    async def query(self, req: Q.QueryRequest) -> internal_pb2.RetrieveResults:
+        if req.from_shard_leader:
+            return await self.query_segments(req)
+        self.lifecycle.check_healthy()
+        self.collections.require(req.req.collectionID)
+        return await self._via_delegators(req.dml_channels, "query")
+
+    async def query_stream_segments(self, req: Q.QueryRequest) -> AsyncIterator[internal_pb2.RetrieveResults]:
+        """QueryStreamSegments: the rows of :meth:`query_segments` in messages of at most
+        :attr:`stream_chunk_bytes` each."""
+        coll, segments = self._retrieve_target(req)
+        found = await asyncio.to_thread(retrieve_mod.retrieve, coll, segments, req.req)
+        chunks = retrieve_mod.retrieve_chunks(found, req.req, req.dml_channels, self.stream_chunk_bytes)
+        while (msg := await asyncio.to_thread(next, chunks, None)) is not None:
+            yield msg
+
+    async def query_stream(self, req: Q.QueryRequest) -> AsyncIterator[internal_pb2.RetrieveResults]:
+        if req.from_shard_leader:
+            async for msg in self.query_stream_segments(req):
+                yield msg
+            return
+        self.lifecycle.check_healthy()
+        self.collections.require(req.req.collectionID)
+        await self._via_delegators(req.dml_channels, "query stream")  # raises until milestone 2
+
+    async def delete(self, req: Q.DeleteRequest) -> common_pb2.Status:
+        """Delete: hide rows with these keys inserted before each delete's timestamp, in one
+        local sealed segment (scope Streaming finds none here → ``segment not found``, 600)."""
+        self.lifecycle.check_healthy()
+        pks, ts = _delete_args(req.primary_keys, req.timestamps)
+        seg = self.segments.get(req.segment_id) if _sealed_scope(req.scope) else None
+        if seg is None:
+            raise errors.SegmentNotFound(segment=req.segment_id)
+        async with self._lock():
+            await asyncio.to_thread(seg.delete, pks, ts)
+        self._touch()
+        return _ok()
+
+    async def delete_batch(self, req: Q.DeleteBatchRequest) -> Q.DeleteBatchResponse:
+        """DeleteBatch: the same deletes on every listed segment held here, in parallel.
+
+        ``failed_ids``: segments whose delete failed; ``missing_ids``: segments not on this node
+        (Milvus only logs those; vecgrid reports them).  Status is success either way."""
+        self.lifecycle.check_healthy()
+        pks, ts = _delete_args(req.primary_keys, req.timestamps)
+        missing, targets = [], []
+        for sid in dict.fromkeys(req.segment_ids):
+            seg = self.segments.get(sid) if _sealed_scope(req.scope) else None
+            (missing if seg is None else targets).append(sid if seg is None else seg)
+        async with self._lock():
+            results = await asyncio.gather(*(asyncio.to_thread(s.delete, pks, ts) for s in targets),
+                                           return_exceptions=True)
+        failed = [s.segment_id for s, r in zip(targets, results) if isinstance(r, BaseException)]
+        if len(failed) < len(targets):
+            self._touch()
+        return Q.DeleteBatchResponse(status=_ok(), failed_ids=failed, missing_ids=missing)

@@ -59,12 +59,19 @@ class QueryNodePlugin(WorkerPlugin):
         except Exception:  # noqa: BLE001 - the scheduler may already be gone
             pass
         await self.server.stop(self.node.settings.querynode.grace_s)
+        await self.node.close()
         self.node = None
 
 
 def _plugin(dask_worker: Worker) -> QueryNodePlugin | None:
     plugin = dask_worker.plugins.get(PLUGIN_NAME)
     return plugin if isinstance(plugin, QueryNodePlugin) and plugin.node is not None else None
+
+
+def local_node(dask_worker: Worker) -> QueryNode | None:
+    """The QueryNode this worker runs (``None`` before setup): what Dask tasks call in-process."""
+    plugin = _plugin(dask_worker)
+    return None if plugin is None else plugin.node
 
 
 def describe_querynode(dask_worker: Worker) -> dict | None:

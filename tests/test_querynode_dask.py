@@ -1,0 +1,49 @@
+"""A segment load issued as a Dask task pinned to a worker runs the same QueryNode handler as the gRPC method."""
+
+from __future__ import annotations
+
+import asyncio
+
+import grpc
+import pytest
+from distributed import Client, LocalCluster
+
+from vecgrid.cluster.querynode import tasks
+from vecgrid.cluster.querynode.plugin import QueryNodePlugin, assign_node_id, describe_querynode
+from vecgrid.config import Settings
+from vecgrid.rpc.proto import query_coord_pb2 as Q, query_coord_pb2_grpc
+from tests.querynode_support import import_collection, load_request
+
+pytest.importorskip("faiss")
+
+
+async def test_load_segments_as_a_pinned_dask_task(tmp_path):
+    ds = import_collection(tmp_path, "tasks", metric="L2", index="FLAT", n=600, segment_rows=300, shards=1)
+    settings = Settings.load(env={}, overrides={"common.data_dir": ds.data_dir, "querynode.port": 0,
+                                                "querynode.grace_s": 0.1})
+    async with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, asynchronous=True,
+                            dashboard_address=":0") as cluster, \
+            Client(cluster, asynchronous=True) as client:
+        await asyncio.wait_for(client.register_plugin(QueryNodePlugin(settings)), 60)
+        await client.wait_for_workers(1)
+        await client.run(assign_node_id, 21)
+        ((worker, described),) = (await client.run(describe_querynode)).items()
+        assert described["node_id"] == 21 and described["state"] == "Healthy"
+
+        req = load_request(ds, dst_node_id=21)
+        status = await client.submit(tasks.call, "load_segments", req, workers=[worker],
+                                     allow_other_workers=False, pure=False)
+        assert status.code == 0
+        dist = await client.submit(tasks.call, "get_data_distribution", Q.GetDataDistributionRequest(),
+                                   workers=[worker], pure=False)
+        assert {s.ID for s in dist.segments} == set(ds.segment_ids)
+
+        # what the task loaded is what the node serves over gRPC
+        async with grpc.aio.insecure_channel(described["address"]) as channel:
+            stub = query_coord_pb2_grpc.QueryNodeStub(channel)
+            reply = await stub.GetDataDistribution(Q.GetDataDistributionRequest(), metadata=(("serverid", "21"),),
+                                                   timeout=30)
+        assert reply.nodeID == 21 and {s.ID for s in reply.segments} == set(ds.segment_ids)
+
+        with pytest.raises(Exception, match="not a QueryNode task handler"):
+            await client.submit(tasks.call, "close", None, workers=[worker], pure=False)

@@ -1,0 +1,63 @@
+"""gRPC clients from one QueryNode to the others (a shard leader calls its workers).
+
+A node learns its peers' addresses from whoever knows them (the coordinator, in
+milestone 2 with the delegators; tests call :meth:`PeerClients.register`).  Every
+call carries the target node id in the ``serverid`` metadata key, as Milvus's
+clients do, so a call that reaches the wrong process is refused there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import grpc
+
+from vecgrid import errors
+
+_OPTIONS = [
+    ("grpc.max_send_message_length", 512 * 1024 * 1024),
+    ("grpc.max_receive_message_length", 512 * 1024 * 1024),
+]
+
+
+class PeerClients:
+    def __init__(self) -> None:
+        self._addresses: dict[int, str] = {}
+        self._channels: dict[int, tuple[str, grpc.aio.Channel, object]] = {}
+
+    def register(self, node_id: int, address: str) -> None:
+        self._addresses[int(node_id)] = address
+
+    def forget(self, node_id: int) -> None:
+        self._addresses.pop(int(node_id), None)
+
+    def knows(self, node_id: int) -> bool:
+        return int(node_id) in self._addresses
+
+    def address(self, node_id: int) -> str | None:
+        return self._addresses.get(int(node_id))
+
+    def stub(self, node_id: int):
+        """A ``QueryNodeStub`` for ``node_id`` (channel opened on first use, reopened on a new address)."""
+        from vecgrid.rpc.proto import query_coord_pb2_grpc
+
+        address = self._addresses.get(int(node_id))
+        if address is None:
+            raise errors.NodeNotFound(node=node_id)
+        entry = self._channels.get(node_id)
+        if entry is None or entry[0] != address:
+            if entry is not None:  # the peer moved: close the old channel in the background
+                asyncio.ensure_future(entry[1].close())
+            channel = grpc.aio.insecure_channel(address, options=_OPTIONS)
+            entry = (address, channel, query_coord_pb2_grpc.QueryNodeStub(channel))
+            self._channels[node_id] = entry
+        return entry[2]
+
+    @staticmethod
+    def metadata(node_id: int) -> tuple[tuple[str, str], ...]:
+        return (("serverid", str(node_id)),)
+
+    async def close(self) -> None:
+        for _, channel, _ in self._channels.values():
+            await channel.close()
+        self._channels.clear()
