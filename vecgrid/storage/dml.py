@@ -147,8 +147,20 @@ def _ids_from_metadata(
     return ids, {k: v for k, v in metadata.items() if not k.startswith(_META_PREFIX)}
 
 
+class _Message:
+    """What the three DML message kinds share: decoding a payload that must be of this kind."""
+
+    @classmethod
+    def decode(cls, payload: bytes | bytearray | memoryview):
+        msg = decode_dml(payload)
+        if not isinstance(msg, cls):
+            article = "an" if cls.__name__[0] in "AEIOU" else "a"
+            raise DmlDecodeError(f"payload is a {type(msg).__name__}, not {article} {cls.__name__}")
+        return msg
+
+
 @dataclass(frozen=True, eq=False)
-class InsertBatch:
+class InsertBatch(_Message):
     """Rows inserted into one segment of one partition (Milvus ``InsertRequest``).
 
     ``primary_keys`` is an int64 or utf8 Arrow array, ``timestamps`` a uint64 numpy array (one hybrid
@@ -201,13 +213,6 @@ class InsertBatch:
         return _write_ipc(self.KIND, arrays, fields, metadata)
 
     @classmethod
-    def decode(cls, payload: bytes | bytearray | memoryview) -> InsertBatch:
-        msg = decode_dml(payload)
-        if not isinstance(msg, cls):
-            raise DmlDecodeError(f"payload is a {type(msg).__name__}, not an InsertBatch")
-        return msg
-
-    @classmethod
     def _from_batch(cls, batch: pa.RecordBatch) -> InsertBatch:
         (coll, part, seg), user_meta = _ids_from_metadata(
             batch.schema.metadata, ("collection_id", "partition_id", "segment_id")
@@ -218,7 +223,7 @@ class InsertBatch:
 
 
 @dataclass(frozen=True, eq=False)
-class DeleteBatch:
+class DeleteBatch(_Message):
     """Primary keys deleted at given timestamps (Milvus ``DeleteRequest``).
 
     ``partition_id`` may be -1 for "every partition of the collection", as in Milvus.
@@ -253,20 +258,13 @@ class DeleteBatch:
         return _write_ipc(self.KIND, arrays, fields, metadata)
 
     @classmethod
-    def decode(cls, payload: bytes | bytearray | memoryview) -> DeleteBatch:
-        msg = decode_dml(payload)
-        if not isinstance(msg, cls):
-            raise DmlDecodeError(f"payload is a {type(msg).__name__}, not a DeleteBatch")
-        return msg
-
-    @classmethod
     def _from_batch(cls, batch: pa.RecordBatch) -> DeleteBatch:
         (coll, part), _ = _ids_from_metadata(batch.schema.metadata, ("collection_id", "partition_id"))
         return cls(coll, part, batch.column(0), batch.column(1).to_numpy())
 
 
 @dataclass(frozen=True)
-class TimeTick:
+class TimeTick(_Message):
     """A channel time tick: every message with a smaller timestamp has been written before it.
 
     ``source_id`` is the producer's node id (Milvus ``MsgBase.sourceID``), 0 when unknown.
@@ -285,13 +283,6 @@ class TimeTick:
 
     def encode(self) -> bytes:
         return _envelope(self.KIND) + _TIMETICK.pack(self.timestamp, self.source_id)
-
-    @classmethod
-    def decode(cls, payload: bytes | bytearray | memoryview) -> TimeTick:
-        msg = decode_dml(payload)
-        if not isinstance(msg, cls):
-            raise DmlDecodeError(f"payload is a {type(msg).__name__}, not a TimeTick")
-        return msg
 
 
 def decode_dml(payload: bytes | bytearray | memoryview) -> InsertBatch | DeleteBatch | TimeTick:
