@@ -23,7 +23,9 @@ from vecgrid.cluster.session.membership import DaskMembership
 from vecgrid.cluster.session.node_manager import NodeInfo, NodeManager
 from vecgrid.cluster.session.registry import NodeIdRegistry
 from vecgrid.config import Settings
-from vecgrid.rpc.proto import milvus_pb2
+from vecgrid import errors
+from vecgrid.cluster.meta.resource_manager import ResourceManager
+from vecgrid.rpc.proto import common_pb2, milvus_pb2, query_coord_pb2, rg_pb2
 from vecgrid.storage.kv import MetaStore
 
 log = logging.getLogger(__name__)
@@ -45,10 +47,31 @@ class QueryCoord(Component):
         self.health = HealthObserver(self.nodes, self.node_clients,
                                      settings.common.healthcheck_interval_s,
                                      settings.common.healthcheck_timeout_s)
+        self.resources = ResourceManager(store, node_labels=lambda node_id: dict(
+            getattr(self.nodes.get(node_id), "labels", {}) or {}))
+        self.suspended: set[int] = set()
+        self.nodes.on_up(self._node_up)
+        self.nodes.on_down(self._node_down)
+
+    def _node_up(self, info: NodeInfo) -> None:
+        if info.node_id not in self.suspended:
+            self.resources.assign_node(info.node_id)
+            self.resources.recover()
+
+    def _node_down(self, info: NodeInfo) -> None:
+        self.resources.unassign_node(info.node_id)
+        self.resources.recover()
 
     async def start(self) -> None:
         self.lifecycle.node_id = self.registry.id_for(ROLE, ROLE)
         await self.membership.start()
+        # Nodes recorded in resource groups before a restart that did not come back are gone.
+        online = {n.node_id for n in self.nodes.all()}
+        for name in self.resources.names():
+            for node_id in list(self.resources.group(name).nodes):
+                if node_id not in online:
+                    self.resources.unassign_node(node_id)
+        self.resources.recover()
         await self.health.start()
         self.lifecycle.set(StateCode.Healthy)
         log.info("querycoord %d healthy with %d query nodes", self.lifecycle.node_id, len(self.nodes))
@@ -108,6 +131,90 @@ class QueryCoord(Component):
     def list_query_nodes(self) -> list[NodeInfo]:
         self.lifecycle.check_healthy()
         return self.nodes.all()
+
+    def _node(self, node_id: int) -> NodeInfo:
+        info = self.nodes.get(node_id)
+        if info is None:
+            raise errors.NodeNotFound(node=node_id)
+        return info
+
+    async def query_node_distribution(self, node_id: int) -> tuple[list[str], list[int]]:
+        """GetQueryNodeDistribution: the channels and sealed segments the node reports now."""
+        self.lifecycle.check_healthy()
+        self._node(node_id)
+        reply = await self.node_clients.stub(node_id).GetDataDistribution(
+            query_coord_pb2.GetDataDistributionRequest(), timeout=self.settings.common.healthcheck_timeout_s,
+            metadata=self.node_clients.metadata(node_id))
+        if reply.status.code:
+            raise errors.from_remote(reply.status.code, reply.status.reason)
+        return [c.channel for c in reply.channels], [s.ID for s in reply.segments]
+
+    def suspend_node(self, node_id: int) -> None:
+        """Take the node out of its resource group (it gets drained); it stays unassigned until resumed."""
+        self.lifecycle.check_healthy()
+        self._node(node_id)
+        self.suspended.add(node_id)
+        self.resources.unassign_node(node_id)
+        self.resources.recover()
+
+    def resume_node(self, node_id: int) -> None:
+        self.lifecycle.check_healthy()
+        self._node(node_id)
+        self.suspended.discard(node_id)
+        self.resources.assign_node(node_id)
+        self.resources.recover()
+
+    # --- resource groups ---------------------------------------------------------------------
+
+    def create_resource_group(self, name: str, config: rg_pb2.ResourceGroupConfig | None) -> None:
+        self.lifecycle.check_healthy()
+        self.resources.create(name, config)
+
+    def update_resource_groups(self, configs: dict[str, rg_pb2.ResourceGroupConfig]) -> None:
+        self.lifecycle.check_healthy()
+        self.resources.update(configs)
+
+    def drop_resource_group(self, name: str) -> None:
+        self.lifecycle.check_healthy()
+        self.resources.drop(name)
+
+    def transfer_node(self, source: str, target: str, num: int) -> None:
+        self.lifecycle.check_healthy()
+        self.resources.transfer_node(source, target, num)
+
+    def transfer_replica(self, source: str, target: str, collection_id: int, num: int) -> None:
+        """TransferReplica: validated as Milvus does; a collection with no replicas cannot move any."""
+        self.lifecycle.check_healthy()
+        self.resources.group(source)
+        self.resources.group(target)
+        if source == target:
+            raise errors.ParameterInvalid("source and target resource groups are the same", rg=source)
+        if num <= 0:
+            raise errors.ParameterInvalid(f"num_replica must be positive, got {num}")
+        replicas = self.replicas_of(collection_id, source)
+        if not replicas:
+            raise errors.ParameterInvalid("Collection not loaded", collection=collection_id)
+        if len(replicas) < num:
+            raise errors.ParameterInvalid(
+                f"only {len(replicas)} replicas of the collection in {source}, {num} requested",
+                collection=collection_id)
+
+    def replicas_of(self, collection_id: int, resource_group: str) -> list:
+        """Replicas of a collection in an RG: none until loading lands (README status table)."""
+        return []
+
+    def list_resource_groups(self) -> list[str]:
+        self.lifecycle.check_healthy()
+        return self.resources.names()
+
+    def describe_resource_group(self, name: str) -> query_coord_pb2.ResourceGroupInfo:
+        self.lifecycle.check_healthy()
+
+        def online(node_id: int) -> common_pb2.NodeInfo | None:
+            info = self.nodes.get(node_id)
+            return None if info is None else common_pb2.NodeInfo(node_id=info.node_id, address=info.address,
+                                                                  hostname=info.hostname)
+        return self.resources.describe(name, online)
 
 
 def _unreachable(node: NodeInfo, reason: str) -> dict:
