@@ -126,6 +126,22 @@ class QueryNodeServicer:
         return await self.node.get_segment_info(request)
 
     @_node_checked
+    async def WatchDmChannels(self, request, context):
+        return await self.node.watch_dm_channels(request)
+
+    @_node_checked
+    async def UnsubDmChannel(self, request, context):
+        return await self.node.unsub_dm_channel(request)
+
+    @_node_checked
+    async def SyncDistribution(self, request, context):
+        return await self.node.sync_distribution(request)
+
+    @_node_checked
+    async def SyncReplicaSegments(self, request, context):
+        return await self.node.sync_replica_segments(request)
+
+    @_node_checked
     async def GetDataDistribution(self, request, context):
         return await self.node.get_data_distribution(request)
 

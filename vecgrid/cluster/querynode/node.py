@@ -16,13 +16,16 @@ failure raises :class:`vecgrid.errors.MilvusError`, which the servicer turns int
 reply's Status.  Blocking work (file reads, index builds, faiss searches, numpy
 filters) runs in worker threads; node state is changed only on the event loop.
 
-Milestone 1 serves sealed segments on this node (the worker side).  What needs a
-shard delegator — ``Search``/``Query``/``QueryStream``/``GetStatistics`` from a
-proxy (``from_shard_leader=False``), ``LoadSegments``/``ReleaseSegments`` with
-``need_transfer`` — goes through :meth:`QueryNode.delegator_for`, which finds none
-yet, so those answer ``channel not found`` (500) exactly as a Milvus node without
-that delegator does; a ``LoadSegments`` with ``need_transfer`` for another node is
-forwarded to it when its address is known (:attr:`QueryNode.peers`).
+The node serves sealed segments (the worker side) and, for every channel it watches
+(``WatchDmChannels``), a :class:`~vecgrid.cluster.querynode.delegator.ShardDelegator`
+(the shard-leader side).  ``Search``/``Query``/``QueryStream``/``GetStatistics`` from a
+proxy (``from_shard_leader=False``) and ``LoadSegments``/``ReleaseSegments`` with
+``need_transfer`` go through :meth:`QueryNode.delegator_for`; a channel without one
+answers ``channel not found`` (500) as Milvus does.  A ``LoadSegments`` with
+``need_transfer`` for another node and no local delegator is forwarded to it when its
+address is known (:attr:`QueryNode.peers`).  Peer addresses come in request
+``base.properties`` keys ``vecgrid.node_address.<id>`` (see the delegator module) or
+from :meth:`register_peer`.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from vecgrid.cluster.lifecycle import StateCode
 from vecgrid.cluster.querynode import retrieve as retrieve_mod
 from vecgrid.cluster.querynode import search as search_mod
 from vecgrid.cluster.querynode.collections import Collection, CollectionManager
+from vecgrid.cluster.querynode.delegator import MAX_TS, ShardDelegator, learn_peers, merge_retrieve, merge_search
 from vecgrid.cluster.querynode.loader import SegmentLoader, checksums_from_properties
 from vecgrid.cluster.querynode.peers import PeerClients
 from vecgrid.cluster.querynode.segments import ALL_PARTITIONS, DeleteLog, SealedSegment, SegmentManager
@@ -52,6 +56,7 @@ from vecgrid.rpc.proto import (common_pb2, data_coord_pb2, internal_pb2, query_c
 ROLE = "querynode"
 Q = query_coord_pb2
 FORWARD_TIMEOUT_S = 300.0  # a forwarded LoadSegments (Milvus's segment task timeout is 120 s)
+MAX_TT_DELAY_S = 300.0     # quotaAndLimits.limitWriting.ttProtection.maxTimeTickDelay
 
 
 def _ok() -> common_pb2.Status:
@@ -96,6 +101,8 @@ class QueryNode(Component):
         self._last_modify_ts = time.time_ns()
         self._loading: dict[int, asyncio.Future] = {}
         self._dml_lock: asyncio.Lock | None = None
+        self.delegators: dict[str, ShardDelegator] = {}
+        self.max_tt_delay_s = MAX_TT_DELAY_S
 
     # --- session ---------------------------------------------------------------------------
 
@@ -113,7 +120,10 @@ class QueryNode(Component):
         self.lifecycle.set(StateCode.Stopping)
 
     async def close(self) -> None:
-        """Release every segment and close peer channels (after the server stopped)."""
+        """Stop the delegators, release every segment and close peer channels (after the server stopped)."""
+        for d in list(self.delegators.values()):
+            await d.stop()
+        self.delegators.clear()
         segments = self.segments.list()
         for seg in segments:
             self.segments.remove(seg.segment_id)
@@ -191,25 +201,103 @@ class QueryNode(Component):
             out.append(seg)
         return out
 
-    # --- shard delegators (milestone 2) ----------------------------------------------------
+    # --- shard delegators ----------------------------------------------------------
 
-    def delegator_for(self, channel: str) -> Any:
-        """The shard delegator this node runs for ``channel``, or ``None``.
-
-        Milestone 2 adds delegators (WatchDmChannels); until then a node leads no channel."""
-        return None
+    def delegator_for(self, channel: str) -> ShardDelegator | None:
+        """The shard delegator this node runs for ``channel``, or ``None``."""
+        return self.delegators.get(channel)
 
     def _no_delegator(self, channel: str, what: str) -> errors.MilvusError:
         return errors.ChannelNotFound(f"failed to get shard delegator for {what}", channel=channel)
 
-    async def _via_delegators(self, channels: Sequence[str], what: str) -> Any:
-        """Proxy-side requests go to the delegators of their channels (milestone 2)."""
+    def _delegators(self, channels: Sequence[str], what: str) -> list[ShardDelegator]:
         if not channels:
             raise errors.ParameterInvalid(f"the {what} request names no DML channel")
+        out = []
         for ch in channels:
-            if self.delegator_for(ch) is None:
+            d = self.delegator_for(ch)
+            if d is None:
                 raise self._no_delegator(ch, what)
-        raise errors.ServiceUnimplemented(f"{what} through shard delegators lands with milestone 2")
+            out.append(d)
+        return out
+
+    async def watch_dm_channels(self, req: Q.WatchDmChannelsRequest) -> common_pb2.Status:
+        """WatchDmChannels: a delegator per VchannelInfo (an already watched channel is left as is)."""
+        self.lifecycle.check_healthy()
+        learn_peers(self, req.base)
+        if not len(req.infos):
+            raise errors.ParameterInvalid("the WatchDmChannels request lists no channel")
+        coll = self.collections.prepare(
+            req.collectionID, schema=req.schema if req.HasField("schema") else None,
+            load_meta=req.load_meta if req.HasField("load_meta") else None,
+            index_infos=req.index_info_list, replica_id=req.replicaID)
+        parts = list(req.partitionIDs) or list(req.load_meta.partitionIDs)
+        coll = coll.updated(add_partitions=parts)
+        self.collections.commit(coll)
+        vec = next((f for f in coll.schema.fields if f.data_type == schema_pb2.FloatVector), None)
+        if vec is None:
+            raise errors.CollectionIllegalSchema(f"collection {coll.id} has no FloatVector field")
+        metric = "L2"
+        index = coll.indexes.get(vec.fieldID)
+        if index is not None and len(index.index_params):
+            from vecgrid.gpu.build import parse_index_params
+
+            metric = parse_index_params(list(index.index_params))[1] or "L2"
+        only = parts if req.load_meta.load_type == Q.LoadPartition else None
+        coord = req.base.properties.get("vecgrid.coord_address") or \
+            f"{self.settings.common.host}:{self.settings.querycoord.port}"
+        started = []
+        try:
+            for info in req.infos:
+                if info.channelName in self.delegators:
+                    continue
+                excluded: dict[int, int] = {}
+                for seg in list(info.flushedSegments) + list(info.dropped_segments) + list(req.exclude_infos):
+                    excluded[seg.ID] = seg.dml_position.timestamp or MAX_TS
+                for sid in list(info.flushedSegmentIds) + list(info.dropped_segmentIds):
+                    if sid not in excluded:
+                        known = req.segment_infos.get(sid)
+                        excluded[sid] = (known.dml_position.timestamp if known is not None else 0) or MAX_TS
+                d = ShardDelegator(self, coll.id, info.channelName, version=req.version, replica_id=req.replicaID)
+                d.partition_stats.update(dict(info.partition_stats_versions))
+                d.start(info, coll.schema, metric, excluded, only, coord)
+                started.append(d)
+        except BaseException:
+            for d in started:
+                await d.stop()
+            raise
+        for d in started:
+            self.delegators[d.channel] = d
+        self._touch()
+        return _ok()
+
+    async def unsub_dm_channel(self, req: Q.UnsubDmChannelRequest) -> common_pb2.Status:
+        """UnsubDmChannel: stop the channel's delegator (unknown channel → success)."""
+        self._check_serving_or_stopping()
+        d = self.delegators.pop(req.channel_name, None)
+        if d is not None:
+            await d.stop()
+            self._touch()
+        return _ok()
+
+    async def sync_distribution(self, req: Q.SyncDistributionRequest) -> common_pb2.Status:
+        """SyncDistribution: Set / Remove / Amend / UpdateVersion / UpdatePartitionStats on the leader view."""
+        self.lifecycle.check_healthy()
+        learn_peers(self, req.base)
+        d = self.delegator_for(req.channel)
+        if d is None:
+            raise self._no_delegator(req.channel, "sync distribution")
+        d.sync_distribution(req)
+        return _ok()
+
+    async def sync_replica_segments(self, req: Q.SyncReplicaSegmentsRequest) -> common_pb2.Status:
+        """SyncReplicaSegments: replace the sealed part of the leader view."""
+        self.lifecycle.check_healthy()
+        d = self.delegator_for(req.vchannel_name)
+        if d is None:
+            raise self._no_delegator(req.vchannel_name, "sync replica segments")
+        d.sync_replica_segments(req)
+        return _ok()
 
     # --- component RPCs --------------------------------------------------------------------
 
@@ -232,22 +320,29 @@ class QueryNode(Component):
     def health_reasons(self) -> list[str]:
         """Why this node is unhealthy; empty when healthy.  Raises when not serving at all."""
         self.lifecycle.check_healthy()
-        return []
+        problems = [p for d in list(self.delegators.values()) if (p := d.health_problem(self.max_tt_delay_s))]
+        if not problems:
+            return []
+        msgs = [{"role": ROLE, "node_id": self.node_id,
+                 "reason": {"unhealthy_msg": p, "unhealthy_level": 3}} for p in problems]
+        return [json.dumps({"unhealthy_cluster_msgs": msgs, "unhealthy_collection_msgs": []})]
 
     # --- segment control -------------------------------------------------------------------
 
     async def load_segments(self, req: Q.LoadSegmentsRequest) -> common_pb2.Status:
         """LoadSegments: load (``load_scope`` Full), apply delete logs (Delta) or reload indexes (Index).
 
-        ``need_transfer`` for another node: hand to the channel's delegator (milestone 2) or
+        ``need_transfer`` for another node: hand to the channel's delegator or
         forward to ``dst_nodeID`` when its address is known; else ``channel not found`` (500).
         A failed load leaves the node as it was."""
         self.lifecycle.check_healthy()
+        learn_peers(self, req.base)
         if not len(req.infos):
             raise errors.ParameterInvalid("the LoadSegments request lists no segment")
         if not len(req.index_info_list):
             raise errors.IndexNotFound(collection=req.schema.name or req.collectionID or req.infos[0].collectionID)
-        if req.need_transfer and req.dst_nodeID != self.node_id:
+        if req.need_transfer and (req.dst_nodeID != self.node_id
+                                  or self.delegator_for(req.infos[0].insert_channel) is not None):
             return await self._transfer_load(req)
         coll_id = req.collectionID or req.infos[0].collectionID
         for info in req.infos:
@@ -274,7 +369,7 @@ class QueryNode(Component):
     async def _transfer_load(self, req: Q.LoadSegmentsRequest) -> common_pb2.Status:
         channel = req.infos[0].insert_channel
         delegator = self.delegator_for(channel)
-        if delegator is not None:  # milestone 2: the delegator loads on the worker and records it
+        if delegator is not None:  # the delegator loads on the worker and records it
             return await delegator.load_segments(req)
         if not self.peers.knows(req.dst_nodeID):
             raise errors.ChannelNotFound(
@@ -438,8 +533,9 @@ class QueryNode(Component):
     async def release_segments(self, req: Q.ReleaseSegmentsRequest) -> common_pb2.Status:
         """ReleaseSegments: drop the listed segments of the scope; unknown ids are ignored (as Milvus).
 
-        ``need_transfer``: the delegator of ``shard`` releases them (milestone 2; none yet → 500)."""
+        ``need_transfer``: the delegator of ``shard`` releases them (none → 500)."""
         self._check_serving_or_stopping()
+        learn_peers(self, req.base)
         if req.need_transfer:
             delegator = self.delegator_for(req.shard)
             if delegator is None:
@@ -486,13 +582,16 @@ class QueryNode(Component):
         return Q.GetSegmentInfoResponse(status=_ok(), infos=[s.segment_info(self.node_id) for s in segments])
 
     async def get_data_distribution(self, req: Q.GetDataDistributionRequest) -> Q.GetDataDistributionResponse:
-        """Sealed segments with versions; channels and leader views come with the delegators.
+        """Sealed segments with versions; one channel + one leader view per delegator.
 
         Always the full answer (also when ``lastUpdateTs`` is current)."""
         self._check_serving_or_stopping()
+        delegators = list(self.delegators.values())
         return Q.GetDataDistributionResponse(
             status=_ok(), nodeID=self.node_id,
             segments=[s.version_info() for s in self.segments.list()],
+            channels=[d.channel_info() for d in delegators],
+            leader_views=[d.leader_view() for d in delegators],
             lastModifyTs=self.last_modify_ts,
             memCapacityInMB=psutil.virtual_memory().total / (1024 * 1024))
 
@@ -502,7 +601,12 @@ class QueryNode(Component):
         """Row count of the segments (deletes applied) as ``row_count``."""
         self.lifecycle.check_healthy()
         if not req.from_shard_leader:
-            return await self._via_delegators(req.dml_channels, "statistics")
+            self.collections.require(req.req.collectionID)
+            parts = await asyncio.gather(*(d.get_statistics(req) for d in
+                                           self._delegators(req.dml_channels, "statistics")))
+            total = sum(int(kv.value) for p in parts for kv in p.stats if kv.key == "row_count")
+            return internal_pb2.GetStatisticsResponse(status=_ok(), stats=[common_pb2.KeyValuePair(
+                key="row_count", value=str(total))])
         inner = req.req
         coll = self.collections.require(inner.collectionID)
         segments = self._select(coll, inner.partitionIDs, req.segmentIDs, req.scope, req.dml_channels)
@@ -524,8 +628,15 @@ class QueryNode(Component):
         if req.from_shard_leader:
             return await self.search_segments(req)
         self.lifecycle.check_healthy()
-        self.collections.require(req.req.collectionID)
-        return await self._via_delegators(req.dml_channels, "search")
+        coll = self.collections.require(req.req.collectionID)
+        delegators = self._delegators(req.dml_channels, "search")
+        parts = await asyncio.gather(*(d.search(req) for d in delegators))
+        if len(parts) == 1:
+            return parts[0]
+        out = await asyncio.to_thread(merge_search, parts, req.req, list(req.dml_channels), coll.pk_field.name)
+        for p in parts:
+            out.channels_mvcc.update(dict(p.channels_mvcc))
+        return out
 
     def _retrieve_target(self, req: Q.QueryRequest) -> tuple[Collection, list[SealedSegment]]:
         self.lifecycle.check_healthy()
@@ -546,7 +657,12 @@ class QueryNode(Component):
             return await self.query_segments(req)
         self.lifecycle.check_healthy()
         self.collections.require(req.req.collectionID)
-        return await self._via_delegators(req.dml_channels, "query")
+        delegators = self._delegators(req.dml_channels, "query")
+        parts = await asyncio.gather(*(d.query(req) for d in delegators))
+        if len(parts) == 1:
+            return parts[0]
+        return await asyncio.to_thread(merge_retrieve, parts, req.req, list(req.dml_channels),
+                                       delegators[0]._query_limit(req.req))
 
     async def query_stream_segments(self, req: Q.QueryRequest) -> AsyncIterator[internal_pb2.RetrieveResults]:
         """QueryStreamSegments: the rows of :meth:`query_segments` in messages of at most
@@ -564,7 +680,9 @@ class QueryNode(Component):
             return
         self.lifecycle.check_healthy()
         self.collections.require(req.req.collectionID)
-        await self._via_delegators(req.dml_channels, "query stream")  # raises until milestone 2
+        for d in self._delegators(req.dml_channels, "query stream"):
+            async for msg in d.query_stream(req):
+                yield msg
 
     async def delete(self, req: Q.DeleteRequest) -> common_pb2.Status:
         """Delete: hide rows with these keys inserted before each delete's timestamp, in one

@@ -1,0 +1,651 @@
+"""The shard delegator: one per watched DML channel on its shard-leader node (Milvus's ``ShardDelegator``).
+
+A delegator is made by ``WatchDmChannels`` and ended by ``UnsubDmChannel``.  It owns
+
+* a :class:`~vecgrid.cluster.querynode.pipeline.ChannelPipeline` that consumes the channel's
+  WAL from the VchannelInfo's ``seek_position`` (earliest when unset) into growing segments,
+  with the channel's flushed/dropped segments excluded up to their ``dml_position``;
+* the **leader view**: sealed segment id → (node id, version, partition), the target
+  version and the partition-stats versions.  ``LoadSegments`` / ``ReleaseSegments`` with
+  ``need_transfer`` and ``SyncDistribution`` / ``SyncReplicaSegments`` change it.
+
+Reads (``Search`` / ``Query`` / ``QueryStream`` / ``GetStatistics`` from a proxy) wait until
+the channel's tsafe reaches the request's ``guarantee_timestamp``, fix the MVCC timestamp
+(the request's, else tsafe), snapshot the view and fan out in parallel: one
+``*Segments`` sub-request with scope Historical per worker node (in-process for this node,
+gRPC with ``serverid`` metadata for the others) plus one over its own growing segments
+(scope Streaming).  The first failing sub-call fails the request
+(``worker(N) query failed: ...``).
+
+Deletes read from the channel are applied to the growing segments by the pipeline and
+forwarded here (:meth:`ShardDelegator.forward_delete`, on the pipeline thread, which blocks
+until every node holding a sealed segment of the channel applied them, so tsafe never passes
+a delete that is not visible everywhere).  vecgrid forwards to *every* sealed segment of
+the channel with one ``DeleteBatch`` per node (Milvus's ``Direct`` policy; no bloom filters),
+falling back to per-segment ``Delete`` when a peer answers UNIMPLEMENTED.  Deletes are also
+kept in a buffer (trimmed at each UpdateVersion checkpoint) and replayed onto segments the
+delegator loads later.
+
+Where the WAL comes from: the local WAL when ``<data_dir>/wal/<channel>`` exists on this
+host, else :class:`~vecgrid.storage.remote_reader.RemoteChannelReader` against the
+coordinator (``vecgrid.coord_address`` in the request's ``base.properties``, else
+``common.host:querycoord.port``).
+
+Peer addresses: requests may carry ``vecgrid.node_address.<id>`` = ``host:port`` in
+``base.properties`` (WatchDmChannels, LoadSegments, SyncDistribution, ...); the node
+registers them with its :class:`~vecgrid.cluster.querynode.peers.PeerClients`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Sequence
+
+import grpc
+import numpy as np
+
+from vecgrid import errors
+from vecgrid.cluster.querynode import retrieve as retrieve_mod
+from vecgrid.cluster.querynode import search as search_mod
+from vecgrid.cluster.querynode.collections import Collection
+from vecgrid.cluster.querynode.pipeline import ChannelPipeline
+from vecgrid.gpu.results import (column_to_field_data, concat_columns, field_data_to_column,
+                                 merge_search_results)
+from vecgrid.rpc.proto import common_pb2, internal_pb2, msg_pb2, query_coord_pb2, schema_pb2
+
+if TYPE_CHECKING:
+    from vecgrid.cluster.querynode.node import QueryNode
+
+log = logging.getLogger(__name__)
+Q = query_coord_pb2
+MAX_TS = int(np.iinfo(np.uint64).max)
+DEFAULT_TSAFE_WAIT_S = 10.0      # wait for tsafe when the request has no timeout_timestamp
+SUB_CALL_TIMEOUT_S = 120.0
+DELETE_FORWARD_TIMEOUT_S = 60.0
+NODE_ADDRESS_KEY = "vecgrid.node_address."
+COORD_ADDRESS_KEY = "vecgrid.coord_address"
+
+
+def physical_ms(ts: int) -> int:
+    return int(ts) >> 18
+
+
+def hybrid_now() -> int:
+    return int(time.time() * 1000) << 18
+
+
+def learn_peers(node: "QueryNode", base: common_pb2.MsgBase) -> None:
+    """Register ``vecgrid.node_address.<id>`` properties of a request's ``base`` as peers."""
+    for key, value in base.properties.items():
+        if key.startswith(NODE_ADDRESS_KEY) and value:
+            try:
+                node.register_peer(int(key[len(NODE_ADDRESS_KEY):]), value)
+            except ValueError:
+                continue
+
+
+# --- growing segments seen as sealed ones by the worker-side search / retrieve code -------------
+
+class GrowingView:
+    """A :class:`~vecgrid.gpu.growing.GrowingSegment` with the few attributes the search and
+    retrieve helpers read from a SealedSegment."""
+
+    is_l0 = False
+
+    def __init__(self, segment_id: int, partition_id: int, growing: Any) -> None:
+        self.segment_id = segment_id
+        self.partition_id = partition_id
+        self.growing = growing
+
+    @property
+    def rows(self) -> Any:
+        return self.growing.rows
+
+    @property
+    def num_rows(self) -> int:
+        return self.growing.num_rows
+
+    def engine(self, field_id: int) -> Any:
+        if field_id != self.growing.field_id:
+            raise errors.ParameterInvalid(f"vector field {field_id} is not in growing segment {self.segment_id}")
+        return self.growing
+
+    def vectors(self, field_id: int, rows: np.ndarray) -> Any:
+        (col,) = self.growing.fetch(rows, [field_id])
+        return col
+
+    def visible_rows(self, timestamp: int | None = None) -> int:
+        mask = self.rows.visibility(timestamp)
+        return self.rows.n if mask is None else int(np.count_nonzero(mask))
+
+
+@dataclass(frozen=True)
+class SealedEntry:
+    node_id: int
+    version: int
+    partition_id: int
+
+
+# --- merging ---------------------------------------------------------------------------------------
+
+def merge_search(parts: Sequence[internal_pb2.SearchResults], req: internal_pb2.SearchRequest,
+                 channels: Sequence[str], pk_name: str = "") -> internal_pb2.SearchResults:
+    """Reduce SearchResults of the same request (workers of a channel, or channels of a node)."""
+    parts = list(parts)
+    out = internal_pb2.SearchResults(status=common_pb2.Status(), reqID=req.reqID, channelIDs_searched=list(channels),
+                                     is_topk_reduce=req.is_topk_reduce, is_recall_evaluation=req.is_recall_evaluation)
+    for p in parts:
+        out.sealed_segmentIDs_searched.extend(p.sealed_segmentIDs_searched)
+        out.all_search_count += p.all_search_count
+        out.costAggregation.serviceTime = max(out.costAggregation.serviceTime, p.costAggregation.serviceTime)
+        out.costAggregation.totalNQ = max(out.costAggregation.totalNQ, p.costAggregation.totalNQ)
+    if req.is_advanced:
+        out.is_advanced = True
+        out.num_queries, out.top_k = req.nq, req.topk
+        n_sub = max((len(p.sub_results) for p in parts), default=0)
+        for i in range(n_sub):
+            subs = [p.sub_results[i] for p in parts if len(p.sub_results) > i]
+            metric = next((s.metric_type for s in subs if s.metric_type), "")
+            k = max(s.top_k for s in subs)
+            srd = merge_search_results([s.sliced_blob for s in subs], k, metric or "L2", primary_field_name=pk_name)
+            out.sub_results.add(metric_type=metric, num_queries=subs[0].num_queries, top_k=k,
+                                sliced_blob=srd.SerializeToString(), req_index=i)
+        return out
+    metric = next((p.metric_type for p in parts if p.metric_type), "") or req.metricType
+    k = max([p.top_k for p in parts] + [0]) or req.topk
+    srd = merge_search_results([p.sliced_blob for p in parts], k, metric or "L2", primary_field_name=pk_name)
+    out.metric_type, out.num_queries, out.top_k = metric, srd.num_queries, k
+    out.sliced_blob, out.sliced_num_count = srd.SerializeToString(), 1
+    return out
+
+
+def _pks(ids: schema_pb2.IDs) -> np.ndarray:
+    if ids.WhichOneof("id_field") == "str_id":
+        return np.asarray(list(ids.str_id.data), dtype=str)
+    return np.asarray(ids.int_id.data, dtype=np.int64)
+
+
+def merge_retrieve(parts: Sequence[internal_pb2.RetrieveResults], req: internal_pb2.RetrieveRequest,
+                   channels: Sequence[str], limit: int = -1) -> internal_pb2.RetrieveResults:
+    """Reduce RetrieveResults: counts add up; rows are ordered by primary key, a key kept once
+    (from the last part that has it: parts are passed oldest data first, growing last), then cut
+    at ``limit``."""
+    out = internal_pb2.RetrieveResults(status=common_pb2.Status(), reqID=req.reqID,
+                                       channelIDs_retrieved=list(channels))
+    for p in parts:
+        out.sealed_segmentIDs_retrieved.extend(p.sealed_segmentIDs_retrieved)
+    if req.is_count or any(len(p.fields_data) == 1 and p.fields_data[0].field_name == retrieve_mod.COUNT_FIELD
+                           and not p.ids.WhichOneof("id_field") for p in parts):
+        total = sum(int(p.fields_data[0].scalars.long_data.data[0]) for p in parts if len(p.fields_data))
+        fd = schema_pb2.FieldData(type=schema_pb2.Int64, field_name=retrieve_mod.COUNT_FIELD)
+        fd.scalars.long_data.data.append(total)
+        out.fields_data.append(fd)
+        out.all_retrieve_count = total
+        return out
+    keyed = [(i, _pks(p.ids)) for i, p in enumerate(parts) if p.ids.WhichOneof("id_field")]
+    if not keyed:
+        return parts[0] if len(parts) == 1 else out
+    kinds = {k.dtype.kind for _, k in keyed}
+    all_ids = np.concatenate([k.astype(str) if "U" in kinds else k for _, k in keyed])
+    prio = np.concatenate([np.full(len(k), i, np.int64) for i, k in keyed])
+    order = np.lexsort((-prio, all_ids))
+    sorted_ids = all_ids[order]
+    first = np.ones(len(order), bool)
+    first[1:] = sorted_ids[1:] != sorted_ids[:-1]
+    order = order[first]
+    if limit is not None and limit >= 0:
+        order = order[:limit]
+    ids = schema_pb2.IDs()
+    chosen = all_ids[order]
+    if chosen.dtype.kind in "UO":
+        ids.str_id.data.extend([str(v) for v in chosen.tolist()])
+    else:
+        ids.int_id.data.extend(chosen.tolist())
+    out.ids.CopyFrom(ids)
+    with_fields = [parts[i] for i, _ in keyed]
+    if with_fields and len(with_fields[0].fields_data):
+        cols = concat_columns([[field_data_to_column(fd) for fd in p.fields_data] for p in with_fields])
+        out.fields_data.extend(column_to_field_data(c.take(order)) for c in cols)
+    out.all_retrieve_count = len(order)
+    return out
+
+
+# --- the delegator ---------------------------------------------------------------------------------
+
+class ShardDelegator:
+    def __init__(self, node: "QueryNode", collection_id: int, channel: str, *, version: int = 0,
+                 replica_id: int = 0) -> None:
+        self.node = node
+        self.collection_id = collection_id
+        self.channel = channel
+        self.version = version or time.time_ns()
+        self.replica_id = replica_id
+        self.sealed: dict[int, SealedEntry] = {}
+        self.target_version = 0
+        self.partition_stats: dict[int, int] = {}
+        self.seek_position: msg_pb2.MsgPosition | None = None
+        self.pipeline: ChannelPipeline | None = None
+        self._deletes: list[tuple[np.ndarray, np.ndarray]] = []   # replayed onto later loads
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.failed_forwards = 0
+
+    # --- lifecycle -----------------------------------------------------------------------------
+
+    def start(self, info: Any, schema: schema_pb2.CollectionSchema, metric: str, excluded: dict[int, int],
+              partitions: Sequence[int] | None, coord_address: str) -> None:
+        """Start consuming the channel (called on the loop)."""
+        from vecgrid.storage.layout import DataDir
+        from vecgrid.storage.wal import Position, Wal
+
+        self._loop = asyncio.get_running_loop()
+        seek = info.seek_position if info.HasField("seek_position") and len(info.seek_position.msgID) else None
+        self.seek_position = seek
+        start = Position.from_msg_position(seek) if seek is not None else "earliest"
+        wal = Wal(DataDir(self.node.settings.common.data_dir).wal_root)
+        if os.path.isdir(wal.channel_dir(self.channel)):
+            reader = wal.open_reader(self.channel, start)
+        else:
+            from vecgrid.storage.remote_reader import RemoteChannelReader
+
+            reader = RemoteChannelReader(coord_address, self.channel, start)
+        self.pipeline = ChannelPipeline(self.channel, reader, self.collection_id, schema, metric,
+                                        partitions=partitions or None, excluded=excluded,
+                                        forward_delete=self.forward_delete)
+        self.pipeline.start()
+
+    async def stop(self) -> None:
+        if self.pipeline is not None:
+            pipeline, self.pipeline = self.pipeline, None
+            await asyncio.to_thread(pipeline.stop)
+            for g in list(pipeline.growing.values()):
+                g.release()
+
+    @property
+    def tsafe(self) -> int:
+        return self.pipeline.tsafe if self.pipeline is not None else 0
+
+    @property
+    def collection(self) -> Collection:
+        return self.node.collections.require(self.collection_id)
+
+    # --- views -----------------------------------------------------------------------------------
+
+    def leader_view(self) -> Q.LeaderView:
+        view = Q.LeaderView(collection=self.collection_id, channel=self.channel, TargetVersion=self.target_version)
+        for sid, e in self.sealed.items():
+            view.segment_dist[sid].CopyFrom(Q.SegmentDist(nodeID=e.node_id, version=e.version))
+        if self.pipeline is not None:
+            growing = list(self.pipeline.growing.items())
+            view.growing_segmentIDs.extend(sid for sid, _ in growing)
+            for sid, _ in growing:
+                pos = view.growing_segments[sid]
+                pos.channel_name = self.channel
+                pos.timestamp = self.tsafe
+                if self.seek_position is not None:
+                    pos.msgID = self.seek_position.msgID
+            view.num_of_growing_rows = self.pipeline.num_growing_rows
+        for pid, v in self.partition_stats.items():
+            view.partition_stats_versions[pid] = v
+        return view
+
+    def channel_info(self) -> Q.ChannelVersionInfo:
+        return Q.ChannelVersionInfo(channel=self.channel, collection=self.collection_id, version=self.version)
+
+    def health_problem(self, max_lag_s: float) -> str | None:
+        if self.pipeline is None:
+            return None
+        if self.pipeline.error is not None:
+            return f"the pipeline of channel {self.channel} failed: {self.pipeline.error}"
+        ts = self.pipeline.tsafe
+        if ts:
+            lag = time.time() - physical_ms(ts) / 1000.0
+            if lag >= max_lag_s:
+                return f"tsafe of channel {self.channel} lags {lag:.0f} s behind wall clock (max {max_lag_s:.0f} s)"
+        return None
+
+    def _growing(self, partitions: set[int] | None) -> list[GrowingView]:
+        if self.pipeline is None:
+            return []
+        parts = self.pipeline.growing_partition
+        return [GrowingView(sid, parts.get(sid, -1), g) for sid, g in list(self.pipeline.growing.items())
+                if partitions is None or parts.get(sid, -1) in partitions]
+
+    def _by_node(self, partitions: set[int] | None) -> dict[int, list[int]]:
+        out: dict[int, list[int]] = {}
+        for sid, e in list(self.sealed.items()):
+            if partitions is None or e.partition_id in partitions or e.partition_id < 0:
+                out.setdefault(e.node_id, []).append(sid)
+        return out
+
+    # --- read path -------------------------------------------------------------------------------
+
+    def _check_partitions(self, coll: Collection, partition_ids: Sequence[int]) -> set[int] | None:
+        if not len(partition_ids):
+            return None
+        missing = [p for p in partition_ids if p not in coll.partitions]
+        if missing and coll.partitions:
+            raise errors.PartitionNotLoaded(partition=missing[0], collection=coll.id)
+        return set(partition_ids)
+
+    async def _wait(self, guarantee: int, timeout_ts: int) -> int:
+        """Wait until tsafe >= ``guarantee``; returns tsafe."""
+        if self.pipeline is None:
+            raise errors.ChannelNotFound("the delegator is stopped", channel=self.channel)
+        if self.pipeline.error is not None:
+            raise errors.ServiceUnavailable(f"the pipeline of channel {self.channel} failed: {self.pipeline.error}")
+        if guarantee and self.pipeline.tsafe < guarantee:
+            if timeout_ts:
+                timeout = max(0.0, physical_ms(timeout_ts) / 1000.0 - time.time())
+            else:
+                timeout = DEFAULT_TSAFE_WAIT_S
+            ok = await asyncio.to_thread(self.pipeline.wait_tsafe, guarantee, timeout)
+            if not ok:
+                if self.pipeline is not None and self.pipeline.error is not None:
+                    raise errors.ServiceUnavailable(f"the pipeline of channel {self.channel} failed: "
+                                                    f"{self.pipeline.error}")
+                raise errors.Timeout(f"tsafe of channel {self.channel} ({self.tsafe}) did not reach the guarantee "
+                                     f"timestamp {guarantee} within {timeout:.1f} s", channel=self.channel)
+        return self.tsafe
+
+    async def _fan_out(self, calls: list[tuple[int, Awaitable[Any]]]) -> list[Any]:
+        tasks = [asyncio.ensure_future(c) for _, c in calls]
+        try:
+            done = await asyncio.gather(*tasks)
+        except BaseException as e:
+            for t in tasks:
+                t.cancel()
+            failed = next((n for (n, _), t in zip(calls, tasks) if t.done() and not t.cancelled()
+                           and t.exception() is not None), None)
+            if isinstance(e, errors.MilvusError):
+                raise type(e)(f"worker({failed}) query failed: {e}") from None
+            raise errors.UnexpectedError(f"worker({failed}) query failed: {e}") from None
+        return done
+
+    async def _remote(self, node_id: int, method: str, sub: Any) -> Any:
+        if not self.node.peers.knows(node_id):
+            raise errors.NodeNotFound(f"no address known for worker node {node_id}", node=node_id)
+        try:
+            reply = await getattr(self.node.peers.stub(node_id), method)(
+                sub, metadata=self.node.peers.metadata(node_id), timeout=SUB_CALL_TIMEOUT_S)
+        except grpc.aio.AioRpcError as e:
+            raise errors.ServiceUnavailable(f"{method} on node {node_id}: {e.code().name} {e.details()}") from None
+        if reply.status.code or reply.status.error_code:
+            raise errors.from_remote(reply.status.code or 65535, reply.status.reason)
+        return reply
+
+    async def _call(self, node_id: int, method: str, local: Callable[[Any], Awaitable[Any]], sub: Any) -> Any:
+        if node_id == self.node.node_id:
+            return await local(sub)
+        return await self._remote(node_id, method, sub)
+
+    def _sub(self, req: Any, node_id: int, segment_ids: Sequence[int], scope: int, mvcc: int) -> Any:
+        sub = type(req)()
+        sub.CopyFrom(req)
+        sub.from_shard_leader = True
+        sub.scope = scope
+        sub.dml_channels[:] = [self.channel]
+        sub.segmentIDs[:] = list(segment_ids)
+        sub.req.mvcc_timestamp = mvcc
+        sub.req.base.targetID = node_id
+        return sub
+
+    async def _prepare(self, req: Any) -> tuple[Collection, set[int] | None, int]:
+        coll = self.collection
+        partitions = self._check_partitions(coll, req.req.partitionIDs)
+        tsafe = await self._wait(req.req.guarantee_timestamp, req.req.timeout_timestamp)
+        mvcc = req.req.mvcc_timestamp or tsafe
+        return coll, partitions, mvcc
+
+    async def search(self, req: Q.SearchRequest) -> internal_pb2.SearchResults:
+        coll, partitions, mvcc = await self._prepare(req)
+        calls: list[tuple[int, Awaitable[Any]]] = []
+        for node_id, sids in self._by_node(partitions).items():
+            calls.append((node_id, self._call(node_id, "SearchSegments", self.node.search_segments,
+                                              self._sub(req, node_id, sids, Q.Historical, mvcc))))
+        growing = self._growing(partitions)
+        sub = self._sub(req, self.node.node_id, [], Q.Streaming, mvcc)
+        calls.append((self.node.node_id, asyncio.to_thread(search_mod.search_segments, coll, growing, sub.req,
+                                                           [self.channel])))
+        parts = await self._fan_out(calls)
+        out = await asyncio.to_thread(merge_search, parts, sub.req, [self.channel], coll.pk_field.name)
+        out.channels_mvcc[self.channel] = mvcc
+        return out
+
+    def _query_limit(self, req: internal_pb2.RetrieveRequest) -> int:
+        from vecgrid.gpu.plan import parse_query_plan
+
+        plan = parse_query_plan(req.serialized_expr_plan)
+        return plan.limit if plan.limit and plan.limit > 0 else (req.limit if req.limit > 0 else -1)
+
+    def _growing_query(self, coll: Collection, growing: list[GrowingView],
+                       req: Q.QueryRequest) -> internal_pb2.RetrieveResults:
+        found = retrieve_mod.retrieve(coll, growing, req.req)
+        return retrieve_mod.to_retrieve_results(found, req.req, [self.channel])
+
+    async def query(self, req: Q.QueryRequest) -> internal_pb2.RetrieveResults:
+        coll, partitions, mvcc = await self._prepare(req)
+        calls: list[tuple[int, Awaitable[Any]]] = []
+        for node_id, sids in self._by_node(partitions).items():
+            calls.append((node_id, self._call(node_id, "QuerySegments", self.node.query_segments,
+                                              self._sub(req, node_id, sids, Q.Historical, mvcc))))
+        sub = self._sub(req, self.node.node_id, [], Q.Streaming, mvcc)
+        calls.append((self.node.node_id, asyncio.to_thread(self._growing_query, coll, self._growing(partitions), sub)))
+        parts = await self._fan_out(calls)
+        limit = self._query_limit(req.req)
+        return await asyncio.to_thread(merge_retrieve, parts, sub.req, [self.channel], limit)
+
+    async def query_stream(self, req: Q.QueryRequest) -> AsyncIterator[internal_pb2.RetrieveResults]:
+        """Each worker's stream passed through, then the growing rows (as Milvus's delegator)."""
+        coll, partitions, mvcc = await self._prepare(req)
+        for node_id, sids in self._by_node(partitions).items():
+            sub = self._sub(req, node_id, sids, Q.Historical, mvcc)
+            try:
+                if node_id == self.node.node_id:
+                    async for msg in self.node.query_stream_segments(sub):
+                        yield msg
+                else:
+                    if not self.node.peers.knows(node_id):
+                        raise errors.NodeNotFound(f"no address known for worker node {node_id}", node=node_id)
+                    call = self.node.peers.stub(node_id).QueryStreamSegments(
+                        sub, metadata=self.node.peers.metadata(node_id), timeout=SUB_CALL_TIMEOUT_S)
+                    async for msg in call:
+                        if msg.status.code or msg.status.error_code:
+                            raise errors.from_remote(msg.status.code or 65535, msg.status.reason)
+                        yield msg
+            except errors.MilvusError as e:
+                raise type(e)(f"worker({node_id}) query failed: {e}") from None
+            except grpc.aio.AioRpcError as e:
+                raise errors.ServiceUnavailable(
+                    f"worker({node_id}) query failed: {e.code().name} {e.details()}") from None
+        sub = self._sub(req, self.node.node_id, [], Q.Streaming, mvcc)
+        found = await asyncio.to_thread(retrieve_mod.retrieve, coll, self._growing(partitions), sub.req)
+        chunks = retrieve_mod.retrieve_chunks(found, sub.req, [self.channel], self.node.stream_chunk_bytes)
+        while (msg := await asyncio.to_thread(next, chunks, None)) is not None:
+            yield msg
+
+    async def get_statistics(self, req: Q.GetStatisticsRequest) -> internal_pb2.GetStatisticsResponse:
+        coll = self.collection
+        partitions = self._check_partitions(coll, req.req.partitionIDs)
+        tsafe = await self._wait(req.req.guarantee_timestamp, req.req.timeout_timestamp)
+        mvcc = req.req.travel_timestamp or tsafe
+        calls: list[tuple[int, Awaitable[Any]]] = []
+        for node_id, sids in self._by_node(partitions).items():
+            sub = Q.GetStatisticsRequest()
+            sub.CopyFrom(req)
+            sub.from_shard_leader, sub.scope = True, Q.Historical
+            sub.dml_channels[:] = [self.channel]
+            sub.segmentIDs[:] = sids
+            sub.req.travel_timestamp = mvcc
+            calls.append((node_id, self._call(node_id, "GetStatistics", self.node.get_statistics, sub)))
+        growing = self._growing(partitions)
+        ts = mvcc or None
+
+        async def local_rows() -> internal_pb2.GetStatisticsResponse:
+            rows = await asyncio.to_thread(lambda: sum(g.visible_rows(ts) for g in growing))
+            return internal_pb2.GetStatisticsResponse(status=common_pb2.Status(), stats=[
+                common_pb2.KeyValuePair(key="row_count", value=str(rows))])
+        calls.append((self.node.node_id, local_rows()))
+        parts = await self._fan_out(calls)
+        total = sum(int(kv.value) for p in parts for kv in p.stats if kv.key == "row_count")
+        return internal_pb2.GetStatisticsResponse(status=common_pb2.Status(), stats=[
+            common_pb2.KeyValuePair(key="row_count", value=str(total))])
+
+    # --- distribution --------------------------------------------------------------------------
+
+    async def load_segments(self, req: Q.LoadSegmentsRequest) -> common_pb2.Status:
+        """Load on the worker (``dst_nodeID``; L0 segments on this node), then record them."""
+        from vecgrid.cluster.querynode.node import _ok
+
+        groups: dict[int, list[Q.SegmentLoadInfo]] = {}
+        for info in req.infos:
+            from vecgrid.rpc.proto import data_coord_pb2
+
+            dst = self.node.node_id if info.level == data_coord_pb2.L0 else req.dst_nodeID
+            groups.setdefault(dst, []).append(info)
+        for dst, infos in groups.items():
+            fwd = Q.LoadSegmentsRequest()
+            fwd.CopyFrom(req)
+            fwd.need_transfer = False
+            fwd.dst_nodeID = dst
+            fwd.base.targetID = dst
+            del fwd.infos[:]
+            fwd.infos.extend(infos)
+            if dst == self.node.node_id:
+                await self.node.load_segments(fwd)
+            else:
+                await self._remote_status(dst, "LoadSegments", fwd)
+            if req.load_scope == Q.Full:
+                await self._replay_deletes(dst, [i.segmentID for i in infos])
+            for info in infos:
+                self.sealed[info.segmentID] = SealedEntry(dst, req.version, info.partitionID)
+        if self.pipeline is not None and req.load_scope == Q.Full:
+            self.pipeline.exclude({i.segmentID: MAX_TS for i in req.infos})  # sealed now: its growing rows go
+        self.node._touch()
+        return _ok()
+
+    async def _remote_status(self, node_id: int, method: str, req: Any) -> None:
+        if not self.node.peers.knows(node_id):
+            raise errors.NodeNotFound(f"no address known for worker node {node_id}", node=node_id)
+        try:
+            status = await getattr(self.node.peers.stub(node_id), method)(
+                req, metadata=self.node.peers.metadata(node_id), timeout=SUB_CALL_TIMEOUT_S)
+        except grpc.aio.AioRpcError as e:
+            raise errors.ServiceUnavailable(f"{method} on node {node_id}: {e.code().name} {e.details()}") from None
+        if status.code or status.error_code:
+            raise errors.from_remote(status.code or 65535, status.reason)
+
+    async def release_segments(self, req: Q.ReleaseSegmentsRequest) -> common_pb2.Status:
+        from vecgrid.cluster.querynode.node import _ok
+
+        if req.scope == Q.Streaming:
+            if self.pipeline is not None:
+                self.pipeline.exclude({sid: MAX_TS for sid in req.segmentIDs})
+            return _ok()
+        groups: dict[int, list[int]] = {}
+        for sid in req.segmentIDs:
+            e = self.sealed.get(sid)
+            node_id = e.node_id if e is not None and req.nodeID in (0, -1, e.node_id) else req.nodeID
+            groups.setdefault(node_id, []).append(sid)
+        for node_id, sids in groups.items():
+            for sid in sids:  # stop routing reads to them first
+                e = self.sealed.get(sid)
+                if e is not None and e.node_id == node_id:
+                    del self.sealed[sid]
+            fwd = Q.ReleaseSegmentsRequest()
+            fwd.CopyFrom(req)
+            fwd.need_transfer = False
+            fwd.nodeID = node_id
+            fwd.base.targetID = node_id
+            fwd.segmentIDs[:] = sids
+            if node_id == self.node.node_id:
+                await self.node.release_segments(fwd)
+            elif self.node.peers.knows(node_id):
+                await self._remote_status(node_id, "ReleaseSegments", fwd)
+        self.node._touch()
+        return _ok()
+
+    def sync_distribution(self, req: Q.SyncDistributionRequest) -> None:
+        for action in req.actions:
+            if action.type == Q.Remove:
+                e = self.sealed.get(action.segmentID)
+                if e is not None and action.nodeID in (-1, e.node_id):
+                    del self.sealed[action.segmentID]
+            elif action.type in (Q.Set, Q.Amend):
+                part = action.info.partitionID if action.HasField("info") else action.partitionID
+                self.sealed[action.segmentID] = SealedEntry(action.nodeID, action.version, part)
+            elif action.type == Q.UpdateVersion:
+                self.target_version = action.TargetVersion
+                cp = action.checkpoint.timestamp if action.HasField("checkpoint") else 0
+                ids = list(action.sealedInTarget) + list(action.droppedInTarget)
+                if self.pipeline is not None and ids:
+                    self.pipeline.exclude({sid: cp or MAX_TS for sid in ids})
+                if cp:
+                    self._deletes = [(p, t) for p, t in self._deletes if len(t) and int(t.max()) > cp]
+            elif action.type == Q.UpdatePartitionStats:
+                self.partition_stats.update(dict(action.partition_stats_versions))
+            else:
+                raise errors.ServiceInternal(f"unexpected action type {action.type}")
+        self.node._touch()
+
+    def sync_replica_segments(self, req: Q.SyncReplicaSegmentsRequest) -> None:
+        self.sealed = {}
+        for rs in req.replica_segments:
+            for i, sid in enumerate(rs.segment_ids):
+                version = rs.versions[i] if i < len(rs.versions) else 0
+                self.sealed[sid] = SealedEntry(rs.node_id, version, rs.partition_id)
+        self.node._touch()
+
+    # --- delete forwarding ---------------------------------------------------------------------
+
+    def forward_delete(self, pks: np.ndarray, timestamps: np.ndarray) -> None:
+        """Pipeline thread: apply the deletes on every node holding a sealed segment of the channel
+        and wait for it (so tsafe only advances once they are visible)."""
+        self._deletes.append((pks, timestamps))
+        if self._loop is None or self._loop.is_closed():
+            return
+        fut = asyncio.run_coroutine_threadsafe(self._forward(pks, timestamps), self._loop)
+        try:
+            fut.result(DELETE_FORWARD_TIMEOUT_S)
+        except Exception:  # noqa: BLE001 - logged; the pipeline goes on
+            self.failed_forwards += 1
+            log.exception("forwarding deletes of %s failed", self.channel)
+
+    async def _forward(self, pks: np.ndarray, timestamps: np.ndarray,
+                       groups: dict[int, list[int]] | None = None) -> None:
+        groups = self._by_node(None) if groups is None else groups
+        if not groups:
+            return
+        ids = schema_pb2.IDs()
+        if pks.dtype.kind in "UOS":
+            ids.str_id.data.extend([str(v) for v in pks.tolist()])
+        else:
+            ids.int_id.data.extend(np.asarray(pks, np.int64).tolist())
+        ts = np.asarray(timestamps, np.uint64).tolist()
+        if len(ts) == 1 and len(pks) > 1:
+            ts = ts * len(pks)
+
+        async def one(node_id: int, sids: list[int]) -> None:
+            req = Q.DeleteBatchRequest(collection_id=self.collection_id, partition_id=-1, vchannel_name=self.channel,
+                                       segment_ids=sids, primary_keys=ids, timestamps=ts, scope=Q.Historical)
+            req.base.targetID = node_id
+            if node_id == self.node.node_id:
+                await self.node.delete_batch(req)
+                return
+            try:
+                await self._remote(node_id, "DeleteBatch", req)
+            except errors.ServiceUnavailable as e:
+                if "UNIMPLEMENTED" not in str(e):
+                    raise
+                for sid in sids:
+                    await self._remote_status(node_id, "Delete", Q.DeleteRequest(
+                        collection_id=self.collection_id, partition_id=-1, vchannel_name=self.channel,
+                        segment_id=sid, primary_keys=ids, timestamps=ts, scope=Q.Historical))
+        await asyncio.gather(*(one(n, s) for n, s in groups.items()))
+
+    async def _replay_deletes(self, node_id: int, segment_ids: list[int]) -> None:
+        for pks, ts in list(self._deletes):
+            await self._forward(pks, ts, {node_id: segment_ids})
