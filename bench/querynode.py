@@ -38,7 +38,7 @@ async def run(rows: int, rounds: int) -> dict:
 
     with tempfile.TemporaryDirectory() as tmp:
         ds = import_collection(Path(tmp), "bench", metric="L2", index="FLAT", n=rows, shards=1,
-                               segment_rows=max(1, rows // 8), seed=7)
+                               segment_rows=max(1, rows // 2), seed=7)  # one segment per node
         (channel,) = ds.channels
         writer = Wal(DataDir(ds.data_dir).wal_root).open_writer(channel)
         leader = await NodeHarness(ds.data_dir, 7).start()
