@@ -20,9 +20,11 @@ gRPC with ``serverid`` metadata for the others) plus one over its own growing se
 Deletes read from the channel are applied to the growing segments by the pipeline and
 forwarded here (:meth:`ShardDelegator.forward_delete`, on the pipeline thread, which blocks
 until every node holding a sealed segment of the channel applied them, so tsafe never passes
-a delete that is not visible everywhere).  vecgrid forwards to *every* sealed segment of
-the channel with one ``DeleteBatch`` per node (Milvus's ``Direct`` policy; no bloom filters),
-falling back to per-segment ``Delete`` when a peer answers UNIMPLEMENTED.  Deletes are also
+a delete that is not visible everywhere).  As Milvus's default ``FilterByBF`` policy, only the
+sealed segments whose pk statistics (:mod:`.pk_stats`: a bloom filter + key range built when
+the leader records the segment) may hold a key get it, with one ``DeleteBatch`` per node;
+segments known only from SyncDistribution (no statistics) get every delete.  A peer answering
+UNIMPLEMENTED gets per-segment ``Delete`` calls instead.  Deletes are also
 kept in a buffer (trimmed at each UpdateVersion checkpoint) and replayed onto segments the
 delegator loads later.
 
@@ -52,6 +54,7 @@ from vecgrid import errors
 from vecgrid.cluster.querynode import retrieve as retrieve_mod
 from vecgrid.cluster.querynode import search as search_mod
 from vecgrid.cluster.querynode.collections import Collection
+from vecgrid.cluster.querynode.pk_stats import PkStats
 from vecgrid.cluster.querynode.pipeline import ChannelPipeline
 from vecgrid.gpu.results import (column_to_field_data, concat_columns, field_data_to_column,
                                  merge_search_results)
@@ -225,6 +228,7 @@ class ShardDelegator:
         self.version = version or time.time_ns()
         self.replica_id = replica_id
         self.sealed: dict[int, SealedEntry] = {}
+        self.pk_stats: dict[int, PkStats] = {}  # sealed segment -> pk bloom filter, routes deletes
         self.target_version = 0
         self.partition_stats: dict[int, int] = {}
         self.seek_position: msg_pb2.MsgPosition | None = None
@@ -519,6 +523,7 @@ class ShardDelegator:
             else:
                 await self._remote_status(dst, "LoadSegments", fwd)
             if req.load_scope == Q.Full:
+                await self._record_pk_stats(infos)
                 await self._replay_deletes(dst, [i.segmentID for i in infos])
             for info in infos:
                 self.sealed[info.segmentID] = SealedEntry(dst, req.version, info.partitionID)
@@ -555,6 +560,7 @@ class ShardDelegator:
                 e = self.sealed.get(sid)
                 if e is not None and e.node_id == node_id:
                     del self.sealed[sid]
+                    self.pk_stats.pop(sid, None)
             fwd = Q.ReleaseSegmentsRequest()
             fwd.CopyFrom(req)
             fwd.need_transfer = False
@@ -574,6 +580,7 @@ class ShardDelegator:
                 e = self.sealed.get(action.segmentID)
                 if e is not None and action.nodeID in (-1, e.node_id):
                     del self.sealed[action.segmentID]
+                    self.pk_stats.pop(action.segmentID, None)
             elif action.type in (Q.Set, Q.Amend):
                 part = action.info.partitionID if action.HasField("info") else action.partitionID
                 self.sealed[action.segmentID] = SealedEntry(action.nodeID, action.version, part)
@@ -614,9 +621,34 @@ class ShardDelegator:
             self.failed_forwards += 1
             log.exception("forwarding deletes of %s failed", self.channel)
 
+    async def _record_pk_stats(self, infos) -> None:
+        """Build the pk statistics that route deletes (L0 segments hold deletes, not rows)."""
+        from vecgrid.rpc.proto import data_coord_pb2
+
+        coll = self.node.collections.require(self.collection_id)
+        rows = [i for i in infos if i.level != data_coord_pb2.L0]
+
+        def build():
+            out = {}
+            for info in rows:
+                keys = self.node.loader.read_primary_keys(coll, info)
+                if keys is not None:
+                    out[info.segmentID] = PkStats(keys)
+            return out
+        self.pk_stats.update(await asyncio.to_thread(build))
+
+    def _affected(self, groups: dict[int, list[int]], pks: np.ndarray) -> dict[int, list[int]]:
+        """Only the segments whose pk statistics may hold one of ``pks`` (all where none are known)."""
+        out = {}
+        for node_id, sids in groups.items():
+            hit = [sid for sid in sids if sid not in self.pk_stats or self.pk_stats[sid].might_contain(pks).any()]
+            if hit:
+                out[node_id] = hit
+        return out
+
     async def _forward(self, pks: np.ndarray, timestamps: np.ndarray,
                        groups: dict[int, list[int]] | None = None) -> None:
-        groups = self._by_node(None) if groups is None else groups
+        groups = self._affected(self._by_node(None) if groups is None else groups, pks)
         if not groups:
             return
         ids = schema_pb2.IDs()

@@ -172,6 +172,34 @@ class SegmentLoader:
                 log.add(pks, _to_numpy(table.column("ts")).astype(np.uint64))
         return log
 
+    def read_primary_keys(self, coll: Collection, info: query_coord_pb2.SegmentLoadInfo) -> np.ndarray | None:
+        """Only the primary-key column of a segment, for the shard leader's pk statistics.
+
+        The worker that loads the segment verifies its files; this read decodes one column and
+        returns None when the file cannot be read (the leader then treats the segment as holding
+        every key).
+        """
+        pk = coll.pk_field.name
+        try:
+            keys = []
+            for group in info.binlog_paths:
+                if group.fieldID != DATA_GROUP_FIELD_ID:
+                    continue
+                for binlog in group.binlogs:
+                    _check_rel(info.segmentID, binlog.log_path)
+                    if "://" in self.root:
+                        import fsspec.core
+
+                        fs, base = fsspec.core.url_to_fs(self.root)
+                        with fs.open(f"{base.rstrip('/')}/{binlog.log_path}", "rb") as f:
+                            table = pq.read_table(f, columns=[pk])
+                    else:
+                        table = pq.read_table(os.path.join(self.root, *binlog.log_path.split("/")), columns=[pk])
+                    keys.append(_to_numpy(table.column(pk)))
+            return np.concatenate(keys) if keys else None
+        except (errors.MilvusError, pa.ArrowException, OSError, ValueError):
+            return None
+
     # -- segments ------------------------------------------------------------------------------
     def _read_rows(self, coll: Collection, info: query_coord_pb2.SegmentLoadInfo,
                    checksums: Mapping[str, str]) -> pa.Table:
