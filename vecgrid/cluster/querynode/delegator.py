@@ -66,6 +66,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 Q = query_coord_pb2
 MAX_TS = int(np.iinfo(np.uint64).max)
+# Merges of at most this many hits run on the event loop: a thread hop costs more than the merge.
+INLINE_MERGE_HITS = 4096
 DEFAULT_TSAFE_WAIT_S = 10.0      # wait for tsafe when the request has no timeout_timestamp
 SUB_CALL_TIMEOUT_S = 120.0
 DELETE_FORWARD_TIMEOUT_S = 60.0
@@ -412,10 +414,14 @@ class ShardDelegator:
                                               self._sub(req, node_id, sids, Q.Historical, mvcc))))
         growing = self._growing(partitions)
         sub = self._sub(req, self.node.node_id, [], Q.Streaming, mvcc)
-        calls.append((self.node.node_id, asyncio.to_thread(search_mod.search_segments, coll, growing, sub.req,
-                                                           [self.channel])))
+        if growing or not calls:  # no growing rows: no thread hop (an empty channel still answers)
+            calls.append((self.node.node_id, asyncio.to_thread(search_mod.search_segments, coll, growing, sub.req,
+                                                               [self.channel])))
         parts = await self._fan_out(calls)
-        out = await asyncio.to_thread(merge_search, parts, sub.req, [self.channel], coll.pk_field.name)
+        if sub.req.nq * sub.req.topk * len(parts) <= INLINE_MERGE_HITS:
+            out = merge_search(parts, sub.req, [self.channel], coll.pk_field.name)  # cheaper than a thread hop
+        else:
+            out = await asyncio.to_thread(merge_search, parts, sub.req, [self.channel], coll.pk_field.name)
         out.channels_mvcc[self.channel] = mvcc
         return out
 
