@@ -41,7 +41,8 @@ def test_serve_answers_grpc_and_http_then_exits_cleanly_on_sigint(tmp_path):
     proc = subprocess.Popen(
         VECGRID + ["serve", "--data-dir", str(tmp_path), "--workers", "2",
                    "--coord-port", "0", "--http-port", "0", "--dashboard-port", "0"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        start_new_session=True)  # its own process group, like a job in a terminal
     try:
         banner = _read_until(proc, "Press Ctrl-C to stop.", timeout=90)
         grpc_addr = re.search(r"QueryCoord gRPC : (\S+)", banner).group(1)
@@ -58,8 +59,10 @@ def test_serve_answers_grpc_and_http_then_exits_cleanly_on_sigint(tmp_path):
 
         children = psutil.Process(proc.pid).children(recursive=True)
         assert len(children) >= 2  # the worker processes (and their nannies)
-        proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=60) == 0
+        os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: the whole process group gets SIGINT
+        rest, _ = proc.communicate(timeout=60)
+        assert proc.returncode == 0
+        assert "Traceback" not in rest and "KeyboardInterrupt" not in rest, rest
         _, alive = psutil.wait_procs(children, timeout=15)
         assert alive == [], f"left behind: {alive}"
     finally:

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
+import threading
 
 from distributed import Worker
 from distributed.diagnostics.plugin import WorkerPlugin
@@ -40,6 +42,7 @@ class QueryNodePlugin(WorkerPlugin):
         self.server = None
 
     async def setup(self, worker: Worker) -> None:
+        _leave_sigint_to_the_nanny(worker)
         # Imported here so that the scheduler, which unpickles nothing of ours, never needs grpc.
         from vecgrid.rpc.querynode_servicer import serve_querynode
 
@@ -61,6 +64,13 @@ class QueryNodePlugin(WorkerPlugin):
         await self.server.stop(self.node.settings.querynode.grace_s)
         await self.node.close()
         self.node = None
+
+
+def _leave_sigint_to_the_nanny(worker: Worker) -> None:
+    """A terminal's Ctrl-C reaches the whole process group; a worker with a nanny is stopped by
+    the nanny (after the coordinator's orderly shutdown), so it must not die of KeyboardInterrupt."""
+    if getattr(worker, "nanny", None) and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _plugin(dask_worker: Worker) -> QueryNodePlugin | None:

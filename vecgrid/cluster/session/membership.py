@@ -53,6 +53,12 @@ class DaskMembership:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
             self._task = None
+        # Otherwise the scheduler keeps sending events to this client after it closed.
+        for topic in (TOPIC, "all"):
+            try:
+                self.client.unsubscribe_topic(topic)
+            except Exception:  # noqa: BLE001 - not subscribed, or the scheduler is already gone
+                pass
 
     # --- events ------------------------------------------------------------------------
 
