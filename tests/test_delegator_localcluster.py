@@ -14,12 +14,16 @@ from vecgrid.gpu import exprs as E
 from vecgrid.rpc.proto import data_coord_pb2, query_coord_pb2 as Q, query_coord_pb2_grpc, schema_pb2
 from vecgrid.storage.layout import DataDir
 from vecgrid.storage.wal import Wal
-from tests.conftest import aio_channel, embedded_settings
+from tests.conftest import aio_channel, embedded_settings, poll_until
 from tests.querynode_support import (DIM, assert_same_knn, dense, import_collection, load_request, query_request,
                                      reference_search)
 from tests.test_delegator_fanout import K, Cluster, search
 
 pytestmark = [pytest.mark.slow]
+
+
+async def _equals(awaitable, expected) -> bool:
+    return (await awaitable) == expected
 
 
 class RemoteNode:
@@ -60,6 +64,20 @@ async def test_two_nodes_in_a_local_cluster(tmp_path):
         segs = ds.segment_ids
         await leader.load(ds, segs[::2], dst_node_id=a, need_transfer=True, version=3)
         await leader.load(ds, segs[1::2], dst_node_id=b, need_transfer=True, version=3)
+
+        # The coordinator learns the distribution by polling every node (dist handlers).
+        coord = query_coord_pb2_grpc.QueryCoordStub(aio_channel(cluster.addresses.grpc))
+
+        async def reported(node_id):
+            reply = await coord.GetQueryNodeDistribution(Q.GetQueryNodeDistributionRequest(nodeID=node_id))
+            assert reply.status.code == 0, reply.status
+            return list(reply.channel_names), sorted(reply.sealed_segmentIDs)
+
+        await poll_until(lambda: _equals(reported(a), ([channel], sorted(segs[::2]))), timeout=10,
+                         what="the leader's distribution at the coordinator")
+        assert await reported(b) == ([], sorted(segs[1::2]))
+        assert cluster.coord.dist.node(a).mem_capacity_mb > 0
+        assert [v.channel for _, v in cluster.coord.dist.leader_views(ds.collection_id)] == [channel]
 
         c = Cluster(ds, leader, worker, writer)
         dist = await leader.call("GetDataDistribution", Q.GetDataDistributionRequest())

@@ -53,6 +53,9 @@ class QueryCoordSettings:
     port: int = 19531
     # Seconds a stopping gRPC server lets in-flight calls finish.
     grace_s: float = 5.0
+    # How often each node's GetDataDistribution is polled, and its deadline (Milvus: 500 ms, 5 s).
+    dist_pull_interval_s: float = 0.5
+    dist_request_timeout_s: float = 5.0
 
 
 @dataclass

@@ -16,6 +16,8 @@ from distributed import Client
 
 from vecgrid.cluster import sysinfo
 from vecgrid.cluster.component import Component
+from vecgrid.cluster.dist.dist_handler import DistController
+from vecgrid.cluster.dist.distribution import DistributionManager
 from vecgrid.cluster.lifecycle import StateCode
 from vecgrid.cluster.observers.health_observer import HealthObserver
 from vecgrid.cluster.session.cluster import NodeClients
@@ -47,6 +49,10 @@ class QueryCoord(Component):
         self.health = HealthObserver(self.nodes, self.node_clients,
                                      settings.common.healthcheck_interval_s,
                                      settings.common.healthcheck_timeout_s)
+        self.dist = DistributionManager()
+        self.dist_controller = DistController(self.nodes, self.node_clients, self.dist,
+                                              settings.querycoord.dist_pull_interval_s,
+                                              settings.querycoord.dist_request_timeout_s)
         self.resources = ResourceManager(store, node_labels=lambda node_id: dict(
             getattr(self.nodes.get(node_id), "labels", {}) or {}))
         self.suspended: set[int] = set()
@@ -72,6 +78,7 @@ class QueryCoord(Component):
                 if node_id not in online:
                     self.resources.unassign_node(node_id)
         self.resources.recover()
+        self.dist_controller.start()
         await self.health.start()
         self.lifecycle.set(StateCode.Healthy)
         log.info("querycoord %d healthy with %d query nodes", self.lifecycle.node_id, len(self.nodes))
@@ -79,6 +86,7 @@ class QueryCoord(Component):
     async def stop(self) -> None:
         self.lifecycle.set(StateCode.Stopping)
         await self.health.stop()
+        await self.dist_controller.stop()
         await self.membership.stop()
         await self.node_clients.close()
 
@@ -138,16 +146,14 @@ class QueryCoord(Component):
             raise errors.NodeNotFound(node=node_id)
         return info
 
-    async def query_node_distribution(self, node_id: int) -> tuple[list[str], list[int]]:
-        """GetQueryNodeDistribution: the channels and sealed segments the node reports now."""
+    def query_node_distribution(self, node_id: int) -> tuple[list[str], list[int]]:
+        """GetQueryNodeDistribution: the node's channels and sealed segments, as last polled."""
         self.lifecycle.check_healthy()
         self._node(node_id)
-        reply = await self.node_clients.stub(node_id).GetDataDistribution(
-            query_coord_pb2.GetDataDistributionRequest(), timeout=self.settings.common.healthcheck_timeout_s,
-            metadata=self.node_clients.metadata(node_id))
-        if reply.status.code:
-            raise errors.from_remote(reply.status.code, reply.status.reason)
-        return [c.channel for c in reply.channels], [s.ID for s in reply.segments]
+        dist = self.dist.node(node_id)
+        if dist is None:
+            return [], []
+        return [c.channel for c in dist.channels], [s.ID for s in dist.segments]
 
     def suspend_node(self, node_id: int) -> None:
         """Take the node out of its resource group (it gets drained); it stays unassigned until resumed."""

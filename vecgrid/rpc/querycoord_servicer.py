@@ -50,7 +50,7 @@ class QueryCoordServicer:
         )
 
     async def GetQueryNodeDistribution(self, request, context):
-        channels, segments = await self.coord.query_node_distribution(request.nodeID)
+        channels, segments = self.coord.query_node_distribution(request.nodeID)
         return query_coord_pb2.GetQueryNodeDistributionResponse(
             status=success(), ID=request.nodeID, channel_names=channels, sealed_segmentIDs=segments)
 
