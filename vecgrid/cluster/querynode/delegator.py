@@ -56,9 +56,14 @@ from vecgrid.cluster.querynode import search as search_mod
 from vecgrid.cluster.querynode.collections import Collection
 from vecgrid.cluster.querynode.pk_stats import PkStats
 from vecgrid.cluster.querynode.pipeline import ChannelPipeline
+from vecgrid.gpu.plan import parse_query_plan
 from vecgrid.gpu.results import (column_to_field_data, concat_columns, field_data_to_column,
                                  merge_search_results)
-from vecgrid.rpc.proto import common_pb2, internal_pb2, msg_pb2, query_coord_pb2, schema_pb2
+from vecgrid.rpc.proto import (common_pb2, data_coord_pb2, internal_pb2, msg_pb2, query_coord_pb2,
+                               schema_pb2)
+from vecgrid.storage.layout import DataDir
+from vecgrid.storage.remote_reader import RemoteChannelReader
+from vecgrid.storage.wal import Position, Wal
 
 if TYPE_CHECKING:
     from vecgrid.cluster.querynode.node import QueryNode
@@ -244,8 +249,6 @@ class ShardDelegator:
     def start(self, info: Any, schema: schema_pb2.CollectionSchema, metric: str, excluded: dict[int, int],
               partitions: Sequence[int] | None, coord_address: str) -> None:
         """Start consuming the channel (called on the loop)."""
-        from vecgrid.storage.layout import DataDir
-        from vecgrid.storage.wal import Position, Wal
 
         self._loop = asyncio.get_running_loop()
         seek = info.seek_position if info.HasField("seek_position") and len(info.seek_position.msgID) else None
@@ -255,7 +258,6 @@ class ShardDelegator:
         if os.path.isdir(wal.channel_dir(self.channel)):
             reader = wal.open_reader(self.channel, start)
         else:
-            from vecgrid.storage.remote_reader import RemoteChannelReader
 
             reader = RemoteChannelReader(coord_address, self.channel, start)
         self.pipeline = ChannelPipeline(self.channel, reader, self.collection_id, schema, metric,
@@ -371,16 +373,18 @@ class ShardDelegator:
             raise errors.UnexpectedError(f"worker({failed}) query failed: {e}") from None
         return done
 
-    async def _remote(self, node_id: int, method: str, sub: Any) -> Any:
+    async def _remote(self, node_id: int, method: str, req: Any) -> Any:
+        """Call ``method`` on worker ``node_id``; a failed Status (the reply's or the reply itself) raises."""
         if not self.node.peers.knows(node_id):
             raise errors.NodeNotFound(f"no address known for worker node {node_id}", node=node_id)
         try:
             reply = await getattr(self.node.peers.stub(node_id), method)(
-                sub, metadata=self.node.peers.metadata(node_id), timeout=SUB_CALL_TIMEOUT_S)
+                req, metadata=self.node.peers.metadata(node_id), timeout=SUB_CALL_TIMEOUT_S)
         except grpc.aio.AioRpcError as e:
             raise errors.ServiceUnavailable(f"{method} on node {node_id}: {e.code().name} {e.details()}") from None
-        if reply.status.code or reply.status.error_code:
-            raise errors.from_remote(reply.status.code or 65535, reply.status.reason)
+        status = reply if isinstance(reply, common_pb2.Status) else reply.status
+        if status.code or status.error_code:
+            raise errors.from_remote(status.code or 65535, status.reason)
         return reply
 
     async def _call(self, node_id: int, method: str, local: Callable[[Any], Awaitable[Any]], sub: Any) -> Any:
@@ -426,8 +430,6 @@ class ShardDelegator:
         return out
 
     def _query_limit(self, req: internal_pb2.RetrieveRequest) -> int:
-        from vecgrid.gpu.plan import parse_query_plan
-
         plan = parse_query_plan(req.serialized_expr_plan)
         return plan.limit if plan.limit and plan.limit > 0 else (req.limit if req.limit > 0 else -1)
 
@@ -506,14 +508,10 @@ class ShardDelegator:
 
     # --- distribution --------------------------------------------------------------------------
 
-    async def load_segments(self, req: Q.LoadSegmentsRequest) -> common_pb2.Status:
+    async def load_segments(self, req: Q.LoadSegmentsRequest) -> None:
         """Load on the worker (``dst_nodeID``; L0 segments on this node), then record them."""
-        from vecgrid.cluster.querynode.node import _ok
-
         groups: dict[int, list[Q.SegmentLoadInfo]] = {}
         for info in req.infos:
-            from vecgrid.rpc.proto import data_coord_pb2
-
             dst = self.node.node_id if info.level == data_coord_pb2.L0 else req.dst_nodeID
             groups.setdefault(dst, []).append(info)
         for dst, infos in groups.items():
@@ -527,7 +525,7 @@ class ShardDelegator:
             if dst == self.node.node_id:
                 await self.node.load_segments(fwd)
             else:
-                await self._remote_status(dst, "LoadSegments", fwd)
+                await self._remote(dst, "LoadSegments", fwd)
             if req.load_scope == Q.Full:
                 await self._record_pk_stats(infos)
                 await self._replay_deletes(dst, [i.segmentID for i in infos])
@@ -536,26 +534,12 @@ class ShardDelegator:
         if self.pipeline is not None and req.load_scope == Q.Full:
             self.pipeline.exclude({i.segmentID: MAX_TS for i in req.infos})  # sealed now: its growing rows go
         self.node._touch()
-        return _ok()
 
-    async def _remote_status(self, node_id: int, method: str, req: Any) -> None:
-        if not self.node.peers.knows(node_id):
-            raise errors.NodeNotFound(f"no address known for worker node {node_id}", node=node_id)
-        try:
-            status = await getattr(self.node.peers.stub(node_id), method)(
-                req, metadata=self.node.peers.metadata(node_id), timeout=SUB_CALL_TIMEOUT_S)
-        except grpc.aio.AioRpcError as e:
-            raise errors.ServiceUnavailable(f"{method} on node {node_id}: {e.code().name} {e.details()}") from None
-        if status.code or status.error_code:
-            raise errors.from_remote(status.code or 65535, status.reason)
-
-    async def release_segments(self, req: Q.ReleaseSegmentsRequest) -> common_pb2.Status:
-        from vecgrid.cluster.querynode.node import _ok
-
+    async def release_segments(self, req: Q.ReleaseSegmentsRequest) -> None:
         if req.scope == Q.Streaming:
             if self.pipeline is not None:
                 self.pipeline.exclude({sid: MAX_TS for sid in req.segmentIDs})
-            return _ok()
+            return
         groups: dict[int, list[int]] = {}
         for sid in req.segmentIDs:
             e = self.sealed.get(sid)
@@ -576,9 +560,9 @@ class ShardDelegator:
             if node_id == self.node.node_id:
                 await self.node.release_segments(fwd)
             elif self.node.peers.knows(node_id):
-                await self._remote_status(node_id, "ReleaseSegments", fwd)
+                await self._remote(node_id, "ReleaseSegments", fwd)
         self.node._touch()
-        return _ok()
+        return
 
     def sync_distribution(self, req: Q.SyncDistributionRequest) -> None:
         for action in req.actions:
@@ -629,8 +613,6 @@ class ShardDelegator:
 
     async def _record_pk_stats(self, infos) -> None:
         """Build the pk statistics that route deletes (L0 segments hold deletes, not rows)."""
-        from vecgrid.rpc.proto import data_coord_pb2
-
         coll = self.node.collections.require(self.collection_id)
         rows = [i for i in infos if i.level != data_coord_pb2.L0]
 
@@ -679,7 +661,7 @@ class ShardDelegator:
                 if "UNIMPLEMENTED" not in str(e):
                     raise
                 for sid in sids:
-                    await self._remote_status(node_id, "Delete", Q.DeleteRequest(
+                    await self._remote(node_id, "Delete", Q.DeleteRequest(
                         collection_id=self.collection_id, partition_id=-1, vchannel_name=self.channel,
                         segment_id=sid, primary_keys=ids, timestamps=ts, scope=Q.Historical))
         await asyncio.gather(*(one(n, s) for n, s in groups.items()))

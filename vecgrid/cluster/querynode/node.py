@@ -370,7 +370,8 @@ class QueryNode(Component):
         channel = req.infos[0].insert_channel
         delegator = self.delegator_for(channel)
         if delegator is not None:  # the delegator loads on the worker and records it
-            return await delegator.load_segments(req)
+            await delegator.load_segments(req)
+            return _ok()
         if not self.peers.knows(req.dst_nodeID):
             raise errors.ChannelNotFound(
                 f"node {self.node_id} leads no delegator for it and does not know node {req.dst_nodeID}",
@@ -540,7 +541,8 @@ class QueryNode(Component):
             delegator = self.delegator_for(req.shard)
             if delegator is None:
                 raise self._no_delegator(req.shard, "release segments")
-            return await delegator.release_segments(req)
+            await delegator.release_segments(req)
+            return _ok()
         if not _sealed_scope(req.scope):
             return _ok()
         await self._release([s for sid in dict.fromkeys(req.segmentIDs) if (s := self.segments.get(sid))])
