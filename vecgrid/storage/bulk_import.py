@@ -77,7 +77,7 @@ class _Import:
         pk_field = coll.primary_field
         channels = list(coll.vchannels)
         buffers = [_Buffer() for _ in channels]
-        seen_pks: list[np.ndarray] | set = set() if pk_field.data_type == schema_pb2.VarChar else []
+        keys: list[np.ndarray] = []  # every primary key, checked for duplicates once before publishing
         out_schema = arrow_schema(coll).append(pa.field(TIMESTAMP_FIELD, pa.uint64(), nullable=False))
 
         for batch in self.sources.batches():
@@ -88,7 +88,7 @@ class _Import:
             table = table.append_column(TIMESTAMP_FIELD, pa.array(np.full(table.num_rows, self.timestamp, np.uint64)))
             table = table.select(out_schema.names).cast(out_schema)
             pks = table.column(pk_field.name)
-            self._check_unique(pks, seen_pks)
+            keys.append(pks.to_numpy())
             shards = shard_of(pks.combine_chunks(), len(channels))
             for shard, buffer in enumerate(buffers):
                 part = table.filter(pa.array(shards == shard)) if len(channels) > 1 else table
@@ -103,6 +103,7 @@ class _Import:
                 self._seal(coll, partition.partitionID, channels[shard], buffer)
         if not self.written:
             raise errors.ParameterInvalid("the input files hold no rows")
+        _check_unique(keys)
         published = self.catalog.publish_segment_records(
             [{"record": record, "insert_channel": channel} for record, channel in self.written])
         return _summary(self.catalog.get_collection(coll.id), published)
@@ -125,21 +126,6 @@ class _Import:
         if opts.partition != DEFAULT_PARTITION_NAME:
             self.catalog.create_partition(coll.id, opts.partition)
         return self.catalog.get_collection(coll.id)
-
-    @staticmethod
-    def _check_unique(pks: pa.ChunkedArray, seen) -> None:
-        if isinstance(seen, set):
-            values = pks.to_pylist()
-            duplicate = next((v for v in values if v in seen), None)
-            seen.update(values)
-        else:
-            seen.append(pks.to_numpy())
-            everything = np.concatenate(seen)
-            seen[:] = [everything]
-            uniq, counts = np.unique(everything, return_counts=True)
-            duplicate = uniq[counts > 1][0] if (counts > 1).any() else None
-        if duplicate is not None:
-            raise errors.ParameterInvalid(f"duplicate primary key {duplicate!r} in the input files")
 
     def _seal_full(self, coll: CollectionInfo, partition_id: int, channel: str, buffer: _Buffer) -> None:
         """Cut as many full segments off ``buffer`` as it holds (by rows, or by bytes)."""
@@ -169,6 +155,15 @@ class _Import:
             segment_files.delete_segment(self.root, record.collection_id, record.partition_id, record.segment_id)
         if self.created:
             self.catalog.drop_collection(self.opts.db_name, self.opts.collection)
+
+
+def _check_unique(keys: list[np.ndarray]) -> None:
+    everything = np.concatenate(keys)
+    if everything.dtype == object:
+        everything = everything.astype(str)
+    uniq, counts = np.unique(everything, return_counts=True)
+    if (counts > 1).any():
+        raise errors.ParameterInvalid(f"duplicate primary key {uniq[counts > 1][0]!r} in the input files")
 
 
 def _summary(coll: CollectionInfo, segments) -> dict[str, Any]:
