@@ -527,13 +527,21 @@ class ShardDelegator:
             else:
                 await self._remote(dst, "LoadSegments", fwd)
             if req.load_scope == Q.Full:
-                await self._record_pk_stats(infos)
-                await self._replay_deletes(dst, [i.segmentID for i in infos])
-            for info in infos:
-                self.sealed[info.segmentID] = SealedEntry(dst, req.version, info.partitionID)
-        if self.pipeline is not None and req.load_scope == Q.Full:
-            self.pipeline.exclude({i.segmentID: MAX_TS for i in req.infos})  # sealed now: its growing rows go
+                await self._adopt(dst, req.version, infos)
+            else:
+                for info in infos:
+                    self.sealed[info.segmentID] = SealedEntry(dst, req.version, info.partitionID)
         self.node._touch()
+
+    async def _adopt(self, node_id: int, version: int, infos: Sequence[Q.SegmentLoadInfo]) -> None:
+        """Start serving sealed segments just loaded on ``node_id``: pk statistics for delete routing,
+        the deletes seen since, then the view entry; their growing copies stop being searched."""
+        await self._record_pk_stats(infos)
+        await self._replay_deletes(node_id, [i.segmentID for i in infos])
+        for info in infos:
+            self.sealed[info.segmentID] = SealedEntry(node_id, version, info.partitionID)
+        if self.pipeline is not None:
+            self.pipeline.exclude({i.segmentID: MAX_TS for i in infos})  # sealed now: its growing rows go
 
     async def release_segments(self, req: Q.ReleaseSegmentsRequest) -> None:
         if req.scope == Q.Streaming:
@@ -564,13 +572,18 @@ class ShardDelegator:
         self.node._touch()
         return
 
-    def sync_distribution(self, req: Q.SyncDistributionRequest) -> None:
+    async def sync_distribution(self, req: Q.SyncDistributionRequest) -> None:
+        """Apply the coordinator's view changes.  A Set carrying the segment's ``info`` is how a
+        segment loaded on a worker by a Dask task joins this view (the "sync leader" step of a
+        move), so it gets the same pk statistics and delete replay as a load through the leader."""
         for action in req.actions:
             if action.type == Q.Remove:
                 e = self.sealed.get(action.segmentID)
                 if e is not None and action.nodeID in (-1, e.node_id):
                     del self.sealed[action.segmentID]
                     self.pk_stats.pop(action.segmentID, None)
+            elif action.type == Q.Set and action.HasField("info") and action.info.segmentID == action.segmentID:
+                await self._adopt(action.nodeID, action.version, [action.info])
             elif action.type in (Q.Set, Q.Amend):
                 part = action.info.partitionID if action.HasField("info") else action.partitionID
                 self.sealed[action.segmentID] = SealedEntry(action.nodeID, action.version, part)

@@ -287,7 +287,7 @@ class QueryNode(Component):
         d = self.delegator_for(req.channel)
         if d is None:
             raise self._no_delegator(req.channel, "sync distribution")
-        d.sync_distribution(req)
+        await d.sync_distribution(req)
         return _ok()
 
     async def sync_replica_segments(self, req: Q.SyncReplicaSegmentsRequest) -> common_pb2.Status:

@@ -26,6 +26,10 @@ from vecgrid.rpc.proto import common_pb2, data_coord_pb2, query_coord_pb2
 ALL_PARTITIONS = -1  # an L0 segment of partition -1 deletes in every partition of its channel
 
 
+#: ``FieldIndexInfo.index_params`` key carrying ``GPU`` or ``CPU`` in GetDataDistribution.
+PLACEMENT_PARAM = "vecgrid.placement"
+
+
 @dataclass
 class DeleteLog:
     """Deletes ``(pk, ts)`` as a list of array pairs (appended, never rewritten)."""
@@ -173,6 +177,12 @@ class SealedSegment:
             level=self.level)
         for fid, info in self.index_infos.items():
             out.index_info[fid].CopyFrom(info)
+        # Where each vector field is served from: the coordinator's GetPartitionStates tells InGPU
+        # from InMemory by it (Milvus's FieldIndexInfo has no such field; index_params is free-form).
+        for fid, engine in self.engines.items():
+            entry = out.index_info[fid]
+            entry.fieldID = fid
+            entry.index_params.append(common_pb2.KeyValuePair(key=PLACEMENT_PARAM, value=engine.placement))
         return out
 
     def segment_info(self, node_id: int) -> query_coord_pb2.SegmentInfo:

@@ -20,6 +20,7 @@ from vecgrid import errors
 
 #: Handler names a task may call (the QueryNode RPCs that are not streams).
 HANDLERS = frozenset({
+    "watch_dm_channels", "unsub_dm_channel", "sync_distribution",
     "load_segments", "release_segments", "release_collection", "load_partitions", "release_partitions",
     "get_segment_info", "get_data_distribution", "get_statistics", "search", "search_segments", "query",
     "query_segments", "delete", "delete_batch",
