@@ -56,6 +56,25 @@ class QueryCoordSettings:
     # How often each node's GetDataDistribution is polled, and its deadline (Milvus: 500 ms, 5 s).
     dist_pull_interval_s: float = 0.5
     dist_request_timeout_s: float = 5.0
+    # Milvus's queryCoord.balancer: ScoreBasedBalancer (default, also for unknown names),
+    # RowCountBasedBalancer or RoundRobinBalancer.
+    balancer: str = "ScoreBasedBalancer"
+    auto_balance: bool = True
+    # Checker periods (Milvus: channel/segment/balance 3 s, index 10 s, leader 1 s).
+    check_channel_interval_s: float = 3.0
+    check_segment_interval_s: float = 3.0
+    check_balance_interval_s: float = 3.0
+    check_index_interval_s: float = 10.0
+    check_leader_interval_s: float = 1.0
+    # Collection observer (load progress) and target observer periods (Milvus: 200 ms; next target 10 s).
+    collection_observer_interval_s: float = 0.2
+    next_target_interval_s: float = 10.0
+    # Task deadlines (Milvus: segment 120 s, channel 60 s) and the load timeout without progress (600 s).
+    segment_task_timeout_s: float = 120.0
+    channel_task_timeout_s: float = 60.0
+    load_timeout_s: float = 600.0
+    # Replicas a load gets when the request, collection and database name none (Milvus: 1).
+    cluster_level_load_replica_number: int = 1
 
 
 @dataclass
