@@ -14,12 +14,29 @@ import logging
 
 from distributed import Client
 
-from vecgrid.cluster import sysinfo
+from vecgrid.cluster import reports, sysinfo
+from vecgrid.cluster.balance import make_balancer
+from vecgrid.cluster.checkers.balance_checker import BalanceChecker
+from vecgrid.cluster.checkers.base import CheckerContext, CheckerController
+from vecgrid.cluster.checkers.channel_checker import ChannelChecker
+from vecgrid.cluster.checkers.index_checker import IndexChecker
+from vecgrid.cluster.checkers.leader_checker import LeaderChecker
+from vecgrid.cluster.checkers.segment_checker import SegmentChecker
 from vecgrid.cluster.component import Component
+from vecgrid.cluster.dist.cluster_view import LiveClusterView
 from vecgrid.cluster.dist.dist_handler import DistController
 from vecgrid.cluster.dist.distribution import DistributionManager
+from vecgrid.cluster.job.jobs import Jobs, LoadRequest
 from vecgrid.cluster.lifecycle import StateCode
+from vecgrid.cluster.manual_balance import ManualBalance
+from vecgrid.cluster.meta.collection_manager import CollectionManager
+from vecgrid.cluster.meta.replica_manager import ReplicaManager
+from vecgrid.cluster.meta.target_manager import TargetManager
+from vecgrid.cluster.observers.collection_observer import CollectionObserver
 from vecgrid.cluster.observers.health_observer import HealthObserver
+from vecgrid.cluster.observers.target_observer import TargetObserver
+from vecgrid.cluster.task.executor import DaskExecutor
+from vecgrid.cluster.task.scheduler import TaskScheduler
 from vecgrid.cluster.session.cluster import NodeClients
 from vecgrid.cluster.session.membership import DaskMembership
 from vecgrid.cluster.session.node_manager import NodeInfo, NodeManager
@@ -29,6 +46,7 @@ from vecgrid import errors
 from vecgrid.cluster.meta.resource_manager import ResourceManager
 from vecgrid.rpc.proto import common_pb2, milvus_pb2, query_coord_pb2, rg_pb2
 from vecgrid.storage.kv import MetaStore
+from vecgrid.storage.layout import DataDir
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +74,35 @@ class QueryCoord(Component):
         self.resources = ResourceManager(store, node_labels=lambda node_id: dict(
             getattr(self.nodes.get(node_id), "labels", {}) or {}))
         self.suspended: set[int] = set()
+        q = settings.querycoord
+        self.catalog = DataDir(settings.common.data_dir).open_catalog(
+            store, cluster_prefix=settings.common.cluster_prefix)
+        self.collections = CollectionManager(store)
+        self.replicas = ReplicaManager(store)
+        self.targets = TargetManager(store, self.catalog)
+        self.resources.replicas_in = lambda rg: len(self.replicas.in_group(rg))
+        self.executor = DaskExecutor(client, self.nodes, self.catalog, self.collections, self.replicas,
+                                     self.targets, self.dist, lambda: self.address)
+        self.scheduler = TaskScheduler(self.executor, self._refresh_dist, q.segment_task_timeout_s,
+                                       q.channel_task_timeout_s)
+        view = LiveClusterView(self.nodes, self.dist, self.targets, self.scheduler, self.catalog,
+                               lambda n: getattr(self.nodes.get(n), "gpu_memory_mb", 0.0))
+        self.ctx = CheckerContext(self.nodes, self.collections, self.replicas, self.targets, self.dist,
+                                  self.scheduler, self.catalog, make_balancer(q.balancer, view), q.auto_balance)
+        self.checkers = CheckerController([
+            ChannelChecker(self.ctx, q.check_channel_interval_s),
+            SegmentChecker(self.ctx, q.check_segment_interval_s),
+            BalanceChecker(self.ctx, q.check_balance_interval_s),
+            IndexChecker(self.ctx, q.check_index_interval_s),
+            LeaderChecker(self.ctx, q.check_leader_interval_s),
+        ])
+        self.target_observer = TargetObserver(self.ctx, self.executor, q.collection_observer_interval_s,
+                                              q.next_target_interval_s, self._refresh_dist)
+        self.load_failures: dict[int, str] = {}
+        self.collection_observer = CollectionObserver(self.ctx, q.collection_observer_interval_s,
+                                                      q.load_timeout_s, self._cancel_load)
+        self.jobs = Jobs(self.ctx, self.resources, self.executor, settings, self._poke, self._pull_target)
+        self.manual = ManualBalance(self.ctx, q.segment_task_timeout_s)
         self.nodes.on_up(self._node_up)
         self.nodes.on_down(self._node_down)
 
@@ -63,10 +110,37 @@ class QueryCoord(Component):
         if info.node_id not in self.suspended:
             self.resources.assign_node(info.node_id)
             self.resources.recover()
+        self._recover_replicas()
 
     def _node_down(self, info: NodeInfo) -> None:
         self.resources.unassign_node(info.node_id)
         self.resources.recover()
+        self.scheduler.cancel_node(info.node_id)
+        self._recover_replicas()
+
+    def _recover_replicas(self) -> None:
+        """Replicas follow their resource groups' membership; the checkers then move the data."""
+        for cid in self.collections.ids():
+            self.replicas.recover(cid, self.jobs.rg_nodes)
+        self._poke()
+
+    def _poke(self) -> None:
+        self.checkers.poke()
+        self.target_observer.poke()
+
+    def _pull_target(self, cid: int) -> None:
+        self.targets.pull_next(cid, self.collections.partition_ids(cid))
+        self.target_observer.poke()
+
+    async def _refresh_dist(self, node_ids: set[int]) -> None:
+        await asyncio.gather(*(self.dist_controller.pull(n) for n in node_ids if self.nodes.get(n) is not None),
+                             return_exceptions=True)
+        self.checkers.poke()
+
+    def _cancel_load(self, cid: int, reason: str) -> None:
+        log.warning("collection %d: %s; load cancelled", cid, reason)
+        self.load_failures[cid] = reason
+        self.jobs.forget(cid)
 
     async def start(self) -> None:
         self.lifecycle.node_id = self.registry.id_for(ROLE, ROLE)
@@ -79,6 +153,11 @@ class QueryCoord(Component):
                     self.resources.unassign_node(node_id)
         self.resources.recover()
         self.dist_controller.start()
+        for cid in self.collections.ids():
+            self.replicas.recover(cid, self.jobs.rg_nodes)
+        self.checkers.start()
+        self.target_observer.start()
+        self.collection_observer.start()
         await self.health.start()
         self.lifecycle.set(StateCode.Healthy)
         log.info("querycoord %d healthy with %d query nodes", self.lifecycle.node_id, len(self.nodes))
@@ -86,6 +165,10 @@ class QueryCoord(Component):
     async def stop(self) -> None:
         self.lifecycle.set(StateCode.Stopping)
         await self.health.stop()
+        await self.collection_observer.stop()
+        await self.target_observer.stop()
+        await self.checkers.stop()
+        await self.scheduler.stop()
         await self.dist_controller.stop()
         await self.membership.stop()
         await self.node_clients.close()
@@ -162,6 +245,7 @@ class QueryCoord(Component):
         self.suspended.add(node_id)
         self.resources.unassign_node(node_id)
         self.resources.recover()
+        self._recover_replicas()
 
     def resume_node(self, node_id: int) -> None:
         self.lifecycle.check_healthy()
@@ -169,27 +253,119 @@ class QueryCoord(Component):
         self.suspended.discard(node_id)
         self.resources.assign_node(node_id)
         self.resources.recover()
+        self._recover_replicas()
+
+    # --- loads (jobs) ------------------------------------------------------------------------
+
+    async def load(self, req: LoadRequest) -> None:
+        """LoadCollection / LoadPartitions; the schema always comes from the catalog."""
+        self.lifecycle.check_healthy()
+        self.load_failures.pop(req.collection_id, None)
+        await self.jobs.load(req)
+
+    async def release_collection(self, collection_id: int) -> None:
+        self.lifecycle.check_healthy()
+        await self.jobs.release_collection(collection_id, self.settings.querycoord.channel_task_timeout_s)
+
+    async def release_partitions(self, collection_id: int, partition_ids: list[int]) -> None:
+        self.lifecycle.check_healthy()
+        await self.jobs.release_partitions(collection_id, partition_ids,
+                                           self.settings.querycoord.channel_task_timeout_s)
+
+    async def sync_new_created_partition(self, collection_id: int, partition_id: int) -> None:
+        self.lifecycle.check_healthy()
+        await self.jobs.sync_new_partition(collection_id, partition_id)
+
+    async def update_load_config(self, collection_ids: list[int], replica_number: int, rgs: list[str]) -> None:
+        self.lifecycle.check_healthy()
+        await self.jobs.update_load_config(collection_ids, replica_number, rgs)
+
+    # --- reports ------------------------------------------------------------------------------
+
+    def show_collections(self, collection_ids: list[int]) -> list[reports.CollectionReport]:
+        self.lifecycle.check_healthy()
+        return reports.show_collections(self.ctx, collection_ids, self.jobs.refresh_versions, self.load_failures)
+
+    def show_partitions(self, collection_id: int, partition_ids: list[int]) -> list[tuple[int, int]]:
+        self.lifecycle.check_healthy()
+        return reports.show_partitions(self.ctx, collection_id, partition_ids)
+
+    def partition_states(self, collection_id: int, partition_ids: list[int]) -> list[query_coord_pb2.PartitionStates]:
+        self.lifecycle.check_healthy()
+        return reports.partition_states(self.ctx, collection_id, partition_ids)
+
+    def segment_infos(self, collection_id: int, segment_ids: list[int]) -> list[query_coord_pb2.SegmentInfo]:
+        self.lifecycle.check_healthy()
+        return reports.segment_infos(self.ctx, collection_id, segment_ids)
+
+    def shard_leaders(self, collection_id: int) -> list[query_coord_pb2.ShardLeadersList]:
+        self.lifecycle.check_healthy()
+        return reports.shard_leaders(self.ctx, collection_id)
+
+    def replica_infos(self, collection_id: int, with_shard_nodes: bool) -> list[milvus_pb2.ReplicaInfo]:
+        self.lifecycle.check_healthy()
+        return reports.replicas(self.ctx, collection_id, with_shard_nodes, self.resources.group_of)
+
+    # --- checkers and balancing ---------------------------------------------------------------
+
+    def list_checkers(self, checker_ids: list[int]) -> list[query_coord_pb2.CheckerInfo]:
+        self.lifecycle.check_healthy()
+        known = self.checkers.checkers
+        out = []
+        for cid in checker_ids or sorted(known):
+            checker = known.get(cid)
+            out.append(query_coord_pb2.CheckerInfo(id=cid, desc=checker.name, activated=checker.active, found=True)
+                       if checker is not None else query_coord_pb2.CheckerInfo(id=cid, found=False))
+        return out
+
+    def set_checker_active(self, checker_id: int, active: bool) -> None:
+        self.lifecycle.check_healthy()
+        self.checkers.set_active(checker_id, active)
+
+    def balance_active(self) -> bool:
+        self.lifecycle.check_healthy()
+        return self.checkers.get(BalanceChecker.id).active
+
+    def transfer_segment(self, req: query_coord_pb2.TransferSegmentRequest) -> None:
+        self.lifecycle.check_healthy()
+        self.manual.transfer_segment(req)
+
+    def transfer_channel(self, req: query_coord_pb2.TransferChannelRequest) -> None:
+        self.lifecycle.check_healthy()
+        self.manual.transfer_channel(req)
+
+    async def load_balance(self, req: query_coord_pb2.LoadBalanceRequest) -> None:
+        self.lifecycle.check_healthy()
+        await self.manual.load_balance(req)
+
+    def check_query_node_distribution(self, source: int, target: int) -> None:
+        self.lifecycle.check_healthy()
+        self.manual.check_distribution(source, target)
 
     # --- resource groups ---------------------------------------------------------------------
 
     def create_resource_group(self, name: str, config: rg_pb2.ResourceGroupConfig | None) -> None:
         self.lifecycle.check_healthy()
         self.resources.create(name, config)
+        self._recover_replicas()
 
     def update_resource_groups(self, configs: dict[str, rg_pb2.ResourceGroupConfig]) -> None:
         self.lifecycle.check_healthy()
         self.resources.update(configs)
+        self._recover_replicas()
 
     def drop_resource_group(self, name: str) -> None:
         self.lifecycle.check_healthy()
         self.resources.drop(name)
+        self._recover_replicas()
 
     def transfer_node(self, source: str, target: str, num: int) -> None:
         self.lifecycle.check_healthy()
         self.resources.transfer_node(source, target, num)
+        self._recover_replicas()
 
-    def transfer_replica(self, source: str, target: str, collection_id: int, num: int) -> None:
-        """TransferReplica: validated as Milvus does; a collection with no replicas cannot move any."""
+    async def transfer_replica(self, source: str, target: str, collection_id: int, num: int) -> None:
+        """TransferReplica: move ``num`` replicas of a collection to another group (validated first)."""
         self.lifecycle.check_healthy()
         self.resources.group(source)
         self.resources.group(target)
@@ -197,17 +373,14 @@ class QueryCoord(Component):
             raise errors.ParameterInvalid("source and target resource groups are the same", rg=source)
         if num <= 0:
             raise errors.ParameterInvalid(f"num_replica must be positive, got {num}")
-        replicas = self.replicas_of(collection_id, source)
-        if not replicas:
+        if self.collections.get(collection_id) is None:
             raise errors.ParameterInvalid("Collection not loaded", collection=collection_id)
+        replicas = self.replicas.in_group(source, collection_id)
         if len(replicas) < num:
             raise errors.ParameterInvalid(
                 f"only {len(replicas)} replicas of the collection in {source}, {num} requested",
                 collection=collection_id)
-
-    def replicas_of(self, collection_id: int, resource_group: str) -> list:
-        """Replicas of a collection in an RG: none until loading lands (README status table)."""
-        return []
+        await self.jobs.transfer_replica(source, target, collection_id, num)
 
     def list_resource_groups(self) -> list[str]:
         self.lifecycle.check_healthy()

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from vecgrid import errors
+from vecgrid.cluster.job.jobs import LoadRequest
 from vecgrid.cluster.querycoord import QueryCoord
 from vecgrid.rpc import common
-from vecgrid.rpc.proto import milvus_pb2, query_coord_pb2, query_coord_pb2_grpc
+from vecgrid.rpc.proto import milvus_pb2, query_coord_pb2, query_coord_pb2_grpc, schema_pb2
 from vecgrid.rpc.server import GrpcServer
 from vecgrid.rpc.service import milvus_servicer
 from vecgrid.rpc.status import success
 
 SERVICE = query_coord_pb2.DESCRIPTOR.services_by_name["QueryCoord"]
+BALANCE_CHECKER = 3  # SuspendBalance / ResumeBalance switch Milvus's balance_checker
 
 
 @milvus_servicer(SERVICE, query_coord_pb2_grpc.QueryCoordServicer)
@@ -62,6 +64,112 @@ class QueryCoordServicer:
         self.coord.resume_node(request.nodeID)
         return success()
 
+    # --- loads -------------------------------------------------------------------------------
+
+    async def LoadCollection(self, request, context):
+        await self.coord.load(LoadRequest(request.collectionID, None, request.replica_number,
+                                          list(request.resource_groups), list(request.load_fields),
+                                          request.refresh))
+        return success()
+
+    async def LoadPartitions(self, request, context):
+        await self.coord.load(LoadRequest(request.collectionID, list(request.partitionIDs), request.replica_number,
+                                          list(request.resource_groups), list(request.load_fields),
+                                          request.refresh))
+        return success()
+
+    async def ReleaseCollection(self, request, context):
+        await self.coord.release_collection(request.collectionID)
+        return success()
+
+    async def ReleasePartitions(self, request, context):
+        await self.coord.release_partitions(request.collectionID, list(request.partitionIDs))
+        return success()
+
+    async def SyncNewCreatedPartition(self, request, context):
+        await self.coord.sync_new_created_partition(request.collectionID, request.partitionID)
+        return success()
+
+    async def UpdateLoadConfig(self, request, context):
+        await self.coord.update_load_config(list(request.collectionIDs), request.replica_number,
+                                            list(request.resource_groups))
+        return success()
+
+    # --- reports ------------------------------------------------------------------------------
+
+    async def ShowCollections(self, request, context):
+        rows = self.coord.show_collections(list(request.collectionIDs))
+        return query_coord_pb2.ShowCollectionsResponse(
+            status=success(), collectionIDs=[r.collection_id for r in rows],
+            inMemory_percentages=[r.percentage for r in rows],
+            query_service_available=[r.available for r in rows],
+            refresh_progress=[r.refresh_progress for r in rows],
+            load_fields=[schema_pb2.LongArray(data=r.load_fields) for r in rows])
+
+    async def ShowPartitions(self, request, context):
+        rows = self.coord.show_partitions(request.collectionID, list(request.partitionIDs))
+        return query_coord_pb2.ShowPartitionsResponse(
+            status=success(), partitionIDs=[p for p, _ in rows], inMemory_percentages=[pct for _, pct in rows],
+            refresh_progress=[100 if pct >= 100 else 0 for _, pct in rows])
+
+    async def GetPartitionStates(self, request, context):
+        return query_coord_pb2.GetPartitionStatesResponse(
+            status=success(),
+            partition_descriptions=self.coord.partition_states(request.collectionID, list(request.partitionIDs)))
+
+    async def GetSegmentInfo(self, request, context):
+        return query_coord_pb2.GetSegmentInfoResponse(
+            status=success(), infos=self.coord.segment_infos(request.collectionID, list(request.segmentIDs)))
+
+    async def GetShardLeaders(self, request, context):
+        return query_coord_pb2.GetShardLeadersResponse(status=success(),
+                                                       shards=self.coord.shard_leaders(request.collectionID))
+
+    async def GetReplicas(self, request, context):
+        return milvus_pb2.GetReplicasResponse(
+            status=success(), replicas=self.coord.replica_infos(request.collectionID, request.with_shard_nodes))
+
+    # --- checkers and balancing ---------------------------------------------------------------
+
+    async def ListCheckers(self, request, context):
+        return query_coord_pb2.ListCheckersResponse(status=success(),
+                                                    checkerInfos=self.coord.list_checkers(list(request.checkerIDs)))
+
+    async def ActivateChecker(self, request, context):
+        self.coord.set_checker_active(request.checkerID, True)
+        return success()
+
+    async def DeactivateChecker(self, request, context):
+        self.coord.set_checker_active(request.checkerID, False)
+        return success()
+
+    async def SuspendBalance(self, request, context):
+        self.coord.set_checker_active(BALANCE_CHECKER, False)
+        return success()
+
+    async def ResumeBalance(self, request, context):
+        self.coord.set_checker_active(BALANCE_CHECKER, True)
+        return success()
+
+    async def CheckBalanceStatus(self, request, context):
+        return query_coord_pb2.CheckBalanceStatusResponse(status=success(), is_active=self.coord.balance_active())
+
+    async def TransferSegment(self, request, context):
+        self.coord.transfer_segment(request)
+        return success()
+
+    async def TransferChannel(self, request, context):
+        self.coord.transfer_channel(request)
+        return success()
+
+    async def LoadBalance(self, request, context):
+        await self.coord.load_balance(request)
+        return success()
+
+    async def CheckQueryNodeDistribution(self, request, context):
+        self.coord.check_query_node_distribution(request.source_nodeID, request.target_nodeID)
+        return success()
+
     # --- resource groups ---------------------------------------------------------------------
 
     async def CreateResourceGroup(self, request, context):
@@ -82,7 +190,7 @@ class QueryCoordServicer:
         return success()
 
     async def TransferReplica(self, request, context):
-        self.coord.transfer_replica(request.source_resource_group, request.target_resource_group,
+        await self.coord.transfer_replica(request.source_resource_group, request.target_resource_group,
                                     request.collectionID, request.num_replica)
         return success()
 

@@ -58,3 +58,7 @@ class DistributionManager:
     def leader_views(self, collection_id: int | None = None) -> list[tuple[int, Q.LeaderView]]:
         return [(n, v) for n, d in sorted(self._nodes.items()) for v in d.leader_views
                 if collection_id is None or v.collection == collection_id]
+
+    def holds(self, node_id: int, segment_id: int) -> bool:
+        dist = self._nodes.get(node_id)
+        return dist is not None and any(s.ID == segment_id for s in dist.segments)

@@ -31,6 +31,7 @@ from :meth:`register_peer`.
 from __future__ import annotations
 
 import asyncio
+import os
 import json
 import socket
 import time
@@ -82,6 +83,14 @@ def _delete_args(ids: schema_pb2.IDs, timestamps: Sequence[int]) -> tuple[np.nda
 def _sealed_scope(scope: int) -> bool:
     """Whether a DataScope covers sealed segments (UnKnown counts as All, as Milvus)."""
     return scope != Q.Streaming
+
+
+LABEL_ENV_PREFIX = "MILVUS_SERVER_LABEL_"
+
+
+def server_labels() -> dict[str, str]:
+    """Node labels from ``MILVUS_SERVER_LABEL_<KEY>=<value>`` (what resource-group node filters match)."""
+    return {k[len(LABEL_ENV_PREFIX):]: v for k, v in os.environ.items() if k.startswith(LABEL_ENV_PREFIX)}
 
 
 class QueryNode(Component):
@@ -140,6 +149,9 @@ class QueryNode(Component):
             "hostname": self.hostname,
             "node_id": self.node_id,
             "state": self.lifecycle.state.name,
+            # The ScoreBased balancer weighs nodes by GPU memory where they have GPUs.
+            "gpu_memory_mb": sum(d.budget_bytes for d in self.devices().devices if d.is_gpu) / (1 << 20),
+            "labels": server_labels(),
         }
 
     def node_mismatch(self, expected: int) -> errors.MilvusError | None:

@@ -38,8 +38,11 @@ def _local_node() -> Any:
     return node
 
 
-async def call(method: str, request: Any) -> Any:
-    """Run ``QueryNode.<method>(request)`` on this worker's node and return its reply."""
+async def call(method: str, request: Any, after: Any = None) -> Any:
+    """Run ``QueryNode.<method>(request)`` on this worker's node and return its reply.
+
+    ``after`` is the future of the step this one depends on: Dask runs this task only once
+    that step succeeded (its value is not used)."""
     if method not in HANDLERS:
         raise errors.ParameterInvalid(f"{method!r} is not a QueryNode task handler")
     return await getattr(_local_node(), method)(request)

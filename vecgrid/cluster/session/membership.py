@@ -118,7 +118,9 @@ class DaskMembership:
             known = self.nodes.get(node_id)
             if known is None or (known.worker, known.address) != (msg["worker"], msg["address"]):
                 self.nodes.add(NodeInfo(node_id=node_id, name=msg["name"], address=msg["address"],
-                                        worker=msg["worker"], hostname=msg.get("hostname", "")))
+                                        worker=msg["worker"], hostname=msg.get("hostname", ""),
+                                        labels=dict(msg.get("labels") or {}),
+                                        gpu_memory_mb=float(msg.get("gpu_memory_mb") or 0.0)))
                 log.info("query node %d (%s) joined at %s", node_id, msg["name"], msg["address"])
             if msg.get("state") == "Stopping":
                 self.nodes.mark_stopping(node_id)

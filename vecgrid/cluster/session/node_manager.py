@@ -19,6 +19,7 @@ class NodeInfo:
     hostname: str = ""
     state: str = NORMAL
     labels: dict[str, str] = field(default_factory=dict)
+    gpu_memory_mb: float = 0.0
     registered_at: float = field(default_factory=time.time)
 
 

@@ -1,0 +1,75 @@
+"""Helpers for QueryCoord tests: a coordinator stub, load-and-wait, and searches through shard leaders
+checked against numpy (what a proxy does: one leader per channel, merge across channels)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vecgrid.gpu.results import from_search_result_data
+from vecgrid.rpc.proto import query_coord_pb2 as Q, query_coord_pb2_grpc
+from tests.conftest import aio_channel, poll_until
+from tests.querynode_support import Dataset, assert_same_knn, reference_search, search_request
+from tests.test_delegator_localcluster import RemoteNode
+
+K = 10
+
+
+class Coord:
+    """The QueryCoord over gRPC, as an external client sees it."""
+
+    def __init__(self, address: str) -> None:
+        self.stub = query_coord_pb2_grpc.QueryCoordStub(aio_channel(address))
+
+    async def call(self, method: str, request):
+        return await getattr(self.stub, method)(request, timeout=120)
+
+    async def ok(self, method: str, request):
+        reply = await self.call(method, request)
+        status = reply if hasattr(reply, "code") else reply.status
+        assert status.code == 0, f"{method}: {status}"
+        return reply
+
+    async def percentage(self, cid: int) -> int:
+        reply = await self.call("ShowCollections", Q.ShowCollectionsRequest(collectionIDs=[cid]))
+        return reply.inMemory_percentages[0] if reply.status.code == 0 else -1
+
+    async def load(self, cid: int, timeout: float = 90, **kw) -> None:
+        await self.ok("LoadCollection", Q.LoadCollectionRequest(collectionID=cid, **kw))
+        await self.wait_loaded(cid, timeout)
+
+    async def wait_loaded(self, cid: int, timeout: float = 90) -> None:
+        async def loaded():
+            return await self.percentage(cid) == 100
+        await poll_until(loaded, timeout, 0.1, f"collection {cid} loaded")
+
+    async def leaders(self, cid: int) -> list[Q.ShardLeadersList]:
+        return list((await self.ok("GetShardLeaders", Q.GetShardLeadersRequest(collectionID=cid))).shards)
+
+
+async def search_via_leaders(coord: Coord, ds: Dataset, xq: np.ndarray, replica_index: int = 0):
+    """Search every channel on one of its leaders and merge: (scores nq×K, keys nq×K)."""
+    larger_is_better = ds.metric in ("IP", "COSINE")
+    hits: list[list[tuple[float, object]]] = [[] for _ in range(len(xq))]
+    for shard in await coord.leaders(ds.collection_id):
+        i = replica_index % len(shard.node_ids)
+        node = RemoteNode(shard.node_ids[i], shard.node_addrs[i])
+        reply = await node.call("Search", search_request(ds, xq, K, channels=[shard.channel_name],
+                                                         from_shard_leader=False, scope=Q.All))
+        assert reply.status.code == 0, reply.status
+        tk = from_search_result_data(reply.sliced_blob)
+        for q in range(tk.nq):
+            for j in range(tk.offsets[q], tk.offsets[q + 1]):
+                hits[q].append((float(tk.scores[j]), tk.ids[j].item()))
+    D = np.full((len(xq), K), np.nan, dtype=np.float32)
+    keys = np.empty((len(xq), K), dtype=object)
+    keys[:] = None
+    for q, row in enumerate(hits):
+        row.sort(key=lambda h: -h[0] if larger_is_better else h[0])
+        for j, (score, key) in enumerate(row[:K]):
+            D[q, j], keys[q, j] = score, key
+    return D, keys
+
+
+async def assert_search_matches(coord: Coord, ds: Dataset, seed: int = 3, replica_index: int = 0) -> None:
+    xq = np.random.default_rng(seed).standard_normal((5, ds.vectors.shape[1])).astype(np.float32)
+    assert_same_knn(*reference_search(ds, xq, K), *await search_via_leaders(coord, ds, xq, replica_index))

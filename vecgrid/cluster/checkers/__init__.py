@@ -1,0 +1,1 @@
+"""Periodic reconcilers that diff targets against the distribution and emit tasks."""

@@ -1,0 +1,110 @@
+"""What every checker sees, and the controller that runs them, as Milvus's ``checkers.CheckerController``.
+
+Checkers are plain classes with a ``check()`` that reads meta, targets and the
+distribution and returns tasks; the controller runs each on its own period (or at
+once when poked by a job or an observer) and hands the tasks to the scheduler.
+Ids and names are Milvus's (behaviour sheet §1); all start active; a deactivated
+checker returns no tasks, except that the balance checker still drains stopping and
+read-only nodes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from vecgrid import errors
+from vecgrid.cluster.dist.distribution import DistributionManager
+from vecgrid.cluster.meta.collection_manager import CollectionManager
+from vecgrid.cluster.meta.replica_manager import ReplicaManager
+from vecgrid.cluster.meta.target_manager import TargetManager
+from vecgrid.cluster.session.node_manager import NodeManager
+from vecgrid.cluster.task.scheduler import TaskScheduler
+from vecgrid.cluster.task.task import Task
+from vecgrid.storage.catalog import Catalog
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class CheckerContext:
+    nodes: NodeManager
+    collections: CollectionManager
+    replicas: ReplicaManager
+    targets: TargetManager
+    dist: DistributionManager
+    scheduler: TaskScheduler
+    catalog: Catalog
+    balancer: Any            # vecgrid.cluster.balance.Balancer
+    auto_balance: bool = True
+
+    def online(self, node_id: int) -> bool:
+        return self.nodes.get(node_id) is not None
+
+
+class Checker:
+    id: int = 0
+    name: str = ""
+
+    def __init__(self, ctx: CheckerContext, interval_s: float) -> None:
+        self.ctx = ctx
+        self.interval_s = interval_s
+        self.active = True
+
+    def check(self) -> list[Task]:
+        raise NotImplementedError
+
+
+class CheckerController:
+    def __init__(self, checkers: list[Checker]) -> None:
+        self.checkers = {c.id: c for c in checkers}
+        self._wake = {c.id: asyncio.Event() for c in checkers}
+        self._loops: list[asyncio.Task] = []
+
+    def start(self) -> None:
+        self._loops = [asyncio.ensure_future(self._loop(c)) for c in self.checkers.values()]
+
+    async def stop(self) -> None:
+        for t in self._loops:
+            t.cancel()
+        await asyncio.gather(*self._loops, return_exceptions=True)
+        self._loops = []
+
+    def poke(self) -> None:
+        """Run every checker now (Milvus's "manual check" after a job or an observer change)."""
+        for event in self._wake.values():
+            event.set()
+
+    def run_once(self, checker: Checker) -> int:
+        added = 0
+        for task in checker.check():
+            added += checker.ctx.scheduler.add(task)
+        return added
+
+    async def _loop(self, checker: Checker) -> None:
+        wake = self._wake[checker.id]
+        while True:
+            try:
+                await asyncio.wait_for(wake.wait(), checker.interval_s)
+            except asyncio.TimeoutError:
+                pass
+            wake.clear()
+            try:
+                self.run_once(checker)
+            except Exception:  # noqa: BLE001 - one bad round must not stop the checker
+                log.exception("%s failed", checker.name)
+
+    # --- ListCheckers / ActivateChecker / DeactivateChecker -----------------------------------
+
+    def get(self, checker_id: int) -> Checker:
+        checker = self.checkers.get(checker_id)
+        if checker is None:
+            raise errors.ServiceInternal(f"checker type not found: {checker_id}")
+        return checker
+
+    def set_active(self, checker_id: int, active: bool) -> None:
+        self.get(checker_id).active = active
+        if active:
+            self._wake[checker_id].set()

@@ -1,0 +1,86 @@
+"""Checker 2, ``segment_checker``: every replica holds every sealed segment of its targets once.
+
+Per replica: segments of the current or next target missing from the replica's nodes
+are loaded — L0 segments on the channel's shard leader itself and first, the others
+where the balancer puts them among the read-write nodes — but only for channels that
+have a shard leader in the replica (the leader is what makes a loaded segment
+searchable).  Segments in neither target are released, and of a segment held twice in
+one replica the older copy goes (Low priority).  Segments of collections no longer
+loaded, or on nodes outside every replica, are released directly.
+"""
+
+from __future__ import annotations
+
+from vecgrid.cluster.balance import SegmentItem
+from vecgrid.cluster.checkers.base import Checker
+from vecgrid.cluster.dist.leaders import leader_of, replica_nodes
+from vecgrid.cluster.meta.target_manager import Scope, SegmentRef
+from vecgrid.cluster.task.task import Priority, SegmentTask, Task
+from vecgrid.rpc.proto import data_coord_pb2
+
+NAME = "segment_checker"
+
+
+def _ref(seg) -> SegmentRef:
+    return SegmentRef(seg.ID, seg.partition, seg.channel, seg.level, 0)
+
+
+class SegmentChecker(Checker):
+    id = 2
+    name = NAME
+
+    def check(self) -> list[Task]:
+        if not self.active:
+            return []
+        ctx = self.ctx
+        tasks: list[Task] = []
+        loaded = set(ctx.collections.ids())
+        for cid in sorted(loaded):
+            wanted = ctx.targets.segments(cid, Scope.CURRENT_OR_NEXT)
+            members_any: set[int] = set()
+            for replica in ctx.replicas.of_collection(cid):
+                members = replica_nodes(replica)
+                members_any |= members
+                held: dict[int, list[tuple[int, int]]] = {}
+                refs: dict[int, SegmentRef] = {}
+                for node_id, seg in ctx.dist.segments(cid):
+                    if node_id in members:
+                        held.setdefault(seg.ID, []).append((seg.version, node_id))
+                        refs[seg.ID] = _ref(seg)
+                tasks += self._lacking(cid, replica, [r for sid, r in sorted(wanted.items()) if sid not in held])
+                for sid, holders in sorted(held.items()):
+                    if sid not in wanted:
+                        tasks += [SegmentTask(cid, replica.ID, refs[sid], source=n, origin=NAME) for _, n in holders]
+                    elif len(holders) > 1:
+                        tasks += [SegmentTask(cid, replica.ID, wanted[sid], source=n, origin=NAME,
+                                              priority=Priority.LOW) for _, n in sorted(holders)[:-1]]
+            tasks += [SegmentTask(cid, -1, _ref(seg), source=n, origin=NAME)
+                      for n, seg in ctx.dist.segments(cid) if n not in members_any]
+        for node_id, seg in ctx.dist.segments():
+            if seg.collection not in loaded:
+                tasks.append(SegmentTask(seg.collection, -1, _ref(seg), source=node_id, origin=NAME))
+        return tasks
+
+    def _lacking(self, cid: int, replica, lacking: list[SegmentRef]) -> list[Task]:
+        ctx = self.ctx
+        tasks: list[Task] = []
+        by_channel: dict[str, list[SegmentRef]] = {}
+        for ref in lacking:
+            by_channel.setdefault(ref.channel, []).append(ref)
+        for channel, refs in sorted(by_channel.items()):
+            leader = leader_of(ctx.dist, replica, channel)
+            if leader is None or not replica.nodes:
+                continue
+            l0 = [r for r in refs if r.level == data_coord_pb2.L0]
+            tasks += [SegmentTask(cid, replica.ID, r, target=leader[0], origin=NAME, priority=Priority.HIGH)
+                      for r in l0]
+            if l0:
+                continue  # the channel's deletes first: other segments load once its L0 segments serve
+            rest = [SegmentItem(r.segment_id, cid, r.partition_id, r.channel, r.num_rows)
+                    for r in refs if r.level != data_coord_pb2.L0]
+            by_id = {r.segment_id: r for r in refs}
+            for plan in ctx.balancer.assign_segments(cid, rest, list(replica.nodes), replica_id=replica.ID,
+                                                     forced=True):
+                tasks.append(SegmentTask(cid, replica.ID, by_id[plan.segment.segment_id], target=plan.target,
+                                         origin=NAME))
+        return tasks

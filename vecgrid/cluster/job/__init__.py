@@ -1,0 +1,1 @@
+"""User requests (load, release, update load config) run as serial per-collection jobs."""
