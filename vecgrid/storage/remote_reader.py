@@ -4,13 +4,17 @@ Query nodes on other hosts cannot open the coordinator's WAL files; they read a
 channel through this class, which has the same interface as the local
 :class:`~vecgrid.storage.wal.WalReader`, so the consumer code does not care which
 it has.  A background thread drains the gRPC stream into a queue; ``read(timeout)``
-takes from it.  ``seek`` restarts the stream at the new position.
+takes from it.  ``seek`` restarts the stream at the new position.  When the stream
+breaks (the coordinator restarted or the network dropped) the reader reconnects
+after ``RECONNECT_S`` and resumes after the last record it returned, so a consumer
+never sees a gap or a duplicate.
 """
 
 from __future__ import annotations
 
 import queue
 import threading
+import time
 from typing import Literal
 
 import grpc
@@ -19,6 +23,10 @@ from vecgrid.rpc.proto import msg_pb2, wal_stream_pb2, wal_stream_pb2_grpc
 from vecgrid.storage.wal import ChannelReader, Position, WalClosedError, WalError, WalRecord
 
 _END = object()
+_BROKEN = object()   # the stream broke in a way worth reconnecting for
+_TRANSIENT = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.ABORTED,
+              grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN}
+RECONNECT_S = 0.5
 
 
 class RemoteChannelReader(ChannelReader):
@@ -31,6 +39,7 @@ class RemoteChannelReader(ChannelReader):
         self._call = None
         self._queue: queue.Queue = queue.Queue()
         self._closed = False
+        self._start, self._inclusive = start, inclusive
         self.seek(start, inclusive=inclusive)
 
     @property
@@ -43,6 +52,7 @@ class RemoteChannelReader(ChannelReader):
 
     def seek(self, start, *, inclusive: bool = False) -> None:
         self._cancel()
+        self._start, self._inclusive = start, inclusive
         request = wal_stream_pb2.ReadRequest(channel=self._channel, inclusive=inclusive, latest=start == "latest")
         if isinstance(start, Position):
             request.start.CopyFrom(msg_pb2.MsgPosition(**start.to_msg_position_kwargs()))
@@ -57,7 +67,9 @@ class RemoteChannelReader(ChannelReader):
             for record in call:
                 out.put(record)
         except grpc.RpcError as e:
-            if e.code() != grpc.StatusCode.CANCELLED:
+            if e.code() in _TRANSIENT:
+                out.put(_BROKEN)
+            elif e.code() != grpc.StatusCode.CANCELLED:
                 out.put(WalError(f"channel stream failed: {e.code().name} {e.details()}"))
         out.put(_END)
 
@@ -68,15 +80,25 @@ class RemoteChannelReader(ChannelReader):
             item = self._queue.get(timeout=timeout) if timeout != 0 else self._queue.get_nowait()
         except queue.Empty:
             return None
-        if item is _END:
-            self._queue.put(_END)
-            raise WalError(f"channel stream of {self._channel!r} ended")
+        if item is _BROKEN or item is _END:
+            self._reconnect()
+            return None
         if isinstance(item, Exception):
             self._queue.put(item)
             raise item
         position = Position.from_msg_position(item.position)
         self._position = position
         return WalRecord(position=position, kind=item.kind, payload=item.payload)
+
+    def _reconnect(self) -> None:
+        """Resume after the last record returned (or at the original start if there was none)."""
+        time.sleep(RECONNECT_S)
+        if self._closed:
+            return
+        if self._position is not None:
+            self.seek(self._position, inclusive=False)
+        else:
+            self.seek(self._start, inclusive=self._inclusive)
 
     def _cancel(self) -> None:
         if self._call is not None:

@@ -1,0 +1,439 @@
+"""Balancers (``vecgrid.cluster.balance``) over a dict-backed ``ClusterView``."""
+
+from __future__ import annotations
+
+import pytest
+
+from vecgrid.cluster.balance import (CHANNEL_BATCH_SIZE, DEFAULT_BALANCER, SEGMENT_BATCH_SIZE, ChannelItem,
+                                     ChannelPlan, ReplicaNodes, RoundRobinBalancer, RowCountBasedBalancer,
+                                     ScoreBasedBalancer, SegmentItem, SegmentPlan, make_balancer)
+
+CID = 100
+ALL = (RoundRobinBalancer, RowCountBasedBalancer, ScoreBasedBalancer)
+MOVERS = (RowCountBasedBalancer, ScoreBasedBalancer)
+
+
+class FakeView:
+    """Nodes, their segments/channels and in-flight deltas, all in dicts."""
+
+    def __init__(self, *nodes: int, state: str = "Normal", capacity: float = 0.0) -> None:
+        self.states: dict[int, str] = {}
+        self.caps: dict[int, float] = {}
+        self.segs: dict[int, list[SegmentItem]] = {}
+        self.chans: dict[int, list[ChannelItem]] = {}
+        self.growing: dict[tuple[int, int], int] = {}
+        self.pend_rows: dict[tuple[int, int], int] = {}
+        self.pend_chans: dict[tuple[int, int], int] = {}
+        self.leaders: dict[tuple[int, int], int] = {}
+        self.channel_flight: set[int] = set()
+        self.segment_flight: set[int] = set()
+        for n in nodes:
+            self.add_node(n, state, capacity)
+
+    def add_node(self, node: int, state: str = "Normal", capacity: float = 0.0) -> None:
+        self.states[node], self.caps[node] = state, capacity
+        self.segs.setdefault(node, [])
+        self.chans.setdefault(node, [])
+
+    def put(self, node: int, *segments: SegmentItem) -> None:
+        self.segs[node].extend(segments)
+
+    def watch(self, node: int, *channels: ChannelItem) -> None:
+        self.chans[node].extend(channels)
+
+    def apply(self, segment_plans=(), channel_plans=()) -> None:
+        """Complete the plans: the distribution afterwards."""
+        for p in segment_plans:
+            if p.source >= 0:
+                self.segs[p.source].remove(p.segment)
+            self.segs[p.target].append(p.segment)
+        for p in channel_plans:
+            if p.source >= 0:
+                self.chans[p.source].remove(p.channel)
+            self.chans[p.target].append(p.channel)
+
+    def rows(self, node: int, cid: int | None = CID) -> int:
+        return sum(s.num_rows for s in self.segs[node] if cid is None or s.collection_id == cid)
+
+    # --- ClusterView ------------------------------------------------------------------
+
+    def node_state(self, node_id):
+        return self.states.get(node_id, "")
+
+    def node_capacity_mb(self, node_id):
+        return self.caps.get(node_id, 0.0)
+
+    def segments(self, node_id, collection_id=None):
+        return [s for s in self.segs.get(node_id, []) if collection_id is None or s.collection_id == collection_id]
+
+    def channels(self, node_id, collection_id=None):
+        return [c for c in self.chans.get(node_id, []) if collection_id is None or c.collection_id == collection_id]
+
+    def growing_rows(self, node_id, collection_id):
+        return self.growing.get((node_id, collection_id), 0)
+
+    def _delta(self, table, node_id, collection_id):
+        return sum(v for (n, c), v in table.items() if n == node_id and collection_id in (None, c))
+
+    def pending_rows(self, node_id, collection_id=None):
+        return self._delta(self.pend_rows, node_id, collection_id)
+
+    def pending_channels(self, node_id, collection_id=None):
+        return self._delta(self.pend_chans, node_id, collection_id)
+
+    def delegators(self, node_id, collection_id):
+        return self.leaders.get((node_id, collection_id), 0)
+
+    def channel_task_in_flight(self, collection_id):
+        return collection_id in self.channel_flight
+
+    def segment_task_in_flight(self, collection_id):
+        return collection_id in self.segment_flight
+
+
+def segs(n: int, rows: int = 1000, start: int = 1, cid: int = CID) -> list[SegmentItem]:
+    return [SegmentItem(start + i, cid, 1, f"ch-{cid}-0", rows) for i in range(n)]
+
+
+def chans(n: int, cid: int = CID, start: int = 0) -> list[ChannelItem]:
+    return [ChannelItem(f"ch-{cid}-{i}", cid) for i in range(start, start + n)]
+
+
+def rows_per_target(plans: list[SegmentPlan]) -> dict[int, int]:
+    out: dict[int, int] = {}
+    for p in plans:
+        out[p.target] = out.get(p.target, 0) + p.segment.num_rows
+    return out
+
+
+def replica(rw=(1, 2), ro=()) -> ReplicaNodes:
+    return ReplicaNodes(7, CID, tuple(rw), tuple(ro))
+
+
+# --- assignment -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("cls", ALL)
+def test_even_assignment_over_empty_nodes(cls):
+    view = FakeView(1, 2)
+    plans = cls(view).assign_segments(CID, segs(10), [1, 2], replica_id=7)
+    assert len(plans) == 10
+    assert all(p.source == -1 and p.replica_id == 7 for p in plans)
+    assert rows_per_target(plans) == {1: 5000, 2: 5000}
+    assert len({p.segment.segment_id for p in plans}) == 10
+
+
+@pytest.mark.parametrize("cls", MOVERS)
+def test_assignment_respects_existing_load(cls):
+    view = FakeView(1, 2)
+    view.put(1, *segs(5, start=100))
+    plans = cls(view).assign_segments(CID, segs(4), [1, 2])
+    assert rows_per_target(plans) == {2: 4000}
+
+
+@pytest.mark.parametrize("cls", MOVERS)
+def test_assignment_counts_growing_and_pending_rows(cls):
+    view = FakeView(1, 2)
+    view.pend_rows[(1, CID)] = 3000
+    view.growing[(2, CID)] = 1000
+    plans = cls(view).assign_segments(CID, segs(4), [1, 2])
+    assert rows_per_target(plans) == {1: 1000, 2: 3000}
+
+
+def test_round_robin_deals_from_least_loaded_node():
+    view = FakeView(1, 2, 3)
+    view.put(1, *segs(2, start=100))
+    view.put(3, *segs(1, start=200))
+    plans = RoundRobinBalancer(view).assign_segments(CID, segs(4), [1, 2, 3])
+    assert [p.target for p in plans] == [2, 3, 1, 2]
+
+
+def test_score_based_assignment_is_capacity_proportional():
+    view = FakeView(1, 2)
+    view.caps.update({1: 2000.0, 2: 1000.0})
+    plans = ScoreBasedBalancer(view).assign_segments(CID, segs(30), [1, 2])
+    got = rows_per_target(plans)
+    assert got[1] == pytest.approx(2 * got[2], rel=0.1)
+    # One node without a reported capacity: fair shares are even again.
+    view.caps[2] = 0.0
+    assert rows_per_target(ScoreBasedBalancer(view).assign_segments(CID, segs(30), [1, 2])) == {1: 15000, 2: 15000}
+
+
+def test_score_based_reserves_room_for_delegators():
+    view = FakeView(1, 2)
+    view.leaders[(1, CID)] = 2
+    got = rows_per_target(ScoreBasedBalancer(view).assign_segments(CID, segs(20), [1, 2]))
+    assert got[2] > got[1]
+
+
+def test_score_based_counts_other_collections_lightly():
+    view = FakeView(1, 2)
+    view.put(1, *segs(30, rows=1000, start=500, cid=200))  # 30,000 rows of another collection
+    got = rows_per_target(ScoreBasedBalancer(view).assign_segments(CID, segs(10), [1, 2]))
+    # 0.1 × 30,000 rows elsewhere weigh like ~2,700 of this collection's rows (1.1 per row).
+    assert got == {1: 4000, 2: 6000}
+
+
+@pytest.mark.parametrize("cls", ALL)
+def test_non_forced_assignment_uses_normal_nodes_only(cls):
+    view = FakeView(1)
+    view.add_node(2, "Stopping")
+    view.add_node(3, "")  # offline / unknown
+    plans = cls(view).assign_segments(CID, segs(6), [1, 2, 3])
+    assert {p.target for p in plans} == {1}
+    forced = cls(view).assign_segments(CID, segs(6), [1, 2, 3], forced=True)
+    assert {p.target for p in forced} == {1, 2, 3}
+    ch = cls(view).assign_channels(CID, chans(2), [1, 2, 3])
+    assert {p.target for p in ch} == {1}
+    assert cls(view).assign_segments(CID, segs(2), [2, 3]) == []
+
+
+@pytest.mark.parametrize("cls", ALL)
+def test_assignment_never_targets_a_node_holding_the_segment(cls):
+    view = FakeView(1, 2)
+    view.put(2, *segs(3, rows=10_000, start=100))
+    view.put(1, SegmentItem(1, CID, 1, "ch-100-0", 1000))
+    plans = cls(view).assign_segments(CID, segs(1), [1, 2])
+    assert [(p.segment.segment_id, p.target) for p in plans] == [(1, 2)]
+    view.put(2, SegmentItem(1, CID, 1, "ch-100-0", 1000))
+    assert cls(view).assign_segments(CID, segs(1), [1, 2]) == []
+
+
+@pytest.mark.parametrize("cls", ALL)
+def test_channel_assignment_spreads_channels(cls):
+    view = FakeView(1, 2)
+    view.watch(1, *chans(2, cid=200))
+    plans = cls(view).assign_channels(CID, chans(4), [1, 2], replica_id=7)
+    assert all(isinstance(p, ChannelPlan) and p.source == -1 and p.replica_id == 7 for p in plans)
+    per = {n: sum(p.target == n for p in plans) for n in (1, 2)}
+    assert sum(per.values()) == 4 and per[1] >= 1 and per[2] >= 2
+
+
+def test_score_based_channel_assignment_weights_this_collection():
+    view = FakeView(1, 2)
+    view.watch(1, *chans(5, cid=200))   # five channels of another collection: score 5
+    view.watch(2, *chans(1))            # one channel of this one: score 10
+    plans = ScoreBasedBalancer(view).assign_channels(CID, chans(1, start=1), [1, 2])
+    assert [p.target for p in plans] == [1]
+
+
+@pytest.mark.parametrize("cls", ALL)
+def test_assignment_is_deterministic(cls):
+    view = FakeView(3, 1, 2)
+    items = segs(9)
+    a = cls(view).assign_segments(CID, items, [3, 1, 2])
+    b = cls(view).assign_segments(CID, list(reversed(items)), [2, 3, 1])
+    assert sorted(a, key=lambda p: p.segment.segment_id) == sorted(b, key=lambda p: p.segment.segment_id)
+
+
+# --- stopping balance ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("cls", ALL)
+def test_stopping_balance_drains_read_only_nodes(cls):
+    view = FakeView(1, 2, 3)
+    view.put(1, *segs(2, start=100))
+    view.put(2, *segs(2, start=200))
+    view.put(3, *segs(8))
+    view.watch(3, *chans(1))
+    view.watch(1, *chans(1, start=1))
+    bal = cls(view)
+    rep = replica(rw=(1, 2), ro=(3,))
+    seg_plans, ch_plans = bal.balance_replica(rep)
+    assert seg_plans == []  # channels first
+    assert [(p.channel.channel, p.source) for p in ch_plans] == [("ch-100-0", 3)]
+    assert ch_plans[0].target in (1, 2)
+    view.apply(channel_plans=ch_plans)
+    seg_plans, ch_plans = bal.balance_replica(rep)
+    assert ch_plans == []
+    assert len(seg_plans) == 8  # all of them, no batch limit
+    assert {p.source for p in seg_plans} == {3} and {p.target for p in seg_plans} <= {1, 2}
+    view.apply(seg_plans)
+    assert view.rows(3) == 0
+    if cls is not RoundRobinBalancer:
+        assert view.rows(1) == view.rows(2) == 6000
+    assert bal.balance_replica(rep) == ([], [])
+
+
+@pytest.mark.parametrize("cls", ALL)
+def test_stopping_rw_node_is_drained_to_normal_nodes(cls):
+    view = FakeView(1, 2)
+    view.add_node(3, "Stopping")
+    view.put(3, *segs(4))
+    seg_plans, ch_plans = cls(view).balance_replica(replica(rw=(1, 2, 3)))
+    assert ch_plans == [] and len(seg_plans) == 4
+    assert {p.source for p in seg_plans} == {3} and {p.target for p in seg_plans} == {1, 2}
+
+
+def test_stopping_balance_skips_segments_already_on_a_target():
+    view = FakeView(1, 2, 3)
+    view.put(3, *segs(2))
+    view.put(1, segs(1)[0])
+    seg_plans, _ = ScoreBasedBalancer(view).balance_replica(replica(rw=(1, 2), ro=(3,)))
+    targets = {p.segment.segment_id: p.target for p in seg_plans}
+    assert set(targets) == {1, 2} and targets[1] == 2
+
+
+def test_stopping_segments_wait_for_channel_tasks():
+    view = FakeView(1, 2, 3)
+    view.put(3, *segs(2))
+    view.channel_flight.add(CID)
+    assert ScoreBasedBalancer(view).balance_replica(replica(rw=(1, 2), ro=(3,))) == ([], [])
+
+
+# --- automatic balance ----------------------------------------------------------------------
+
+def test_round_robin_never_moves():
+    view = FakeView(1, 2)
+    view.put(1, *segs(10))
+    view.watch(1, *chans(4))
+    assert RoundRobinBalancer(view).balance_replica(replica()) == ([], [])
+
+
+@pytest.mark.parametrize("cls", MOVERS)
+def test_moves_off_an_overloaded_node_until_balanced(cls):
+    view = FakeView(1, 2)
+    view.put(1, *segs(10))
+    bal = cls(view)
+    seg_plans, ch_plans = bal.balance_replica(replica())
+    assert ch_plans == []
+    assert 0 < len(seg_plans) <= SEGMENT_BATCH_SIZE
+    assert all(p.source == 1 and p.target == 2 and p.replica_id == 7 for p in seg_plans)
+    for _ in range(5):
+        view.apply(seg_plans)
+        seg_plans, _ = bal.balance_replica(replica())
+        if not seg_plans:
+            break
+    assert seg_plans == []
+    assert view.rows(1) == view.rows(2) == 5000
+
+
+@pytest.mark.parametrize("cls", MOVERS)
+def test_no_moves_when_balanced_within_tolerance(cls):
+    view = FakeView(1, 2)
+    view.put(1, *segs(5), SegmentItem(50, CID, 1, "ch-100-0", 100))
+    view.put(2, *segs(5, start=100))
+    assert cls(view).balance_replica(replica()) == ([], [])
+    view2 = FakeView(1, 2)
+    view2.put(1, *segs(3))
+    view2.put(2, *segs(2, start=100))
+    assert cls(view2).balance_replica(replica()) == ([], [])
+
+
+@pytest.mark.parametrize("cls", MOVERS)
+def test_balance_only_over_normal_rw_nodes(cls):
+    view = FakeView(1, 2, 4)
+    view.put(1, *segs(10))
+    seg_plans, _ = cls(view).balance_replica(replica(rw=(1, 2)))
+    assert {p.target for p in seg_plans} == {2}
+
+
+@pytest.mark.parametrize("cls", MOVERS)
+def test_segments_held_twice_in_the_replica_stay(cls):
+    view = FakeView(1, 2)
+    view.put(1, *segs(6))
+    view.put(2, *segs(6))  # every segment also on node 2: a move in progress
+    view.put(1, *segs(4, start=100))
+    seg_plans, _ = cls(view).balance_replica(replica())
+    assert {p.segment.segment_id for p in seg_plans} <= set(range(100, 104))
+
+
+def test_score_based_segment_batch_limit():
+    view = FakeView(1, 2)
+    view.put(1, *segs(40))
+    seg_plans, _ = ScoreBasedBalancer(view).balance_replica(replica())
+    assert len(seg_plans) == SEGMENT_BATCH_SIZE
+    # Two overloaded nodes: the "more than" checks let one plan above the batch through.
+    view = FakeView(1, 2, 3)
+    view.put(1, *segs(20))
+    view.put(2, *segs(20, start=100))
+    seg_plans, _ = ScoreBasedBalancer(view).balance_replica(replica(rw=(1, 2, 3)))
+    assert SEGMENT_BATCH_SIZE <= len(seg_plans) <= SEGMENT_BATCH_SIZE + 1
+    assert {p.target for p in seg_plans} == {3}
+
+
+def test_row_count_segment_batch_limit():
+    view = FakeView(1, 2)
+    view.put(1, *segs(40))
+    seg_plans, _ = RowCountBasedBalancer(view).balance_replica(replica())
+    assert len(seg_plans) == SEGMENT_BATCH_SIZE
+
+
+def test_row_count_moves_largest_gain_first():
+    view = FakeView(1, 2)
+    view.put(1, SegmentItem(1, CID, 1, "c", 100), SegmentItem(2, CID, 1, "c", 2000), SegmentItem(3, CID, 1, "c", 900))
+    seg_plans, _ = RowCountBasedBalancer(view).balance_replica(replica())
+    # 3000 vs 0 rows: moving 2000 leaves a gap of 1000, 900 one of 1200, 100 one of 2800.
+    # Afterwards node 2 (2000) is the one above the average, and no segment narrows the gap.
+    assert [(p.segment.segment_id, p.source, p.target) for p in seg_plans] == [(2, 1, 2)]
+
+
+def test_score_based_channel_batch_limit_and_balance():
+    view = FakeView(1, 2, 3)
+    view.watch(1, *chans(4))
+    bal = ScoreBasedBalancer(view)
+    seg_plans, ch_plans = bal.balance_replica(replica(rw=(1, 2, 3)))
+    assert seg_plans == [] and len(ch_plans) == CHANNEL_BATCH_SIZE
+    assert ch_plans[0].source == 1 and ch_plans[0].target in (2, 3)
+    for _ in range(5):
+        view.apply(channel_plans=ch_plans)
+        _, ch_plans = bal.balance_replica(replica(rw=(1, 2, 3)))
+    assert sorted(len(view.chans[n]) for n in (1, 2, 3)) == [1, 1, 2]
+
+
+def test_row_count_channel_balance():
+    view = FakeView(1, 2)
+    view.watch(1, *chans(3))
+    seg_plans, ch_plans = RowCountBasedBalancer(view).balance_replica(replica())
+    assert seg_plans == [] and [(p.source, p.target) for p in ch_plans] == [(1, 2)]
+    view.apply(channel_plans=ch_plans)
+    assert RowCountBasedBalancer(view).balance_replica(replica()) == ([], [])
+
+
+@pytest.mark.parametrize("cls", MOVERS)
+def test_channels_before_segments(cls):
+    view = FakeView(1, 2)
+    view.put(1, *segs(10))
+    view.watch(1, *chans(2))
+    bal = cls(view)
+    seg_plans, ch_plans = bal.balance_replica(replica())
+    assert seg_plans == [] and len(ch_plans) == 1
+    # A segment move in flight: no channel moves, but segments may move.
+    view.segment_flight.add(CID)
+    seg_plans, ch_plans = bal.balance_replica(replica())
+    assert ch_plans == [] and seg_plans
+    # A channel move in flight (channels balanced already): no segment moves.
+    view.segment_flight.clear()
+    view.apply(channel_plans=bal.balance_replica(replica())[1])
+    view.channel_flight.add(CID)
+    assert bal.balance_replica(replica()) == ([], [])
+    view.channel_flight.clear()
+    assert bal.balance_replica(replica())[0]
+
+
+def test_score_based_moves_toward_larger_capacity():
+    view = FakeView(1, 2)
+    view.caps.update({1: 1000.0, 2: 3000.0})
+    view.put(1, *segs(8))
+    view.put(2, *segs(8, start=100))
+    bal = ScoreBasedBalancer(view)
+    for _ in range(10):
+        seg_plans, _ = bal.balance_replica(replica())
+        if not seg_plans:
+            break
+        assert all(p.source == 1 and p.target == 2 for p in seg_plans)
+        view.apply(seg_plans)
+    assert view.rows(2) == pytest.approx(3 * view.rows(1), rel=0.25)
+
+
+# --- factory ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name,cls", [("RoundRobinBalancer", RoundRobinBalancer),
+                                      ("RowCountBasedBalancer", RowCountBasedBalancer),
+                                      ("ScoreBasedBalancer", ScoreBasedBalancer),
+                                      ("MultipleTargetBalancer", ScoreBasedBalancer),
+                                      ("NoSuchBalancer", ScoreBasedBalancer),
+                                      ("", ScoreBasedBalancer)])
+def test_make_balancer(name, cls):
+    view = FakeView(1)
+    bal = make_balancer(name, view)
+    assert type(bal) is cls and bal.view is view
+    assert DEFAULT_BALANCER == "ScoreBasedBalancer"
