@@ -1,0 +1,182 @@
+"""Partitions, resource groups with loaded replicas, and the manual balance operations, on a 3-worker
+LocalCluster; searches after each step equal a numpy reference over the loaded partitions."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import pytest_asyncio
+
+from vecgrid.deploy import EmbeddedCluster
+from vecgrid.rpc.proto import milvus_pb2, query_coord_pb2 as Q, rg_pb2
+from vecgrid.storage.bulk_import import ImportOptions, bulk_import
+from tests.conftest import poll_until
+from tests.querycoord_support import Coord, assert_search_matches
+from tests.querynode_support import _table, import_collection
+from tests.test_querycoord_load import fast_settings
+
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]
+
+DEFAULT_RG = "__default_resource_group"
+
+
+def import_partition(ds, root, partition: str, n: int):
+    """Rows with their own keys into a new partition; returns the dataset of both partitions."""
+    table, pks, vectors, cols = _table(n, 77, "pk", False)
+    pks = pks + 10_000_000
+    table = table.set_column(0, "pk", pa.array(pks))
+    src = root / f"{partition}.parquet"
+    pq.write_table(table, src)
+    bulk_import(ds.data_dir, [str(src)], ImportOptions(collection=ds.name, primary_key="pk", metric=ds.metric,
+                                                       index=ds.index, shards=2, segment_rows=200,
+                                                       partition=partition))
+    return replace(ds, pks=np.concatenate([ds.pks, pks]), vectors=np.concatenate([ds.vectors, vectors]))
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def env(tmp_path_factory):
+    root = tmp_path_factory.mktemp("ops")
+    ds = import_collection(root, "ops", metric="IP", index="FLAT", n=800, shards=2, segment_rows=200, seed=5)
+    both = import_partition(ds, root, "p1", 400)
+    cluster = EmbeddedCluster(fast_settings(ds.data_dir))
+    await asyncio.wait_for(cluster.start(), 120)
+    yield cluster, Coord(cluster.addresses.grpc), ds, both
+    await asyncio.wait_for(cluster.stop(), 60)
+
+
+def partition_ids(cluster, cid):
+    coll = cluster.coord.catalog.get_collection(cid)
+    return {p.partitionName: p.partitionID for p in coll.partitions}
+
+
+async def test_partitions(env):
+    cluster, coord, ds, both = env
+    cid = ds.collection_id
+    parts = partition_ids(cluster, cid)
+    default, p1 = parts["_default"], parts["p1"]
+    await coord.ok("LoadPartitions", Q.LoadPartitionsRequest(collectionID=cid, partitionIDs=[default]))
+    await coord.wait_loaded(cid)
+    await assert_search_matches(coord, ds)           # only the default partition is searched
+    reply = await coord.call("ShowPartitions", Q.ShowPartitionsRequest(collectionID=cid, partitionIDs=[p1]))
+    assert reply.status.code == 201
+    reply = await coord.call("GetPartitionStates", Q.GetPartitionStatesRequest(collectionID=cid, partitionIDs=[p1]))
+    assert reply.status.code == 201
+    # another replica number for loaded partitions is refused
+    reply = await coord.call("LoadPartitions", Q.LoadPartitionsRequest(collectionID=cid, partitionIDs=[p1],
+                                                                       replica_number=2))
+    assert reply.code == 1100
+    await coord.ok("LoadPartitions", Q.LoadPartitionsRequest(collectionID=cid, partitionIDs=[p1]))
+    await coord.wait_loaded(cid)
+    shown = await coord.ok("ShowPartitions", Q.ShowPartitionsRequest(collectionID=cid))
+    assert sorted(shown.partitionIDs) == sorted([default, p1]) and list(shown.inMemory_percentages) == [100, 100]
+    await assert_search_matches(coord, both)
+
+    await coord.ok("ReleasePartitions", Q.ReleasePartitionsRequest(collectionID=cid, partitionIDs=[p1]))
+    assert all(s.partition != p1 for _, s in cluster.coord.dist.segments(cid))
+
+    async def default_only():
+        try:
+            await assert_search_matches(coord, ds)
+        except AssertionError:
+            return False
+        return True
+    await poll_until(default_only, 20, what="p1 out of the search")
+    # releasing every loaded partition releases the collection
+    await coord.ok("ReleasePartitions", Q.ReleasePartitionsRequest(collectionID=cid, partitionIDs=[default]))
+    reply = await coord.call("ShowCollections", Q.ShowCollectionsRequest(collectionIDs=[cid]))
+    assert reply.status.code == 101
+
+
+async def test_new_partition_of_a_loaded_collection(env):
+    cluster, coord, ds, both = env
+    cid = ds.collection_id
+    await coord.load(cid)
+    created = cluster.coord.catalog.create_partition(cid, "p2")
+    await coord.ok("SyncNewCreatedPartition", Q.SyncNewCreatedPartitionRequest(collectionID=cid,
+                                                                               partitionID=created.partitionID))
+    shown = await coord.ok("ShowPartitions", Q.ShowPartitionsRequest(collectionID=cid,
+                                                                     partitionIDs=[created.partitionID]))
+    assert list(shown.inMemory_percentages) == [100]
+    await assert_search_matches(coord, both)
+    await coord.ok("ReleaseCollection", Q.ReleaseCollectionRequest(collectionID=cid))
+
+
+async def test_replicas_in_resource_groups(env):
+    cluster, coord, ds, both = env
+    cid = ds.collection_id
+    config = rg_pb2.ResourceGroupConfig(requests=rg_pb2.ResourceGroupLimit(node_num=1),
+                                        limits=rg_pb2.ResourceGroupLimit(node_num=1))
+    await coord.ok("CreateResourceGroup", milvus_pb2.CreateResourceGroupRequest(resource_group="rg1", config=config))
+    await coord.ok("CreateResourceGroup", milvus_pb2.CreateResourceGroupRequest(resource_group="rg2", config=config))
+    await coord.load(cid, replica_number=2, resource_groups=["rg1", "rg2"])
+    replicas = (await coord.ok("GetReplicas", milvus_pb2.GetReplicasRequest(collectionID=cid))).replicas
+    assert sorted(r.resource_group_name for r in replicas) == ["rg1", "rg2"]
+    assert [len(r.node_ids) for r in replicas] == [1, 1]
+    await assert_search_matches(coord, both, replica_index=0)
+    await assert_search_matches(coord, both, replica_index=1)
+    # a group holding replicas cannot be dropped
+    empty = rg_pb2.ResourceGroupConfig(requests=rg_pb2.ResourceGroupLimit(node_num=0),
+                                       limits=rg_pb2.ResourceGroupLimit(node_num=0))
+    await coord.ok("UpdateResourceGroups", Q.UpdateResourceGroupsRequest(resource_groups={"rg2": empty}))
+    reply = await coord.call("DropResourceGroup", milvus_pb2.DropResourceGroupRequest(resource_group="rg2"))
+    assert reply.code == 1100 and "release it first" in reply.reason
+    # move rg2's replica into the default group (which has the spare node now)
+    await coord.ok("TransferReplica", Q.TransferReplicaRequest(source_resource_group="rg2",
+                                                               target_resource_group=DEFAULT_RG,
+                                                               collectionID=cid, num_replica=1))
+
+    async def moved():
+        reps = (await coord.ok("GetReplicas", milvus_pb2.GetReplicasRequest(collectionID=cid))).replicas
+        return sorted(r.resource_group_name for r in reps) == sorted(["rg1", DEFAULT_RG]) and \
+            all(len(r.shard_replicas) == len(ds.channels) and r.node_ids for r in reps)
+    await poll_until(moved, 30, what="replica in the default group")
+    await poll_until(lambda: not cluster.coord.scheduler.tasks(cid), 30, what="moves done")
+    await assert_search_matches(coord, both, replica_index=0)
+    await assert_search_matches(coord, both, replica_index=1)
+    await coord.ok("DropResourceGroup", milvus_pb2.DropResourceGroupRequest(resource_group="rg2"))
+    await coord.ok("ReleaseCollection", Q.ReleaseCollectionRequest(collectionID=cid))
+    await coord.ok("UpdateResourceGroups", Q.UpdateResourceGroupsRequest(resource_groups={"rg1": empty}))
+    await coord.ok("DropResourceGroup", milvus_pb2.DropResourceGroupRequest(resource_group="rg1"))
+
+
+async def test_transfer_channel_and_load_balance(env):
+    cluster, coord, ds, both = env
+    cid = ds.collection_id
+    await coord.load(cid)
+    await coord.ok("SuspendBalance", Q.SuspendBalanceRequest())
+    try:
+        (shard, *_) = await coord.leaders(cid)
+        source = shard.node_ids[0]
+        target = next(n.node_id for n in cluster.coord.nodes.all() if n.node_id != source)
+        reply = await coord.call("TransferChannel", Q.TransferChannelRequest(
+            source_nodeID=source, target_nodeID=target, channel_name="no-such-channel"))
+        assert reply.code == 500
+        await coord.ok("TransferChannel", Q.TransferChannelRequest(
+            source_nodeID=source, target_nodeID=target, channel_name=shard.channel_name))
+
+        async def channel_moved():
+            leaders = {s.channel_name: list(s.node_ids) for s in await coord.leaders(cid)}
+            return leaders[shard.channel_name] == [target]
+        await poll_until(channel_moved, 30, what="channel moved")
+        await assert_search_matches(coord, both)
+
+        # LoadBalance: everything off one node, waiting for the moves
+        holder = next(n for n, _ in cluster.coord.dist.segments(cid))
+        reply = await coord.call("LoadBalance", Q.LoadBalanceRequest(source_nodeIDs=[holder, target],
+                                                                     collectionID=cid))
+        assert reply.code == 1100
+        await coord.ok("LoadBalance", Q.LoadBalanceRequest(source_nodeIDs=[holder], collectionID=cid))
+        await cluster.coord.dist_controller.pull(holder)
+        assert not [s for n, s in cluster.coord.dist.segments(cid) if n == holder]
+        await assert_search_matches(coord, both)
+        # every other node holds what it held: the distribution check passes for a node against itself
+        await coord.ok("CheckQueryNodeDistribution", Q.CheckQueryNodeDistributionRequest(
+            source_nodeID=holder, target_nodeID=holder))
+    finally:
+        await coord.ok("ResumeBalance", Q.ResumeBalanceRequest())
+    await coord.ok("ReleaseCollection", Q.ReleaseCollectionRequest(collectionID=cid))
