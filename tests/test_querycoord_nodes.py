@@ -137,3 +137,17 @@ async def test_two_replicas_no_failed_search_when_a_node_dies(tmp_path):
         assert outcomes and all(outcomes), f"{outcomes.count(False)} of {len(outcomes)} searches failed"
     finally:
         await cluster.stop()
+
+
+async def test_node_loss_during_load(tmp_path):
+    cluster, coord, ds = await _cluster(tmp_path, 3)
+    cid = ds.collection_id
+    try:
+        await coord.ok("LoadCollection", Q.LoadCollectionRequest(collectionID=cid))
+        await poll_until(lambda: cluster.coord.scheduler.tasks(cid), 10, 0.01, "load tasks started")
+        victim = next(iter(next(iter(cluster.coord.scheduler.tasks(cid))).nodes))
+        await _kill_worker(cluster, victim)
+        await coord.wait_loaded(cid, 60)
+        await assert_search_matches(coord, ds)
+    finally:
+        await cluster.stop()

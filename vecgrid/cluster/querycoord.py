@@ -66,7 +66,7 @@ class QueryCoord(Component):
         self.membership = DaskMembership(client, self.nodes, self.registry)
         self.health = HealthObserver(self.nodes, self.node_clients,
                                      settings.common.healthcheck_interval_s,
-                                     settings.common.healthcheck_timeout_s)
+                                     settings.common.healthcheck_timeout_s, self._unqueryable)
         self.dist = DistributionManager()
         self.dist_controller = DistController(self.nodes, self.node_clients, self.dist,
                                               settings.querycoord.dist_pull_interval_s,
@@ -213,9 +213,21 @@ class QueryCoord(Component):
             return _unreachable(node, reply.status.reason)
         return json.loads(reply.response)
 
-    def health_reasons(self) -> list[str]:
+    def health_reasons(self) -> tuple[list[str], bool]:
+        """CheckHealth: the cached reasons and whether the cluster counts as healthy."""
         self.lifecycle.check_healthy()
-        return list(self.health.reasons)
+        return list(self.health.reasons), self.health.healthy
+
+    def _unqueryable(self) -> list[tuple[int, int, str]]:
+        out = []
+        for cid in self.collections.ids():
+            if not self.collections.is_loaded(cid):
+                continue
+            try:
+                reports.shard_leaders(self.ctx, cid)
+            except errors.MilvusError as e:
+                out.append((self.catalog.get_collection(cid).db_id, cid, str(e)))
+        return out
 
     # --- operator RPCs -----------------------------------------------------------------
 

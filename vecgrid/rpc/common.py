@@ -29,8 +29,10 @@ def metrics(response: str, component_name: str) -> milvus_pb2.GetMetricsResponse
     return milvus_pb2.GetMetricsResponse(status=success(), response=response, component_name=component_name)
 
 
-def health(reasons: list[str]) -> milvus_pb2.CheckHealthResponse:
-    return milvus_pb2.CheckHealthResponse(status=success(), isHealthy=not reasons, reasons=reasons)
+def health(reasons: list[str], healthy: bool | None = None) -> milvus_pb2.CheckHealthResponse:
+    """``healthy`` defaults to "no reasons"; Critical-only reasons list problems of a healthy cluster."""
+    return milvus_pb2.CheckHealthResponse(status=success(), isHealthy=not reasons if healthy is None else healthy,
+                                          reasons=reasons)
 
 
 def unhealthy(err: Exception) -> milvus_pb2.CheckHealthResponse:

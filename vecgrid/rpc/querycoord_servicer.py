@@ -40,7 +40,7 @@ class QueryCoordServicer:
 
     async def CheckHealth(self, request, context):
         try:
-            return common.health(self.coord.health_reasons())
+            return common.health(*self.coord.health_reasons())
         except errors.MilvusError as err:
             return common.unhealthy(err)
 

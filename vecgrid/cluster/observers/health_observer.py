@@ -4,8 +4,10 @@ Milvus answers CheckHealth from a result refreshed every
 ``common.healthcheck.interval.seconds``: it calls CheckHealth on every query node
 (a node answering UNIMPLEMENTED is skipped) and reports failures as one JSON
 reason ``{"unhealthy_cluster_msgs": [...], "unhealthy_collection_msgs": [...]}``
-with level Fatal for a failing node.  The first refresh runs at start so the
-answer is real from the first call.
+with level Fatal for a failing node.  Loaded collections that could not be queried
+(no serviceable shard leader for some channel) for ``UNQUERYABLE_AFTER_S`` are listed
+as Critical: reported, but the cluster stays healthy, as in Milvus.  The first refresh
+runs at start so the answer is real from the first call.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
+from typing import Callable
 
 import grpc
 
@@ -22,12 +26,21 @@ from vecgrid.rpc.proto import milvus_pb2
 
 log = logging.getLogger(__name__)
 
+LEVEL_CRITICAL = 2
 LEVEL_FATAL = 3
+UNQUERYABLE_AFTER_S = 300.0   # Milvus's queryCoord.updateCollectionLoadStatusInterval
+
+#: ``() -> [(database id, collection id, reason)]`` of loaded collections that cannot be queried now.
+CollectionProbe = Callable[[], list[tuple[int, int, str]]]
 
 
 class HealthObserver:
-    def __init__(self, nodes: NodeManager, clients: NodeClients, interval_s: float, timeout_s: float) -> None:
+    def __init__(self, nodes: NodeManager, clients: NodeClients, interval_s: float, timeout_s: float,
+                 unqueryable: CollectionProbe = lambda: []) -> None:
         self.nodes = nodes
+        self.unqueryable = unqueryable
+        self.healthy = True
+        self._failing_since: dict[int, float] = {}
         self.clients = clients
         self.interval_s = interval_s
         self.timeout_s = timeout_s
@@ -60,8 +73,22 @@ class HealthObserver:
              "reason": {"unhealthy_msg": problem, "unhealthy_level": LEVEL_FATAL}}
             for node, problem in zip(nodes, problems) if problem
         ]
+        collection_msgs = [
+            {"database_id": db_id, "collection_id": cid,
+             "reason": {"unhealthy_msg": reason, "unhealthy_level": LEVEL_CRITICAL}}
+            for db_id, cid, reason in self._long_unqueryable()
+        ]
+        self.healthy = not cluster_msgs
         self.reasons = [json.dumps({"unhealthy_cluster_msgs": cluster_msgs,
-                                    "unhealthy_collection_msgs": []})] if cluster_msgs else []
+                                    "unhealthy_collection_msgs": collection_msgs})] \
+            if cluster_msgs or collection_msgs else []
+
+    def _long_unqueryable(self) -> list[tuple[int, int, str]]:
+        now = time.monotonic()
+        failing = self.unqueryable()
+        self._failing_since = {cid: self._failing_since.get(cid, now) for _, cid, _ in failing}
+        return [(db, cid, reason) for db, cid, reason in failing
+                if now - self._failing_since[cid] >= UNQUERYABLE_AFTER_S]
 
     async def _check(self, node: NodeInfo) -> str | None:
         """Why ``node`` is unhealthy, or None when it is healthy (or cannot be asked)."""

@@ -1,0 +1,75 @@
+"""QueryCoord meta without a cluster: persistence, replica node assignment, load progress rules and
+the health observer's collection messages."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from vecgrid import errors
+from vecgrid.cluster.meta.collection_manager import CollectionManager
+from vecgrid.cluster.meta.replica_manager import ReplicaManager
+from vecgrid.cluster.observers import health_observer
+from vecgrid.cluster.observers.health_observer import HealthObserver
+from vecgrid.cluster.session.cluster import NodeClients
+from vecgrid.cluster.session.node_manager import NodeManager
+from vecgrid.rpc.proto import query_coord_pb2 as Q
+
+
+def test_collection_load_info_persists_and_progress_never_goes_down(store):
+    cm = CollectionManager(store)
+    cm.put(Q.CollectionLoadInfo(collectionID=1, replica_number=1, status=Q.Loading, load_type=Q.LoadCollection),
+           [Q.PartitionLoadInfo(collectionID=1, partitionID=p, status=Q.Loading) for p in (10, 11)])
+    cm.set_progress(1, 10, 40)
+    cm.set_progress(1, 10, 20)                 # lower: ignored while loading
+    assert cm.partition_percentage(1, 10) == 40 and cm.percentage(1) == 20
+    cm.set_progress(1, 10, 100)
+    assert cm.partition(1, 10).status == Q.Loaded and not cm.is_loaded(1)
+    cm.set_progress(1, 11, 100)
+    assert cm.is_loaded(1)
+    again = CollectionManager(store)          # a restarted coordinator
+    assert again.is_loaded(1) and again.partition_ids(1) == [10, 11] and again.percentage(1) == 100
+    again.remove_partitions(1, [11])
+    assert CollectionManager(store).partition_ids(1) == [10]
+    again.remove(1)
+    assert CollectionManager(store).ids() == []
+
+
+def test_replicas_get_disjoint_nodes_and_follow_their_group(store):
+    rm = ReplicaManager(store)
+    nodes = {"rg": [1, 2, 3]}
+    ids = iter(range(100, 200))
+    with pytest.raises(errors.ResourceGroupNodeNotEnough):
+        rm.spawn(7, {"rg": 4}, lambda: next(ids), lambda rg: nodes[rg])
+    assert rm.of_collection(7) == []          # refused before writing anything
+    a, b = rm.spawn(7, {"rg": 2}, lambda: next(ids), lambda rg: nodes[rg])
+    assert sorted([*a.nodes, *b.nodes]) == [1, 2, 3] and not set(a.nodes) & set(b.nodes)
+    # another collection shares the nodes
+    (c,) = rm.spawn(8, {"rg": 1}, lambda: next(ids), lambda rg: nodes[rg])
+    assert sorted(c.nodes) == [1, 2, 3]
+    # node 3 leaves the group: read-only in its replica until drained
+    holder = rm.by_node(7, 3)
+    nodes["rg"] = [1, 2]
+    assert rm.recover(7, lambda rg: nodes[rg])
+    updated = rm.get(holder.ID)
+    assert 3 in updated.ro_nodes and 3 not in updated.nodes
+    rm.drop_ro_node(holder.ID, 3)
+    assert 3 not in rm.get(holder.ID).ro_nodes
+    assert {r.ID for r in ReplicaManager(store).of_collection(7)} == {a.ID, b.ID}   # persisted
+    rm.remove_collection(7)
+    assert ReplicaManager(store).of_collection(7) == []
+
+
+async def test_health_lists_long_unqueryable_collections_as_critical(monkeypatch):
+    monkeypatch.setattr(health_observer, "UNQUERYABLE_AFTER_S", 0.0)
+    nodes = NodeManager()
+    observer = HealthObserver(nodes, NodeClients(nodes), 30, 1,
+                              unqueryable=lambda: [(1, 42, "channel not available")])
+    await observer.refresh()
+    (reason,) = observer.reasons
+    doc = json.loads(reason)
+    assert doc["unhealthy_cluster_msgs"] == []
+    assert doc["unhealthy_collection_msgs"] == [{"database_id": 1, "collection_id": 42, "reason": {
+        "unhealthy_msg": "channel not available", "unhealthy_level": 2}}]
+    assert observer.healthy            # Critical only: listed, still healthy
