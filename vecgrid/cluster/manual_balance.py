@@ -35,20 +35,23 @@ class ManualBalance:
         return [r for cid in self.ctx.collections.ids() for r in self.ctx.replicas.of_collection(cid)
                 if node_id in r.nodes or node_id in r.ro_nodes]
 
-    def _destinations(self, replica: Q.Replica, source: int, target: int, to_all: bool) -> list[int]:
-        if to_all:
-            return [n for n in replica.nodes if n != source]
-        return [target] if target != source else []
+    def _transfer_scope(self, source: int, target: int, to_all: bool) -> list[tuple[Q.Replica, list[int]]]:
+        """The replicas holding ``source``, each with its destinations (checked first: 901 / 905)."""
+        self._usable(source)
+        if not to_all:
+            self._usable(target)
+        out = []
+        for replica in self._replicas_of_node(source):
+            dests = [n for n in replica.nodes if n != source] if to_all else [target] if target != source else []
+            out.append((replica, dests))
+        return out
 
     # --- TransferSegment / TransferChannel ---------------------------------------------------
 
     def transfer_segment(self, req: Q.TransferSegmentRequest) -> list[tuple]:
         ctx = self.ctx
-        self._usable(req.source_nodeID)
-        if not req.to_all_nodes:
-            self._usable(req.target_nodeID)
         keys = []
-        for replica in self._replicas_of_node(req.source_nodeID):
+        for replica, dests in self._transfer_scope(req.source_nodeID, req.target_nodeID, req.to_all_nodes):
             cid = replica.collectionID
             current = ctx.targets.segments(cid, Scope.CURRENT)
             on_source = {s.ID: s for n, s in ctx.dist.segments(cid) if n == req.source_nodeID}
@@ -59,7 +62,6 @@ class ManualBalance:
                     raise errors.SegmentNotFound(f"segment {req.segmentID} not found in source node",
                                                  segment=req.segmentID)
                 chosen = [req.segmentID] if req.segmentID in current else []
-            dests = self._destinations(replica, req.source_nodeID, req.target_nodeID, req.to_all_nodes)
             keys += self._move_segments(replica, req.source_nodeID, dests, [current[s] for s in chosen],
                                         copy=req.copy_mode)
         return keys
@@ -81,11 +83,8 @@ class ManualBalance:
 
     def transfer_channel(self, req: Q.TransferChannelRequest) -> list[tuple]:
         ctx = self.ctx
-        self._usable(req.source_nodeID)
-        if not req.to_all_nodes:
-            self._usable(req.target_nodeID)
         keys = []
-        for replica in self._replicas_of_node(req.source_nodeID):
+        for replica, dests in self._transfer_scope(req.source_nodeID, req.target_nodeID, req.to_all_nodes):
             cid = replica.collectionID
             current = ctx.targets.channels(cid, Scope.CURRENT)
             on_source = {c.channel for n, c in ctx.dist.channels(cid) if n == req.source_nodeID}
@@ -96,7 +95,6 @@ class ManualBalance:
                     raise errors.ChannelNotFound(f"channel {req.channel_name} not found in source node",
                                                  channel=req.channel_name)
                 chosen = [req.channel_name] if req.channel_name in current else []
-            dests = self._destinations(replica, req.source_nodeID, req.target_nodeID, req.to_all_nodes)
             if not chosen or not dests:
                 continue
             for plan in ctx.balancer.assign_channels(cid, [ChannelItem(c, cid) for c in chosen], dests,

@@ -53,15 +53,18 @@ def show_collections(ctx: CheckerContext, cids: list[int], refresh_versions: dic
     return out
 
 
-def show_partitions(ctx: CheckerContext, cid: int, pids: list[int]) -> list[tuple[int, int]]:
+def _loaded_partitions(ctx: CheckerContext, cid: int, pids: list[int]) -> list[int]:
+    """The requested (default: all loaded) partitions; any not loaded fails the call with 201."""
     if ctx.collections.get(cid) is None:
         raise errors.PartitionNotLoaded(f"collection {cid} is not loaded", collection=cid)
-    out = []
-    for pid in pids or ctx.collections.partition_ids(cid):
+    for pid in pids:
         if ctx.collections.partition(cid, pid) is None:
             raise errors.PartitionNotLoaded(partition=pid)
-        out.append((pid, ctx.collections.partition_percentage(cid, pid)))
-    return out
+    return pids or ctx.collections.partition_ids(cid)
+
+
+def show_partitions(ctx: CheckerContext, cid: int, pids: list[int]) -> list[tuple[int, int]]:
+    return [(pid, ctx.collections.partition_percentage(cid, pid)) for pid in _loaded_partitions(ctx, cid, pids)]
 
 
 def _gpu_share(ctx: CheckerContext, cid: int, pid: int) -> tuple[int, int]:
@@ -80,12 +83,8 @@ def _gpu_share(ctx: CheckerContext, cid: int, pid: int) -> tuple[int, int]:
 
 def partition_states(ctx: CheckerContext, cid: int, pids: list[int]) -> list[Q.PartitionStates]:
     """InGPU / PartialInGPU when segments are served from GPU memory, else InMemory / PartialInMemory."""
-    if ctx.collections.get(cid) is None:
-        raise errors.PartitionNotLoaded(f"collection {cid} is not loaded", collection=cid)
     out = []
-    for pid in pids or ctx.collections.partition_ids(cid):
-        if ctx.collections.partition(cid, pid) is None:
-            raise errors.PartitionNotLoaded(partition=pid)
+    for pid in _loaded_partitions(ctx, cid, pids):
         pct = ctx.collections.partition_percentage(cid, pid)
         on_gpu, total = _gpu_share(ctx, cid, pid)
         if on_gpu and on_gpu == total and pct >= 100:

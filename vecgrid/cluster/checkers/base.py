@@ -54,7 +54,20 @@ class Checker:
         self.active = True
 
     def check(self) -> list[Task]:
-        raise NotImplementedError
+        """This round's tasks: per loaded collection, then for what no loaded collection owns."""
+        if not self.active:
+            return []
+        tasks: list[Task] = []
+        for cid in self.ctx.collections.ids():
+            tasks += self.collection_tasks(cid)
+        return tasks + self.orphan_tasks(set(self.ctx.collections.ids()))
+
+    def collection_tasks(self, cid: int) -> list[Task]:
+        return []
+
+    def orphan_tasks(self, loaded: set[int]) -> list[Task]:
+        """Tasks for data of collections that are not loaded (any more)."""
+        return []
 
 
 class CheckerController:

@@ -22,37 +22,32 @@ class ChannelChecker(Checker):
     id = 1
     name = NAME
 
-    def check(self) -> list[Task]:
-        if not self.active:
-            return []
+    def collection_tasks(self, cid: int) -> list[Task]:
         ctx = self.ctx
         tasks: list[Task] = []
-        loaded = set(ctx.collections.ids())
-        for cid in sorted(loaded):
-            wanted = ctx.targets.channels(cid, Scope.NEXT) or ctx.targets.channels(cid, Scope.CURRENT)
-            known = ctx.targets.channels(cid, Scope.CURRENT_OR_NEXT)
-            members_any: set[int] = set()
-            for replica in ctx.replicas.of_collection(cid):
-                members = replica_nodes(replica)
-                members_any |= members
-                held: dict[str, list[tuple[int, int]]] = {}
-                for node_id, ch in ctx.dist.channels(cid):
-                    if node_id in members:
-                        held.setdefault(ch.channel, []).append((ch.version, node_id))
-                lacking = [ChannelItem(name, cid) for name in sorted(wanted) if name not in held]
-                if lacking and replica.nodes:
-                    for plan in ctx.balancer.assign_channels(cid, lacking, list(replica.nodes),
-                                                             replica_id=replica.ID, forced=True):
-                        tasks.append(ChannelTask(cid, replica.ID, plan.channel.channel, target=plan.target,
-                                                 origin=NAME, priority=Priority.HIGH))
-                for name, holders in sorted(held.items()):
-                    stale = [n for _, n in holders] if name not in known else [n for _, n in sorted(holders)[:-1]]
-                    tasks += [ChannelTask(cid, replica.ID, name, source=n, origin=NAME, priority=Priority.HIGH)
-                              for n in stale]
-            tasks += [ChannelTask(cid, -1, ch.channel, source=n, origin=NAME, priority=Priority.HIGH)
-                      for n, ch in ctx.dist.channels(cid) if n not in members_any]
-        for node_id, ch in ctx.dist.channels():
-            if ch.collection not in loaded:
-                tasks.append(ChannelTask(ch.collection, -1, ch.channel, source=node_id, origin=NAME,
-                                         priority=Priority.HIGH))
-        return tasks
+        wanted = ctx.targets.channels(cid, Scope.NEXT) or ctx.targets.channels(cid, Scope.CURRENT)
+        known = ctx.targets.channels(cid, Scope.CURRENT_OR_NEXT)
+        members_any: set[int] = set()
+        for replica in ctx.replicas.of_collection(cid):
+            members = replica_nodes(replica)
+            members_any |= members
+            held: dict[str, list[tuple[int, int]]] = {}
+            for node_id, ch in ctx.dist.channels(cid):
+                if node_id in members:
+                    held.setdefault(ch.channel, []).append((ch.version, node_id))
+            lacking = [ChannelItem(name, cid) for name in sorted(wanted) if name not in held]
+            if lacking and replica.nodes:
+                for plan in ctx.balancer.assign_channels(cid, lacking, list(replica.nodes),
+                                                         replica_id=replica.ID, forced=True):
+                    tasks.append(ChannelTask(cid, replica.ID, plan.channel.channel, target=plan.target,
+                                             origin=NAME, priority=Priority.HIGH))
+            for name, holders in sorted(held.items()):
+                stale = [n for _, n in holders] if name not in known else [n for _, n in sorted(holders)[:-1]]
+                tasks += [ChannelTask(cid, replica.ID, name, source=n, origin=NAME, priority=Priority.HIGH)
+                          for n in stale]
+        return tasks + [ChannelTask(cid, -1, ch.channel, source=n, origin=NAME, priority=Priority.HIGH)
+                        for n, ch in ctx.dist.channels(cid) if n not in members_any]
+
+    def orphan_tasks(self, loaded: set[int]) -> list[Task]:
+        return [ChannelTask(ch.collection, -1, ch.channel, source=node_id, origin=NAME, priority=Priority.HIGH)
+                for node_id, ch in self.ctx.dist.channels() if ch.collection not in loaded]

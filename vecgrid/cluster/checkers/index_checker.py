@@ -19,21 +19,18 @@ class IndexChecker(Checker):
     id = 4
     name = NAME
 
-    def check(self) -> list[Task]:
-        if not self.active:
-            return []
+    def collection_tasks(self, cid: int) -> list[Task]:
         ctx = self.ctx
         tasks: list[Task] = []
-        for cid in ctx.collections.ids():
-            live = {i.fieldID: i.indexID for i in ctx.catalog.describe_index(cid)}
-            wanted = ctx.targets.segments(cid, Scope.CURRENT_OR_NEXT)
-            for node_id, seg in ctx.dist.segments(cid):
-                replica = ctx.replicas.by_node(cid, node_id)
-                if replica is None or seg.ID not in wanted:
-                    continue
-                stale = [fid for fid, index_id in live.items()
-                         if fid in seg.index_info and seg.index_info[fid].indexID not in (0, index_id)]
-                if stale:
-                    tasks.append(SegmentTask(cid, replica.ID, wanted[seg.ID], target=node_id, origin=NAME,
-                                             priority=Priority.LOW, load_scope=Q.Index))
+        live = {i.fieldID: i.indexID for i in ctx.catalog.describe_index(cid)}
+        wanted = ctx.targets.segments(cid, Scope.CURRENT_OR_NEXT)
+        for node_id, seg in ctx.dist.segments(cid):
+            replica = ctx.replicas.by_node(cid, node_id)
+            if replica is None or seg.ID not in wanted:
+                continue
+            stale = [fid for fid, index_id in live.items()
+                     if fid in seg.index_info and seg.index_info[fid].indexID not in (0, index_id)]
+            if stale:
+                tasks.append(SegmentTask(cid, replica.ID, wanted[seg.ID], target=node_id, origin=NAME,
+                                         priority=Priority.LOW, load_scope=Q.Index))
         return tasks

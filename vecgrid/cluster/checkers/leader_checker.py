@@ -24,28 +24,25 @@ class LeaderChecker(Checker):
     id = 5
     name = NAME
 
-    def check(self) -> list[Task]:
-        if not self.active:
-            return []
+    def collection_tasks(self, cid: int) -> list[Task]:
         ctx = self.ctx
         tasks: list[Task] = []
-        for cid in ctx.collections.ids():
-            wanted = ctx.targets.segments(cid, Scope.CURRENT_OR_NEXT)
-            busy = {t.segment.channel for t in ctx.scheduler.tasks(cid) if isinstance(t, SegmentTask)}
-            for replica in ctx.replicas.of_collection(cid):
-                members = replica_nodes(replica)
-                where: dict[int, dict[int, int]] = {}   # segment -> node -> version, on replica nodes
-                for node_id, seg in ctx.dist.segments(cid):
-                    if node_id in members and seg.ID in wanted:
-                        where.setdefault(seg.ID, {})[node_id] = seg.version
-                for channel in sorted(ctx.targets.channels(cid, Scope.CURRENT_OR_NEXT)):
-                    found = leader_of(ctx.dist, replica, channel)
-                    if found is None or channel in busy:
-                        continue
-                    leader, view = found
-                    actions = self._actions(view, channel, wanted, where)
-                    if actions:
-                        tasks.append(LeaderTask(cid, replica.ID, channel, leader, actions, origin=NAME))
+        wanted = ctx.targets.segments(cid, Scope.CURRENT_OR_NEXT)
+        busy = {t.segment.channel for t in ctx.scheduler.tasks(cid) if isinstance(t, SegmentTask)}
+        for replica in ctx.replicas.of_collection(cid):
+            members = replica_nodes(replica)
+            where: dict[int, dict[int, int]] = {}   # segment -> node -> version, on replica nodes
+            for node_id, seg in ctx.dist.segments(cid):
+                if node_id in members and seg.ID in wanted:
+                    where.setdefault(seg.ID, {})[node_id] = seg.version
+            for channel in sorted(ctx.targets.channels(cid, Scope.CURRENT_OR_NEXT)):
+                found = leader_of(ctx.dist, replica, channel)
+                if found is None or channel in busy:
+                    continue
+                leader, view = found
+                actions = self._actions(view, channel, wanted, where)
+                if actions:
+                    tasks.append(LeaderTask(cid, replica.ID, channel, leader, actions, origin=NAME))
         return tasks
 
     def _actions(self, view: Q.LeaderView, channel: str, wanted, where) -> list[Q.SyncAction]:

@@ -29,37 +29,33 @@ class SegmentChecker(Checker):
     id = 2
     name = NAME
 
-    def check(self) -> list[Task]:
-        if not self.active:
-            return []
+    def collection_tasks(self, cid: int) -> list[Task]:
         ctx = self.ctx
         tasks: list[Task] = []
-        loaded = set(ctx.collections.ids())
-        for cid in sorted(loaded):
-            wanted = ctx.targets.segments(cid, Scope.CURRENT_OR_NEXT)
-            members_any: set[int] = set()
-            for replica in ctx.replicas.of_collection(cid):
-                members = replica_nodes(replica)
-                members_any |= members
-                held: dict[int, list[tuple[int, int]]] = {}
-                refs: dict[int, SegmentRef] = {}
-                for node_id, seg in ctx.dist.segments(cid):
-                    if node_id in members:
-                        held.setdefault(seg.ID, []).append((seg.version, node_id))
-                        refs[seg.ID] = _ref(seg)
-                tasks += self._lacking(cid, replica, [r for sid, r in sorted(wanted.items()) if sid not in held])
-                for sid, holders in sorted(held.items()):
-                    if sid not in wanted:
-                        tasks += [SegmentTask(cid, replica.ID, refs[sid], source=n, origin=NAME) for _, n in holders]
-                    elif len(holders) > 1:
-                        tasks += [SegmentTask(cid, replica.ID, wanted[sid], source=n, origin=NAME,
-                                              priority=Priority.LOW) for _, n in sorted(holders)[:-1]]
-            tasks += [SegmentTask(cid, -1, _ref(seg), source=n, origin=NAME)
-                      for n, seg in ctx.dist.segments(cid) if n not in members_any]
-        for node_id, seg in ctx.dist.segments():
-            if seg.collection not in loaded:
-                tasks.append(SegmentTask(seg.collection, -1, _ref(seg), source=node_id, origin=NAME))
-        return tasks
+        wanted = ctx.targets.segments(cid, Scope.CURRENT_OR_NEXT)
+        members_any: set[int] = set()
+        for replica in ctx.replicas.of_collection(cid):
+            members = replica_nodes(replica)
+            members_any |= members
+            held: dict[int, list[tuple[int, int]]] = {}
+            refs: dict[int, SegmentRef] = {}
+            for node_id, seg in ctx.dist.segments(cid):
+                if node_id in members:
+                    held.setdefault(seg.ID, []).append((seg.version, node_id))
+                    refs[seg.ID] = _ref(seg)
+            tasks += self._lacking(cid, replica, [r for sid, r in sorted(wanted.items()) if sid not in held])
+            for sid, holders in sorted(held.items()):
+                if sid not in wanted:
+                    tasks += [SegmentTask(cid, replica.ID, refs[sid], source=n, origin=NAME) for _, n in holders]
+                elif len(holders) > 1:
+                    tasks += [SegmentTask(cid, replica.ID, wanted[sid], source=n, origin=NAME,
+                                          priority=Priority.LOW) for _, n in sorted(holders)[:-1]]
+        return tasks + [SegmentTask(cid, -1, _ref(seg), source=n, origin=NAME)
+                        for n, seg in ctx.dist.segments(cid) if n not in members_any]
+
+    def orphan_tasks(self, loaded: set[int]) -> list[Task]:
+        return [SegmentTask(seg.collection, -1, _ref(seg), source=node_id, origin=NAME)
+                for node_id, seg in self.ctx.dist.segments() if seg.collection not in loaded]
 
     def _lacking(self, cid: int, replica, lacking: list[SegmentRef]) -> list[Task]:
         ctx = self.ctx

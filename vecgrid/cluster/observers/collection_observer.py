@@ -13,7 +13,6 @@ of the collection any more, or is gone, leaves the replica.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from typing import Callable
@@ -21,34 +20,24 @@ from typing import Callable
 from vecgrid.cluster.checkers.base import CheckerContext
 from vecgrid.cluster.dist.leaders import leader_of
 from vecgrid.cluster.meta.target_manager import segment_refs
+from vecgrid.cluster.observers.periodic import Periodic
 from vecgrid.rpc.proto import query_coord_pb2 as Q
 
 log = logging.getLogger(__name__)
 
 
-class CollectionObserver:
+class CollectionObserver(Periodic):
+    name = "collection observer"
+
     def __init__(self, ctx: CheckerContext, interval_s: float, load_timeout_s: float,
                  cancel_load: Callable[[int, str], None]) -> None:
+        super().__init__(interval_s)
         self.ctx = ctx
-        self.interval_s, self.load_timeout_s = interval_s, load_timeout_s
+        self.load_timeout_s = load_timeout_s
         self.cancel_load = cancel_load
-        self._task: asyncio.Task | None = None
 
-    def start(self) -> None:
-        self._task = asyncio.ensure_future(self._loop())
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-
-    async def _loop(self) -> None:
-        while True:
-            await asyncio.sleep(self.interval_s)
-            try:
-                self.observe()
-            except Exception:  # noqa: BLE001 - next round
-                log.exception("collection observer round failed")
+    async def round(self) -> None:
+        self.observe()
 
     def observe(self) -> None:
         ctx = self.ctx

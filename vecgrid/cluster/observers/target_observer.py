@@ -19,6 +19,7 @@ from typing import Awaitable, Callable
 from vecgrid.cluster.checkers.base import CheckerContext
 from vecgrid.cluster.dist.leaders import leader_of, view_problem
 from vecgrid.cluster.meta.target_manager import segment_refs
+from vecgrid.cluster.observers.periodic import Periodic
 from vecgrid.cluster.task.executor import DaskExecutor
 from vecgrid.cluster.task.task import LeaderTask
 from vecgrid.rpc.proto import query_coord_pb2 as Q
@@ -28,38 +29,21 @@ log = logging.getLogger(__name__)
 ORIGIN = "target_observer"
 
 
-class TargetObserver:
+class TargetObserver(Periodic):
+    name = "target observer"
+
     def __init__(self, ctx: CheckerContext, executor: DaskExecutor, interval_s: float,
                  next_target_interval_s: float, refresh: Callable[[set[int]], Awaitable[None]]) -> None:
+        super().__init__(interval_s)
         self.ctx, self.executor, self.refresh = ctx, executor, refresh
-        self.interval_s, self.next_target_interval_s = interval_s, next_target_interval_s
-        self._task: asyncio.Task | None = None
-        self._wake = asyncio.Event()
-        self.promoted: dict[int, int] = {}  # collection -> times promoted (refresh progress)
+        self.next_target_interval_s = next_target_interval_s
 
-    def start(self) -> None:
-        self._task = asyncio.ensure_future(self._loop())
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-
-    def poke(self) -> None:
-        self._wake.set()
-
-    async def _loop(self) -> None:
-        while True:
+    async def round(self) -> None:
+        for cid in self.ctx.collections.ids():
             try:
-                await asyncio.wait_for(self._wake.wait(), self.interval_s)
-            except asyncio.TimeoutError:
-                pass
-            self._wake.clear()
-            for cid in self.ctx.collections.ids():
-                try:
-                    await self.check(cid)
-                except Exception:  # noqa: BLE001 - retried next round
-                    log.warning("target check of collection %d failed", cid, exc_info=True)
+                await self.check(cid)
+            except Exception:  # noqa: BLE001 - retried next round
+                log.warning("target check of collection %d failed", cid, exc_info=True)
 
     def pull(self, cid: int) -> None:
         self.ctx.targets.pull_next(cid, self.ctx.collections.partition_ids(cid))
@@ -75,7 +59,6 @@ class TargetObserver:
             if leaders is not None:
                 await self._sync(cid, target, leaders)
                 ctx.targets.promote(cid, target)
-                self.promoted[cid] = self.promoted.get(cid, 0) + 1
                 log.info("collection %d: target version %d is current", cid, target.version)
         current = ctx.targets.current(cid)
         if current is not None and ctx.targets.next(cid) is None:

@@ -1,0 +1,44 @@
+"""A background loop that runs a round every ``interval_s`` or at once when poked."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+log = logging.getLogger(__name__)
+
+
+class Periodic:
+    name = "observer"
+
+    def __init__(self, interval_s: float) -> None:
+        self.interval_s = interval_s
+        self._task: asyncio.Task | None = None
+        self._wake = asyncio.Event()
+
+    def start(self) -> None:
+        self._task = asyncio.ensure_future(self._loop())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+
+    def poke(self) -> None:
+        self._wake.set()
+
+    async def round(self) -> None:
+        raise NotImplementedError
+
+    async def _loop(self) -> None:
+        while True:
+            try:
+                await asyncio.wait_for(self._wake.wait(), self.interval_s)
+            except asyncio.TimeoutError:
+                pass
+            self._wake.clear()
+            try:
+                await self.round()
+            except Exception:  # noqa: BLE001 - one bad round must not stop the loop
+                log.exception("%s round failed", self.name)
