@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 
+import numpy as np
 import pytest
 import pytest_asyncio
 
@@ -217,3 +218,21 @@ async def test_check_health_aggregates_nodes(env):
     cluster, coord, ds = env
     reply = await coord.ok("CheckHealth", milvus_pb2.CheckHealthRequest())
     assert reply.isHealthy, json.dumps(list(reply.reasons))
+
+
+async def test_time_ticks_let_strong_searches_through(env):
+    cluster, coord, ds = env
+    cid = ds.collection_id
+    await coord.load(cid)
+    from vecgrid.cluster.querynode.delegator import hybrid_now
+    from tests.querynode_support import search_request
+    from tests.test_delegator_localcluster import RemoteNode
+    (shard, *_) = await coord.leaders(cid)
+    node = RemoteNode(shard.node_ids[0], shard.node_addrs[0])
+    xq = np.zeros((1, ds.vectors.shape[1]), np.float32)
+    req = search_request(ds, xq, 5, channels=[shard.channel_name], from_shard_leader=False, scope=Q.All)
+    req.req.guarantee_timestamp = hybrid_now()     # strong consistency: wait for everything written so far
+    reply = await node.call("Search", req)
+    assert reply.status.code == 0, reply.status
+    assert reply.channels_mvcc[shard.channel_name] >= req.req.guarantee_timestamp
+    await coord.ok("ReleaseCollection", Q.ReleaseCollectionRequest(collectionID=cid))

@@ -73,6 +73,8 @@ class QueryCoordSettings:
     segment_task_timeout_s: float = 120.0
     channel_task_timeout_s: float = 60.0
     load_timeout_s: float = 600.0
+    # Time ticks on the DML channels of loaded collections (Milvus: 200 ms).
+    time_tick_interval_s: float = 0.2
     # Replicas a load gets when the request, collection and database name none (Milvus: 1).
     cluster_level_load_replica_number: int = 1
 

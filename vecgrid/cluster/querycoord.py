@@ -37,6 +37,7 @@ from vecgrid.cluster.observers.health_observer import HealthObserver
 from vecgrid.cluster.observers.target_observer import TargetObserver
 from vecgrid.cluster.task.executor import DaskExecutor
 from vecgrid.cluster.task.scheduler import TaskScheduler
+from vecgrid.cluster.timetick import TimeTicker
 from vecgrid.cluster.session.cluster import NodeClients
 from vecgrid.cluster.session.membership import DaskMembership
 from vecgrid.cluster.session.node_manager import NodeInfo, NodeManager
@@ -47,6 +48,7 @@ from vecgrid.cluster.meta.resource_manager import ResourceManager
 from vecgrid.rpc.proto import common_pb2, milvus_pb2, query_coord_pb2, rg_pb2
 from vecgrid.storage.kv import MetaStore
 from vecgrid.storage.layout import DataDir
+from vecgrid.storage.wal import Wal
 
 log = logging.getLogger(__name__)
 
@@ -103,6 +105,8 @@ class QueryCoord(Component):
                                                       q.load_timeout_s, self._cancel_load)
         self.jobs = Jobs(self.ctx, self.resources, self.executor, settings, self._poke, self._pull_target)
         self.manual = ManualBalance(self.ctx, q.segment_task_timeout_s)
+        self.ticker = TimeTicker(Wal(DataDir(settings.common.data_dir).wal_root), self.catalog, self.collections,
+                                 q.time_tick_interval_s)
         self.nodes.on_up(self._node_up)
         self.nodes.on_down(self._node_down)
 
@@ -155,6 +159,8 @@ class QueryCoord(Component):
         self.dist_controller.start()
         for cid in self.collections.ids():
             self.replicas.recover(cid, self.jobs.rg_nodes)
+        self.ticker.source_id = self.lifecycle.node_id
+        self.ticker.start()
         self.checkers.start()
         self.target_observer.start()
         self.collection_observer.start()
@@ -166,6 +172,7 @@ class QueryCoord(Component):
         self.lifecycle.set(StateCode.Stopping)
         await self.health.stop()
         await self.collection_observer.stop()
+        await self.ticker.stop()
         await self.target_observer.stop()
         await self.checkers.stop()
         await self.scheduler.stop()

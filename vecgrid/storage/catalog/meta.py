@@ -623,6 +623,10 @@ class Catalog:
     def allocate_segment_id(self) -> int:
         return self._ids.allocate()
 
+    def allocate_timestamp(self) -> int:
+        """A fresh hybrid timestamp from the catalog's oracle (time ticks, write requests)."""
+        return self._tso.allocate()
+
     def allocate_ids(self, count: int) -> int:
         """Reserve ``count`` consecutive ids (e.g. auto-id primary keys); returns the first."""
         return self._ids.allocate(count)
