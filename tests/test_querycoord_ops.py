@@ -25,12 +25,12 @@ pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]
 DEFAULT_RG = "__default_resource_group"
 
 
-def import_partition(ds, root, partition: str, n: int):
-    """Rows with their own keys into a new partition; returns the dataset of both partitions."""
-    table, pks, vectors, cols = _table(n, 77, "pk", False)
-    pks = pks + 10_000_000
+def import_partition(ds, root, partition: str, n: int, key_offset: int = 10_000_000):
+    """Rows with their own keys into ``partition``; returns the dataset of the old and the new rows."""
+    table, pks, vectors, cols = _table(n, key_offset % 1000, "pk", False)
+    pks = pks + key_offset
     table = table.set_column(0, "pk", pa.array(pks))
-    src = root / f"{partition}.parquet"
+    src = root / f"{partition}-{key_offset}.parquet"
     pq.write_table(table, src)
     bulk_import(ds.data_dir, [str(src)], ImportOptions(collection=ds.name, primary_key="pk", metric=ds.metric,
                                                        index=ds.index, shards=2, segment_rows=200,
@@ -43,8 +43,11 @@ async def env(tmp_path_factory):
     root = tmp_path_factory.mktemp("ops")
     ds = import_collection(root, "ops", metric="IP", index="FLAT", n=800, shards=2, segment_rows=200, seed=5)
     both = import_partition(ds, root, "p1", 400)
-    cluster = EmbeddedCluster(fast_settings(ds.data_dir))
+    settings = fast_settings(ds.data_dir)
+    settings.set("querycoord.next_target_interval_s", 1.0)
+    cluster = EmbeddedCluster(settings)
     await asyncio.wait_for(cluster.start(), 120)
+    cluster.import_root = root
     yield cluster, Coord(cluster.addresses.grpc), ds, both
     await asyncio.wait_for(cluster.stop(), 60)
 
@@ -179,4 +182,24 @@ async def test_transfer_channel_and_load_balance(env):
             source_nodeID=holder, target_nodeID=holder))
     finally:
         await coord.ok("ResumeBalance", Q.ResumeBalanceRequest())
+    await coord.ok("ReleaseCollection", Q.ReleaseCollectionRequest(collectionID=cid))
+
+
+async def test_segments_imported_into_a_loaded_collection_are_served(env):
+    cluster, coord, ds, both = env
+    cid = ds.collection_id
+    await coord.load(cid)
+    version = cluster.coord.targets.current(cid).version
+    more = import_partition(both, cluster.import_root, "_default", 300, key_offset=20_000_000)
+
+    async def served():
+        current = cluster.coord.targets.current(cid)
+        if current is None or current.version == version:
+            return False
+        try:
+            await assert_search_matches(coord, more)
+        except AssertionError:
+            return False
+        return True
+    await poll_until(served, 40, 0.2, "the new segments in the current target and served")
     await coord.ok("ReleaseCollection", Q.ReleaseCollectionRequest(collectionID=cid))
