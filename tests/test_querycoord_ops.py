@@ -202,4 +202,12 @@ async def test_segments_imported_into_a_loaded_collection_are_served(env):
             return False
         return True
     await poll_until(served, 40, 0.2, "the new segments in the current target and served")
+    # refresh asks for a new target at once; ShowCollections reports 100 once it is current
+    await coord.ok("LoadCollection", Q.LoadCollectionRequest(collectionID=cid, refresh=True))
+
+    async def refreshed():
+        reply = await coord.ok("ShowCollections", Q.ShowCollectionsRequest(collectionIDs=[cid]))
+        return list(reply.refresh_progress) == [100] and list(reply.inMemory_percentages) == [100]
+    await poll_until(refreshed, 20, what="refresh done")
+    assert cluster.coord.collections.get(cid).field_indexID == {}
     await coord.ok("ReleaseCollection", Q.ReleaseCollectionRequest(collectionID=cid))

@@ -69,13 +69,13 @@ class QueryCoordServicer:
     async def LoadCollection(self, request, context):
         await self.coord.load(LoadRequest(request.collectionID, None, request.replica_number,
                                           list(request.resource_groups), list(request.load_fields),
-                                          request.refresh))
+                                          request.refresh, dict(request.field_indexID)))
         return success()
 
     async def LoadPartitions(self, request, context):
         await self.coord.load(LoadRequest(request.collectionID, list(request.partitionIDs), request.replica_number,
                                           list(request.resource_groups), list(request.load_fields),
-                                          request.refresh))
+                                          request.refresh, dict(request.field_indexID)))
         return success()
 
     async def ReleaseCollection(self, request, context):

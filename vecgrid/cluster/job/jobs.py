@@ -48,6 +48,7 @@ class LoadRequest:
     resource_groups: list[str]
     load_fields: list[int]
     refresh: bool = False
+    field_index: dict[int, int] | None = None   # field id -> index id, recorded with the load
 
 
 class Jobs:
@@ -164,7 +165,8 @@ class Jobs:
             else:
                 info.CopyFrom(Q.CollectionLoadInfo(
                     collectionID=cid, replica_number=replica_number,
-                    load_type=Q.LoadCollection if whole else Q.LoadPartition, load_fields=load_fields))
+                    load_type=Q.LoadCollection if whole else Q.LoadPartition, load_fields=load_fields,
+                    field_indexID=req.field_index or {}))
             info.status = Q.Loading
             ctx.collections.put(info, [Q.PartitionLoadInfo(collectionID=cid, partitionID=pid, status=Q.Loading)
                                        for pid in new])
