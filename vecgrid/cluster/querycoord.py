@@ -129,8 +129,10 @@ class QueryCoord(Component):
         self._poke()
 
     def _poke(self) -> None:
+        """Run checkers and observers now instead of at their next tick (after any change)."""
         self.checkers.poke()
         self.target_observer.poke()
+        self.collection_observer.poke()
 
     def _pull_target(self, cid: int) -> None:
         self.targets.pull_next(cid, self.collections.partition_ids(cid))
@@ -139,7 +141,7 @@ class QueryCoord(Component):
     async def _refresh_dist(self, node_ids: set[int]) -> None:
         await asyncio.gather(*(self.dist_controller.pull(n) for n in node_ids if self.nodes.get(n) is not None),
                              return_exceptions=True)
-        self.checkers.poke()
+        self._poke()
 
     def _cancel_load(self, cid: int, reason: str) -> None:
         log.warning("collection %d: %s; load cancelled", cid, reason)
