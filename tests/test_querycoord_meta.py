@@ -73,3 +73,31 @@ async def test_health_lists_long_unqueryable_collections_as_critical(monkeypatch
     assert doc["unhealthy_collection_msgs"] == [{"database_id": 1, "collection_id": 42, "reason": {
         "unhealthy_msg": "channel not available", "unhealthy_level": 2}}]
     assert observer.healthy            # Critical only: listed, still healthy
+
+
+def test_partition_states_tell_gpu_from_host_memory(store):
+    from vecgrid.cluster import reports
+    from vecgrid.cluster.checkers.base import CheckerContext
+    from vecgrid.cluster.dist.distribution import DistributionManager
+    from vecgrid.cluster.querynode.segments import PLACEMENT_PARAM
+    from vecgrid.rpc.proto import common_pb2
+
+    cm, rm, dist = CollectionManager(store), ReplicaManager(store), DistributionManager()
+    cm.put(Q.CollectionLoadInfo(collectionID=1, replica_number=1, status=Q.Loading),
+           [Q.PartitionLoadInfo(collectionID=1, partitionID=p, status=Q.Loading) for p in (10, 11, 12)])
+    rm.spawn(1, {"rg": 1}, lambda: 5, lambda rg: [1, 2])
+    ctx = CheckerContext(NodeManager(), cm, rm, None, dist, None, None, None)
+
+    def seg(sid, pid, placement):
+        s = Q.SegmentVersionInfo(ID=sid, collection=1, partition=pid)
+        s.index_info[101].index_params.append(common_pb2.KeyValuePair(key=PLACEMENT_PARAM, value=placement))
+        return s
+    dist.update(1, Q.GetDataDistributionResponse(lastModifyTs=1, segments=[
+        seg(100, 10, "GPU"), seg(101, 10, "GPU"), seg(102, 11, "GPU"), seg(104, 12, "CPU")]))
+    dist.update(2, Q.GetDataDistributionResponse(lastModifyTs=1, segments=[seg(103, 11, "CPU")]))
+    for pid in (10, 11, 12):
+        cm.set_progress(1, pid, 100)
+    states = {p.partitionID: p.state for p in reports.partition_states(ctx, 1, [])}
+    assert states == {10: Q.InGPU, 11: Q.PartialInGPU, 12: Q.InMemory}
+    with pytest.raises(errors.PartitionNotLoaded):
+        reports.partition_states(ctx, 1, [13])
