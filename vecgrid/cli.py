@@ -3,6 +3,17 @@
     vecgrid serve                      embedded cluster: LocalCluster + coordinator + REST + gRPC
     vecgrid coord  --scheduler ADDR    the coordinator against a running `dask scheduler`
     vecgrid worker --scheduler ADDR    a Dask worker that becomes a QueryNode
+    vecgrid import FILE... --collection NAME
+                                       bulk-import files into sealed segments
+
+Client commands, against a running coordinator (``--coord HOST:PORT``, default
+127.0.0.1:19531), through :class:`~vecgrid.cluster.proxy.Proxy`:
+
+    vecgrid load NAME [--replicas N] [--resource-group RG]   load, with a progress bar until 100 %
+    vecgrid release NAME                                     release
+    vecgrid search NAME --vectors FILE.npy [--limit K] [--filter JSON] [--output-fields a,b]
+                                                             nearest rows as JSON, one list per query
+    vecgrid status                                           nodes, collections, load %, partition states
 
 Every command reads the same settings (``--config FILE``, ``VECGRID_*`` variables,
 flags).  A user error — unknown flag, unreadable config, port in use — prints one
@@ -17,13 +28,16 @@ import logging
 import signal
 import socket
 import sys
+import time
 from typing import Any, Sequence
 
-from vecgrid import __version__
+from vecgrid import __version__, errors
 from vecgrid.config import ConfigError, Settings
 
 EXIT_USAGE = 2
 EXIT_RUNTIME = 1
+DEFAULT_COORD = "127.0.0.1:19531"
+CLIENT_COMMANDS = ("load", "release", "search", "status")
 
 
 class UsageError(Exception):
@@ -71,6 +85,38 @@ def _parser() -> _Parser:
     imp.add_argument("--shards", type=int, default=1)
     imp.add_argument("--segment-rows", type=int, default=1_000_000)
     imp.add_argument("--segment-mb", type=int, default=512)
+
+    client = _Parser(add_help=False)
+    client.add_argument("--coord", default=DEFAULT_COORD, metavar="HOST:PORT",
+                        help=f"the coordinator's gRPC address (default {DEFAULT_COORD})")
+    client.add_argument("--db", default="", help="database (default: the default database)")
+    client.add_argument("--config", metavar="FILE", help="TOML settings file (for common.log_level)")
+    client.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
+
+    load = sub.add_parser("load", parents=[client], help="load a collection and wait until it is fully served")
+    load.add_argument("name", metavar="NAME")
+    load.add_argument("--replicas", type=int, metavar="N",
+                      help="replica number (default: the collection's, else the cluster's default)")
+    load.add_argument("--resource-group", action="append", default=[], dest="resource_groups", metavar="RG",
+                      help="resource group for the replicas; repeat it to give one per replica")
+    load.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS",
+                      help="give up waiting for 100 %% after this long (default 600)")
+
+    release = sub.add_parser("release", parents=[client], help="release a loaded collection")
+    release.add_argument("name", metavar="NAME")
+
+    search = sub.add_parser("search", parents=[client], help="nearest rows of query vectors, printed as JSON")
+    search.add_argument("name", metavar="NAME")
+    search.add_argument("--vectors", required=True, metavar="FILE.npy", help="nq x dim (or dim) float array")
+    search.add_argument("--limit", type=int, default=10, metavar="K", help="hits per query (default 10)")
+    search.add_argument("--filter", metavar="JSON",
+                        help='query object in the REST syntax, e.g. {"age": {"$gt": 20}, "$or": [...]}')
+    search.add_argument("--output-fields", default="", metavar="a,b", help="fields to return with each hit")
+    search.add_argument("--consistency", default="Strong", choices=["Strong", "Bounded", "Eventually"],
+                        help="how fresh the data must be (default Strong)")
+
+    status = sub.add_parser("status", parents=[client], help="query nodes, collections, load %% and partitions")
+    status.add_argument("--json", action="store_true", help="print one JSON object instead of text")
 
     worker = sub.add_parser("worker", parents=[common], help="run a worker that serves as a QueryNode")
     worker.add_argument("--scheduler", required=True, help="Dask scheduler address")
@@ -157,7 +203,6 @@ async def _coord(settings: Settings) -> None:
 def _import(settings: Settings, args: argparse.Namespace) -> int:
     import json
 
-    from vecgrid import errors
     from vecgrid.storage.bulk_import import ImportOptions, bulk_import, summary_json
 
     try:
@@ -193,12 +238,153 @@ async def _worker(settings: Settings, args: argparse.Namespace) -> None:
         await _until_signalled()
 
 
+# --- client commands ---------------------------------------------------------------------------------
+
+def _search_inputs(args: argparse.Namespace) -> tuple[Any, Any, list[str]]:
+    """Vectors, filter and output fields of ``vecgrid search``, checked before anything connects."""
+    import json
+
+    import numpy as np
+
+    try:
+        vectors = np.load(args.vectors, allow_pickle=False)
+    except (OSError, ValueError) as e:
+        raise UsageError(f"cannot read --vectors {args.vectors}: {e}") from None
+    query = None
+    if args.filter:
+        try:
+            query = json.loads(args.filter)
+        except ValueError as e:
+            raise UsageError(f"--filter is not JSON ({e}): {args.filter!r}") from None
+        if not isinstance(query, dict):
+            raise UsageError(f"--filter must be a JSON object of field conditions, got {args.filter!r}")
+    fields = [f.strip() for f in args.output_fields.split(",") if f.strip()]
+    return vectors, query, fields
+
+
+async def _load(proxy: Any, args: argparse.Namespace) -> None:
+    from tqdm import tqdm
+
+    from vecgrid.cluster.catalog_access import unary_call
+    from vecgrid.rpc.proto import query_coord_pb2 as Q
+
+    meta = await proxy.describe(args.name)
+    await unary_call(proxy.coord.LoadCollection, Q.LoadCollectionRequest(
+        collectionID=meta.id, replica_number=args.replicas or 0, resource_groups=args.resource_groups),
+        timeout=args.timeout, what=f"LoadCollection at {args.coord}")
+    deadline = time.monotonic() + args.timeout
+    with tqdm(total=100, desc=f"load {meta.name}", file=sys.stderr, disable=None,
+              bar_format="{desc}: {percentage:3.0f}%|{bar}| [{elapsed}]") as bar:
+        while True:
+            shown = await unary_call(proxy.coord.ShowCollections, Q.ShowCollectionsRequest(
+                collectionIDs=[meta.id]), timeout=30, what=f"ShowCollections at {args.coord}")
+            percent = int(shown.inMemory_percentages[0])
+            bar.update(percent - bar.n)
+            if percent >= 100:
+                break
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"collection {meta.name!r} is still {percent} % loaded after {args.timeout:g} s; "
+                                   "the coordinator goes on loading it")
+            await asyncio.sleep(0.2)
+    print(f"collection {meta.name} loaded: 100 %", flush=True)
+
+
+async def _release(proxy: Any, args: argparse.Namespace) -> None:
+    from vecgrid.cluster.catalog_access import unary_call
+    from vecgrid.rpc.proto import query_coord_pb2 as Q
+
+    meta = await proxy.describe(args.name)
+    await unary_call(proxy.coord.ReleaseCollection, Q.ReleaseCollectionRequest(collectionID=meta.id),
+                     timeout=600, what=f"ReleaseCollection at {args.coord}")
+    print(f"collection {meta.name} released", flush=True)
+
+
+async def _search(proxy: Any, args: argparse.Namespace, inputs: tuple[Any, Any, list[str]]) -> None:
+    import json
+
+    vectors, query, fields = inputs
+    hits = await proxy.search(args.name, vectors, limit=args.limit, filter=query, output_fields=fields,
+                              consistency=args.consistency)
+    print(json.dumps(hits), flush=True)
+
+
+async def _status_report(proxy: Any, args: argparse.Namespace) -> dict[str, Any]:
+    from vecgrid.cluster.catalog_access import unary_call
+    from vecgrid.rpc.proto import query_coord_pb2 as Q
+
+    at = f"at {args.coord}"
+    nodes = await unary_call(proxy.coord.ListQueryNode, Q.ListQueryNodeRequest(), timeout=30,
+                             what=f"ListQueryNode {at}")
+    shown = await unary_call(proxy.coord.ShowCollections, Q.ShowCollectionsRequest(), timeout=30,
+                             what=f"ShowCollections {at}")
+    loaded = dict(zip(shown.collectionIDs, shown.inMemory_percentages))
+    metas = {m.id: m for m in await proxy.catalog.list(args.db)}
+    for cid in loaded.keys() - metas.keys():  # loaded collections of other databases
+        metas[cid] = await proxy.catalog.describe_id(cid)
+    collections = []
+    for cid, meta in sorted(metas.items()):
+        entry: dict[str, Any] = {"name": meta.name, "id": cid, "loaded": cid in loaded,
+                                 "load_percentage": int(loaded[cid]) if cid in loaded else None, "partitions": []}
+        if cid in loaded:
+            names = {pid: name for name, pid in meta.partitions.items()}
+            try:
+                states = await unary_call(proxy.coord.GetPartitionStates, Q.GetPartitionStatesRequest(
+                    collectionID=cid), timeout=30, what=f"GetPartitionStates {at}")
+            except errors.MilvusError as e:  # e.g. released meanwhile: report it, go on with the others
+                entry["error"] = str(e)
+            else:
+                entry["partitions"] = [{"name": names.get(p.partitionID, ""), "id": p.partitionID,
+                                        "state": Q.PartitionState.Name(p.state),
+                                        "load_percentage": int(p.inMemory_percentage)}
+                                       for p in states.partition_descriptions]
+        collections.append(entry)
+    return {"coordinator": args.coord,
+            "nodes": [{"id": n.ID, "address": n.address, "state": n.state} for n in nodes.nodeInfos],
+            "collections": collections}
+
+
+def _status_text(report: dict[str, Any]) -> str:
+    lines = [f"coordinator {report['coordinator']}", f"query nodes: {len(report['nodes'])}"]
+    lines += [f"  node {n['id']:<6} {n['address']:<24} {n['state']}" for n in report["nodes"]]
+    lines.append(f"collections: {len(report['collections'])}")
+    for c in report["collections"]:
+        load = f"loaded {c['load_percentage']} %" if c["loaded"] else "not loaded"
+        lines.append(f"  {c['name']:<24} id {c['id']:<20} {load}")
+        if "error" in c:
+            lines.append(f"    partition states unavailable: {c['error']}")
+        lines += [f"    partition {p['name'] or p['id']:<16} {p['state']:<16} {p['load_percentage']} %"
+                  for p in c["partitions"]]
+    return "\n".join(lines)
+
+
+async def _client(args: argparse.Namespace, inputs: Any = None) -> None:
+    from vecgrid.cluster.proxy import Proxy
+
+    async with Proxy(args.coord, db_name=args.db) as proxy:
+        if args.command == "load":
+            await _load(proxy, args)
+        elif args.command == "release":
+            await _release(proxy, args)
+        elif args.command == "search":
+            await _search(proxy, args, inputs)
+        else:
+            report = await _status_report(proxy, args)
+            if args.json:
+                import json
+                print(json.dumps(report, indent=2), flush=True)
+            else:
+                print(_status_text(report), flush=True)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = _parser().parse_args(argv)
         settings = Settings.load(args.config, overrides=_overrides(args))
         if args.command == "worker":
             parse_resources(args.resources)
+        inputs = _search_inputs(args) if args.command == "search" else None
+        if args.command == "load" and args.replicas is not None and args.replicas < 1:
+            raise UsageError(f"--replicas must be 1 or more, got {args.replicas}")
     except (UsageError, ConfigError) as e:
         print(f"vecgrid: error: {e}", file=sys.stderr)
         return EXIT_USAGE
@@ -206,7 +392,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "import":
             return _import(settings, args)
-        if args.command == "serve":
+        if args.command in CLIENT_COMMANDS:
+            asyncio.run(_client(args, inputs))
+        elif args.command == "serve":
             asyncio.run(_serve(settings))
         elif args.command == "coord":
             asyncio.run(_coord(settings))
@@ -217,7 +405,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as e:
         print(f"vecgrid: error: {e}", file=sys.stderr)
         return EXIT_USAGE
-    except (OSError, TimeoutError, ConfigError) as e:
+    except (OSError, TimeoutError, ConfigError, errors.MilvusError) as e:
         print(f"vecgrid: error: {e}", file=sys.stderr)
         return EXIT_RUNTIME
     return 0

@@ -27,6 +27,7 @@ from vecgrid.cluster.querycoord import QueryCoord
 from vecgrid.cluster.querynode.plugin import QueryNodePlugin
 from vecgrid.config import Settings
 from vecgrid.http.app import make_app
+from vecgrid.rpc.catalog_servicer import catalog_service
 from vecgrid.rpc.channel_stream_servicer import channel_stream_service
 from vecgrid.rpc.querycoord_servicer import serve_querycoord
 from vecgrid.rpc.server import GrpcServer, PortInUse
@@ -82,10 +83,11 @@ class Coordinator:
         self.client = await Client(scheduler_address, asynchronous=True, name="vecgrid-coordinator")
         self.coord = QueryCoord(s, self.client, self._store, self.deploy_mode)
         # Serve gRPC at once: until the coordinator is Healthy it answers Initializing, as Milvus does.
-        # The coordinator also streams DML channels to nodes on other hosts (vecgrid.wal.ChannelStream).
+        # The coordinator also streams DML channels to nodes on other hosts (vecgrid.wal.ChannelStream)
+        # and lets proxies in other processes read its catalog (vecgrid.catalog.CatalogService).
         self.wal = Wal(str(data.wal_root))
         self.grpc = await serve_querycoord(self.coord, s.common.host, s.querycoord.port,
-                                           [channel_stream_service(self.wal)])
+                                           [channel_stream_service(self.wal), catalog_service(self.coord.catalog)])
         sockets = tornado.netutil.bind_sockets(s.http.port, s.common.host)
         s.http.port = sockets[0].getsockname()[1]
         self.http = tornado.httpserver.HTTPServer(make_app(self.coord))

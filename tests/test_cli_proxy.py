@@ -1,0 +1,133 @@
+"""`vecgrid load | release | search | status` as a user runs them, against a real coordinator (an embedded
+cluster of two QueryNode workers) with bulk-imported data; searches are checked against numpy and every
+failure is one `vecgrid: error:` line."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+import pytest_asyncio
+
+from vecgrid.deploy import EmbeddedCluster
+from vecgrid.rpc.proto import milvus_pb2, query_coord_pb2 as Q
+from tests.querycoord_support import Coord
+from tests.querynode_support import DIM, assert_same_knn, import_collection, reference_search
+from tests.test_cli import _assert_one_line_error
+from tests.test_proxy import dense, refused_address
+from tests.test_querycoord_load import fast_settings
+
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]
+
+
+@dataclass
+class Result:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+async def vecgrid(*args: str, timeout: float = 120) -> Result:
+    """Run the CLI in a subprocess without blocking the loop that serves the cluster."""
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "vecgrid.cli", *args,
+                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), timeout)
+    return Result(proc.returncode, out.decode(), err.decode())
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def env(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cli")
+    books = import_collection(root, "books", metric="L2", index="FLAT", n=900, shards=2, segment_rows=150, seed=12)
+    pairs = import_collection(root, "pairs", metric="IP", index="FLAT", n=300, shards=1, segment_rows=100, seed=13)
+    cluster = EmbeddedCluster(fast_settings(books.data_dir, workers=2))
+    await asyncio.wait_for(cluster.start(), 120)
+    yield cluster, Coord(cluster.addresses.grpc), books, pairs, root
+    await asyncio.wait_for(cluster.stop(), 60)
+
+
+async def test_load_status_search_release(env):
+    cluster, coord, books, _, root = env
+    addr = ["--coord", cluster.addresses.grpc]
+
+    report = json.loads((await vecgrid("status", "--json", *addr)).stdout)
+    assert len(report["nodes"]) == 2 and all(n["state"] == "Normal" for n in report["nodes"])
+    (entry,) = [c for c in report["collections"] if c["name"] == "books"]
+    assert (entry["loaded"], entry["load_percentage"], entry["partitions"]) == (False, None, [])
+
+    done = await vecgrid("load", "books", *addr)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "collection books loaded: 100 %"
+    assert await coord.percentage(books.collection_id) == 100
+
+    text = await vecgrid("status", *addr)
+    assert text.returncode == 0, text.stderr
+    assert "query nodes: 2" in text.stdout and "loaded 100 %" in text.stdout
+    assert "partition _default" in text.stdout and "InMemory" in text.stdout
+    assert "pairs" in text.stdout and "not loaded" in text.stdout
+    report = json.loads((await vecgrid("status", "--json", *addr)).stdout)
+    (entry,) = [c for c in report["collections"] if c["name"] == "books"]
+    assert entry["loaded"] and entry["load_percentage"] == 100 and entry["id"] == books.collection_id
+    assert [(p["name"], p["state"], p["load_percentage"]) for p in entry["partitions"]] == \
+        [("_default", "InMemory", 100)]
+
+    xq = np.random.default_rng(5).standard_normal((3, DIM)).astype(np.float32)
+    np.save(root / "q.npy", xq)
+    found = await vecgrid("search", "books", "--vectors", str(root / "q.npy"), "--limit", "5",
+                          "--filter", '{"age": {"$lt": 30}, "tag": {"$ne": "red"}}', "--output-fields", "age,tag",
+                          *addr)
+    assert found.returncode == 0, found.stderr
+    hits = json.loads(found.stdout)
+    mask = (books.columns["age"] < 30) & (books.columns["tag"] != "red")
+    assert_same_knn(*reference_search(books, xq, 5, mask), *dense(hits, 5))
+    assert all(set(h["entity"]) == {"age", "tag"} and h["entity"]["age"] < 30 for row in hits for h in row)
+
+    np.save(root / "one.npy", xq[0])  # a single vector is one query
+    one = json.loads((await vecgrid("search", "books", "--vectors", str(root / "one.npy"), *addr)).stdout)
+    assert len(one) == 1 and len(one[0]) == 10
+
+    gone = await vecgrid("release", "books", *addr)
+    assert gone.returncode == 0 and gone.stdout.strip() == "collection books released"
+    reply = await coord.call("ShowCollections", Q.ShowCollectionsRequest(collectionIDs=[books.collection_id]))
+    assert reply.status.code == 101
+    _assert_one_line_error(await vecgrid("search", "books", "--vectors", str(root / "q.npy"), *addr),
+                           "collection not loaded")
+    again = await vecgrid("release", "books", *addr)  # releasing what is not loaded succeeds, as in Milvus
+    assert again.returncode == 0
+
+
+async def test_load_with_replicas_in_a_resource_group(env):
+    cluster, coord, _, pairs, _ = env
+    addr = ["--coord", cluster.addresses.grpc]
+    done = await vecgrid("load", "pairs", "--replicas", "2", "--resource-group", "__default_resource_group", *addr)
+    assert done.returncode == 0, done.stderr
+    replicas = (await coord.ok("GetReplicas", milvus_pb2.GetReplicasRequest(collectionID=pairs.collection_id))).replicas
+    assert len(replicas) == 2 and {r.resource_group_name for r in replicas} == {"__default_resource_group"}
+    shards = await coord.leaders(pairs.collection_id)
+    assert all(len(s.node_ids) == 2 for s in shards)
+    assert (await vecgrid("release", "pairs", *addr)).returncode == 0
+
+
+async def test_errors_are_one_line(env):
+    cluster, _, _, _, root = env
+    addr = ["--coord", cluster.addresses.grpc]
+    np.save(root / "q2.npy", np.zeros((1, DIM), np.float32))
+    _assert_one_line_error(await vecgrid("load", "nope", *addr), "collection not found")
+    _assert_one_line_error(await vecgrid("load", "pairs", "--replicas", "3", *addr),
+                           "resource group node not enough")
+    _assert_one_line_error(await vecgrid("load", "pairs", "--resource-group", "rg9", *addr),
+                           "resource group not found")
+    _assert_one_line_error(await vecgrid("search", "pairs", "--vectors", str(root / "q2.npy"),
+                                         "--filter", '{"colour": "red"}', *addr), "has no field 'colour'")
+    bad = await vecgrid("search", "pairs", "--vectors", str(root / "q2.npy"), "--filter", "{age: 3}", *addr)
+    _assert_one_line_error(bad, "--filter is not JSON")
+    assert bad.returncode == 2
+    _assert_one_line_error(await vecgrid("search", "pairs", "--vectors", str(root / "missing.npy"), *addr),
+                           "cannot read --vectors")
+    _assert_one_line_error(await vecgrid("load", "pairs", "--replicas", "0", *addr), "--replicas must be 1 or more")
+    _assert_one_line_error(await vecgrid("status", "--coord", refused_address()), "service unavailable",
+                           "ListQueryNode at")

@@ -1,0 +1,226 @@
+"""REST-seed query objects compiled to plan.Expr (vecgrid.cluster.filters), evaluated by the engine's own
+filter evaluator (vecgrid.gpu.filter) and compared with numpy; every refusal has a clear error."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from vecgrid import errors
+from vecgrid.cluster.filters import compile_filter, split_query
+from vecgrid.gpu.filter import evaluate
+from vecgrid.rpc.proto import common_pb2, plan_pb2, schema_pb2 as S
+
+N = 600
+rng = np.random.default_rng(11)
+TAGS = np.asarray(["red", "green", "blue", "cyan", "gold"])
+
+
+def _field(fid, name, t, **kw):
+    return S.FieldSchema(fieldID=fid, name=name, data_type=t, **kw)
+
+
+SCHEMA = S.CollectionSchema(name="things", fields=[
+    _field(100, "pk", S.Int64, is_primary_key=True),
+    _field(101, "age", S.Int32),
+    _field(102, "tiny", S.Int8),
+    _field(103, "mid", S.Int16),
+    _field(104, "big", S.Int64),
+    _field(105, "score", S.Double),
+    _field(106, "ratio", S.Float),
+    _field(107, "tag", S.VarChar, type_params=[common_pb2.KeyValuePair(key="max_length", value="16")]),
+    _field(108, "flag", S.Bool),
+    _field(109, "vec", S.FloatVector, type_params=[common_pb2.KeyValuePair(key="dim", value="4")]),
+    _field(110, "meta", S.JSON),
+    _field(111, "arr", S.Array, element_type=S.Int64),
+])
+DYNAMIC = S.CollectionSchema(name="dyn", enable_dynamic_field=True, fields=[
+    _field(100, "id", S.VarChar, is_primary_key=True),
+    _field(101, "age", S.Int64),
+    _field(102, "$meta", S.JSON, is_dynamic=True),
+])
+
+DATA = {
+    "pk": np.arange(N, dtype=np.int64) * 3 + 1,
+    "age": (np.arange(N) % 97).astype(np.int32),
+    "tiny": rng.integers(-128, 128, N).astype(np.int8),
+    "mid": rng.integers(-1000, 1000, N).astype(np.int16),
+    "big": rng.integers(-(1 << 40), 1 << 40, N).astype(np.int64),
+    "score": rng.uniform(0, 1, N),
+    "ratio": rng.uniform(-1, 1, N).astype(np.float32),
+    "tag": TAGS[np.arange(N) % 5],
+    "flag": np.arange(N) % 3 == 0,
+}
+IDS = {f.name: f.fieldID for f in SCHEMA.fields}
+
+
+def mask_of(query, schema=SCHEMA, **kw) -> np.ndarray:
+    expr = compile_filter(query, schema, **kw)
+    if expr is None:
+        return np.ones(N, dtype=bool)
+    columns = {IDS[name]: values for name, values in DATA.items() if name != "pk"}
+    return np.asarray(evaluate(expr, columns, N, pks=DATA["pk"]))
+
+
+d = DATA
+CASES = [
+    # plain equality on every scalar type (and the primary key)
+    ({"age": 20}, d["age"] == 20),
+    ({"pk": 31}, d["pk"] == 31),
+    ({"tag": "blue"}, d["tag"] == "blue"),
+    ({"flag": True}, d["flag"]),
+    ({"flag": False}, ~d["flag"]),
+    ({"tiny": int(d["tiny"][5])}, d["tiny"] == d["tiny"][5]),
+    ({"score": float(d["score"][7])}, d["score"] == d["score"][7]),
+    # comparisons
+    ({"age": {"$lt": 10}}, d["age"] < 10),
+    ({"age": {"$lte": 10}}, d["age"] <= 10),
+    ({"age": {"$gt": 90}}, d["age"] > 90),
+    ({"age": {"$gte": 90}}, d["age"] >= 90),
+    ({"age": {"$ne": 3}}, d["age"] != 3),
+    ({"mid": {"$gt": -5, "$lt": 500}}, (d["mid"] > -5) & (d["mid"] < 500)),
+    ({"big": {"$gte": 0}}, d["big"] >= 0),
+    ({"score": {"$lt": 0.25}}, d["score"] < 0.25),
+    ({"ratio": {"$gt": 0}}, d["ratio"] > 0),                    # an int against a Float field
+    ({"age": {"$lt": 20.5}}, d["age"] < 20.5),                  # a float against an integer field
+    ({"tag": {"$gt": "cyan"}}, d["tag"] > "cyan"),              # strings compare lexicographically
+    ({"tag": {"$ne": "red"}}, d["tag"] != "red"),
+    ({"flag": {"$ne": True}}, ~d["flag"]),
+    ({"pk": {"$lte": 100}}, d["pk"] <= 100),
+    # sets
+    ({"tag": {"$in": ["red", "gold"]}}, np.isin(d["tag"], ["red", "gold"])),
+    ({"tag": {"$nin": ["red", "gold"]}}, ~np.isin(d["tag"], ["red", "gold"])),
+    ({"pk": {"$in": [1, 4, 7, 2]}}, np.isin(d["pk"], [1, 4, 7, 2])),
+    ({"pk": {"$nin": [1, 4]}}, ~np.isin(d["pk"], [1, 4])),
+    ({"age": {"$in": []}}, np.zeros(N, bool)),
+    ({"age": {"$nin": []}}, np.ones(N, bool)),
+    ({"flag": {"$in": [True]}}, d["flag"]),
+    ({"score": {"$in": [float(d["score"][3]), 2.0]}}, np.isin(d["score"], [d["score"][3]])),
+    # implicit AND between keys, $or, $and, nesting
+    ({"age": {"$gt": 20}, "tag": "red"}, (d["age"] > 20) & (d["tag"] == "red")),
+    ({"$or": [{"tag": "red"}, {"age": {"$lt": 5}}]}, (d["tag"] == "red") | (d["age"] < 5)),
+    ({"$and": [{"age": {"$gt": 10}}, {"age": {"$lt": 20}}]}, (d["age"] > 10) & (d["age"] < 20)),
+    ({"age": {"$gt": 20}, "$or": [{"tag": "blue"}, {"tag": {"$in": ["cyan", "gold"]}}], "pk": {"$nin": [1, 2]},
+      "score": {"$ne": 3}},
+     (d["age"] > 20) & np.isin(d["tag"], ["blue", "cyan", "gold"]) & ~np.isin(d["pk"], [1, 2]) & (d["score"] != 3)),
+    ({"$or": [{"$and": [{"flag": True}, {"age": {"$lt": 50}}]}, {"tag": "gold", "mid": {"$lt": 0}}]},
+     (d["flag"] & (d["age"] < 50)) | ((d["tag"] == "gold") & (d["mid"] < 0))),
+    ({"$or": [{"tag": "red"}, {}]}, np.ones(N, bool)),          # an empty branch matches everything
+    ({"$and": [{}, {"tag": "red"}]}, d["tag"] == "red"),
+    ({}, np.ones(N, bool)),
+]
+
+
+@pytest.mark.parametrize("query,expected", CASES, ids=[str(q) for q, _ in CASES])
+def test_compiled_filter_matches_numpy(query, expected):
+    np.testing.assert_array_equal(mask_of(query), expected)
+
+
+def test_every_operator_is_covered():
+    used = set()
+
+    def walk(q):
+        for k, v in q.items():
+            used.add(k if k.startswith("$") else "=")
+            if isinstance(v, dict):
+                used.update(op for op in v if op.startswith("$"))
+            if k in ("$or", "$and"):
+                for branch in v:
+                    walk(branch)
+    for q, _ in CASES:
+        walk(q)
+    assert {"=", "$lt", "$lte", "$gt", "$gte", "$ne", "$in", "$nin", "$or", "$and"} <= used
+
+
+def test_shapes_of_the_compiled_expressions():
+    assert compile_filter({}, SCHEMA) is None
+    assert compile_filter(None, SCHEMA) is None
+    e = compile_filter({"pk": {"$in": [1]}}, SCHEMA)
+    assert e.WhichOneof("expr") == "term_expr" and e.term_expr.column_info.is_primary_key
+    assert e.term_expr.column_info.data_type == S.Int64
+    e = compile_filter({"score": 1}, SCHEMA)                    # an int against a Double field is sent as float
+    assert e.unary_range_expr.value.WhichOneof("val") == "float_val"
+    e = compile_filter({"tag": {"$nin": ["a"]}}, SCHEMA)
+    assert e.unary_expr.op == plan_pb2.UnaryExpr.Not
+    e = compile_filter({"age": 1, "tag": "a"}, SCHEMA)
+    assert e.binary_expr.op == plan_pb2.BinaryExpr.LogicalAnd
+    e = compile_filter({"$or": [{"age": 1}, {"tag": "a"}]}, SCHEMA)
+    assert e.binary_expr.op == plan_pb2.BinaryExpr.LogicalOr
+
+
+def test_query_string_values_are_coerced_like_a_query_schema():
+    strings = {"age": {"$gt": "20"}, "flag": "true", "score": {"$lt": "0.5"}, "pk": {"$in": ["1", "4"]},
+               "tag": "red"}
+    expected = (d["age"] > 20) & d["flag"] & (d["score"] < 0.5) & np.isin(d["pk"], [1, 4]) & (d["tag"] == "red")
+    np.testing.assert_array_equal(mask_of(strings, coerce_strings=True), expected)
+    assert compile_filter({"age": "20"}, SCHEMA, coerce_strings=True).unary_range_expr.value.int64_val == 20
+    assert compile_filter({"age": "2e1"}, SCHEMA, coerce_strings=True).unary_range_expr.value.float_val == 20.0
+    for bad in ({"age": "twenty"}, {"flag": "yes"}, {"score": "NaN"}, {"age": ""}):
+        with pytest.raises(errors.ParameterInvalid):
+            compile_filter(bad, SCHEMA, coerce_strings=True)
+
+
+def test_split_query_takes_off_result_options():
+    query = {"age": {"$gt": 3}, "$limit": 5, "$skip": 1, "$sort": {"age": -1}, "$select": ["tag"],
+             "$or": [{"tag": "red"}]}
+    conditions, options = split_query(query)
+    assert conditions == {"age": {"$gt": 3}, "$or": [{"tag": "red"}]}
+    assert options == {"$limit": 5, "$skip": 1, "$sort": {"age": -1}, "$select": ["tag"]}
+    np.testing.assert_array_equal(mask_of(conditions), (d["age"] > 3) & (d["tag"] == "red"))
+    with pytest.raises(errors.ParameterInvalid, match="must be an object"):
+        split_query(["age"])
+
+
+ERRORS = [
+    ({"nope": 1}, "has no field 'nope'"),
+    ({"$or": [{"nope": 1}]}, "has no field 'nope'"),
+    ({"vec": 1}, "'vec' is a vector field (FloatVector) and cannot be filtered"),
+    ({"meta": {"$gt": 1}}, "'meta' is of type JSON and cannot be filtered"),
+    ({"arr": {"$in": [1]}}, "'arr' is of type Array and cannot be filtered"),
+    ({"age": {"$like": "x"}}, "Invalid query parameter $like"),
+    ({"age": {"$eq": 1}}, "Invalid query parameter $eq"),
+    ({"age": {"$or": [1]}}, "Invalid query parameter $or"),
+    ({"$foo": 1}, "Invalid filter value $foo"),
+    ({"$nor": [{"age": 1}]}, "Invalid filter value $nor"),
+    ({"$limit": 3}, "$limit shapes the result"),
+    ({"$select": ["age"]}, "$select shapes the result"),
+    ({"age": "20"}, "type mismatch: field 'age' is Int32, got str '20'"),
+    ({"pk": {"$in": [1, "2"]}}, "type mismatch: field 'pk' is Int64, got str '2'"),
+    ({"tag": 3}, "type mismatch: field 'tag' is VarChar, got int 3"),
+    ({"tag": {"$in": ["a", True]}}, "type mismatch: field 'tag' is VarChar, got bool True"),
+    ({"flag": 1}, "type mismatch: field 'flag' is Bool, got int 1"),
+    ({"flag": "true"}, "type mismatch: field 'flag' is Bool, got str 'true'"),
+    ({"age": True}, "type mismatch: field 'age' is Int32, got bool True"),
+    ({"score": [1]}, "use $in for several values"),
+    ({"age": None}, "null is not a value of field 'age'"),
+    ({"score": math.nan}, "NaN compares with nothing"),
+    ({"big": 1 << 63}, "out of the Int64 range"),
+    ({"age": {"$in": 3}}, "$in on field 'age' expects an array"),
+    ({"age": {"$nin": "a"}}, "$nin on field 'age' expects an array"),
+    ({"flag": {"$gt": False}}, "$gt does not apply to Bool field 'flag'"),
+    ({"age": {}}, "the condition on field 'age' is an empty object"),
+    ({"age": {"years": 3}}, "nested keys ('years') would need a JSON field"),
+    ({"$or": []}, "$or needs a non-empty array"),
+    ({"$and": {"age": 1}}, "$and needs a non-empty array"),
+    ({"$or": [3]}, "$or[0] must be an object"),
+    ({1: 2}, "field names are strings"),
+    ([{"age": 1}], "the query must be an object"),
+]
+
+
+@pytest.mark.parametrize("query,message", ERRORS, ids=[m for _, m in ERRORS])
+def test_refusals_are_parameter_invalid_with_a_clear_reason(query, message):
+    with pytest.raises(errors.ParameterInvalid) as info:
+        compile_filter(query, SCHEMA)
+    assert message in str(info.value)
+    assert info.value.code == 1100
+
+
+def test_dynamic_field_keys_cannot_be_filtered():
+    with pytest.raises(errors.ParameterInvalid, match="keys of the dynamic field cannot be filtered"):
+        compile_filter({"color": "red"}, DYNAMIC)
+    with pytest.raises(errors.ParameterInvalid, match=r"Invalid filter value \$meta"):
+        compile_filter({"$meta": 1}, DYNAMIC)  # the dynamic field's own name reads as an operator
+    assert compile_filter({"id": "a", "age": 3}, DYNAMIC).binary_expr.left.unary_range_expr.column_info.is_primary_key
