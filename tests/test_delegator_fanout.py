@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from vecgrid.cluster.querynode import search as search_mod
 from vecgrid.gpu import exprs as E
 from vecgrid.gpu.results import from_search_result_data
 from vecgrid.rpc.proto import data_coord_pb2, msg_pb2, query_coord_pb2 as Q, schema_pb2
@@ -281,3 +282,40 @@ def _health_request():
     from vecgrid.rpc.proto import milvus_pb2
 
     return milvus_pb2.CheckHealthRequest()
+
+
+async def test_calls_to_peers_go_out_before_the_leader_searches(tmp_path, monkeypatch):
+    """The leader starts its gRPC sub-calls before searching its own segments, so the workers search
+    while it does."""
+    c = await make_cluster(tmp_path, "L2")
+    try:
+        events = []
+        peers = c.leader.node.peers
+        stub_of = peers.stub
+
+        class RecordingStub:
+            def __init__(self, node_id):
+                self.stub = stub_of(node_id)
+
+            def __getattr__(self, method):
+                def call(*args, **kwargs):
+                    events.append(method)
+                    return getattr(self.stub, method)(*args, **kwargs)
+                return call
+
+        real_search = search_mod.search_segments
+
+        def search_segments(*args):
+            events.append("search")
+            return real_search(*args)
+
+        monkeypatch.setattr(peers, "stub", RecordingStub)
+        monkeypatch.setattr(search_mod, "search_segments", search_segments)
+        c.insert(20, seed=4)
+        ts = c.tick()
+        xq = np.random.default_rng(4).standard_normal((3, DIM)).astype(np.float32)
+        reply, got = await search(c, xq, guarantee=ts)
+        assert events[0] == "SearchSegments" and events.count("search") == 3  # leader: sealed + growing; worker
+        assert_same_knn(*reference_search(c.full, xq, K), *dense(got, K))
+    finally:
+        await close(c)

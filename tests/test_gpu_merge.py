@@ -168,10 +168,58 @@ def test_single_part_fast_path_agrees_with_full_merge():
             part = TopK(rs.choice(12, nq * k), np.sort(rs.integers(0, 4, (nq, k)).astype(np.float32), axis=1).ravel(),
                         np.full(nq, k), k, rows=np.arange(nq * k))
         fast = merge_topk([part], k, "L2")
-        full = merge_topk([part, TopK.empty(nq, k)], k, "L2")  # two parts: always the full path
+        full = merge_topk([part, TopK.empty(nq, k)], k, "L2")  # two parts: never the single-part path
         np.testing.assert_array_equal(fast.ids, full.ids)
         np.testing.assert_array_equal(fast.scores, full.scores)
         np.testing.assert_array_equal(fast.topks, full.topks)
     # a repeated key within one query is merged away even from a single part
     dup = TopK(np.array([4, 4, 2]), np.array([0.1, 0.2, 0.3], np.float32), np.array([3]), 3)
     assert merge_topk([dup], 3, "L2").ids.tolist() == [4, 2]
+
+
+def dense_part(rs, nq, width, k, metric, *, decimals=None, varchar=False):
+    """A part holding ``width`` hits for every query (what a segment or a node answers)."""
+    ids = np.stack([rs.choice(30, width, replace=False) for _ in range(nq)]).reshape(-1)
+    sc = rs.random((nq, width))
+    if decimals is not None:
+        sc = np.round(sc, decimals)
+    sc = np.sort(sc, axis=1) if metric == "L2" else -np.sort(-sc, axis=1)
+    keys = np.array([f"k{i:02d}" for i in ids]) if varchar else ids.astype(np.int64)
+    return TopK(keys, sc.astype(np.float32).reshape(-1), np.full(nq, width, dtype=np.int64), k,
+                rows=np.arange(nq * width, dtype=np.int64))
+
+
+@pytest.mark.parametrize("nq", [1, 7])
+@pytest.mark.parametrize("metric", ["L2", "IP"])
+def test_dense_and_one_query_merges_match_reference(nq, metric):
+    """Parts that are full for every query take the row-wise (nq > 1) or the one-query merge; with
+    tied scores, repeated keys and VarChar keys they agree with the reference."""
+    rs = np.random.default_rng(nq)
+    for trial in range(60):
+        k = int(rs.integers(1, 9))
+        parts = [dense_part(rs, nq, int(rs.integers(0, k + 1)), k, metric, varchar=trial % 4 == 1,
+                            decimals=1 if trial % 3 == 0 else None) for _ in range(int(rs.integers(1, 4)))]
+        merged = merge_topk(parts, k, metric)
+        ref = reference_merge(parts, k, metric)
+        for q in range(nq):
+            ids, sc = merged.query(q)
+            assert ids.tolist() == [i for i, _ in ref[q]]
+            np.testing.assert_array_equal(sc, np.array([s for _, s in ref[q]], dtype=np.float32))
+        for j in range(len(merged)):
+            assert parts[merged.sources[j]].ids[merged.rows[j]] == merged.ids[j]
+
+
+@pytest.mark.parametrize("nq", [1, 3])
+@pytest.mark.parametrize("metric", ["L2", "IP"])
+def test_nan_scores_rank_last_on_every_merge_path(nq, metric):
+    a = TopK(np.arange(2 * nq), np.tile(np.array([np.nan, 0.5], np.float32), nq), np.full(nq, 2), 4)
+    b = TopK(np.arange(100, 100 + 2 * nq), np.tile(np.array([0.25, 0.75], np.float32), nq), np.full(nq, 2), 4)
+    extra = TopK(np.array([999]), np.array([9.0], np.float32), np.array([1] + [0] * (nq - 1)), 4)
+    merged = merge_topk([a, b], 4, metric)
+    general = merge_topk([a, b, extra], 4, metric)  # ragged parts: the lexsort merge
+    expect = [0.25, 0.5, 0.75] if metric == "L2" else [0.75, 0.5, 0.25]
+    for q in range(nq):
+        ids, sc = merged.query(q)
+        assert sc[:3].tolist() == expect and np.isnan(sc[3])
+        if q:
+            assert general.query(q)[0].tolist() == ids.tolist()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from vecgrid.cluster.querynode import search as search_mod
 from vecgrid.gpu import exprs as E
 from vecgrid.gpu.results import encode_placeholder_group, from_search_result_data
 from vecgrid.rpc.proto import internal_pb2, query_coord_pb2 as Q, schema_pb2
@@ -227,3 +228,26 @@ async def test_empty_request_plan_arms(qn, datasets):
     inner = internal_pb2.SearchRequest(collectionID=ds.collection_id)
     reply = await qn.call("SearchSegments", Q.SearchRequest(req=inner, from_shard_leader=True))
     assert reply.status.code == 1100 and "not a vector search plan" in reply.status.reason
+
+
+async def test_tiny_searches_run_on_the_loop_larger_ones_in_a_thread(qn, datasets, monkeypatch):
+    """A search of a few hundred microseconds is not worth a thread hand-off; the answer is the same
+    either way."""
+    ds = datasets["flat_l2"]
+    await qn.load(ds)
+    offloaded = []
+    real_to_thread = search_mod.asyncio.to_thread
+
+    async def to_thread(fn, *args, **kwargs):
+        offloaded.append(fn)
+        return await real_to_thread(fn, *args, **kwargs)
+
+    monkeypatch.setattr(search_mod.asyncio, "to_thread", to_thread)
+    req = search_request(ds, _queries(ds), K)
+    assert search_mod.search_work(qn.node.segments.list(ds.collection_id), req.req) <= search_mod.INLINE_SEARCH_WORK
+    inline, _ = await _search(qn, req)
+    assert search_mod.search_segments not in offloaded
+    monkeypatch.setattr(search_mod, "INLINE_SEARCH_WORK", 0)
+    threaded, _ = await _search(qn, req)
+    assert search_mod.search_segments in offloaded
+    assert inline.sliced_blob == threaded.sliced_blob

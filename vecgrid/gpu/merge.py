@@ -8,7 +8,11 @@ offset of each hit in its segment (``rows``), which partial result it came from
 
 :func:`merge_topk` merges any number of partial results of the same ``nq`` — the
 segments of one node, the nodes of one shard, the shards of a collection — with a
-single stable ``lexsort``:
+single stable ``lexsort`` when it has to (:func:`_sorted_order`); the usual shapes take cheaper
+routes to the same order: one query with few hits sorts Python tuples (:func:`_one_query_order`),
+parts holding the same number of hits for every query with no tied scores and no repeated key
+are sorted row by row (:func:`_dense_order`), and a single part already in order is kept as is.
+Semantics:
 
 * order: ``L2`` ascending, ``IP``/``COSINE`` descending; ties broken by primary key
   ascending (numeric for Int64 keys, lexicographic for VarChar);
@@ -34,6 +38,7 @@ from vecgrid import errors
 __all__ = ["TopK", "merge_topk", "larger_is_better", "round_scores", "MAX_TOPK"]
 
 MAX_TOPK = 16384  # Milvus's quota limit for topk (and nq)
+SMALL_MERGE = 256  # hits of one query up to which merging sorts Python tuples (see _one_query_order)
 
 
 def larger_is_better(metric: str) -> bool:
@@ -182,7 +187,7 @@ def merge_topk(parts: Sequence[TopK], k: int, metric: str = "L2", round_decimal:
 
     The result's ``sources[j]`` is the index in ``parts`` of hit ``j`` and ``rows[j]``
     its row there (when the parts carry rows); fields are carried when every part
-    has them."""
+    has them.  Small merges are latency-critical (nq=1 searches), hence the fast paths."""
     if not parts:
         raise errors.ParameterInvalid("nothing to merge")
     if k <= 0:
@@ -203,7 +208,6 @@ def merge_topk(parts: Sequence[TopK], k: int, metric: str = "L2", round_decimal:
         return out
     scores = round_scores(np.concatenate([p.scores for p in parts]).astype(np.float32, copy=False),
                           round_decimal)
-    qidx = np.concatenate([np.repeat(np.arange(nq, dtype=np.int64), p.topks) for p in parts])
     sources = np.concatenate([np.full(len(p), i, dtype=np.int32) for i, p in enumerate(parts)])
     have_rows = all(p.rows is not None for p in parts)
     rows = np.concatenate([p.rows for p in parts]) if have_rows else None
@@ -214,12 +218,79 @@ def merge_topk(parts: Sequence[TopK], k: int, metric: str = "L2", round_decimal:
 
         fields = concat_columns([p.fields for p in parts])
 
+    larger = larger_is_better(metric)
+    fast = _one_query_order(ids, scores, k, larger, dedup) if nq == 1 and total <= SMALL_MERGE else \
+        _dense_order(parts, ids, scores, k, larger, dedup)
+    order, topks = fast if fast is not None else _sorted_order(parts, ids, scores, k, larger, dedup)
+    return TopK(ids[order], scores[order], topks, k,
+                rows=None if rows is None else rows[order], sources=sources[order],
+                fields=None if fields is None else [f.take(order) for f in fields])
+
+
+def _one_query_order(ids: np.ndarray, scores: np.ndarray, k: int, larger: bool,
+                     dedup: bool) -> tuple[np.ndarray, np.ndarray] | None:
+    """The merge order of one query with few hits (a latency-bound nq=1 search): sorting Python
+    tuples beats a dozen numpy calls.  ``None`` (use :func:`_sorted_order`) when a score is NaN,
+    which Python's sort does not order as numpy does."""
+    sl = scores.tolist()
+    if any(x != x for x in sl):
+        return None
+    keys = ids.tolist()
+    sign = -1.0 if larger else 1.0
+    ranked = sorted(range(len(sl)), key=lambda j: (sign * sl[j], keys[j]))
+    if dedup:
+        seen: set = set()
+        ranked = [j for j in ranked if not (keys[j] in seen or seen.add(keys[j]))]
+    order = np.asarray(ranked[:k], dtype=np.int64)
+    return order, np.asarray([len(order)], dtype=np.int64)
+
+
+def _dense_order(parts: Sequence[TopK], ids: np.ndarray, scores: np.ndarray, k: int, larger: bool,
+                 dedup: bool) -> tuple[np.ndarray, np.ndarray] | None:
+    """The merge order of the usual case without a global sort: every part has the same number of
+    hits for every query, so each query's candidates form one row of an ``nq x W`` matrix that is
+    sorted row-wise.  ``None`` (use :func:`_sorted_order`) when a part is ragged or a query has tied
+    scores (the primary key decides) or a key twice (kept once)."""
+    nq = parts[0].nq
+    blocks, offset = [], 0
+    for p in parts:
+        w = len(p.ids) // nq
+        if w * nq != len(p.ids) or not bool((p.topks == w).all()):
+            return None
+        if w:
+            blocks.append(np.arange(offset, offset + nq * w, dtype=np.int64).reshape(nq, w))
+        offset += nq * w
+    if not blocks:
+        return None
+    flat = np.hstack(blocks) if len(blocks) > 1 else blocks[0]   # [query, candidate] -> index in ids
+    width = flat.shape[1]
+    key = -scores[flat] if larger else scores[flat]
+    pos = np.argsort(key, axis=1, kind="stable")
+    pos += np.arange(0, nq * width, width, dtype=np.int64)[:, None]   # -> positions in the flat matrix
+    key = key.reshape(-1)[pos]
+    if bool((key[:, 1:] == key[:, :-1]).any()):
+        return None
+    if dedup and width > 1:
+        keys = np.sort(ids[flat], axis=1)
+        if bool((keys[:, 1:] == keys[:, :-1]).any()):
+            return None
+    take = min(k, width)
+    return flat.reshape(-1)[pos[:, :take]].reshape(-1), np.full(nq, take, dtype=np.int64)
+
+
+def _sorted_order(parts: Sequence[TopK], ids: np.ndarray, scores: np.ndarray, k: int, larger: bool,
+                  dedup: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The merge order in general: one stable lexsort by (query, score, primary key), duplicates of a
+    (query, key) dropped after their best, each query cut at ``k``."""
+    nq = parts[0].nq
+    total = len(ids)
+    qidx = np.concatenate([np.repeat(np.arange(nq, dtype=np.int64), p.topks) for p in parts])
     if ids.dtype.kind in "iu":
         pk_key = ids
     else:  # VarChar: order-preserving integer codes
         _, pk_key = np.unique(ids, return_inverse=True)
         pk_key = pk_key.reshape(-1)
-    key = scores if not larger_is_better(metric) else -scores
+    key = -scores if larger else scores
     # np.lexsort is stable; last key is primary: query, then score, then primary key
     order = np.lexsort((pk_key, key, qidx))
     q_sorted = qidx[order]
@@ -241,6 +312,4 @@ def merge_topk(parts: Sequence[TopK], k: int, metric: str = "L2", round_decimal:
     sel = rank < k
     order = order[sel]
     topks = np.minimum(counts, k).astype(np.int64)
-    return TopK(ids[order], scores[order], topks, k,
-                rows=None if rows is None else rows[order], sources=sources[order],
-                fields=None if fields is None else [f.take(order) for f in fields])
+    return order, topks

@@ -258,7 +258,7 @@ def decode_placeholder_group(data: bytes | common_pb2.PlaceholderGroup, dim: int
     else:
         raise errors.ParameterInvalid(
             f"placeholder type {common_pb2.PlaceholderType.Name(ph.type)} is not supported by vecgrid")
-    if any(len(v) != len(values[0]) for v in values):
+    if len(set(map(len, values))) != 1:
         raise errors.ParameterInvalid("query vectors have different dimensions")
     if dim is not None and width != dim:
         raise errors.ParameterInvalid(f"the dimension of query vectors ({width}) does not match the field's ({dim})")

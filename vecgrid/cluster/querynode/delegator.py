@@ -119,6 +119,10 @@ class GrowingView:
     def num_rows(self) -> int:
         return self.growing.num_rows
 
+    @property
+    def placement(self) -> str:
+        return self.growing.placement
+
     def engine(self, field_id: int) -> Any:
         if field_id != self.growing.field_id:
             raise errors.ParameterInvalid(f"vector field {field_id} is not in growing segment {self.segment_id}")
@@ -360,6 +364,9 @@ class ShardDelegator:
         return self.tsafe
 
     async def _fan_out(self, calls: list[tuple[int, Awaitable[Any]]]) -> list[Any]:
+        """The results of ``calls`` (from :meth:`_call`), in order.  Calls to peers are already on
+        their way; this node's own work starts here, on the loop when tiny (see
+        :func:`~vecgrid.cluster.querynode.search.run_search`), so the workers search meanwhile."""
         tasks = [asyncio.ensure_future(c) for _, c in calls]
         try:
             done = await asyncio.gather(*tasks)
@@ -373,13 +380,24 @@ class ShardDelegator:
             raise errors.UnexpectedError(f"worker({failed}) query failed: {e}") from None
         return done
 
-    async def _remote(self, node_id: int, method: str, req: Any) -> Any:
-        """Call ``method`` on worker ``node_id``; a failed Status (the reply's or the reply itself) raises."""
-        if not self.node.peers.knows(node_id):
+    def _send(self, node_id: int, method: str, req: Any) -> Awaitable[Any]:
+        """Start ``method`` on peer ``node_id`` now and return an awaitable of its checked reply.
+
+        The gRPC call is created here, not when the result is first awaited, so its request goes
+        out on the next loop iteration, ahead of whatever this node then computes itself."""
+        call = None
+        if self.node.peers.knows(node_id):
+            call = getattr(self.node.peers.stub(node_id), method)(
+                req, metadata=self.node.peers.metadata(node_id), timeout=SUB_CALL_TIMEOUT_S)
+        return self._reply(node_id, method, call)
+
+    @staticmethod
+    async def _reply(node_id: int, method: str, call: Any) -> Any:
+        """The reply of a call from :meth:`_send` (``None``: no address known); a failed Status raises."""
+        if call is None:
             raise errors.NodeNotFound(f"no address known for worker node {node_id}", node=node_id)
         try:
-            reply = await getattr(self.node.peers.stub(node_id), method)(
-                req, metadata=self.node.peers.metadata(node_id), timeout=SUB_CALL_TIMEOUT_S)
+            reply = await call
         except grpc.aio.AioRpcError as e:
             raise errors.ServiceUnavailable(f"{method} on node {node_id}: {e.code().name} {e.details()}") from None
         status = reply if isinstance(reply, common_pb2.Status) else reply.status
@@ -387,10 +405,15 @@ class ShardDelegator:
             raise errors.from_remote(status.code or 65535, status.reason)
         return reply
 
-    async def _call(self, node_id: int, method: str, local: Callable[[Any], Awaitable[Any]], sub: Any) -> Any:
+    async def _remote(self, node_id: int, method: str, req: Any) -> Any:
+        """Call ``method`` on worker ``node_id``; a failed Status (the reply's or the reply itself) raises."""
+        return await self._send(node_id, method, req)
+
+    def _call(self, node_id: int, method: str, local: Callable[[Any], Awaitable[Any]], sub: Any) -> Awaitable[Any]:
+        """``local(sub)`` for this node, else ``method`` sent to the peer right away (see :meth:`_send`)."""
         if node_id == self.node.node_id:
-            return await local(sub)
-        return await self._remote(node_id, method, sub)
+            return local(sub)
+        return self._send(node_id, method, sub)
 
     def _sub(self, req: Any, node_id: int, segment_ids: Sequence[int], scope: int, mvcc: int) -> Any:
         sub = type(req)()
@@ -418,9 +441,8 @@ class ShardDelegator:
                                               self._sub(req, node_id, sids, Q.Historical, mvcc))))
         growing = self._growing(partitions)
         sub = self._sub(req, self.node.node_id, [], Q.Streaming, mvcc)
-        if growing or not calls:  # no growing rows: no thread hop (an empty channel still answers)
-            calls.append((self.node.node_id, asyncio.to_thread(search_mod.search_segments, coll, growing, sub.req,
-                                                               [self.channel])))
+        if growing or not calls:  # an empty channel still answers
+            calls.append((self.node.node_id, search_mod.run_search(coll, growing, sub.req, [self.channel])))
         parts = await self._fan_out(calls)
         if sub.req.nq * sub.req.topk * len(parts) <= INLINE_MERGE_HITS:
             out = merge_search(parts, sub.req, [self.channel], coll.pk_field.name)  # cheaper than a thread hop

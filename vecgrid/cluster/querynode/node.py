@@ -635,7 +635,7 @@ class QueryNode(Component):
         inner = req.req
         coll = self.collections.require(inner.collectionID)
         segments = self._select(coll, inner.partitionIDs, req.segmentIDs, req.scope, req.dml_channels)
-        return await asyncio.to_thread(search_mod.search_segments, coll, segments, inner, req.dml_channels)
+        return await search_mod.run_search(coll, segments, inner, req.dml_channels)
 
     async def search(self, req: Q.SearchRequest) -> internal_pb2.SearchResults:
         """Search: from a shard leader = :meth:`search_segments`; from a proxy = through delegators."""
@@ -644,9 +644,9 @@ class QueryNode(Component):
         self.lifecycle.check_healthy()
         coll = self.collections.require(req.req.collectionID)
         delegators = self._delegators(req.dml_channels, "search")
+        if len(delegators) == 1:  # a proxy sends one request per channel: no task, no merge
+            return await delegators[0].search(req)
         parts = await asyncio.gather(*(d.search(req) for d in delegators))
-        if len(parts) == 1:
-            return parts[0]
         out = await asyncio.to_thread(merge_search, parts, req.req, list(req.dml_channels), coll.pk_field.name)
         for p in parts:
             out.channels_mvcc.update(dict(p.channels_mvcc))

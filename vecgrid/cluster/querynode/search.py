@@ -10,13 +10,17 @@ top-k merge), fetches the output fields and encodes ``schema.SearchResultData`` 
 ``sliced_blob``.  A hybrid request (``is_advanced``) runs each sub-request and
 answers one ``SubSearchResults`` per sub-request, as Milvus's workers do.
 
-Blocking (faiss, numpy): the node runs it in a worker thread.
+Blocking (faiss, numpy): :func:`run_search` runs it in a worker thread, or right on the event
+loop when it is tiny (host segments, a few hundred microseconds of work at most), since a thread
+hand-off costs more than such a search on a busy host.
 """
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import time
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 from google.protobuf.message import DecodeError
@@ -26,10 +30,15 @@ from vecgrid.cluster.querynode.collections import Collection, field_dim
 from vecgrid.cluster.querynode.output_fields import fetch_columns, resolve_output_fields
 from vecgrid.cluster.querynode.segments import SealedSegment
 from vecgrid.gpu.merge import MAX_TOPK, TopK
-from vecgrid.gpu.plan import parse_search_plan
+from vecgrid.gpu.plan import SearchPlan, parse_search_plan
 from vecgrid.gpu.results import decode_placeholder_group, to_search_result_data
 from vecgrid.gpu.search import search_segments as engine_search
 from vecgrid.rpc.proto import common_pb2, internal_pb2, schema_pb2
+
+
+# Work (query floats x rows searched: a flat scan's multiply-adds) up to which a search runs on the
+# event loop; about 0.5 ms of faiss on one core, less than a thread hand-off costs under load.
+INLINE_SEARCH_WORK = 1 << 21
 
 
 def decode_queries(placeholder_group: bytes, dim: int) -> np.ndarray:
@@ -42,6 +51,13 @@ def decode_queries(placeholder_group: bytes, dim: int) -> np.ndarray:
     return decode_placeholder_group(group, dim)
 
 
+@functools.lru_cache(maxsize=256)
+def search_plan(plan_bytes: bytes) -> SearchPlan:
+    """``parse_search_plan``, once per distinct plan: a proxy sends the same bytes for every search
+    of a kind, and the parsed plan is only read (filter, topk, metric, params)."""
+    return parse_search_plan(plan_bytes)
+
+
 def mvcc_timestamp(value: int) -> int | None:
     """The snapshot a request reads: its MVCC timestamp; 0 (a delegator fills it) = everything loaded."""
     return int(value) or None
@@ -50,7 +66,7 @@ def mvcc_timestamp(value: int) -> int | None:
 def _search_one(coll: Collection, segments: Sequence[SealedSegment], plan_bytes: bytes, placeholder: bytes,
                 metric_hint: str, output_ids: Sequence[int], timestamp: int | None
                 ) -> tuple[schema_pb2.SearchResultData, str, int, int]:
-    plan = parse_search_plan(plan_bytes)
+    plan = search_plan(bytes(plan_bytes))
     f = coll.fields.get(plan.field_id)
     if f is None:
         raise errors.ParameterInvalid(f"the plan searches field {plan.field_id}, which collection {coll.id} "
@@ -115,3 +131,19 @@ def search_segments(coll: Collection, segments: Sequence[SealedSegment], req: in
     out.costAggregation.serviceTime = int((time.perf_counter() - started) * 1000)
     out.costAggregation.totalNQ = total_nq
     return out
+
+
+def search_work(segments: Sequence[Any], req: internal_pb2.SearchRequest) -> int:
+    """A cost estimate of ``req`` over ``segments``: query floats (read off the placeholder bytes,
+    no decoding) times rows, the multiply-adds of a flat scan; an upper bound for other indexes."""
+    floats = (len(req.placeholder_group) + sum(len(s.placeholder_group) for s in req.sub_reqs)) // 4
+    return floats * sum(s.num_rows for s in segments)
+
+
+async def run_search(coll: Collection, segments: Sequence[Any], req: internal_pb2.SearchRequest,
+                     channels: Sequence[str]) -> internal_pb2.SearchResults:
+    """:func:`search_segments` on the event loop when tiny and on host segments only (a GPU search
+    may wait for its device), else in a worker thread."""
+    if search_work(segments, req) <= INLINE_SEARCH_WORK and all(s.placement == "CPU" for s in segments):
+        return search_segments(coll, segments, req, channels)
+    return await asyncio.to_thread(search_segments, coll, segments, req, channels)
