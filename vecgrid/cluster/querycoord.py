@@ -107,6 +107,7 @@ class QueryCoord(Component):
         self.manual = ManualBalance(self.ctx, q.segment_task_timeout_s)
         self.ticker = TimeTicker(Wal(DataDir(settings.common.data_dir).wal_root), self.catalog, self.collections,
                                  q.time_tick_interval_s)
+        self._reconciling = True
         self.nodes.on_up(self._node_up)
         self.nodes.on_down(self._node_down)
 
@@ -124,6 +125,8 @@ class QueryCoord(Component):
 
     def _recover_replicas(self) -> None:
         """Replicas follow their resource groups' membership; the checkers then move the data."""
+        if self._reconciling:
+            return  # start-up: nodes are still registering one by one
         for cid in self.collections.ids():
             self.replicas.recover(cid, self.jobs.rg_nodes)
         self._poke()
@@ -159,8 +162,11 @@ class QueryCoord(Component):
                     self.resources.unassign_node(node_id)
         self.resources.recover()
         self.dist_controller.start()
-        for cid in self.collections.ids():
-            self.replicas.recover(cid, self.jobs.rg_nodes)
+        # Checkers must see what the nodes already hold before they act, or a restarted coordinator
+        # would load everything again (and replicas would drop nodes that just had not registered).
+        await self._refresh_dist({n.node_id for n in self.nodes.all()})
+        self._reconciling = False
+        self._recover_replicas()
         self.ticker.source_id = self.lifecycle.node_id
         self.ticker.start()
         self.checkers.start()
