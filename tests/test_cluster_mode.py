@@ -88,3 +88,63 @@ def test_stock_scheduler_with_vecgrid_worker_and_coord(tmp_path):
     finally:
         codes = [_stop(p) for p in reversed(procs)]
     assert codes[0] == 0  # the coordinator exits cleanly on SIGINT
+
+
+async def test_kill_9_of_the_coordinator_keeps_loaded_collections_served(tmp_path):
+    """Cluster mode, coordinator SIGKILLed after a load: a new one over the same data dir serves the
+    collection at once, and the nodes keep their segments (same versions: nothing loaded again)."""
+    from tests.querycoord_support import Coord, assert_search_matches
+    from tests.querynode_support import import_collection
+    from tests.test_delegator_localcluster import RemoteNode
+
+    ds = import_collection(tmp_path, "k9", metric="L2", index="FLAT", n=800, shards=2, segment_rows=200, seed=3)
+    port, coord_port = _free_port(), _free_port()
+    scheduler_addr = f"tcp://127.0.0.1:{port}"
+    procs = []
+
+    def spawn(args):
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENV)
+        procs.append(proc)
+        return proc
+
+    def start_coord():
+        proc = spawn([str(BIN / "vecgrid"), "coord", "--scheduler", scheduler_addr, "--data-dir", ds.data_dir,
+                      "--coord-port", str(coord_port), "--http-port", "0"])
+        return proc, _wait_for_line(proc, r"QueryCoord gRPC : (\S+)", 60).group(1)
+
+    async def versions(coord):
+        out = set()
+        for info in (await coord.ok("ListQueryNode", query_coord_pb2.ListQueryNodeRequest())).nodeInfos:
+            dist = await RemoteNode(info.ID, info.address).call(
+                "GetDataDistribution", query_coord_pb2.GetDataDistributionRequest())
+            out |= {(info.ID, s.ID, s.version) for s in dist.segments}
+        return out
+
+    try:
+        scheduler = spawn([str(BIN / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port),
+                           "--dashboard-address", "127.0.0.1:0"])
+        _wait_for_line(scheduler, r"Scheduler at:", 60)
+        for name in ("w1", "w2"):
+            _wait_for_line(spawn([str(BIN / "vecgrid"), "worker", "--scheduler", scheduler_addr, "--name", name,
+                                  "--node-port", "0"]), rf"vecgrid worker {name} at", 60)
+        first, address = start_coord()
+        coord = Coord(address)
+        deadline = time.monotonic() + 30
+        while len((await coord.ok("ListQueryNode", query_coord_pb2.ListQueryNodeRequest())).nodeInfos) < 2:
+            assert time.monotonic() < deadline, "workers did not register"
+            time.sleep(0.2)
+        await coord.load(ds.collection_id)
+        await assert_search_matches(coord, ds)
+        before = await versions(coord)
+        assert len({sid for _, sid, _ in before}) == len(ds.segment_ids)
+
+        first.kill()                     # SIGKILL: no shutdown code runs
+        first.wait()
+        second, address = start_coord()
+        coord = Coord(address)
+        await coord.wait_loaded(ds.collection_id, 30)
+        await assert_search_matches(coord, ds)
+        assert await versions(coord) == before
+    finally:
+        for p in reversed(procs):
+            _stop(p)
