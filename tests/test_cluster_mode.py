@@ -41,6 +41,13 @@ def _wait_for_line(proc, pattern: str, timeout: float) -> re.Match:
     pytest.fail(f"no line matching {pattern!r}:\n" + "".join(seen))
 
 
+def _spawn(procs: list, args: list[str]) -> subprocess.Popen:
+    """Start a process whose output the test reads; ``procs`` collects it for the teardown."""
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENV)
+    procs.append(proc)
+    return proc
+
+
 def _stop(proc) -> int:
     if proc.poll() is None:
         proc.send_signal(signal.SIGINT)
@@ -57,9 +64,7 @@ def test_stock_scheduler_with_vecgrid_worker_and_coord(tmp_path):
     procs = []
 
     def spawn(args):
-        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENV)
-        procs.append(proc)
-        return proc
+        return _spawn(procs, args)
 
     try:
         scheduler = spawn([str(BIN / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port),
@@ -103,9 +108,7 @@ async def test_kill_9_of_the_coordinator_keeps_loaded_collections_served(tmp_pat
     procs = []
 
     def spawn(args):
-        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENV)
-        procs.append(proc)
-        return proc
+        return _spawn(procs, args)
 
     def start_coord():
         proc = spawn([str(BIN / "vecgrid"), "coord", "--scheduler", scheduler_addr, "--data-dir", ds.data_dir,
