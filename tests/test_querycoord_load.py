@@ -236,3 +236,27 @@ async def test_time_ticks_let_strong_searches_through(env):
     assert reply.status.code == 0, reply.status
     assert reply.channels_mvcc[shard.channel_name] >= req.req.guarantee_timestamp
     await coord.ok("ReleaseCollection", Q.ReleaseCollectionRequest(collectionID=cid))
+
+
+async def test_idle_channel_checkpoints_follow_the_time_ticks(env):
+    """A loaded collection nobody writes to: its checkpoints move to the latest ticks, the next target takes
+    them as seek positions, the leaders get that target's version, and searches are unchanged."""
+    cluster, coord, ds = env
+    cid = ds.collection_id
+    await coord.load(cid)
+    qc = cluster.coord
+    await asyncio.sleep(0.5)                       # a few time ticks on every channel
+    await qc.wal_retention.round()
+    checkpoints = qc.catalog.channel_checkpoints(cid)
+    assert set(checkpoints) == set(ds.channels)
+
+    def promoted() -> bool:
+        current = qc.targets.current(cid)
+        if current is None or any(ch.seek_position.timestamp != checkpoints[ch.channelName].timestamp
+                                  for ch in current.Channel_targets):
+            return False
+        views = [view for _, view in qc.dist.leader_views(cid)]
+        return len(views) == len(ds.channels) and all(v.TargetVersion == current.version for v in views)
+    await poll_until(promoted, 30, 0.1, what="target with the new checkpoints current on every leader")
+    await assert_search_matches(coord, ds)
+    await coord.ok("ReleaseCollection", Q.ReleaseCollectionRequest(collectionID=cid))

@@ -75,6 +75,9 @@ class QueryCoordSettings:
     load_timeout_s: float = 600.0
     # Time ticks on the DML channels of loaded collections (Milvus: 200 ms).
     time_tick_interval_s: float = 0.2
+    # How often idle channels' checkpoints follow their time ticks and old log files are dropped
+    # (Milvus's DataNode moves an idle channel's checkpoint about once a minute).
+    checkpoint_interval_s: float = 60.0
     # Replicas a load gets when the request, collection and database name none (Milvus: 1).
     cluster_level_load_replica_number: int = 1
 

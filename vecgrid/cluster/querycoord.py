@@ -38,6 +38,7 @@ from vecgrid.cluster.observers.target_observer import TargetObserver
 from vecgrid.cluster.task.executor import DaskExecutor
 from vecgrid.cluster.task.scheduler import TaskScheduler
 from vecgrid.cluster.timetick import TimeTicker
+from vecgrid.cluster.wal_retention import WalRetention
 from vecgrid.cluster.session.cluster import NodeClients
 from vecgrid.cluster.session.membership import DaskMembership
 from vecgrid.cluster.session.node_manager import NodeInfo, NodeManager
@@ -105,8 +106,10 @@ class QueryCoord(Component):
                                                       q.load_timeout_s, self._cancel_load)
         self.jobs = Jobs(self.ctx, self.resources, self.executor, settings, self._poke, self._pull_target)
         self.manual = ManualBalance(self.ctx, q.segment_task_timeout_s)
-        self.ticker = TimeTicker(Wal(DataDir(settings.common.data_dir).wal_root), self.catalog, self.collections,
-                                 q.time_tick_interval_s)
+        wal = Wal(DataDir(settings.common.data_dir).wal_root)
+        self.ticker = TimeTicker(wal, self.catalog, self.collections, q.time_tick_interval_s)
+        self.wal_retention = WalRetention(wal, self.catalog, self.collections, self.targets,
+                                          q.checkpoint_interval_s, self._pull_target)
         self._reconciling = True
         self.nodes.on_up(self._node_up)
         self.nodes.on_down(self._node_down)
@@ -169,6 +172,7 @@ class QueryCoord(Component):
         self._recover_replicas()
         self.ticker.source_id = self.lifecycle.node_id
         self.ticker.start()
+        self.wal_retention.start()
         self.checkers.start()
         self.target_observer.start()
         self.collection_observer.start()
@@ -180,6 +184,7 @@ class QueryCoord(Component):
         self.lifecycle.set(StateCode.Stopping)
         await self.health.stop()
         await self.collection_observer.stop()
+        await self.wal_retention.stop()
         await self.ticker.stop()
         await self.target_observer.stop()
         await self.checkers.stop()

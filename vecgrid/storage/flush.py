@@ -20,6 +20,7 @@ attempt are never referenced.
 
 from __future__ import annotations
 
+import os
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -31,7 +32,7 @@ from vecgrid.storage import segment_files
 from vecgrid.storage.bulk_import import TIMESTAMP_FIELD
 from vecgrid.storage.catalog import ALL_PARTITIONS_ID, Catalog, CollectionInfo, arrow_schema
 from vecgrid.storage.dml import DeleteBatch, InsertBatch, decode_dml
-from vecgrid.storage.wal import Position, Wal, WalRecord
+from vecgrid.storage.wal import MessageKind, Position, Wal, WalRecord
 
 
 @dataclass
@@ -127,3 +128,27 @@ def flush_channel(catalog: Catalog, wal: Wal, root: str, channel: str, up_to_ts:
         segments = []
     wal.truncate_before(found.last.position)
     return FlushResult(segments=segments, checkpoint=position, records=found.count)
+
+
+def advance_idle_checkpoint(catalog: Catalog, wal: Wal, channel: str) -> msg_pb2.MsgPosition | None:
+    """Move the channel's checkpoint to its last time tick when nothing but ticks follows it.
+
+    An idle channel still gets a tick every 200 ms.  If its checkpoint stayed put, every node
+    that watches it would replay all ticks since, and no log file could ever be dropped; so,
+    as Milvus's DataNode does for an idle channel, the checkpoint follows the ticks.  Data
+    after the checkpoint is left alone: only :func:`flush_channel` may move past it.
+    Returns the new checkpoint, or ``None`` when it did not move.
+    """
+    if not os.path.isdir(wal.channel_dir(channel)):
+        return None
+    checkpoint = catalog.get_channel_checkpoint(channel)
+    last = None
+    with wal.open_reader(channel, Position.from_msg_position(checkpoint) if checkpoint is not None else "earliest") as reader:
+        while (record := reader.read(timeout=0)) is not None:
+            if record.kind != MessageKind.TIMETICK:
+                return None
+            last = record
+    if last is None:
+        return None
+    position = msg_pb2.MsgPosition(**last.position.to_msg_position_kwargs())
+    return position if catalog.set_channel_checkpoint(channel, position) else None

@@ -1,0 +1,108 @@
+"""Idle channels: the checkpoint follows the time ticks, and log files no target needs are dropped."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pyarrow as pa
+
+from vecgrid.cluster.meta.collection_manager import CollectionManager
+from vecgrid.cluster.meta.target_manager import TargetManager
+from vecgrid.cluster.wal_retention import WalRetention
+from vecgrid.rpc.proto import query_coord_pb2 as Q, schema_pb2, common_pb2
+from vecgrid.storage.dml import InsertBatch, TimeTick
+from vecgrid.storage.flush import advance_idle_checkpoint, flush_channel
+from vecgrid.storage.layout import DataDir
+from vecgrid.storage.wal import MessageKind, Position, Wal, WalTruncatedError
+
+import pytest
+
+
+@pytest.fixture
+def setup(tmp_path):
+    data = DataDir(tmp_path)
+    store = data.open_store()
+    catalog = data.open_catalog(store, tso_key="tso/test")
+    schema = schema_pb2.CollectionSchema(fields=[
+        schema_pb2.FieldSchema(name="pk", data_type=schema_pb2.Int64, is_primary_key=True),
+        schema_pb2.FieldSchema(name="v", data_type=schema_pb2.FloatVector,
+                               type_params=[common_pb2.KeyValuePair(key="dim", value="4")]),
+    ])
+    coll = catalog.create_collection("default", "idle", schema)
+    wal = Wal(str(data.wal_root))
+    writer = wal.open_writer(coll.vchannels[0], segment_bytes=512)  # a few ticks per file
+    yield data, store, catalog, coll, wal, writer
+    writer.close()
+    store.close()
+
+
+def _ticks(writer, first_ts, n):
+    return [writer.append(MessageKind.TIMETICK, ts, TimeTick(ts).encode()) for ts in range(first_ts, first_ts + n)]
+
+
+def _insert(writer, coll, ts):
+    batch = InsertBatch(coll.id, coll.partitions[0].partitionID, 77, pa.array([ts], pa.int64()),
+                        np.full(1, ts, np.uint64), pa.record_batch({"v": pa.array([[1.0] * 4], pa.list_(pa.float32(), 4))}))
+    return writer.append(MessageKind.INSERT, ts, batch.encode())
+
+
+def test_checkpoint_follows_ticks_and_never_passes_data(setup):
+    data, store, catalog, coll, wal, writer = setup
+    channel = coll.vchannels[0]
+    assert advance_idle_checkpoint(catalog, wal, channel) is None          # empty log: nothing to do
+    last = _ticks(writer, 100, 5)[-1]
+    writer.sync()
+    cp = advance_idle_checkpoint(catalog, wal, channel)
+    assert Position.from_msg_position(cp).offset == last.offset and catalog.get_channel_checkpoint(channel).timestamp == 104
+    assert advance_idle_checkpoint(catalog, wal, channel) is None          # nothing new since
+
+    _insert(writer, coll, 200)                                               # data: only a flush may pass it
+    _ticks(writer, 201, 3)
+    writer.sync()
+    assert advance_idle_checkpoint(catalog, wal, channel) is None
+    assert catalog.get_channel_checkpoint(channel).timestamp == 104
+    flushed = flush_channel(catalog, wal, data.segment_root, channel, up_to_ts=203)
+    assert [s.num_of_rows for s in flushed.segments] == [1] and flushed.checkpoint.timestamp == 203
+    last = _ticks(writer, 300, 2)[-1]
+    writer.sync()
+    assert Position.from_msg_position(advance_idle_checkpoint(catalog, wal, channel)).offset == last.offset
+
+
+def test_sweep_drops_files_one_sweep_behind_and_keeps_target_seeks(setup):
+    data, store, catalog, coll, wal, writer = setup
+    channel = coll.vchannels[0]
+    collections, targets = CollectionManager(store), TargetManager(store, catalog)
+    collections.put(Q.CollectionLoadInfo(collectionID=coll.id, replica_number=1, status=Q.Loaded,
+                                         load_type=Q.LoadCollection),
+                    [Q.PartitionLoadInfo(collectionID=coll.id, partitionID=coll.partitions[0].partitionID,
+                                         status=Q.Loaded)])
+    retention = WalRetention(wal, catalog, collections, targets, 60.0)
+    def files() -> list[int]:  # first offsets of the log files
+        return sorted(int(n[:-4]) for n in os.listdir(wal.channel_dir(channel)) if n.endswith(".log"))
+
+    first = _ticks(writer, 100, 40)
+    writer.sync()
+    assert len(files()) > 3
+    targets.promote(coll.id, targets.pull_next(coll.id, collections.partition_ids(coll.id)))  # seek: "earliest"
+    assert retention.sweep() == [coll.id]
+    before = files()
+    _ticks(writer, 200, 40)
+    writer.sync()
+    retention.sweep()
+    assert files()[0] == before[0]          # the current target still seeks from the start of the log
+
+    # The next target takes the moved checkpoint; once it is current, one sweep later the files before it go.
+    targets.promote(coll.id, targets.pull_next(coll.id, collections.partition_ids(coll.id)))
+    seek = targets.current(coll.id).Channel_targets[0].seek_position
+    assert seek.timestamp == 239
+    _ticks(writer, 300, 40)
+    writer.sync()
+    retention.sweep()
+    kept = files()
+    seek_offset = Position.from_msg_position(seek).offset
+    assert 0 < kept[0] <= seek_offset < kept[1]   # the file holding the seek position is the first one kept
+    with pytest.raises(WalTruncatedError):
+        wal.open_reader(channel, first[0], inclusive=True)
+    with wal.open_reader(channel, Position.from_msg_position(seek)) as reader:    # the seek position is still there
+        assert reader.read(timeout=0).timestamp == 300
