@@ -126,6 +126,17 @@ class CollectionManager:
             for pid in pids:
                 self._partitions.get(cid, {}).pop(pid, None)
                 self.progress(cid).partitions.pop(pid, None)
+            # Loading a partition marks the collection Loading; once the partitions still loading are
+            # gone (released, or their load timed out) the rest is Loaded again, or the collection would
+            # stay Loading (not searchable) and time out as a whole.
+            info = self._collections.get(cid)
+            parts = self._partitions.get(cid, {})
+            if info is not None and info.status != Q.Loaded and parts and \
+                    all(p.status == Q.Loaded for p in parts.values()):
+                loaded = Q.CollectionLoadInfo()
+                loaded.CopyFrom(info)
+                loaded.status = Q.Loaded
+                self.update(loaded)
 
     def set_progress(self, cid: int, pid: int, percentage: int) -> None:
         """Record a partition's percentage (never lower while loading); persist Loaded at 100."""

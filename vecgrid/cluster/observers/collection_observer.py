@@ -7,8 +7,9 @@ segment of the partition in its channel leader's view counts one; percentage =
 count × 100 // ((segments of the partition + channels) × replicas).  It never goes
 down while loading and reaches 100 only once next has become current.  A collection
 loading without progress for ``querycoord.load_timeout_s`` is dropped (load cancelled)
-and the failure kept for ShowCollections.  A read-only replica node that holds nothing
-of the collection any more, or is gone, leaves the replica.
+and the failure kept for ShowCollections; a stalled LoadPartitions on a collection with
+loaded partitions drops only the partitions still loading.  A read-only replica node that
+holds nothing of the collection any more, or is gone, leaves the replica.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from vecgrid.cluster.checkers.base import CheckerContext
 from vecgrid.cluster.dist.leaders import leader_of
 from vecgrid.cluster.meta.target_manager import segment_refs
 from vecgrid.cluster.observers.periodic import Periodic
+from vecgrid.cluster.task.task import NO_NODE, SegmentTask
 from vecgrid.rpc.proto import query_coord_pb2 as Q
 
 log = logging.getLogger(__name__)
@@ -49,9 +51,29 @@ class CollectionObserver(Periodic):
                 self.update_progress(cid)
                 progress = ctx.collections.progress(cid)
                 if time.monotonic() - progress.last_progress_at > self.load_timeout_s:
-                    self.cancel_load(cid, f"load made no progress for {self.load_timeout_s:.0f} s")
-                    continue
+                    if not self.time_out_partitions(cid, info):
+                        self.cancel_load(cid, f"load made no progress for {self.load_timeout_s:.0f} s")
+                        continue
             self.drop_drained_ro_nodes(cid)
+
+    def time_out_partitions(self, cid: int, info: Q.CollectionLoadInfo) -> bool:
+        """A stalled LoadPartitions drops only the partitions still loading, as Milvus's ``observeTimeout``
+        does per load task: partitions loaded before keep serving, and the collection goes only when no
+        partition is left ("collection timeout due to all partition removed").  False: cancel it all."""
+        ctx = self.ctx
+        if info.load_type != Q.LoadPartition:
+            return False
+        pids = ctx.collections.partition_ids(cid)
+        stalled = [pid for pid in pids if ctx.collections.partition(cid, pid).status != Q.Loaded]
+        if not stalled or len(stalled) == len(pids):
+            return False
+        log.warning("collection %d: partitions %s made no progress for %.0f s; their load is cancelled",
+                    cid, stalled, self.load_timeout_s)
+        ctx.scheduler.cancel(lambda t: isinstance(t, SegmentTask) and t.collection_id == cid
+                             and t.target != NO_NODE and t.segment.partition_id in stalled)
+        ctx.collections.remove_partitions(cid, stalled)
+        ctx.targets.remove_partitions(cid, stalled)
+        return True
 
     def partition_percentages(self, cid: int) -> dict[int, int]:
         ctx = self.ctx

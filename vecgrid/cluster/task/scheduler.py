@@ -45,8 +45,17 @@ class TaskScheduler:
         if task.key in self._tasks:
             return False
         self._tasks[task.key] = task
-        self._running[task.key] = asyncio.ensure_future(self._run(task))
+        running = self._running[task.key] = asyncio.ensure_future(self._run(task))
+        # A task cancelled before its first step never enters ``_run`` (nor its ``finally``), so its key
+        # would stay taken forever (a release or load timeout right after a checker round leaked one).
+        # Milvus's scheduler drops a cancelled task from its maps at once; this does it when it ends.
+        running.add_done_callback(lambda _, key=task.key, t=task: self._forget(key, t))
         return True
+
+    def _forget(self, key: tuple, task: Task) -> None:
+        if self._tasks.get(key) is task:
+            del self._tasks[key]
+            self._running.pop(key, None)
 
     async def _run(self, task: Task) -> None:
         error: BaseException | None = None

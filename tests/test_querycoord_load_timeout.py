@@ -1,0 +1,295 @@
+"""QueryCoord load timeout, end to end (Milvus's ``CollectionObserver.observeTimeout``): a load that cannot
+progress because a segment file is corrupt (every LoadSegments of it fails with 604) is cancelled after
+``querycoord.load_timeout_s`` without progress.  Afterwards the coordinator answers as for a collection (or
+partition) that was never loaded, its meta is gone from the store, the nodes hold nothing of it, no task is
+left, and once the file is repaired a new load reaches 100 % and searches equal a numpy reference.
+
+LoadCollection times out as a whole.  LoadPartitions times out per load: only the partitions of the stalled
+load are removed, the partitions loaded before keep serving, and the collection goes only when no partition
+is left (Milvus: "collection timeout due to all partition removed")."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+
+from vecgrid.cluster.meta.collection_manager import CollectionManager
+from vecgrid.cluster.meta.replica_manager import ReplicaManager
+from vecgrid.cluster.meta.target_manager import Scope
+from vecgrid.deploy import EmbeddedCluster
+from vecgrid.rpc.proto import milvus_pb2, query_coord_pb2 as Q
+from tests.conftest import poll_until
+from tests.querycoord_support import Coord, assert_search_matches
+from tests.querynode_support import import_collection
+from tests.test_delegator_localcluster import RemoteNode
+from tests.test_querycoord_load import fast_settings
+from tests.test_querycoord_ops import import_partition, partition_ids
+
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]
+
+LOAD_TIMEOUT_S = 4.0     # querycoord.load_timeout_s of the cluster: what the stuck loads run under
+
+
+@contextlib.contextmanager
+def patient(cluster, seconds: float = 120.0):
+    """Healthy loads run under a long timeout, so a slow machine cannot time them out."""
+    observer = cluster.coord.collection_observer
+    assert observer.load_timeout_s == LOAD_TIMEOUT_S
+    observer.load_timeout_s = seconds
+    try:
+        yield
+    finally:
+        observer.load_timeout_s = LOAD_TIMEOUT_S
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def env(tmp_path_factory):
+    root = tmp_path_factory.mktemp("timeout")
+    ds = import_collection(root, "stuck", metric="L2", index="FLAT", n=600, shards=2, segment_rows=200, seed=8)
+    both = import_partition(ds, root, "p1", 400)
+    settings = fast_settings(ds.data_dir, workers=2)
+    settings.set("querycoord.load_timeout_s", LOAD_TIMEOUT_S)
+    settings.set("querycoord.next_target_interval_s", 1.0)
+    cluster = EmbeddedCluster(settings)
+    await asyncio.wait_for(cluster.start(), 120)
+    yield cluster, Coord(cluster.addresses.grpc), ds, both
+    await asyncio.wait_for(cluster.stop(), 60)
+
+
+def segment_file(cluster, cid: int, segment_id: int) -> Path:
+    seg = cluster.coord.catalog.get_segment(segment_id)
+    return Path(cluster.settings.common.data_dir, "segments", str(cid), str(seg.partitionID), str(segment_id),
+                "data.parquet")
+
+
+def segments_of_partition(cluster, cid: int, pid: int) -> list[int]:
+    return sorted(s.ID for s in cluster.coord.catalog.list_segments(cid) if s.partitionID == pid)
+
+
+@contextlib.contextmanager
+def corrupted(path: Path):
+    """One flipped byte: the checksum the coordinator sends with LoadSegments no longer matches (604)."""
+    raw = path.read_bytes()
+    bad = bytearray(raw)
+    bad[len(bad) // 2] ^= 0xFF
+    path.write_bytes(bytes(bad))
+    try:
+        yield
+    finally:
+        path.write_bytes(raw)
+
+
+def persisted_keys(cluster, cid: int) -> list[str]:
+    store = cluster.coord.store
+    keys = []
+    for prefix in (f"querycoord-collection/{cid}", f"querycoord-partitions/{cid}/", f"querycoord-replica/{cid}/",
+                   f"querycoord-target/{cid}"):
+        keys += [k for k, _ in store.scan(prefix)]
+    return keys
+
+
+async def node_holdings(cluster, cid: int) -> tuple[set[int], set[str]]:
+    """Sealed segments and channels of ``cid`` that the nodes themselves report (GetDataDistribution)."""
+    segments, channels = set(), set()
+    for info in cluster.coord.nodes.all():
+        reply = await RemoteNode(info.node_id, info.address).call(
+            "GetDataDistribution", Q.GetDataDistributionRequest())
+        assert reply.status.code == 0, reply.status
+        segments |= {s.ID for s in reply.segments if s.collection == cid}
+        channels |= {c.channel for c in reply.channels if c.collection == cid}
+    return segments, channels
+
+
+async def wait_cancelled(coord: Coord, cid: int) -> tuple[list[int], float]:
+    """Poll ShowCollections until the load is gone; returns the percentages seen meanwhile and the wait."""
+    seen: list[int] = []
+    start = time.monotonic()
+
+    async def gone():
+        reply = await coord.call("ShowCollections", Q.ShowCollectionsRequest(collectionIDs=[cid]))
+        if reply.status.code == 0:
+            seen.append(reply.inMemory_percentages[0])
+            return None
+        return reply.status
+    status = await poll_until(gone, LOAD_TIMEOUT_S + 20, 0.1, f"load of {cid} cancelled")
+    assert status.code == 101, status
+    return seen, time.monotonic() - start
+
+
+async def wait_no_tasks(cluster, cid: int) -> None:
+    await poll_until(lambda: not cluster.coord.scheduler.tasks(cid), 15, what="no tasks left")
+    await asyncio.sleep(1.0)    # several checker rounds: nothing new is scheduled for it
+    assert cluster.coord.scheduler.tasks(cid) == []
+
+
+async def test_load_collection_times_out_and_a_repaired_load_succeeds(env):
+    cluster, coord, ds, both = env
+    cid = ds.collection_id
+    victim = ds.segment_ids[1]
+    with corrupted(segment_file(cluster, cid, victim)):
+        await coord.ok("LoadCollection", Q.LoadCollectionRequest(collectionID=cid))
+        seen, waited = await wait_cancelled(coord, cid)
+        # while loading: below 100 (the next target cannot become current without the broken segment)
+        assert seen and max(seen) < 100, seen
+        assert waited >= LOAD_TIMEOUT_S - 0.5
+        assert any("checksum mismatch" in f for f in cluster.coord.scheduler.failures.values())
+
+        # answered as a collection that is not loaded
+        reply = await coord.call("ShowCollections", Q.ShowCollectionsRequest(collectionIDs=[cid]))
+        assert reply.status.code == 101 and str(cid) in reply.status.reason
+        reply = await coord.call("ShowCollections", Q.ShowCollectionsRequest())
+        assert reply.status.code == 0 and cid not in reply.collectionIDs
+        assert (await coord.call("GetShardLeaders", Q.GetShardLeadersRequest(collectionID=cid))).status.code == 101
+        assert (await coord.call("ShowPartitions", Q.ShowPartitionsRequest(collectionID=cid))).status.code == 201
+        assert (await coord.call("GetPartitionStates",
+                                 Q.GetPartitionStatesRequest(collectionID=cid))).status.code == 201
+        assert (await coord.ok("GetReplicas", milvus_pb2.GetReplicasRequest(collectionID=cid))).replicas == []
+        reply = await coord.call("LoadCollection", Q.LoadCollectionRequest(collectionID=cid, refresh=True))
+        assert reply.code == 101
+
+        # meta gone, in memory and in the store (a restarted coordinator would not resume the load)
+        coord_ = cluster.coord
+        assert coord_.collections.get(cid) is None and coord_.replicas.of_collection(cid) == []
+        assert coord_.targets.current(cid) is None and coord_.targets.next(cid) is None
+        assert persisted_keys(cluster, cid) == []
+        assert CollectionManager(coord_.store).get(cid) is None
+        assert ReplicaManager(coord_.store).of_collection(cid) == []
+
+        # the nodes drop what they had loaded; no task is left behind
+        async def released():
+            return await node_holdings(cluster, cid) == (set(), set())
+        await poll_until(released, 20, 0.2, "nodes released the collection")
+        await poll_until(lambda: not coord_.dist.segments(cid) and not coord_.dist.channels(cid), 10,
+                         what="coordinator's dist empty")
+        await wait_no_tasks(cluster, cid)
+        assert coord_.collections.get(cid) is None   # nothing re-created the load
+
+    # file repaired: a new load succeeds and serves both partitions
+    with patient(cluster):
+        await coord.load(cid, timeout=60)
+    await assert_search_matches(coord, both)
+    reply = await coord.ok("ShowCollections", Q.ShowCollectionsRequest(collectionIDs=[cid]))
+    assert list(reply.inMemory_percentages) == [100]
+    await coord.ok("ReleaseCollection", Q.ReleaseCollectionRequest(collectionID=cid))
+    assert persisted_keys(cluster, cid) == []
+
+
+async def test_load_partitions_timeout_removes_only_the_stalled_partition(env):
+    cluster, coord, ds, both = env
+    cid = ds.collection_id
+    parts = partition_ids(cluster, cid)
+    default, p1 = parts["_default"], parts["p1"]
+    with patient(cluster):
+        await coord.ok("LoadPartitions", Q.LoadPartitionsRequest(collectionID=cid, partitionIDs=[default]))
+        await coord.wait_loaded(cid, 60)
+    await assert_search_matches(coord, ds)
+
+    p1_segments = segments_of_partition(cluster, cid, p1)
+    with corrupted(segment_file(cluster, cid, p1_segments[0])):
+        await coord.ok("LoadPartitions", Q.LoadPartitionsRequest(collectionID=cid, partitionIDs=[p1]))
+        seen: list[int] = []
+        start = time.monotonic()
+
+        async def p1_gone():
+            reply = await coord.call("ShowPartitions", Q.ShowPartitionsRequest(collectionID=cid,
+                                                                               partitionIDs=[p1]))
+            if reply.status.code == 0:
+                seen.append(reply.inMemory_percentages[0])
+                return None
+            return reply.status
+        status = await poll_until(p1_gone, LOAD_TIMEOUT_S + 20, 0.1, "partition load cancelled")
+        assert status.code == 201, status
+        assert seen and max(seen) < 100, seen
+        assert time.monotonic() - start >= LOAD_TIMEOUT_S - 0.5
+
+        # the partition loaded before keeps serving; the collection is loaded again
+        reply = await coord.ok("ShowCollections", Q.ShowCollectionsRequest(collectionIDs=[cid]))
+        assert list(reply.inMemory_percentages) == [100]
+        shown = await coord.ok("ShowPartitions", Q.ShowPartitionsRequest(collectionID=cid))
+        assert list(shown.partitionIDs) == [default] and list(shown.inMemory_percentages) == [100]
+        states = await coord.ok("GetPartitionStates", Q.GetPartitionStatesRequest(collectionID=cid))
+        assert [(p.partitionID, p.state) for p in states.partition_descriptions] == [(default, Q.InMemory)]
+        assert cluster.coord.collections.is_loaded(cid)
+
+        # p1's meta is gone from memory, the targets and the store; the collection's stays
+        keys = persisted_keys(cluster, cid)
+        assert f"querycoord-collection/{cid}" in keys
+        assert f"querycoord-partitions/{cid}/{default}" in keys and f"querycoord-partitions/{cid}/{p1}" not in keys
+        assert CollectionManager(cluster.coord.store).is_loaded(cid)
+        assert CollectionManager(cluster.coord.store).partition_ids(cid) == [default]
+        assert not set(p1_segments) & set(cluster.coord.targets.segments(cid, Scope.CURRENT_OR_NEXT))
+
+        # nodes drop p1's segments; no task is left; searches see the default partition only
+        async def p1_released():
+            return not (await node_holdings(cluster, cid))[0] & set(p1_segments)
+        await poll_until(p1_released, 20, 0.2, "nodes released p1")
+        await wait_no_tasks(cluster, cid)
+
+        async def serving():
+            reply = await coord.call("GetShardLeaders", Q.GetShardLeadersRequest(collectionID=cid))
+            return reply.status.code == 0
+        await poll_until(serving, 20, 0.2, "shard leaders")
+        await assert_search_matches(coord, ds)
+
+    # repaired: loading p1 again succeeds
+    with patient(cluster):
+        await coord.ok("LoadPartitions", Q.LoadPartitionsRequest(collectionID=cid, partitionIDs=[p1]))
+        await coord.wait_loaded(cid, 60)
+    shown = await coord.ok("ShowPartitions", Q.ShowPartitionsRequest(collectionID=cid))
+    assert sorted(shown.partitionIDs) == sorted([default, p1]) and list(shown.inMemory_percentages) == [100, 100]
+    await assert_search_matches(coord, both)
+    await coord.ok("ReleaseCollection", Q.ReleaseCollectionRequest(collectionID=cid))
+    assert persisted_keys(cluster, cid) == []
+
+
+async def test_load_partitions_timeout_of_every_partition_removes_the_collection(env):
+    cluster, coord, ds, both = env
+    cid = ds.collection_id
+    p1 = partition_ids(cluster, cid)["p1"]
+    with corrupted(segment_file(cluster, cid, segments_of_partition(cluster, cid, p1)[-1])):
+        await coord.ok("LoadPartitions", Q.LoadPartitionsRequest(collectionID=cid, partitionIDs=[p1]))
+        seen, waited = await wait_cancelled(coord, cid)
+        assert seen and max(seen) < 100, seen
+        assert waited >= LOAD_TIMEOUT_S - 0.5
+        assert persisted_keys(cluster, cid) == []
+        assert cluster.coord.replicas.of_collection(cid) == []
+
+        async def released():
+            return await node_holdings(cluster, cid) == (set(), set())
+        await poll_until(released, 20, 0.2, "nodes released the collection")
+        await wait_no_tasks(cluster, cid)
+
+
+async def test_a_task_cancelled_before_it_starts_frees_its_key():
+    """A release or a load timeout right after a checker round cancels tasks that never ran a step; their
+    keys must not stay taken (they did: ``_run``'s ``finally`` never runs for a task cancelled that early)."""
+    from vecgrid.cluster.meta.target_manager import SegmentRef
+    from vecgrid.cluster.task.scheduler import TaskScheduler
+    from vecgrid.cluster.task.task import SegmentTask
+
+    class Executor:
+        runs = 0
+
+        async def run_segment(self, task):
+            Executor.runs += 1
+
+        run_channel = run_leader = run_segment
+
+    async def refresh(nodes):
+        return None
+
+    scheduler = TaskScheduler(Executor(), refresh, 5.0, 5.0)
+    task = SegmentTask(1, 11, SegmentRef(5, 2, "ch", 1, 0), target=2)
+    assert scheduler.add(task) and not scheduler.add(task)
+    assert scheduler.cancel_collection(1) == 1      # same tick: the task has not started
+    await asyncio.sleep(0.05)
+    assert scheduler.tasks(1) == [] and not scheduler.has(task.key) and Executor.runs == 0
+    assert scheduler.add(task)
+    await poll_until(lambda: not scheduler.has(task.key), 5, 0.01, "task done")
+    assert Executor.runs == 1
+    await scheduler.stop()
