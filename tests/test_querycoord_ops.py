@@ -74,6 +74,9 @@ async def test_partitions(env):
                                                                        replica_number=2))
     assert reply.code == 1100
     await coord.ok("LoadPartitions", Q.LoadPartitionsRequest(collectionID=cid, partitionIDs=[p1]))
+    # the collection stays Loaded, so searchable, while p1 loads (Milvus: 103 only before the first load ends)
+    assert (await coord.call("GetShardLeaders", Q.GetShardLeadersRequest(collectionID=cid))).status.code == 0
+    assert cluster.coord.collections.is_loaded(cid)
     await coord.wait_loaded(cid)
     shown = await coord.ok("ShowPartitions", Q.ShowPartitionsRequest(collectionID=cid))
     assert sorted(shown.partitionIDs) == sorted([default, p1]) and list(shown.inMemory_percentages) == [100, 100]

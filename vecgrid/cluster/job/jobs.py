@@ -167,7 +167,10 @@ class Jobs:
                     collectionID=cid, replica_number=replica_number,
                     load_type=Q.LoadCollection if whole else Q.LoadPartition, load_fields=load_fields,
                     field_indexID=req.field_index or {}))
-            info.status = Q.Loading
+            if existing is None:
+                # A loaded collection stays Loaded (and searchable) while partitions added to it load,
+                # as in Milvus: GetShardLeaders answers 103 only for a collection that is not Loaded yet.
+                info.status = Q.Loading
             ctx.collections.put(info, [Q.PartitionLoadInfo(collectionID=cid, partitionID=pid, status=Q.Loading)
                                        for pid in new])
             self.pull_target(cid)

@@ -86,6 +86,12 @@ class CollectionManager:
         info = self._collections.get(cid)
         return info is not None and info.status == Q.Loaded
 
+    def is_loading(self, cid: int) -> bool:
+        """The collection or one of its partitions is still loading."""
+        info = self._collections.get(cid)
+        return info is not None and (info.status != Q.Loaded or any(
+            p.status != Q.Loaded for p in self._partitions.get(cid, {}).values()))
+
     # --- writes ---------------------------------------------------------------------------
 
     def put(self, info: Q.CollectionLoadInfo, partitions: list[Q.PartitionLoadInfo]) -> None:

@@ -47,7 +47,7 @@ class CollectionObserver(Periodic):
             info = ctx.collections.get(cid)
             if info is None:
                 continue
-            if info.status != Q.Loaded:
+            if ctx.collections.is_loading(cid):
                 self.update_progress(cid)
                 progress = ctx.collections.progress(cid)
                 if time.monotonic() - progress.last_progress_at > self.load_timeout_s:
@@ -61,8 +61,8 @@ class CollectionObserver(Periodic):
         does per load task: partitions loaded before keep serving, and the collection goes only when no
         partition is left ("collection timeout due to all partition removed").  False: cancel it all."""
         ctx = self.ctx
-        if info.load_type != Q.LoadPartition:
-            return False
+        if info.load_type != Q.LoadPartition and info.status != Q.Loaded:
+            return False  # one LoadCollection: it succeeds or fails as a whole
         pids = ctx.collections.partition_ids(cid)
         stalled = [pid for pid in pids if ctx.collections.partition(cid, pid).status != Q.Loaded]
         if not stalled or len(stalled) == len(pids):
