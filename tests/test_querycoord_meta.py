@@ -101,3 +101,23 @@ def test_partition_states_tell_gpu_from_host_memory(store):
     assert states == {10: Q.InGPU, 11: Q.PartialInGPU, 12: Q.InMemory}
     with pytest.raises(errors.PartitionNotLoaded):
         reports.partition_states(ctx, 1, [13])
+
+
+def test_failed_load_cache_answers_the_most_frequent_recent_failure():
+    from vecgrid.cluster.meta.failed_load_cache import FailedLoadCache
+    now = [0.0]
+    cache = FailedLoadCache(expire_s=100, clock=lambda: now[0])
+    assert cache.get(1) is None
+    cache.put(1, errors.SegmentLoadFailed("checksum mismatch", segment=7))
+    cache.put(1, errors.MemoryLimitExceeded("no room"))
+    cache.put(1, errors.SegmentLoadFailed("checksum mismatch", segment=8))
+    cache.put(1, RuntimeError("boom"))                 # not a Milvus error: recorded as an internal one
+    assert cache.get(1).code == 604 and "segment=8" in str(cache.get(1)) and cache.get(2) is None
+    now[0] = 50.0
+    cache.put(1, errors.MemoryLimitExceeded("no room"))
+    cache.put(1, errors.MemoryLimitExceeded("no room"))
+    assert isinstance(cache.get(1), errors.MemoryLimitExceeded)
+    now[0] = 120.0                                     # the 604s are older than 100 s; the rest is not
+    assert isinstance(cache.get(1), errors.MemoryLimitExceeded)
+    cache.remove(1)
+    assert cache.get(1) is None

@@ -30,6 +30,7 @@ from vecgrid.cluster.job.jobs import Jobs, LoadRequest
 from vecgrid.cluster.lifecycle import StateCode
 from vecgrid.cluster.manual_balance import ManualBalance
 from vecgrid.cluster.meta.collection_manager import CollectionManager
+from vecgrid.cluster.meta.failed_load_cache import FailedLoadCache
 from vecgrid.cluster.meta.replica_manager import ReplicaManager
 from vecgrid.cluster.meta.target_manager import TargetManager
 from vecgrid.cluster.observers.collection_observer import CollectionObserver
@@ -37,6 +38,7 @@ from vecgrid.cluster.observers.health_observer import HealthObserver
 from vecgrid.cluster.observers.target_observer import TargetObserver
 from vecgrid.cluster.task.executor import DaskExecutor
 from vecgrid.cluster.task.scheduler import TaskScheduler
+from vecgrid.cluster.task.task import NO_NODE, SegmentTask, Task
 from vecgrid.cluster.timetick import TimeTicker
 from vecgrid.cluster.wal_retention import WalRetention
 from vecgrid.cluster.session.cluster import NodeClients
@@ -101,7 +103,8 @@ class QueryCoord(Component):
         ])
         self.target_observer = TargetObserver(self.ctx, self.executor, q.collection_observer_interval_s,
                                               q.next_target_interval_s, self._refresh_dist)
-        self.load_failures: dict[int, str] = {}
+        self.failed_loads = FailedLoadCache()
+        self.scheduler.on_done(self._record_failed_load)
         self.collection_observer = CollectionObserver(self.ctx, q.collection_observer_interval_s,
                                                       q.load_timeout_s, self._cancel_load)
         self.jobs = Jobs(self.ctx, self.resources, self.executor, settings, self._poke, self._pull_target)
@@ -149,9 +152,15 @@ class QueryCoord(Component):
                              return_exceptions=True)
         self._poke()
 
+    def _record_failed_load(self, task: Task, error: BaseException | None) -> None:
+        """Failed segment loads are what ShowCollections reports for a load that never finished."""
+        if error is not None and not isinstance(error, asyncio.CancelledError) and \
+                isinstance(task, SegmentTask) and task.target != NO_NODE:
+            self.failed_loads.put(task.collection_id, error)
+
     def _cancel_load(self, cid: int, reason: str) -> None:
         log.warning("collection %d: %s; load cancelled", cid, reason)
-        self.load_failures[cid] = reason
+        self.failed_loads.put(cid, errors.CollectionNotLoaded(reason, collection=cid))
         self.jobs.forget(cid)
 
     async def start(self) -> None:
@@ -292,12 +301,13 @@ class QueryCoord(Component):
     async def load(self, req: LoadRequest) -> None:
         """LoadCollection / LoadPartitions; the schema always comes from the catalog."""
         self.lifecycle.check_healthy()
-        self.load_failures.pop(req.collection_id, None)
+        self.failed_loads.remove(req.collection_id)
         await self.jobs.load(req)
 
     async def release_collection(self, collection_id: int) -> None:
         self.lifecycle.check_healthy()
         await self.jobs.release_collection(collection_id, self.settings.querycoord.channel_task_timeout_s)
+        self.failed_loads.remove(collection_id)
 
     async def release_partitions(self, collection_id: int, partition_ids: list[int]) -> None:
         self.lifecycle.check_healthy()
@@ -316,11 +326,11 @@ class QueryCoord(Component):
 
     def show_collections(self, collection_ids: list[int]) -> list[reports.CollectionReport]:
         self.lifecycle.check_healthy()
-        return reports.show_collections(self.ctx, collection_ids, self.jobs.refresh_versions, self.load_failures)
+        return reports.show_collections(self.ctx, collection_ids, self.jobs.refresh_versions, self.failed_loads)
 
     def show_partitions(self, collection_id: int, partition_ids: list[int]) -> list[tuple[int, int]]:
         self.lifecycle.check_healthy()
-        return reports.show_partitions(self.ctx, collection_id, partition_ids)
+        return reports.show_partitions(self.ctx, collection_id, partition_ids, self.failed_loads)
 
     def partition_states(self, collection_id: int, partition_ids: list[int]) -> list[query_coord_pb2.PartitionStates]:
         self.lifecycle.check_healthy()

@@ -5,12 +5,14 @@ GetReplicas.  Plain functions over the checker context; the servicer encodes the
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import Callable
 
 from vecgrid import errors
 from vecgrid.cluster.checkers.base import CheckerContext
 from vecgrid.cluster.dist.leaders import leader_of, replica_nodes, view_problem
+from vecgrid.cluster.meta.failed_load_cache import FailedLoadCache
 from vecgrid.cluster.meta.target_manager import Scope, segment_refs
 from vecgrid.cluster.querynode.segments import PLACEMENT_PARAM
 from vecgrid.rpc.proto import common_pb2, milvus_pb2, query_coord_pb2 as Q
@@ -33,16 +35,15 @@ def _loaded(ctx: CheckerContext, cid: int) -> Q.CollectionLoadInfo:
 
 
 def show_collections(ctx: CheckerContext, cids: list[int], refresh_versions: dict[int, int],
-                     load_failures: dict[int, str]) -> list[CollectionReport]:
+                     failed_loads: FailedLoadCache) -> list[CollectionReport]:
     out = []
     for cid in cids or ctx.collections.ids():
         info = ctx.collections.get(cid)
         if info is None:
             if not cids:
                 continue  # released meanwhile
-            if cid in load_failures:
-                raise errors.CollectionNotLoaded(f"load failed: {load_failures[cid]}", collection=cid)
-            raise errors.CollectionNotLoaded(collection=cid)
+            failure = failed_loads.get(cid)
+            raise copy.copy(failure) if failure is not None else errors.CollectionNotLoaded(collection=cid)
         current = ctx.targets.current(cid)
         wanted = refresh_versions.get(cid)
         refreshed = wanted is None or (current is not None and current.version >= wanted)
@@ -53,18 +54,24 @@ def show_collections(ctx: CheckerContext, cids: list[int], refresh_versions: dic
     return out
 
 
-def _loaded_partitions(ctx: CheckerContext, cid: int, pids: list[int]) -> list[int]:
-    """The requested (default: all loaded) partitions; any not loaded fails the call with 201."""
+def _loaded_partitions(ctx: CheckerContext, cid: int, pids: list[int],
+                       failed_loads: FailedLoadCache | None = None) -> list[int]:
+    """The requested (default: all loaded) partitions; any not loaded fails the call with 201, with the
+    text of the collection's recorded load failure appended when ShowPartitions asks."""
+    failure = failed_loads.get(cid) if failed_loads is not None else None
+    why = f": {failure}" if failure is not None else ""
     if ctx.collections.get(cid) is None:
-        raise errors.PartitionNotLoaded(f"collection {cid} is not loaded", collection=cid)
+        raise errors.PartitionNotLoaded(f"collection {cid} is not loaded{why}", collection=cid)
     for pid in pids:
         if ctx.collections.partition(cid, pid) is None:
-            raise errors.PartitionNotLoaded(partition=pid)
+            raise errors.PartitionNotLoaded(why[2:], partition=pid)
     return pids or ctx.collections.partition_ids(cid)
 
 
-def show_partitions(ctx: CheckerContext, cid: int, pids: list[int]) -> list[tuple[int, int]]:
-    return [(pid, ctx.collections.partition_percentage(cid, pid)) for pid in _loaded_partitions(ctx, cid, pids)]
+def show_partitions(ctx: CheckerContext, cid: int, pids: list[int],
+                    failed_loads: FailedLoadCache) -> list[tuple[int, int]]:
+    return [(pid, ctx.collections.partition_percentage(cid, pid))
+            for pid in _loaded_partitions(ctx, cid, pids, failed_loads)]
 
 
 def _gpu_share(ctx: CheckerContext, cid: int, pid: int) -> tuple[int, int]:
