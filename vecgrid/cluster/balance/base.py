@@ -17,6 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Protocol, Sequence
 
+from vecgrid.rpc.proto import data_coord_pb2
+
 # Node states as ``ClusterView.node_state`` reports them (Milvus ``session.NodeState``).
 NORMAL = "Normal"
 STOPPING = "Stopping"
@@ -38,6 +40,14 @@ class SegmentItem:
     partition_id: int
     channel: str
     num_rows: int
+    level: int = 0   # data_coord_pb2.SegmentLevel; L0 segments are never moved (see movable)
+
+    @property
+    def movable(self) -> bool:
+        """Whether a balance may move it: not an L0 segment, which belongs on its channel's shard
+        leader (Milvus ``TargetManager.CanSegmentBeMoved``; the segment checker reloads a misplaced
+        one there)."""
+        return self.level != data_coord_pb2.L0
 
 
 @dataclass(frozen=True)
@@ -227,7 +237,8 @@ class BaseBalancer:
 
     def _stopping_segments(self, replica: ReplicaNodes, leaving: list[int], targets: list[int]) -> list[SegmentPlan]:
         cid = replica.collection_id
-        items = [(s, n) for n in leaving for s in sorted(self.view.segments(n, cid), key=lambda s: s.segment_id)]
+        items = [(s, n) for n in leaving for s in sorted(self.view.segments(n, cid), key=lambda s: s.segment_id)
+                 if s.movable]
         if not items:
             return []
         return self._place_segments(cid, items, targets, replica.replica_id, rebalance=False)
@@ -258,14 +269,15 @@ class BaseBalancer:
     # --- helpers for the move hooks ---------------------------------------------------------
 
     def _movable_segments(self, replica: ReplicaNodes, nodes: list[int]) -> dict[int, list[SegmentItem]]:
-        """The collection's segments per node, without those held twice in the replica."""
+        """The collection's segments per node, without those held twice in the replica and L0 ones."""
         cid = replica.collection_id
         per_node = {n: self.view.segments(n, cid) for n in nodes}
         counts: dict[int, int] = {}
         for n in set(replica.rw_nodes) | set(replica.ro_nodes) | set(nodes):
             for s in (per_node[n] if n in per_node else self.view.segments(n, cid)):
                 counts[s.segment_id] = counts.get(s.segment_id, 0) + 1
-        return {n: [s for s in segs if unique_in_replica(counts, s.segment_id)] for n, segs in per_node.items()}
+        return {n: [s for s in segs if s.movable and unique_in_replica(counts, s.segment_id)]
+                for n, segs in per_node.items()}
 
     def _movable_channels(self, replica: ReplicaNodes, nodes: list[int]) -> dict[int, list[ChannelItem]]:
         """The collection's channels per node (by name), without those watched twice in the replica."""

@@ -4,9 +4,10 @@ Per replica: segments of the current or next target missing from the replica's n
 are loaded — L0 segments on the channel's shard leader itself and first, the others
 where the balancer puts them among the read-write nodes — but only for channels that
 have a shard leader in the replica (the leader is what makes a loaded segment
-searchable).  Segments in neither target are released, and of a segment held twice in
-one replica the older copy goes (Low priority).  Segments of collections no longer
-loaded, or on nodes outside every replica, are released directly.
+searchable).  An L0 segment held only on other nodes than its leader counts as lacking.
+Segments in neither target are released, and of a segment held twice in one replica the
+older copy goes (Low priority; for an L0 segment, every copy but the leader's).  Segments
+of collections no longer loaded, or on nodes outside every replica, are released directly.
 """
 
 from __future__ import annotations
@@ -43,15 +44,37 @@ class SegmentChecker(Checker):
                 if node_id in members:
                     held.setdefault(seg.ID, []).append((seg.version, node_id))
                     refs[seg.ID] = _ref(seg)
-            tasks += self._lacking(cid, replica, [r for sid, r in sorted(wanted.items()) if sid not in held])
+            leaders = {ch: found[0] for ch in {r.channel for r in wanted.values()}
+                       if (found := leader_of(ctx.dist, replica, ch)) is not None}
+            tasks += self._lacking(cid, replica, [r for sid, r in sorted(wanted.items())
+                                                  if sid not in held or self._misplaced_l0(r, held[sid], leaders)])
             for sid, holders in sorted(held.items()):
                 if sid not in wanted:
                     tasks += [SegmentTask(cid, replica.ID, refs[sid], source=n, origin=NAME) for _, n in holders]
                 elif len(holders) > 1:
+                    keep = self._keeper(wanted[sid], holders, leaders)
                     tasks += [SegmentTask(cid, replica.ID, wanted[sid], source=n, origin=NAME,
-                                          priority=Priority.LOW) for _, n in sorted(holders)[:-1]]
+                                          priority=Priority.LOW) for v, n in sorted(holders) if (v, n) != keep]
         return tasks + [SegmentTask(cid, -1, _ref(seg), source=n, origin=NAME)
                         for n, seg in ctx.dist.segments(cid) if n not in members_any]
+
+    @staticmethod
+    def _keeper(ref: SegmentRef, holders: list[tuple[int, int]], leaders: dict[str, int]) -> tuple[int, int]:
+        """Of a segment's copies in one replica, the (version, node) that stays: the newest, or for an
+        L0 segment the one on its channel's leader."""
+        if ref.level == data_coord_pb2.L0:
+            on_leader = [h for h in holders if h[1] == leaders.get(ref.channel)]
+            if on_leader:
+                return on_leader[0]
+        return max(holders)
+
+    @staticmethod
+    def _misplaced_l0(ref: SegmentRef, holders: list[tuple[int, int]], leaders: dict[str, int]) -> bool:
+        """An L0 segment held in the replica but not on its channel's shard leader (after a channel
+        moved, say): the leader applies its deletes, so it is lacking there (Milvus's segment checker:
+        ``l0WithWrongLocation``); the other copy goes as a duplicate once it is loaded."""
+        leader = leaders.get(ref.channel)
+        return ref.level == data_coord_pb2.L0 and leader is not None and all(n != leader for _, n in holders)
 
     def orphan_tasks(self, loaded: set[int]) -> list[Task]:
         return [SegmentTask(seg.collection, -1, _ref(seg), source=node_id, origin=NAME)

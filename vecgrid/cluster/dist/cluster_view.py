@@ -51,7 +51,7 @@ class LiveClusterView:
         dist = self.dist.node(node_id)
         if dist is None:
             return []
-        return [SegmentItem(s.ID, s.collection, s.partition, s.channel, self._num_rows(s.collection, s.ID))
+        return [SegmentItem(s.ID, s.collection, s.partition, s.channel, self._num_rows(s.collection, s.ID), s.level)
                 for s in dist.segments if collection_id is None or s.collection == collection_id]
 
     def channels(self, node_id: int, collection_id: int | None = None) -> list[ChannelItem]:

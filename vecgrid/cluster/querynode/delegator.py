@@ -28,6 +28,13 @@ UNIMPLEMENTED gets per-segment ``Delete`` calls instead.  Deletes are also
 kept in a buffer (trimmed at each UpdateVersion checkpoint) and replayed onto segments the
 delegator loads later.
 
+**L0 segments** (a flushed channel's deletes, loaded on the leader) are applied here too, as
+Milvus 2.4's delegator does (``loadStreamDelete`` with ``GetLevel0Deletions``): the delegator
+keeps the deletes of every L0 segment in its view, sends them to each sealed segment it adopts
+on another node, and sends a newly adopted L0 segment's deletes to the sealed segments already
+in the view.  A node applies the L0 segments it holds itself to its own segments, so the node
+holding an L0 segment is skipped.
+
 Where the WAL comes from: the local WAL when ``<data_dir>/wal/<channel>`` exists on this
 host, else :class:`~vecgrid.storage.remote_reader.RemoteChannelReader` against the
 coordinator (``vecgrid.coord_address`` in the request's ``base.properties``, else
@@ -41,6 +48,7 @@ registers them with its :class:`~vecgrid.cluster.querynode.peers.PeerClients`.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import os
 import time
@@ -56,6 +64,7 @@ from vecgrid.cluster.querynode import search as search_mod
 from vecgrid.cluster.querynode.collections import Collection
 from vecgrid.cluster.querynode.pk_stats import PkStats
 from vecgrid.cluster.querynode.pipeline import ChannelPipeline
+from vecgrid.cluster.querynode.segments import ALL_PARTITIONS
 from vecgrid.gpu.plan import parse_query_plan
 from vecgrid.gpu.results import (column_to_field_data, concat_columns, field_data_to_column,
                                  merge_search_results)
@@ -142,6 +151,16 @@ class SealedEntry:
     node_id: int
     version: int
     partition_id: int
+
+
+@dataclass(frozen=True)
+class L0Deletes:
+    """The deletes of an L0 segment of the view; ``node_id`` holds it and applies them itself."""
+
+    node_id: int
+    partition_id: int
+    pks: np.ndarray
+    timestamps: np.ndarray
 
 
 # --- merging ---------------------------------------------------------------------------------------
@@ -244,7 +263,10 @@ class ShardDelegator:
         self.partition_stats: dict[int, int] = {}
         self.seek_position: msg_pb2.MsgPosition | None = None
         self.pipeline: ChannelPipeline | None = None
-        self._deletes: list[tuple[np.ndarray, np.ndarray]] = []   # replayed onto later loads
+        # (sequence number, pks, timestamps): replayed onto later loads
+        self._deletes: list[tuple[int, np.ndarray, np.ndarray]] = []
+        self._delete_seq = itertools.count(1)
+        self._l0: dict[int, L0Deletes] = {}   # L0 segments of the view: applied to every sealed segment
         self._loop: asyncio.AbstractEventLoop | None = None
         self.failed_forwards = 0
 
@@ -557,9 +579,14 @@ class ShardDelegator:
 
     async def _adopt(self, node_id: int, version: int, infos: Sequence[Q.SegmentLoadInfo]) -> None:
         """Start serving sealed segments just loaded on ``node_id``: pk statistics for delete routing,
-        the deletes seen since, then the view entry; their growing copies stop being searched."""
+        the deletes seen since and the channel's L0 deletes, then the view entry; their growing copies
+        stop being searched."""
         await self._record_pk_stats(infos)
-        await self._replay_deletes(node_id, [i.segmentID for i in infos])
+        l0 = [i for i in infos if i.level == data_coord_pb2.L0]
+        if l0:
+            await self._add_l0(node_id, l0)
+        await self._catch_up(node_id, infos)
+        # no await from here on: a delete or L0 segment arriving later sees these entries in the view
         for info in infos:
             self.sealed[info.segmentID] = SealedEntry(node_id, version, info.partitionID)
         if self.pipeline is not None:
@@ -581,6 +608,7 @@ class ShardDelegator:
                 if e is not None and e.node_id == node_id:
                     del self.sealed[sid]
                     self.pk_stats.pop(sid, None)
+                    self._l0.pop(sid, None)
             fwd = Q.ReleaseSegmentsRequest()
             fwd.CopyFrom(req)
             fwd.need_transfer = False
@@ -604,6 +632,7 @@ class ShardDelegator:
                 if e is not None and action.nodeID in (-1, e.node_id):
                     del self.sealed[action.segmentID]
                     self.pk_stats.pop(action.segmentID, None)
+                    self._l0.pop(action.segmentID, None)
             elif action.type == Q.Set and action.HasField("info") and action.info.segmentID == action.segmentID:
                 await self._adopt(action.nodeID, action.version, [action.info])
             elif action.type in (Q.Set, Q.Amend):
@@ -616,7 +645,7 @@ class ShardDelegator:
                 if self.pipeline is not None and ids:
                     self.pipeline.exclude({sid: cp or MAX_TS for sid in ids})
                 if cp:
-                    self._deletes = [(p, t) for p, t in self._deletes if len(t) and int(t.max()) > cp]
+                    self._deletes = [(n, p, t) for n, p, t in self._deletes if len(t) and int(t.max()) > cp]
             elif action.type == Q.UpdatePartitionStats:
                 self.partition_stats.update(dict(action.partition_stats_versions))
             else:
@@ -636,7 +665,7 @@ class ShardDelegator:
     def forward_delete(self, pks: np.ndarray, timestamps: np.ndarray) -> None:
         """Pipeline thread: apply the deletes on every node holding a sealed segment of the channel
         and wait for it (so tsafe only advances once they are visible)."""
-        self._deletes.append((pks, timestamps))
+        self._deletes.append((next(self._delete_seq), pks, timestamps))
         if self._loop is None or self._loop.is_closed():
             return
         fut = asyncio.run_coroutine_threadsafe(self._forward(pks, timestamps), self._loop)
@@ -701,6 +730,48 @@ class ShardDelegator:
                         segment_id=sid, primary_keys=ids, timestamps=ts, scope=Q.Historical))
         await asyncio.gather(*(one(n, s) for n, s in groups.items()))
 
-    async def _replay_deletes(self, node_id: int, segment_ids: list[int]) -> None:
-        for pks, ts in list(self._deletes):
-            await self._forward(pks, ts, {node_id: segment_ids})
+    async def _add_l0(self, node_id: int, infos: Sequence[Q.SegmentLoadInfo]) -> None:
+        """Keep the deletes of L0 segments just loaded on ``node_id`` and send them to the sealed
+        segments already in the view on other nodes.  Without this, the segments a Dask task loaded
+        on a worker (not through this leader) never see the deletes of a flush (Milvus 2.4: the
+        delegator applies its L0 deletions to every sealed segment of the channel)."""
+        def read() -> list[tuple[Q.SegmentLoadInfo, tuple[np.ndarray, np.ndarray] | None]]:
+            return [(i, self.node.loader.read_deltalogs(i, {}).arrays()) for i in infos]
+        found = await asyncio.to_thread(read)
+        for info, arrays in found:
+            pks, ts = arrays if arrays is not None else (np.empty(0, np.int64), np.empty(0, np.uint64))
+            entry = self._l0[info.segmentID] = L0Deletes(node_id, info.partitionID, pks, ts)
+            groups = self._l0_targets(entry)   # taken right after the entry is kept: no await between
+            if groups and len(pks):
+                await self._forward(pks, ts, groups)
+
+    def _l0_targets(self, entry: L0Deletes) -> dict[int, list[int]]:
+        """The sealed segments of the view on other nodes than ``entry``'s that its deletes reach."""
+        out: dict[int, list[int]] = {}
+        for sid, e in list(self.sealed.items()):
+            if e.node_id != entry.node_id and sid not in self._l0 and \
+                    entry.partition_id in (ALL_PARTITIONS, e.partition_id):
+                out.setdefault(e.node_id, []).append(sid)
+        return out
+
+    async def _catch_up(self, node_id: int, infos: Sequence[Q.SegmentLoadInfo]) -> None:
+        """Send segments about to join the view (just loaded on ``node_id``) the channel's buffered
+        deletes and the view's L0 deletes, until none arrived meanwhile: a delete forwarded, or an L0
+        segment adopted, during these awaits went to a view without them."""
+        rows = [i for i in infos if i.level != data_coord_pb2.L0]
+        sent_seq, sent_l0 = 0, set()
+        while True:
+            deletes = [(n, p, t) for n, p, t in list(self._deletes) if n > sent_seq]
+            l0 = [(sid, e) for sid, e in list(self._l0.items()) if sid not in sent_l0]
+            if not deletes and not l0:
+                return
+            for n, pks, ts in deletes:
+                sent_seq = max(sent_seq, n)
+                await self._forward(pks, ts, {node_id: [i.segmentID for i in infos]})
+            for sid, entry in l0:
+                sent_l0.add(sid)
+                if entry.node_id == node_id or not len(entry.pks):
+                    continue  # a node applies the L0 segments it holds to its own segments itself
+                sids = [i.segmentID for i in rows if entry.partition_id in (ALL_PARTITIONS, i.partitionID)]
+                if sids:
+                    await self._forward(entry.pks, entry.timestamps, {node_id: sids})
