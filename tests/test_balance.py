@@ -4,13 +4,22 @@ from __future__ import annotations
 
 import pytest
 
+from types import SimpleNamespace
+
 from vecgrid.cluster.balance import (CHANNEL_BATCH_SIZE, DEFAULT_BALANCER, SEGMENT_BATCH_SIZE, ChannelItem,
-                                     ChannelPlan, ReplicaNodes, RoundRobinBalancer, RowCountBasedBalancer,
-                                     ScoreBasedBalancer, SegmentItem, SegmentPlan, make_balancer)
+                                     ChannelLevelScoreBalancer, ChannelPlan, ReplicaNodes, RoundRobinBalancer,
+                                     RowCountBasedBalancer, ScoreBasedBalancer, SegmentItem, SegmentPlan,
+                                     make_balancer)
+from vecgrid.cluster.checkers.channel_checker import ChannelChecker
+from vecgrid.cluster.checkers.segment_checker import SegmentChecker
+from vecgrid.cluster.dist.distribution import DistributionManager
+from vecgrid.cluster.meta.replica_manager import ReplicaManager, channel_nodes, split_channel_nodes
+from vecgrid.cluster.meta.target_manager import SegmentRef
+from vecgrid.rpc.proto import query_coord_pb2 as Q
 
 CID = 100
-ALL = (RoundRobinBalancer, RowCountBasedBalancer, ScoreBasedBalancer)
-MOVERS = (RowCountBasedBalancer, ScoreBasedBalancer)
+ALL = (RoundRobinBalancer, RowCountBasedBalancer, ScoreBasedBalancer, ChannelLevelScoreBalancer)
+MOVERS = (RowCountBasedBalancer, ScoreBasedBalancer, ChannelLevelScoreBalancer)
 
 
 class FakeView:
@@ -429,6 +438,7 @@ def test_score_based_moves_toward_larger_capacity():
 @pytest.mark.parametrize("name,cls", [("RoundRobinBalancer", RoundRobinBalancer),
                                       ("RowCountBasedBalancer", RowCountBasedBalancer),
                                       ("ScoreBasedBalancer", ScoreBasedBalancer),
+                                      ("ChannelLevelScoreBalancer", ChannelLevelScoreBalancer),
                                       ("MultipleTargetBalancer", ScoreBasedBalancer),
                                       ("NoSuchBalancer", ScoreBasedBalancer),
                                       ("", ScoreBasedBalancer)])
@@ -437,3 +447,209 @@ def test_make_balancer(name, cls):
     bal = make_balancer(name, view)
     assert type(bal) is cls and bal.view is view
     assert DEFAULT_BALANCER == "ScoreBasedBalancer"
+
+
+# --- channel-exclusive mode -------------------------------------------------------------------
+
+CH0, CH1 = "ch-100-0", "ch-100-1"
+
+
+def split(current, rw, factor=2, enabled=True):
+    return split_channel_nodes(current, rw, enabled=enabled, factor=factor)
+
+
+def moved(before: dict[str, list[int]], after: dict[str, list[int]]) -> int:
+    """Nodes that changed channel (joining or leaving nodes not counted)."""
+    where = {n: ch for ch, nodes in before.items() for n in nodes}
+    return sum(1 for ch, nodes in after.items() for n in nodes if where.get(n, ch) != ch)
+
+
+def test_exclusive_mode_needs_factor_nodes_per_channel():
+    empty = {CH0: [], CH1: []}
+    assert split(empty, [1, 2, 3], factor=2) == empty            # 3 < 2 × 2
+    assert split(empty, [1, 2, 3, 4], factor=2) == {CH0: [1, 2], CH1: [3, 4]}
+    assert split(empty, range(1, 8), factor=4) == empty            # the Milvus default, 4 per channel
+    assert split(empty, range(1, 9), factor=4) == {CH0: [1, 2, 3, 4], CH1: [5, 6, 7, 8]}
+    assert split(empty, [1, 2, 3, 4], enabled=False) == empty      # another balancer
+    assert split({}, [1, 2, 3, 4]) == {}                             # loaded without the mode
+
+
+def test_exclusive_split_is_even_and_complete():
+    chans3 = {f"c{i}": [] for i in range(3)}
+    got = split(chans3, range(1, 8))
+    assert sorted(len(v) for v in got.values()) == [2, 2, 3]
+    assert sorted(n for v in got.values() for n in v) == list(range(1, 8))
+
+
+def test_exclusive_split_moves_few_nodes_on_join_and_leave():
+    before = split({CH0: [], CH1: []}, range(1, 7))                 # 3 + 3
+    assert before == {CH0: [1, 2, 3], CH1: [4, 5, 6]}
+    joined = split(before, range(1, 8))
+    assert moved(before, joined) == 0 and sorted(map(len, joined.values())) == [3, 4]
+    joined2 = split(joined, range(1, 9))
+    assert moved(joined, joined2) == 0 and joined2 == {CH0: [1, 2, 3, 7], CH1: [4, 5, 6, 8]}
+    # node 1 leaves: CH0 keeps 3 nodes, nothing else moves
+    left = split(joined2, range(2, 9))
+    assert moved(joined2, left) == 0 and left == {CH0: [2, 3, 7], CH1: [4, 5, 6, 8]}
+    # nodes 2 and 3 leave too: one node of CH1 changes channel to even it out again
+    left2 = split(left, range(4, 9))
+    assert moved(left, left2) == 1 and sorted(map(len, left2.values())) == [2, 3]
+    # below the threshold the mode is left: every channel loses its nodes
+    assert split(left2, [4, 5, 6]) == {CH0: [], CH1: []}
+
+
+def _groups(nodes):
+    return lambda rg: list(nodes)
+
+
+def test_replica_manager_keeps_the_split_persisted(store):
+    ids = iter(range(1000, 2000))
+    rm = ReplicaManager(store, balancer="ChannelLevelScoreBalancer", channel_exclusive_node_factor=2)
+    [rep] = rm.spawn(CID, {"rg": 1}, lambda: next(ids), _groups(range(1, 5)), [CH0, CH1])
+    assert channel_nodes(rep) == {CH0: [1, 2], CH1: [3, 4]}
+    # a node joins: nobody changes channel
+    assert rm.recover(CID, _groups(range(1, 6)))
+    [rep] = rm.of_collection(CID)
+    assert channel_nodes(rep) in ({CH0: [1, 2, 5], CH1: [3, 4]}, {CH0: [1, 2], CH1: [3, 4, 5]})
+    # persisted: a restarted manager reads the same split
+    rm2 = ReplicaManager(store, balancer="ChannelLevelScoreBalancer", channel_exclusive_node_factor=2)
+    assert channel_nodes(rm2.get(rep.ID)) == channel_nodes(rep)
+    assert not rm2.recover(CID, _groups(range(1, 6)))                # nothing to change
+    # below 2 × 2 read-write nodes the mode is left; the channels stay listed, without nodes
+    assert rm2.recover(CID, _groups([1, 2, 3]))
+    rep = rm2.get(rep.ID)
+    assert list(rep.ro_nodes) == [4, 5] and channel_nodes(rep) == {CH0: [], CH1: []}
+    assert channel_nodes(ReplicaManager(store).get(rep.ID)) == {CH0: [], CH1: []}
+    # and entered again when nodes come back
+    rm2.recover(CID, _groups(range(1, 5)))
+    assert sorted(map(len, channel_nodes(rm2.get(rep.ID)).values())) == [2, 2]
+
+
+def test_replica_manager_without_the_channel_level_balancer(store):
+    ids = iter(range(1000, 2000))
+    rm = ReplicaManager(store, balancer="ScoreBasedBalancer", channel_exclusive_node_factor=1)
+    [rep] = rm.spawn(CID, {"rg": 1}, lambda: next(ids), _groups(range(1, 5)), [CH0, CH1])
+    assert channel_nodes(rep) == {}
+    # a split left from a ChannelLevelScore run is emptied on the next node pass under another balancer
+    rm = ReplicaManager(store, balancer="ChannelLevelScoreBalancer", channel_exclusive_node_factor=1)
+    [rep] = rm.spawn(CID + 1, {"rg": 1}, lambda: next(ids), _groups(range(1, 5)), [CH0, CH1])
+    assert channel_nodes(rep) == {CH0: [1, 2], CH1: [3, 4]}
+    rm = ReplicaManager(store, balancer="ScoreBasedBalancer", channel_exclusive_node_factor=1)
+    assert rm.recover(CID + 1, _groups(range(1, 5)))
+    assert channel_nodes(rm.get(rep.ID)) == {CH0: [], CH1: []}
+
+
+def exclusive(rw=(1, 2, 3, 4), ro=(), ch0=(1, 2), ch1=(3, 4)) -> ReplicaNodes:
+    return ReplicaNodes(7, CID, tuple(rw), tuple(ro), ((CH0, tuple(ch0)), (CH1, tuple(ch1))))
+
+
+def ch_segs(channel: str, n: int, start: int, rows: int = 1000) -> list[SegmentItem]:
+    return [SegmentItem(start + i, CID, 1, channel, rows) for i in range(n)]
+
+
+def test_channel_level_falls_back_to_score_based_outside_exclusive_mode():
+    view = FakeView(1, 2, 3, 4)
+    view.put(1, *ch_segs(CH0, 6, 1), *ch_segs(CH1, 6, 100))
+    view.watch(1, ChannelItem(CH0, CID))
+    for rep in (replica(rw=(1, 2, 3, 4)), exclusive(ch0=(), ch1=())):
+        assert ChannelLevelScoreBalancer(view).balance_replica(rep) == \
+            ScoreBasedBalancer(view).balance_replica(replica(rw=(1, 2, 3, 4)))
+
+
+def test_channel_level_balances_segments_within_each_channel():
+    view = FakeView(1, 2, 3, 4)
+    view.watch(1, ChannelItem(CH0, CID))
+    view.watch(3, ChannelItem(CH1, CID))
+    view.put(1, *ch_segs(CH0, 8, 1))
+    view.put(3, *ch_segs(CH1, 8, 100))
+    bal = ChannelLevelScoreBalancer(view)
+    for _ in range(10):
+        seg_plans, ch_plans = bal.balance_replica(exclusive())
+        assert ch_plans == []
+        if not seg_plans:
+            break
+        for p in seg_plans:
+            assert (p.source, p.target) in ((1, 2), (3, 4))
+            assert p.target in ((1, 2) if p.segment.channel == CH0 else (3, 4))
+        view.apply(seg_plans)
+    assert view.rows(2) > 0 and view.rows(4) > 0
+    assert all(s.channel == CH0 for n in (1, 2) for s in view.segs[n])
+    assert all(s.channel == CH1 for n in (3, 4) for s in view.segs[n])
+
+
+def test_channel_level_moves_channels_then_segments_onto_their_nodes():
+    # as ScoreBased left them: both channels and their segments spread over all four nodes
+    view = FakeView(1, 2, 3, 4)
+    view.watch(1, ChannelItem(CH1, CID))
+    view.watch(3, ChannelItem(CH0, CID))
+    for i, n in enumerate((1, 2, 3, 4)):
+        view.put(n, *ch_segs(CH0, 2, 10 * i), *ch_segs(CH1, 2, 100 + 10 * i))
+    bal = ChannelLevelScoreBalancer(view)
+    seg_plans, ch_plans = bal.balance_replica(exclusive())
+    assert seg_plans == []       # channels first, all of them at once
+    assert sorted((p.channel.channel, p.source) for p in ch_plans) == [(CH0, 3), (CH1, 1)]
+    assert all(p.target in ((1, 2) if p.channel.channel == CH0 else (3, 4)) for p in ch_plans)
+    view.apply(channel_plans=ch_plans)
+    seg_plans, ch_plans = bal.balance_replica(exclusive())
+    assert ch_plans == [] and len(seg_plans) == 8   # every misplaced segment, no batch limit
+    assert all(p.target in ((1, 2) if p.segment.channel == CH0 else (3, 4)) for p in seg_plans)
+    view.apply(seg_plans)
+    assert bal.balance_replica(exclusive()) == ([], [])
+    assert sorted(view.rows(n) for n in (1, 2, 3, 4)) == [4000] * 4
+
+
+def test_channel_level_drains_read_only_and_stopping_nodes_to_the_channel():
+    view = FakeView(1, 2, 3, 4, 5)
+    view.states[2] = "Stopping"
+    view.put(2, *ch_segs(CH0, 2, 1))
+    view.put(5, *ch_segs(CH1, 2, 100))
+    seg_plans, _ = ChannelLevelScoreBalancer(view).balance_replica(exclusive(rw=(1, 2, 3, 4), ro=(5,)))
+    assert {(p.segment.segment_id, p.source, p.target) for p in seg_plans if p.source == 2} == {(1, 2, 1), (2, 2, 1)}
+    assert sorted((p.segment.segment_id, p.source) for p in seg_plans if p.source == 5) == [(100, 5), (101, 5)]
+    assert sorted(p.target for p in seg_plans if p.source == 5) == [3, 4]
+    # and no plans at all while a channel has no Normal node (as Milvus)
+    view.states[1] = "Stopping"
+    assert ChannelLevelScoreBalancer(view).balance_replica(exclusive()) == ([], [])
+
+
+class FakeTargets:
+    def __init__(self, channels, segments=()):
+        self._channels, self._segments = channels, {r.segment_id: r for r in segments}
+
+    def channels(self, cid, scope):
+        return {name: None for name in self._channels}
+
+    def segments(self, cid, scope):
+        return dict(self._segments)
+
+
+def _checker_ctx(store, view, targets, dist=None):
+    ids = iter(range(1000, 2000))
+    rm = ReplicaManager(store, balancer="ChannelLevelScoreBalancer", channel_exclusive_node_factor=2)
+    rm.spawn(CID, {"rg": 1}, lambda: next(ids), _groups(range(1, 5)), [CH0, CH1])
+    return SimpleNamespace(replicas=rm, targets=targets, dist=dist or DistributionManager(),
+                           balancer=ChannelLevelScoreBalancer(view))
+
+
+def test_checkers_place_a_channel_and_its_segments_on_its_nodes(store):
+    # another collection's channels and segments crowd CH0's nodes 1 and 2; 3 and 4 are empty
+    view = FakeView(1, 2, 3, 4)
+    view.watch(1, *chans(2, cid=CID + 1))
+    view.watch(2, *chans(1, cid=CID + 1))
+    view.put(1, *segs(30, start=500, cid=CID + 1))
+    view.put(2, *segs(20, start=600, cid=CID + 1))
+    ctx = _checker_ctx(store, view, FakeTargets([CH0, CH1]))
+    tasks = ChannelChecker(ctx, 1.0).collection_tasks(CID)
+    assert sorted((t.channel, t.target) for t in tasks) == [(CH0, 2), (CH1, 3)]
+
+    dist = DistributionManager()
+    for node, channel in ((2, CH0), (4, CH1)):
+        dist.update(node, Q.GetDataDistributionResponse(
+            lastModifyTs=1, channels=[Q.ChannelVersionInfo(channel=channel, collection=CID, version=1)],
+            leader_views=[Q.LeaderView(collection=CID, channel=channel)]))
+    refs = [SegmentRef(i, 1, CH0 if i < 10 else CH1, 0, 1000) for i in range(20)]
+    ctx = _checker_ctx(store, view, FakeTargets([CH0, CH1], refs), dist)
+    tasks = SegmentChecker(ctx, 1.0).collection_tasks(CID)
+    assert len(tasks) == 20
+    assert all(t.target in ((1, 2) if t.segment.channel == CH0 else (3, 4)) for t in tasks)
+    assert {t.target for t in tasks if t.segment.channel == CH0} == {1, 2}   # score-based within the pair

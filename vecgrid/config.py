@@ -57,8 +57,11 @@ class QueryCoordSettings:
     dist_pull_interval_s: float = 0.5
     dist_request_timeout_s: float = 5.0
     # Milvus's queryCoord.balancer: ScoreBasedBalancer (default, also for unknown names),
-    # RowCountBasedBalancer or RoundRobinBalancer.
+    # RowCountBasedBalancer, RoundRobinBalancer or ChannelLevelScoreBalancer (channel-exclusive replicas).
     balancer: str = "ScoreBasedBalancer"
+    # Milvus's queryCoord.channelExclusiveNodeFactor: under ChannelLevelScoreBalancer, a replica with at
+    # least this many read-write nodes per DML channel gives each channel nodes of its own.
+    channel_exclusive_node_factor: int = 4
     auto_balance: bool = True
     # Checker periods (Milvus: channel/segment/balance 3 s, index 10 s, leader 1 s).
     check_channel_interval_s: float = 3.0

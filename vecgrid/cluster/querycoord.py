@@ -83,7 +83,8 @@ class QueryCoord(Component):
         self.catalog = DataDir(settings.common.data_dir).open_catalog(
             store, cluster_prefix=settings.common.cluster_prefix)
         self.collections = CollectionManager(store)
-        self.replicas = ReplicaManager(store)
+        self.replicas = ReplicaManager(store, balancer=q.balancer,
+                                       channel_exclusive_node_factor=q.channel_exclusive_node_factor)
         self.targets = TargetManager(store, self.catalog)
         self.resources.replicas_in = lambda rg: len(self.replicas.in_group(rg))
         self.executor = DaskExecutor(client, self.nodes, self.catalog, self.collections, self.replicas,

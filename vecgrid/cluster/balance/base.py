@@ -81,12 +81,23 @@ class ChannelPlan:
 
 @dataclass(frozen=True)
 class ReplicaNodes:
-    """One replica's nodes: read-write members and read-only ones being drained."""
+    """One replica's nodes: read-write members and read-only ones being drained.
+
+    ``channel_nodes`` is the replica's channel-exclusive split (``Replica.channel_node_infos``):
+    ``(channel, its read-write nodes)`` pairs, empty node tuples while the replica is not in
+    channel-exclusive mode, no pairs at all when it was loaded without that mode."""
 
     replica_id: int
     collection_id: int
     rw_nodes: tuple[int, ...]
     ro_nodes: tuple[int, ...]
+    channel_nodes: tuple[tuple[str, tuple[int, ...]], ...] = ()
+
+    @property
+    def channel_exclusive(self) -> bool:
+        """Whether every channel has its own read-write nodes (Milvus's exclusive-mode test in
+        ``ChannelLevelScoreBalancer.BalanceReplica``)."""
+        return bool(self.channel_nodes) and all(nodes for _, nodes in self.channel_nodes)
 
 
 class ClusterView(Protocol):
@@ -235,17 +246,22 @@ class BaseBalancer:
 
     # --- stopping balance ---------------------------------------------------------------
 
-    def _stopping_segments(self, replica: ReplicaNodes, leaving: list[int], targets: list[int]) -> list[SegmentPlan]:
+    def _stopping_segments(self, replica: ReplicaNodes, leaving: list[int], targets: list[int], *,
+                           channel: str | None = None) -> list[SegmentPlan]:
+        """Move the collection's segments (of ``channel`` only, when given) off ``leaving``."""
         cid = replica.collection_id
         items = [(s, n) for n in leaving for s in sorted(self.view.segments(n, cid), key=lambda s: s.segment_id)
-                 if s.movable]
+                 if s.movable and channel in (None, s.channel)]
         if not items:
             return []
         return self._place_segments(cid, items, targets, replica.replica_id, rebalance=False)
 
-    def _stopping_channels(self, replica: ReplicaNodes, leaving: list[int], targets: list[int]) -> list[ChannelPlan]:
+    def _stopping_channels(self, replica: ReplicaNodes, leaving: list[int], targets: list[int], *,
+                           channel: str | None = None) -> list[ChannelPlan]:
+        """Move the collection's channels (``channel`` only, when given) off ``leaving``."""
         cid = replica.collection_id
-        items = [(c, n) for n in leaving for c in sorted(self.view.channels(n, cid), key=lambda c: c.channel)]
+        items = [(c, n) for n in leaving for c in sorted(self.view.channels(n, cid), key=lambda c: c.channel)
+                 if channel in (None, c.channel)]
         if not items:
             return []
         return self._place_channels(cid, items, targets, replica.replica_id, rebalance=False)
@@ -268,15 +284,18 @@ class BaseBalancer:
 
     # --- helpers for the move hooks ---------------------------------------------------------
 
-    def _movable_segments(self, replica: ReplicaNodes, nodes: list[int]) -> dict[int, list[SegmentItem]]:
-        """The collection's segments per node, without those held twice in the replica and L0 ones."""
+    def _movable_segments(self, replica: ReplicaNodes, nodes: list[int], *,
+                          channel: str | None = None) -> dict[int, list[SegmentItem]]:
+        """The collection's segments (of ``channel`` only, when given) per node, without those held
+        twice in the replica and L0 ones."""
         cid = replica.collection_id
         per_node = {n: self.view.segments(n, cid) for n in nodes}
         counts: dict[int, int] = {}
         for n in set(replica.rw_nodes) | set(replica.ro_nodes) | set(nodes):
             for s in (per_node[n] if n in per_node else self.view.segments(n, cid)):
                 counts[s.segment_id] = counts.get(s.segment_id, 0) + 1
-        return {n: [s for s in segs if s.movable and unique_in_replica(counts, s.segment_id)]
+        return {n: [s for s in segs if s.movable and unique_in_replica(counts, s.segment_id)
+                    and channel in (None, s.channel)]
                 for n, segs in per_node.items()}
 
     def _movable_channels(self, replica: ReplicaNodes, nodes: list[int]) -> dict[int, list[ChannelItem]]:

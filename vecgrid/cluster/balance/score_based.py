@@ -186,10 +186,11 @@ class ScoreBasedBalancer(BaseBalancer):
 
     # --- balance ------------------------------------------------------------------------
 
-    def _segment_moves(self, replica: ReplicaNodes, nodes: list[int]) -> list[SegmentPlan]:
+    def _segment_moves(self, replica: ReplicaNodes, nodes: list[int], *,
+                       channel: str | None = None) -> list[SegmentPlan]:
         cid = replica.collection_id
         scores = self.segment_scores(cid, nodes)
-        movable = self._movable_segments(replica, nodes)
+        movable = self._movable_segments(replica, nodes, channel=channel)
         picked: list[tuple[SegmentItem, int]] = []
         for score in sorted(scores.values(), key=lambda s: (-s.priority, s.node_id)):
             current = score.current

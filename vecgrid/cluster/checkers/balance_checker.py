@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from vecgrid.cluster.balance import ReplicaNodes
 from vecgrid.cluster.checkers.base import Checker
+from vecgrid.cluster.meta.replica_manager import channel_nodes
 from vecgrid.cluster.session.node_manager import NORMAL
 from vecgrid.cluster.task.task import ChannelTask, Priority, SegmentTask, Task
 from vecgrid.cluster.meta.target_manager import Scope
@@ -27,7 +28,8 @@ class BalanceChecker(Checker):
         self._next_collection = 0
 
     def _replica_nodes(self, replica) -> ReplicaNodes:
-        return ReplicaNodes(replica.ID, replica.collectionID, tuple(replica.nodes), tuple(replica.ro_nodes))
+        return ReplicaNodes(replica.ID, replica.collectionID, tuple(replica.nodes), tuple(replica.ro_nodes),
+                            tuple((name, tuple(nodes)) for name, nodes in channel_nodes(replica).items()))
 
     def _draining(self, replica) -> bool:
         return bool(replica.ro_nodes) or any(

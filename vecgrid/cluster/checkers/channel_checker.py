@@ -1,7 +1,8 @@
 """Checker 1, ``channel_checker``: every replica watches every channel of the target once.
 
 Per replica: channels of the next target (current when there is no next) that no
-replica node watches are assigned by the balancer over the replica's read-write nodes;
+replica node watches are assigned by the balancer over the replica's read-write nodes (the
+channel's own nodes when the replica is channel-exclusive);
 channels in neither target are unsubscribed; a channel watched twice in one replica
 loses its older copy.  Channels of collections that are no longer loaded, or on nodes
 outside every replica of their collection, are unsubscribed.
@@ -12,6 +13,7 @@ from __future__ import annotations
 from vecgrid.cluster.balance import ChannelItem
 from vecgrid.cluster.checkers.base import Checker
 from vecgrid.cluster.dist.leaders import replica_nodes
+from vecgrid.cluster.meta.replica_manager import channel_rw_nodes
 from vecgrid.cluster.meta.target_manager import Scope
 from vecgrid.cluster.task.task import ChannelTask, Priority, Task
 
@@ -35,10 +37,15 @@ class ChannelChecker(Checker):
             for node_id, ch in ctx.dist.channels(cid):
                 if node_id in members:
                     held.setdefault(ch.channel, []).append((ch.version, node_id))
-            lacking = [ChannelItem(name, cid) for name in sorted(wanted) if name not in held]
-            if lacking and replica.nodes:
-                for plan in ctx.balancer.assign_channels(cid, lacking, list(replica.nodes),
-                                                         replica_id=replica.ID, forced=True):
+            lacking: dict[tuple[int, ...], list[ChannelItem]] = {}   # by the nodes they may go to
+            for name in sorted(wanted):
+                if name not in held:
+                    lacking.setdefault(tuple(channel_rw_nodes(replica, name)), []).append(ChannelItem(name, cid))
+            for nodes, items in lacking.items():
+                if not nodes:
+                    continue
+                for plan in ctx.balancer.assign_channels(cid, items, list(nodes), replica_id=replica.ID,
+                                                         forced=True):
                     tasks.append(ChannelTask(cid, replica.ID, plan.channel.channel, target=plan.target,
                                              origin=NAME, priority=Priority.HIGH))
             for name, holders in sorted(held.items()):

@@ -2,7 +2,8 @@
 
 Per replica: segments of the current or next target missing from the replica's nodes
 are loaded — L0 segments on the channel's shard leader itself and first, the others
-where the balancer puts them among the read-write nodes — but only for channels that
+where the balancer puts them among the read-write nodes (the channel's own nodes when the
+replica is channel-exclusive) — but only for channels that
 have a shard leader in the replica (the leader is what makes a loaded segment
 searchable).  An L0 segment held only on other nodes than its leader counts as lacking.
 Segments in neither target are released, and of a segment held twice in one replica the
@@ -15,6 +16,7 @@ from __future__ import annotations
 from vecgrid.cluster.balance import SegmentItem
 from vecgrid.cluster.checkers.base import Checker
 from vecgrid.cluster.dist.leaders import leader_of, replica_nodes
+from vecgrid.cluster.meta.replica_manager import channel_rw_nodes
 from vecgrid.cluster.meta.target_manager import Scope, SegmentRef
 from vecgrid.cluster.task.task import Priority, SegmentTask, Task
 from vecgrid.rpc.proto import data_coord_pb2
@@ -88,7 +90,8 @@ class SegmentChecker(Checker):
             by_channel.setdefault(ref.channel, []).append(ref)
         for channel, refs in sorted(by_channel.items()):
             leader = leader_of(ctx.dist, replica, channel)
-            if leader is None or not replica.nodes:
+            nodes = channel_rw_nodes(replica, channel)
+            if leader is None or not nodes:
                 continue
             l0 = [r for r in refs if r.level == data_coord_pb2.L0]
             tasks += [SegmentTask(cid, replica.ID, r, target=leader[0], origin=NAME, priority=Priority.HIGH)
@@ -98,8 +101,7 @@ class SegmentChecker(Checker):
             rest = [SegmentItem(r.segment_id, cid, r.partition_id, r.channel, r.num_rows)
                     for r in refs if r.level != data_coord_pb2.L0]
             by_id = {r.segment_id: r for r in refs}
-            for plan in ctx.balancer.assign_segments(cid, rest, list(replica.nodes), replica_id=replica.ID,
-                                                     forced=True):
+            for plan in ctx.balancer.assign_segments(cid, rest, nodes, replica_id=replica.ID, forced=True):
                 tasks.append(SegmentTask(cid, replica.ID, by_id[plan.segment.segment_id], target=plan.target,
                                          origin=NAME))
         return tasks

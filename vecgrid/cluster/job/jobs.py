@@ -155,7 +155,7 @@ class Jobs:
         spawned = []
         try:
             if existing is None:
-                spawned = ctx.replicas.spawn(cid, layout, self._new_id, self.rg_nodes)
+                spawned = ctx.replicas.spawn(cid, layout, self._new_id, self.rg_nodes, coll.vchannels)
             else:
                 await self._on_nodes(cid, "load_partitions",
                                      Q.LoadPartitionsRequest(collectionID=cid, partitionIDs=new), "load-partitions")
@@ -222,7 +222,7 @@ class Jobs:
         ctx.replicas.remove(extra)
         missing = {rg: count - current.get(rg, 0) for rg, count in layout.items() if count > current.get(rg, 0)}
         if missing:
-            ctx.replicas.spawn(cid, missing, self._new_id, self.rg_nodes)
+            ctx.replicas.spawn(cid, missing, self._new_id, self.rg_nodes, ctx.catalog.get_collection(cid).vchannels)
         info = Q.CollectionLoadInfo()
         info.CopyFrom(ctx.collections.get(cid))
         info.replica_number = replica_number

@@ -7,19 +7,32 @@ read-write (``nodes``: get new channels and segments) or read-only (``ro_nodes``
 the replica's resource group, went down or were suspended; drained by the balance
 checker and dropped from the replica once they hold nothing of the collection).
 
+Channel-exclusive mode (Milvus ``meta/replica.go``, with ``queryCoord.balancer`` =
+``ChannelLevelScoreBalancer``): a replica spawned under that balancer records one
+``channel_node_infos`` entry per DML channel of its collection.  While it has at least
+``channelExclusiveNodeFactor`` × channels read-write nodes, those nodes are split among the
+channels (``split_channel_nodes``) and every change of its nodes re-splits them with as few
+moves as possible; below the threshold, or under another balancer, the entries stay but hold
+no nodes.  The checkers place a channel's delegator and segments on ``channel_rw_nodes``.
+
 Persisted as ``query.Replica`` under ``querycoord-replica/<collection>/<replica>``.
 """
 
 from __future__ import annotations
 
 import threading
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Mapping, Sequence
 
 from vecgrid import errors
+from vecgrid.cluster.balance.channel_level_score import NAME as CHANNEL_LEVEL_SCORE_BALANCER
 from vecgrid.rpc.proto import query_coord_pb2 as Q
 from vecgrid.storage.kv import MetaStore
 
 _PREFIX = "querycoord-replica/"
+
+# Milvus ``queryCoord.channelExclusiveNodeFactor``: read-write nodes per channel a replica
+# needs before its channels get nodes of their own.
+CHANNEL_EXCLUSIVE_NODE_FACTOR = 4
 
 
 def _key(replica: Q.Replica) -> str:
@@ -39,8 +52,63 @@ def _set_nodes(replica: Q.Replica, rw: Iterable[int], ro: Iterable[int]) -> None
     replica.ro_nodes.extend(sorted(set(ro) - set(rw)))
 
 
+def channel_nodes(replica: Q.Replica) -> dict[str, list[int]]:
+    """The replica's channel-exclusive split: channel → its read-write nodes (lists may be empty)."""
+    return {name: list(info.rw_nodes) for name, info in sorted(replica.channel_node_infos.items())}
+
+
+def channel_rw_nodes(replica: Q.Replica, channel: str) -> list[int]:
+    """Where the channel's delegator and segments may go: its own nodes in channel-exclusive mode,
+    else every read-write node of the replica (Milvus ``GetChannelRWNodes`` with the checkers'
+    fallback)."""
+    info = replica.channel_node_infos.get(channel)
+    return list(info.rw_nodes) if info is not None and info.rw_nodes else list(replica.nodes)
+
+
+def split_channel_nodes(current: Mapping[str, Sequence[int]], rw_nodes: Iterable[int], *,
+                        enabled: bool, factor: int) -> dict[str, list[int]]:
+    """The channel split for a replica with ``rw_nodes``, starting from ``current`` with as few moves
+    as possible (Milvus ``mutableReplica.tryBalanceNodeForChannel``).
+
+    Not ``enabled``, or fewer than ``factor`` × channels read-write nodes: every channel gets
+    none.  Otherwise nodes that left are dropped; each channel is due ``rw // channels`` nodes,
+    and the ``rw % channels`` left over go one each to the channels holding most nodes now (ties
+    by name); a channel above its due keeps its first nodes, and one below takes free nodes in
+    ascending id order."""
+    rw = sorted(set(rw_nodes))
+    names = sorted(current)
+    if not names:
+        return {}
+    if not enabled or len(rw) < len(names) * factor:
+        return {name: [] for name in names}
+    alive, taken = set(rw), set()
+    kept: dict[str, list[int]] = {}
+    for name in names:   # drop nodes that left, and a node listed under two channels from the second
+        kept[name] = [n for n in dict.fromkeys(current[name]) if n in alive and n not in taken]
+        taken.update(kept[name])
+    base, extra = divmod(len(rw), len(names))
+    by_size = sorted(names, key=lambda name: (-len(kept[name]), name))
+    due = {name: base + (i < extra) for i, name in enumerate(by_size)}
+    for name in names:
+        kept[name] = kept[name][:due[name]]
+    placed = {n for nodes in kept.values() for n in nodes}
+    free = [n for n in rw if n not in placed]
+    for name in names:
+        need = due[name] - len(kept[name])
+        kept[name] += free[:need]
+        free = free[need:]
+    return kept
+
+
 class ReplicaManager:
-    def __init__(self, store: MetaStore) -> None:
+    """The replicas; ``balancer`` and ``channel_exclusive_node_factor`` (Milvus's
+    ``queryCoord.balancer`` and ``queryCoord.channelExclusiveNodeFactor``) rule channel-exclusive
+    mode."""
+
+    def __init__(self, store: MetaStore, *, balancer: str = "",
+                 channel_exclusive_node_factor: int = CHANNEL_EXCLUSIVE_NODE_FACTOR) -> None:
+        self.channel_exclusive = balancer == CHANNEL_LEVEL_SCORE_BALANCER
+        self.channel_exclusive_node_factor = channel_exclusive_node_factor
         self._store = store
         self._lock = threading.RLock()
         self._replicas: dict[int, Q.Replica] = {}
@@ -77,9 +145,19 @@ class ReplicaManager:
         for r in drop:
             self._replicas.pop(r.ID, None)
 
+    def _place(self, replica: Q.Replica, rw: Iterable[int], ro: Iterable[int]) -> None:
+        """Set the replica's nodes and re-split them among its channels."""
+        _set_nodes(replica, rw, ro)
+        split = split_channel_nodes(channel_nodes(replica), replica.nodes, enabled=self.channel_exclusive,
+                                    factor=self.channel_exclusive_node_factor)
+        for name, nodes in split.items():
+            del replica.channel_node_infos[name].rw_nodes[:]
+            replica.channel_node_infos[name].rw_nodes.extend(nodes)
+
     def spawn(self, cid: int, groups: dict[str, int], new_id: Callable[[], int],
-              rg_nodes: Callable[[str], list[int]]) -> list[Q.Replica]:
-        """Create ``groups[rg]`` replicas in each group and give them nodes.
+              rg_nodes: Callable[[str], list[int]], channels: Iterable[str] = ()) -> list[Q.Replica]:
+        """Create ``groups[rg]`` replicas in each group and give them nodes; under the
+        ChannelLevelScore balancer each gets an entry per DML channel in ``channels``.
 
         Refused with 304 when a group has fewer nodes than the replicas placed there."""
         with self._lock:
@@ -89,6 +167,10 @@ class ReplicaManager:
                         f"resource group {rg} has {len(rg_nodes(rg))} nodes, {count} replicas requested", rg=rg)
             created = [Q.Replica(ID=new_id(), collectionID=cid, resource_group=rg)
                        for rg, count in sorted(groups.items()) for _ in range(count)]
+            if self.channel_exclusive:
+                for replica in created:
+                    for name in channels:
+                        replica.channel_node_infos.get_or_create(name)
             self._save(*created)
             self.recover(cid, rg_nodes)
             return self.of_collection(cid)
@@ -105,7 +187,7 @@ class ReplicaManager:
         with self._lock:
             moved = _copy(replica)
             moved.resource_group = rg
-            _set_nodes(moved, [], [*replica.nodes, *replica.ro_nodes])
+            self._place(moved, [], [*replica.nodes, *replica.ro_nodes])
             self._save(moved)
 
     def recover(self, cid: int, rg_nodes: Callable[[str], list[int]]) -> bool:
@@ -113,7 +195,7 @@ class ReplicaManager:
 
         Nodes no longer in the group become read-only (they still serve until drained); spare
         nodes of the group go to the replica with fewest read-write nodes; a replica left with
-        none takes one from the largest."""
+        none takes one from the largest.  Each replica's channel split follows its nodes."""
         with self._lock:
             changed: list[Q.Replica] = []
             by_group: dict[str, list[Q.Replica]] = {}
@@ -133,10 +215,9 @@ class ReplicaManager:
                         if len(rw[donor.ID]) > 1:
                             rw[r.ID].append(rw[donor.ID].pop())
                 for r in replicas:
-                    ro[r.ID] = [n for n in ro[r.ID] if n not in rw[r.ID]]
-                    if sorted(rw[r.ID]) != list(r.nodes) or sorted(set(ro[r.ID])) != list(r.ro_nodes):
-                        updated = _copy(r)
-                        _set_nodes(updated, rw[r.ID], ro[r.ID])
+                    updated = _copy(r)
+                    self._place(updated, rw[r.ID], ro[r.ID])
+                    if updated != r:
                         changed.append(updated)
             if changed:
                 self._save(*changed)
@@ -149,5 +230,5 @@ class ReplicaManager:
             if replica is None or node_id not in replica.ro_nodes:
                 return
             updated = _copy(replica)
-            _set_nodes(updated, replica.nodes, [n for n in replica.ro_nodes if n != node_id])
+            self._place(updated, replica.nodes, [n for n in replica.ro_nodes if n != node_id])
             self._save(updated)
