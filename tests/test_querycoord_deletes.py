@@ -205,7 +205,9 @@ async def env(tmp_path_factory):
     env = Env(cluster, ds)
     await env.delete_and_flush(per_segment=4, offset=0)   # L0 segments before any load
     yield env
-    await asyncio.wait_for(cluster.stop(), 60)
+    # generous: once (in CI, on a loaded 2-core machine) closing the workers after the node-kill test
+    # took over 60 s
+    await asyncio.wait_for(cluster.stop(), 180)
 
 
 async def _kill_worker(cluster: EmbeddedCluster, node_id: int) -> None:

@@ -47,6 +47,13 @@ async def test_coordinator_restart_keeps_serving_without_reloading(tmp_path):
     try:
         await coord.load(cid)
         await poll_until(lambda: len(_versions(cluster.coord, cid)) == len(ds.segment_ids), 20, what="dist")
+        # the first placement may be uneven and the balancer then moves a segment: wait until it settled
+        seen: list = []
+
+        def settled() -> bool:
+            seen.append(_versions(cluster.coord, cid))
+            return not cluster.coord.scheduler.tasks(cid) and len(seen) >= 8 and all(v == seen[-1] for v in seen[-8:])
+        await poll_until(settled, 30, 0.25, what="a settled distribution")
         before = _versions(cluster.coord, cid)
         # the coordinator process goes away (its meta is already on disk) and a new one starts
         await Coordinator.stop(cluster)
