@@ -81,6 +81,29 @@ def test_hnsw_stays_on_cpu_and_cagra_builds(ds, mgr):
         seg.release()
 
 
+@pytest.mark.parametrize("index_type", ["IVF_FLAT", "GPU_CAGRA"])
+def test_index_file_of_a_gpu_segment_is_its_host_form(ds, mgr, index_type):
+    """A QueryNode saving an index it built at load: the GPU index is copied to the host and saved in its
+    CPU form with the same header; it loads on the GPU again and searches the same."""
+    n = 20000
+    params = {"graph_degree": 32, "intermediate_graph_degree": 64} if index_type == "GPU_CAGRA" else {}
+    seg = load_segment(build.build_index_file(ds.xb[:n], index_type, "L2", params, manager=mgr), np.arange(n),
+                       manager=mgr)
+    again = None
+    try:
+        saved = seg.index_file()
+        index, header = build.read_index_file(saved)
+        assert header == seg.header and index.ntotal == n and "Gpu" not in type(index).__name__
+        again = load_segment(saved, np.arange(n), manager=mgr)
+        assert again.placement == seg.placement
+        a, b = seg.search(ds.xq, 10).dense()[1], again.search(ds.xq, 10).dense()[1]
+        assert recall_at_k(b, a) >= 0.98
+    finally:
+        seg.release()
+        if again is not None:
+            again.release()
+
+
 def test_release_frees_gpu_memory(ds, mgr):
     g = mgr.gpus[0]
     data = build.build_index_file(ds.xb, "FLAT", "L2", use_gpu=False)

@@ -420,6 +420,30 @@ def test_index_file_round_trip_and_header(ds):
         build.read_index_file(b"garbage!" * 10)
 
 
+@pytest.mark.parametrize("index_type", ["FLAT", "IVF_FLAT", "HNSW"])
+def test_index_file_of_a_loaded_segment_loads_the_same(ds, pks, mgr, index_type):
+    """What a QueryNode saves after building at load: the same header and index, searched the same."""
+    n = 4000
+    params = {"nlist": 32} if index_type == "IVF_FLAT" else {}
+    seg = load_segment(build.build_index_file(ds.xb[:n], index_type, "COSINE", params), pks[:n], manager=mgr,
+                       segment_id=60)
+    try:
+        if index_type == "IVF_FLAT":
+            seg._reconstruct(np.arange(3))  # an exact search made the direct map: still saved whole
+        saved = seg.index_file()
+        assert build.read_index_file(saved)[1] == seg.header
+        again = load_segment(saved, pks[:n], manager=mgr, segment_id=61)
+        try:
+            a, b = seg.search(ds.xq[:20], 10), again.search(ds.xq[:20], 10)
+            np.testing.assert_array_equal(a.dense()[1], b.dense()[1])
+        finally:
+            again.release()
+    finally:
+        seg.release()
+    with pytest.raises(errors.SegmentNotLoaded):
+        seg.index_file()
+
+
 def test_build_params_and_errors(ds):
     x = ds.xb[:2000]
     assert build.normalize_build_params("IVF_PQ", {}, 128) == {"nlist": 128, "m": 32, "nbits": 8}

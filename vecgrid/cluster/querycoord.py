@@ -38,7 +38,7 @@ from vecgrid.cluster.observers.health_observer import HealthObserver
 from vecgrid.cluster.observers.target_observer import TargetObserver
 from vecgrid.cluster.task.executor import DaskExecutor
 from vecgrid.cluster.task.scheduler import TaskScheduler
-from vecgrid.cluster.task.task import NO_NODE, SegmentTask, Task
+from vecgrid.cluster.task.task import NO_NODE, IndexSaveTask, SegmentTask, Task
 from vecgrid.cluster.timetick import TimeTicker
 from vecgrid.cluster.wal_retention import WalRetention
 from vecgrid.cluster.session.cluster import NodeClients
@@ -106,6 +106,7 @@ class QueryCoord(Component):
                                               q.next_target_interval_s, self._refresh_dist)
         self.failed_loads = FailedLoadCache()
         self.scheduler.on_done(self._record_failed_load)
+        self.scheduler.on_done(self._next_index_save)
         self.collection_observer = CollectionObserver(self.ctx, q.collection_observer_interval_s,
                                                       q.load_timeout_s, self._cancel_load)
         self.jobs = Jobs(self.ctx, self.resources, self.executor, settings, self._poke, self._pull_target)
@@ -158,6 +159,12 @@ class QueryCoord(Component):
         if error is not None and not isinstance(error, asyncio.CancelledError) and \
                 isinstance(task, SegmentTask) and task.target != NO_NODE:
             self.failed_loads.put(task.collection_id, error)
+
+    def _next_index_save(self, task: Task, error: BaseException | None) -> None:
+        """A saved index frees its node for the next save: only the index checker runs again (a save
+        changes no distribution; a failed one waits for the checker's next round)."""
+        if error is None and isinstance(task, IndexSaveTask):
+            self.checkers.poke(IndexChecker.id)
 
     def _cancel_load(self, cid: int, reason: str) -> None:
         log.warning("collection %d: %s; load cancelled", cid, reason)

@@ -66,7 +66,7 @@ import numpy as np
 
 from vecgrid import errors
 from vecgrid.gpu import require_faiss
-from vecgrid.gpu.build import GPU_MOVABLE, normalize_rows, read_index_file
+from vecgrid.gpu.build import GPU_MOVABLE, normalize_rows, read_index_file, serialize_index
 from vecgrid.gpu.device import (Device, DeviceManager, cupy_module, default_manager, faiss_has_gpu,
                                 gpu_resources, trim_host_heap)
 from vecgrid.gpu.growing import GrowingSegment, brute_force_knn
@@ -196,6 +196,7 @@ class LoadedSegment:
         self._default_sp: dict[int, dict[str, int]] = {}
         self._storage: Any = None
         self._gate = threading.Lock()
+        self._map_lock = threading.Lock()  # adding the IVF direct map vs. serialising the index
         self._inflight = 0
         self._closed = False
         self.rows.vector_getter = self._vectors_of
@@ -272,19 +273,42 @@ class LoadedSegment:
             pass  # deletes are never refused; the excess shows in the accounting next load
         return hidden
 
+    # -- index file ----------------------------------------------------------------------------
+    def index_file(self) -> bytes:
+        """This index as an index file (:func:`~vecgrid.gpu.build.serialize_index`, same header).
+
+        A QueryNode saves an index it built at load with this, so that later loads of the segment
+        read the file instead of building again.  A GPU index is copied to the host on its owner
+        thread first (a host copy kept for exact searches is reused, else the copy is dropped)."""
+        self._enter()
+        try:
+            return self.device.run(self._serialize)
+        finally:
+            self._exit()
+
+    def _serialize(self) -> bytes:
+        if self.device.is_gpu:
+            index = self._host_copy if self._host_copy is not None else self._copy_to_host()
+        else:
+            index = self.index
+        with self._map_lock:  # not while _reconstruct adds the IVF direct map
+            return serialize_index(index, self.header)
+
     # -- host-side helpers ---------------------------------------------------------------------
+    def _copy_to_host(self) -> Any:
+        """A host copy of the GPU index (on the owner thread)."""
+        if self.family == "cagra":
+            cpu = self.faiss.IndexHNSWCagra()
+            self.index.copyTo(cpu)
+            return cpu
+        return self.faiss.index_gpu_to_cpu(self.index)
+
     def _host_index(self) -> Any:
         """The index in host memory (a copy for GPU-placed segments, made once)."""
         if not self.device.is_gpu:
             return self.index
         if self._host_copy is None:
-            faiss = self.faiss
-            if self.family == "cagra":
-                cpu = faiss.IndexHNSWCagra()
-                self.index.copyTo(cpu)
-            else:
-                cpu = faiss.index_gpu_to_cpu(self.index)
-            self._host_copy = cpu
+            self._host_copy = self._copy_to_host()
             self.manager.host.reserve((self.key, "host_copy"), self.index_bytes)
         return self._host_copy
 
@@ -516,7 +540,7 @@ class LoadedSegment:
             return None
         idx = self._host_index()
         ivf = self.faiss.extract_index_ivf(idx)
-        with self._gate:
+        with self._map_lock:
             if ivf.direct_map.type == 0:  # NoMap
                 ivf.make_direct_map(True)
                 try:

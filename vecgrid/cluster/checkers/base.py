@@ -85,10 +85,12 @@ class CheckerController:
         await asyncio.gather(*self._loops, return_exceptions=True)
         self._loops = []
 
-    def poke(self) -> None:
-        """Run every checker now (Milvus's "manual check" after a job or an observer change)."""
-        for event in self._wake.values():
-            event.set()
+    def poke(self, checker_id: int | None = None) -> None:
+        """Run every checker (or only ``checker_id``) now (Milvus's "manual check" after a job or an
+        observer change)."""
+        for cid, event in self._wake.items():
+            if checker_id in (None, cid):
+                event.set()
 
     def run_once(self, checker: Checker) -> int:
         added = 0

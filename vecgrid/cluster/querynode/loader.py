@@ -9,7 +9,9 @@ What a :class:`query.SegmentLoadInfo` points at, relative to the node's storage 
 * ``deltalogs``: ``deltalog.parquet`` files, columns ``pk`` and ``ts``;
 * ``index_infos``: one ``FieldIndexInfo`` per vector field; when its
   ``index_file_paths`` is empty the index is **built at load** from the vectors with
-  the field's ``index.IndexInfo`` (index type, metric, build params).
+  the field's ``index.IndexInfo`` (index type, metric, build params).  The coordinator's
+  index checker then has one node save it (:mod:`~vecgrid.cluster.querynode.index_saver`)
+  and records the file, so later loads of the segment read it instead.
 
 Every file is checked before it is decoded: its size against ``Binlog.log_size`` /
 ``FieldIndexInfo.index_size`` (when non-zero), and its checksum when the request

@@ -48,11 +48,13 @@ from vecgrid.cluster.querynode import retrieve as retrieve_mod
 from vecgrid.cluster.querynode import search as search_mod
 from vecgrid.cluster.querynode.collections import Collection, CollectionManager
 from vecgrid.cluster.querynode.delegator import MAX_TS, ShardDelegator, learn_peers, merge_retrieve, merge_search
+from vecgrid.cluster.querynode.index_saver import SaveIndexRequest, save_segment_indexes
 from vecgrid.cluster.querynode.loader import SegmentLoader, checksums_from_properties
 from vecgrid.cluster.querynode.peers import PeerClients
 from vecgrid.cluster.querynode.segments import ALL_PARTITIONS, DeleteLog, SealedSegment, SegmentManager
 from vecgrid.config import Settings
 from vecgrid.rpc.proto import (common_pb2, data_coord_pb2, internal_pb2, query_coord_pb2, schema_pb2)
+from vecgrid.storage.segment_files import FileInfo
 
 ROLE = "querynode"
 Q = query_coord_pb2
@@ -582,6 +584,18 @@ class QueryNode(Component):
         self.collections.remove_partitions(req.collectionID, req.partitionIDs)
         await self._release(self.segments.list(req.collectionID, partitions=req.partitionIDs))
         return _ok()
+
+    async def save_index(self, req: SaveIndexRequest) -> dict[int, FileInfo]:
+        """Write the indexes this node built at load for a sealed segment under its storage root
+        and return ``{field id: FileInfo}``; the coordinator records them in the catalog, so later
+        loads read the files instead of building (a Dask task handler; no gRPC method).
+
+        A segment not held here is ``segment not loaded`` (601)."""
+        self._check_serving_or_stopping()
+        seg = self.segments.get(req.segment_id)
+        if seg is None or seg.collection_id != req.collection_id or seg.is_l0:
+            raise errors.SegmentNotLoaded(segment=req.segment_id)
+        return await asyncio.to_thread(save_segment_indexes, self.loader.root, seg, req.fields)
 
     # --- distribution ------------------------------------------------------------------------
 

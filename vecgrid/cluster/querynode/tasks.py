@@ -9,7 +9,8 @@ handler the gRPC method calls::
                         allow_other_workers=False, pure=False)
     status = await fut      # the handler's reply; a MilvusError if it failed
 
-Requests and replies are protobuf messages (they pickle).
+Requests and replies are protobuf messages (they pickle); ``save_index`` takes and returns
+plain Python values (:mod:`vecgrid.cluster.querynode.index_saver`).
 """
 
 from __future__ import annotations
@@ -18,12 +19,12 @@ from typing import Any
 
 from vecgrid import errors
 
-#: Handler names a task may call (the QueryNode RPCs that are not streams).
+#: Handler names a task may call (the QueryNode RPCs that are not streams, and ``save_index``).
 HANDLERS = frozenset({
     "watch_dm_channels", "unsub_dm_channel", "sync_distribution",
     "load_segments", "release_segments", "release_collection", "load_partitions", "release_partitions",
     "get_segment_info", "get_data_distribution", "get_statistics", "search", "search_segments", "query",
-    "query_segments", "delete", "delete_batch",
+    "query_segments", "delete", "delete_batch", "save_index",
 })
 
 

@@ -10,7 +10,8 @@ QueryNode handler the gRPC method calls.  A task is a small graph:
 * segment reduce: ``sync-leader`` (Remove) → ``release-segment``;
 * channel grow:   ``watch-channel-<channel>-node-<n>`` → (a move) ``sync-leader`` copying the old
   leader's view → ``unsub-channel-<channel>-node-<source>``;
-* leader task:    ``sync-leader``.
+* leader task:    ``sync-leader``;
+* index save:     ``save-index-<segment>-node-<n>``, then the coordinator records the files.
 
 Each step depends on the previous one's future, so a failure stops the rest (the
 checkers find the gap again and retry).  Keys are readable on the dashboard.
@@ -29,12 +30,14 @@ from vecgrid.cluster.dist.distribution import DistributionManager
 from vecgrid.cluster.dist.leaders import leader_of
 from vecgrid.cluster.load_info import load_segments_request, segment_load_info
 from vecgrid.cluster.meta.collection_manager import CollectionManager
+from vecgrid.cluster.meta.index_builds import record_saved_indexes
 from vecgrid.cluster.meta.replica_manager import ReplicaManager
 from vecgrid.cluster.meta.target_manager import Scope, TargetManager
 from vecgrid.cluster.querynode import tasks as node_tasks
 from vecgrid.cluster.querynode.delegator import NODE_ADDRESS_KEY
+from vecgrid.cluster.querynode.index_saver import SaveIndexRequest
 from vecgrid.cluster.session.node_manager import NodeInfo, NodeManager
-from vecgrid.cluster.task.task import NO_NODE, ChannelTask, LeaderTask, SegmentTask
+from vecgrid.cluster.task.task import NO_NODE, ChannelTask, IndexSaveTask, LeaderTask, SegmentTask
 from vecgrid.rpc.proto import common_pb2, data_coord_pb2, query_coord_pb2 as Q
 from vecgrid.storage.catalog import Catalog
 
@@ -219,6 +222,15 @@ class DaskExecutor:
                                         replicaID=task.replica_id, actions=task.actions)
         await self._finish(self.submit("sync_distribution", req, task.leader,
                                        f"sync-leader-{task.channel}-node-{task.leader}"))
+
+    # --- index saves -------------------------------------------------------------------------
+
+    async def run_index_save(self, task: IndexSaveTask) -> None:
+        """``save-index-<segment>-node-<n>`` writes the files; the catalog (here, never on a node)
+        records those whose index is still live."""
+        req = SaveIndexRequest(collection_id=task.collection_id, segment_id=task.segment_id, fields=dict(task.fields))
+        files = await self.call("save_index", req, task.node, f"save-index-{task.segment_id}-node-{task.node}")
+        record_saved_indexes(self.catalog, task.segment_id, task.fields, files)
 
     async def call(self, method: str, request: Any, node_id: int, key: str) -> Any:
         """One handler call outside a task (jobs: LoadPartitions / ReleasePartitions / ReleaseCollection)."""

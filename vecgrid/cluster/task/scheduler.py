@@ -5,7 +5,8 @@ Checkers and manual balancing add tasks; at most one task per key runs at a time
 once, higher priorities first.  A task that fails or passes its deadline is logged
 and dropped: the checkers see the same gap on their next round and make a new one,
 which is how Milvus retries.  When a task ends the involved nodes' distribution is
-pulled at once, so the next checker round sees the result.
+pulled at once, so the next checker round sees the result (not after an index save,
+which changes no distribution).
 """
 
 from __future__ import annotations
@@ -15,11 +16,14 @@ import logging
 from typing import Awaitable, Callable
 
 from vecgrid.cluster.task.executor import DaskExecutor
-from vecgrid.cluster.task.task import ChannelTask, LeaderTask, SegmentTask, Task
+from vecgrid.cluster.task.task import ChannelTask, IndexSaveTask, LeaderTask, SegmentTask, Task
 
 log = logging.getLogger(__name__)
 
 EXECUTION_CAP = 256  # Milvus's queryCoord.taskExecutionCap
+#: the executor method that carries out each kind of task
+RUNNERS = {SegmentTask: "run_segment", ChannelTask: "run_channel", LeaderTask: "run_leader",
+           IndexSaveTask: "run_index_save"}
 
 
 class TaskScheduler:
@@ -28,7 +32,7 @@ class TaskScheduler:
         self.executor = executor
         self._refresh = refresh
         self._timeouts = {SegmentTask: segment_timeout_s, ChannelTask: channel_timeout_s,
-                          LeaderTask: channel_timeout_s}
+                          LeaderTask: channel_timeout_s, IndexSaveTask: segment_timeout_s}
         self._tasks: dict[tuple, Task] = {}
         self._running: dict[tuple, asyncio.Task] = {}
         self._slots = asyncio.Semaphore(EXECUTION_CAP)
@@ -63,8 +67,7 @@ class TaskScheduler:
             # Higher priorities yield less: a LOW task lets queued HIGH ones take slots first.
             await asyncio.sleep(0.001 * (2 - int(task.priority)))
             async with self._slots:
-                run = {SegmentTask: self.executor.run_segment, ChannelTask: self.executor.run_channel,
-                       LeaderTask: self.executor.run_leader}[type(task)]
+                run = getattr(self.executor, RUNNERS[type(task)])
                 await asyncio.wait_for(run(task), self._timeouts[type(task)])
             self.failures.pop(task.key, None)
         except asyncio.CancelledError as e:
@@ -78,6 +81,8 @@ class TaskScheduler:
             self._running.pop(task.key, None)
             for listener in self._on_done:
                 listener(task, error)
+        if isinstance(task, IndexSaveTask):
+            return  # a save moves nothing: no distribution to pull, no checker to wake
         try:
             await self._refresh(task.nodes)
         except Exception:  # noqa: BLE001 - the periodic pull catches up

@@ -3,7 +3,8 @@
 A segment or channel task *grows* it on ``target`` and/or *reduces* it on ``source``
 (a move does both: the source is released only after the target serves).  Leader
 tasks carry ``SyncDistribution`` actions for one shard leader.  Tasks are keyed so
-that the scheduler holds at most one per (replica, segment) or (replica, channel);
+that the scheduler holds at most one per (replica, segment) or (replica, channel) (an
+index save: one per segment);
 a checker that finds the same gap again while a task runs adds nothing.
 """
 
@@ -94,4 +95,29 @@ class LeaderTask:
         return f"sync leader of {self.channel} on node {self.leader}: {len(self.actions)} action(s) [{self.origin}]"
 
 
-Task = SegmentTask | ChannelTask | LeaderTask
+@dataclass
+class IndexSaveTask:
+    """Save the indexes ``node`` built at load for a segment, and record them in the catalog.
+
+    One per segment, not per replica (the files are the segment's): keyed by the segment."""
+
+    collection_id: int
+    segment_id: int
+    node: int
+    fields: dict[int, int]   # vector field id -> the live index id the node serves
+    origin: str = ""
+    priority: Priority = Priority.LOW
+
+    @property
+    def key(self) -> tuple:
+        return ("save-index", self.segment_id)
+
+    @property
+    def nodes(self) -> set[int]:
+        return {self.node}
+
+    def __str__(self) -> str:
+        return f"save index of segment {self.segment_id} on node {self.node}: fields {sorted(self.fields)} [{self.origin}]"
+
+
+Task = SegmentTask | ChannelTask | LeaderTask | IndexSaveTask

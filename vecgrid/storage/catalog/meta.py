@@ -1273,13 +1273,20 @@ class Catalog:
                   if not si.deleted]
         return segment_bridge.to_record(checksums.root, seg, {f.path: f for f in checksums.files}, builds)
 
-    def add_index_file(self, segment_id: int, field_id: int, info: FileInfo) -> catalog_pb2.SegmentIndex:
-        """Record the index file of vector field ``field_id`` (``segment_files.put_file``'s result)."""
+    def add_index_file(self, segment_id: int, field_id: int, info: FileInfo, *,
+                       index_id: int | None = None) -> catalog_pb2.SegmentIndex:
+        """Record the index file of vector field ``field_id`` (``segment_files.put_file``'s result).
+
+        ``index_id``: the index the file was built for; when the field's live index is another
+        (dropped and created again since), ``IndexNotFound`` and nothing is recorded."""
         with self._lock:
             _, seg = self._require_segment(segment_id)
             live = {fi.index_info.fieldID: fi.index_info.indexID for _, fi in self._field_indexes(seg.collectionID)}
             if field_id not in live:
                 raise errors.IndexNotFound(f"field {field_id} has no index", collection=seg.collectionID)
+            if index_id is not None and live[field_id] != index_id:
+                raise errors.IndexNotFound(f"index {index_id} of field {field_id} is no longer live "
+                                           f"(the live one is {live[field_id]})", collection=seg.collectionID)
             build = segment_bridge.to_segment_index(info, live[field_id], field_id)
             build.segmentID = seg.ID
             return self.add_segment_index(build)

@@ -1,0 +1,53 @@
+"""Save the indexes a QueryNode built at load, so later loads read them instead of building.
+
+A bulk-imported segment may carry an index *definition* and no index file; the loader then
+builds the index from the vectors (:mod:`vecgrid.cluster.querynode.loader`).  In Milvus an
+IndexNode builds and DataCoord records a ``SegmentIndex``; here the node that already built
+the index writes it to the segment's storage root (``segment_files.index_path``, atomically,
+with size and checksum) and returns the :class:`~vecgrid.storage.segment_files.FileInfo`\\ s.
+It never touches the catalog: the coordinator records the files
+(:mod:`vecgrid.cluster.meta.index_builds`), after checking the index is still the live one.
+
+The request and reply are plain Python values (Dask pickles them): this is a Dask task
+handler, not a gRPC method.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from vecgrid import errors
+from vecgrid.cluster.querynode.segments import SealedSegment
+from vecgrid.storage import segment_files
+from vecgrid.storage.segment_files import FileInfo
+
+
+@dataclass(frozen=True)
+class SaveIndexRequest:
+    collection_id: int
+    segment_id: int
+    #: vector field id -> the index id the coordinator wants saved (the node must serve that one)
+    fields: Mapping[int, int] = field(default_factory=dict)
+
+
+def save_segment_indexes(root: str, seg: SealedSegment, fields: Mapping[int, int]) -> dict[int, FileInfo]:
+    """Write the index of each field in ``fields`` under ``root``; ``{field id: FileInfo}`` (blocking).
+
+    A field served with another index (dropped and created again since the node loaded it) is
+    refused with ``IndexNotFound``: its file would record a build of the wrong index.  A failed
+    write is ``IO failed`` (1001); the coordinator's checker proposes the save again later."""
+    out: dict[int, FileInfo] = {}
+    for fid, index_id in sorted(fields.items()):
+        served = seg.index_infos.get(fid)
+        if served is None or served.indexID != index_id:
+            raise errors.IndexNotFound(
+                f"segment {seg.segment_id} serves index {served.indexID if served else 'none'} on field {fid}, "
+                f"not {index_id}", segment=seg.segment_id, field=fid)
+        data = seg.engine(fid).index_file()
+        path = segment_files.index_path(seg.collection_id, seg.partition_id, seg.segment_id, fid)
+        try:
+            out[fid] = segment_files.put_file(root, path, data)
+        except (OSError, segment_files.SegmentStorageError) as e:
+            raise errors.IoFailed(f"writing {path}: {e}", segment=seg.segment_id) from None
+    return out
