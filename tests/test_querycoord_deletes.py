@@ -211,9 +211,10 @@ async def env(tmp_path_factory):
 
 
 async def _kill_worker(cluster: EmbeddedCluster, node_id: int) -> None:
+    """SIGKILL the node's worker process through its nanny (no RPC to the workers, see test_querycoord_nodes)."""
     info = cluster.coord.nodes.get(node_id)
-    pids = await cluster.client.run(os.getpid, workers=[info.worker])
-    os.kill(pids[info.worker], signal.SIGKILL)
+    nanny = next(w for w in cluster.cluster.workers.values() if w.worker_address == info.worker)
+    os.kill(nanny.process.pid, signal.SIGKILL)
 
 
 async def test_l0_written_before_the_load_reaches_segments_on_every_node(env):

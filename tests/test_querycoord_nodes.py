@@ -36,9 +36,11 @@ def _versions(coord_obj, cid):
 
 
 async def _kill_worker(cluster: EmbeddedCluster, node_id: int) -> None:
+    """SIGKILL the node's worker process, found through its nanny here (no RPC to the workers, which
+    could wait on a worker the nanny is still restarting)."""
     info = cluster.coord.nodes.get(node_id)
-    pids = await cluster.client.run(os.getpid, workers=[info.worker])
-    os.kill(pids[info.worker], signal.SIGKILL)
+    nanny = next(w for w in cluster.cluster.workers.values() if w.worker_address == info.worker)
+    os.kill(nanny.process.pid, signal.SIGKILL)
 
 
 async def test_coordinator_restart_keeps_serving_without_reloading(tmp_path):
