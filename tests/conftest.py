@@ -64,3 +64,51 @@ async def poll_until(predicate, timeout: float, interval: float = 0.1, what: str
 
 def aio_channel(address: str) -> grpc.aio.Channel:
     return grpc.aio.insecure_channel(address)
+
+
+# --- hang diagnostics -------------------------------------------------------------------------------
+# faulthandler (pyproject's faulthandler_timeout) shows threads only; a hung async test is an await
+# that never completes while every thread idles, so this prints each asyncio task's whole await chain.
+
+ASYNC_DUMP_AFTER_S = 100.0
+
+
+def _await_chain(task) -> list[str]:
+    lines, awaitable, depth = [], task.get_coro(), 0
+    while awaitable is not None and depth < 64:
+        frame = getattr(awaitable, "cr_frame", None) or getattr(awaitable, "gi_frame", None) \
+            or getattr(awaitable, "ag_frame", None)
+        if frame is not None:
+            lines.append(f"    {frame.f_code.co_filename}:{frame.f_lineno} in {frame.f_code.co_name}")
+        else:
+            lines.append(f"    <{type(awaitable).__name__}> {awaitable!r:.200}")
+        awaitable = getattr(awaitable, "cr_await", None) or getattr(awaitable, "gi_yieldfrom", None) \
+            or getattr(awaitable, "ag_await", None)
+        depth += 1
+    return lines
+
+
+def _dump_async_tasks(nodeid: str) -> None:
+    import sys
+    out = [f"+++ asyncio tasks of {nodeid} after {ASYNC_DUMP_AFTER_S:.0f} s +++"]
+    for task in list(asyncio.tasks._all_tasks):
+        if task.done():
+            continue
+        out.append(f"task {task.get_name()}:")
+        try:
+            out += _await_chain(task)
+        except Exception as e:  # noqa: BLE001 - a diagnostic must not raise in its timer thread
+            out.append(f"    (cannot walk: {e})")
+    print("\n".join(out), file=sys.stderr, flush=True)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    import threading
+    timer = threading.Timer(ASYNC_DUMP_AFTER_S, _dump_async_tasks, args=(item.nodeid,))
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
