@@ -23,6 +23,7 @@ from vecgrid.cluster.meta.target_manager import TargetManager
 from vecgrid.cluster.session.node_manager import NodeManager
 from vecgrid.cluster.task.scheduler import TaskScheduler
 from vecgrid.cluster.task.task import Task
+from vecgrid.cluster.wakeup import Wakeup
 from vecgrid.storage.catalog import Catalog
 
 log = logging.getLogger(__name__)
@@ -73,7 +74,7 @@ class Checker:
 class CheckerController:
     def __init__(self, checkers: list[Checker]) -> None:
         self.checkers = {c.id: c for c in checkers}
-        self._wake = {c.id: asyncio.Event() for c in checkers}
+        self._wake = {c.id: Wakeup() for c in checkers}
         self._loops: list[asyncio.Task] = []
 
     def start(self) -> None:
@@ -88,9 +89,9 @@ class CheckerController:
     def poke(self, checker_id: int | None = None) -> None:
         """Run every checker (or only ``checker_id``) now (Milvus's "manual check" after a job or an
         observer change)."""
-        for cid, event in self._wake.items():
+        for cid, wake in self._wake.items():
             if checker_id in (None, cid):
-                event.set()
+                wake.poke()
 
     def run_once(self, checker: Checker) -> int:
         added = 0
@@ -101,11 +102,7 @@ class CheckerController:
     async def _loop(self, checker: Checker) -> None:
         wake = self._wake[checker.id]
         while True:
-            try:
-                await asyncio.wait_for(wake.wait(), checker.interval_s)
-            except asyncio.TimeoutError:
-                pass
-            wake.clear()
+            await wake.wait(checker.interval_s)
             try:
                 self.run_once(checker)
             except Exception:  # noqa: BLE001 - one bad round must not stop the checker
@@ -122,4 +119,4 @@ class CheckerController:
     def set_active(self, checker_id: int, active: bool) -> None:
         self.get(checker_id).active = active
         if active:
-            self._wake[checker_id].set()
+            self._wake[checker_id].poke()

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from vecgrid.cluster.wakeup import Wakeup
+
 log = logging.getLogger(__name__)
 
 
@@ -14,7 +16,7 @@ class Periodic:
     def __init__(self, interval_s: float) -> None:
         self.interval_s = interval_s
         self._task: asyncio.Task | None = None
-        self._wake = asyncio.Event()
+        self._wake = Wakeup()
 
     def start(self) -> None:
         self._task = asyncio.ensure_future(self._loop())
@@ -26,18 +28,14 @@ class Periodic:
             self._task = None
 
     def poke(self) -> None:
-        self._wake.set()
+        self._wake.poke()
 
     async def round(self) -> None:
         raise NotImplementedError
 
     async def _loop(self) -> None:
         while True:
-            try:
-                await asyncio.wait_for(self._wake.wait(), self.interval_s)
-            except asyncio.TimeoutError:
-                pass
-            self._wake.clear()
+            await self._wake.wait(self.interval_s)
             try:
                 await self.round()
             except Exception:  # noqa: BLE001 - one bad round must not stop the loop

@@ -68,7 +68,9 @@ class TaskScheduler:
             await asyncio.sleep(0.001 * (2 - int(task.priority)))
             async with self._slots:
                 run = getattr(self.executor, RUNNERS[type(task)])
-                await asyncio.wait_for(run(task), self._timeouts[type(task)])
+                # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancel (see wakeup.py)
+                async with asyncio.timeout(self._timeouts[type(task)]):
+                    await run(task)
             self.failures.pop(task.key, None)
         except asyncio.CancelledError as e:
             error = e
