@@ -653,3 +653,22 @@ def test_checkers_place_a_channel_and_its_segments_on_its_nodes(store):
     assert len(tasks) == 20
     assert all(t.target in ((1, 2) if t.segment.channel == CH0 else (3, 4)) for t in tasks)
     assert {t.target for t in tasks if t.segment.channel == CH0} == {1, 2}   # score-based within the pair
+
+
+@pytest.mark.parametrize("balancer", [ScoreBasedBalancer, RowCountBasedBalancer])
+def test_first_placement_is_even_across_channels(store, balancer):
+    # two channels of three equal segments on two nodes: placing channel by channel gave 4/2
+    view = FakeView(1, 2)
+    dist = DistributionManager()
+    for node, channel in ((1, CH0), (2, CH1)):
+        dist.update(node, Q.GetDataDistributionResponse(
+            lastModifyTs=1, channels=[Q.ChannelVersionInfo(channel=channel, collection=CID, version=1)],
+            leader_views=[Q.LeaderView(collection=CID, channel=channel)]))
+    ids = iter(range(1000, 2000))
+    rm = ReplicaManager(store, balancer=balancer.name)
+    rm.spawn(CID, {"rg": 1}, lambda: next(ids), _groups([1, 2]), [CH0, CH1])
+    refs = [SegmentRef(i, 1, CH0 if i < 3 else CH1, 0, 200) for i in range(6)]
+    ctx = SimpleNamespace(replicas=rm, targets=FakeTargets([CH0, CH1], refs), dist=dist, balancer=balancer(view))
+    tasks = SegmentChecker(ctx, 1.0).collection_tasks(CID)
+    assert sorted(t.segment.segment_id for t in tasks) == list(range(6))
+    assert sorted(sum(t.segment.num_rows for t in tasks if t.target == n) for n in (1, 2)) == [600, 600]

@@ -88,6 +88,10 @@ class SegmentChecker(Checker):
         by_channel: dict[str, list[SegmentRef]] = {}
         for ref in lacking:
             by_channel.setdefault(ref.channel, []).append(ref)
+        # Channels that share their nodes are placed in one assignment: the plans of one round are not
+        # in the scheduler yet, so per-channel calls would each start from the same scores (three
+        # equal segments on two nodes, twice, gave 4/2 and a balance move right after the load).
+        placing: dict[tuple[int, ...], list[SegmentRef]] = {}
         for channel, refs in sorted(by_channel.items()):
             leader = leader_of(ctx.dist, replica, channel)
             nodes = channel_rw_nodes(replica, channel)
@@ -98,10 +102,11 @@ class SegmentChecker(Checker):
                       for r in l0]
             if l0:
                 continue  # the channel's deletes first: other segments load once its L0 segments serve
-            rest = [SegmentItem(r.segment_id, cid, r.partition_id, r.channel, r.num_rows)
-                    for r in refs if r.level != data_coord_pb2.L0]
+            placing.setdefault(tuple(sorted(nodes)), []).extend(refs)
+        for nodes, refs in placing.items():
+            items = [SegmentItem(r.segment_id, cid, r.partition_id, r.channel, r.num_rows) for r in refs]
             by_id = {r.segment_id: r for r in refs}
-            for plan in ctx.balancer.assign_segments(cid, rest, nodes, replica_id=replica.ID, forced=True):
+            for plan in ctx.balancer.assign_segments(cid, items, list(nodes), replica_id=replica.ID, forced=True):
                 tasks.append(SegmentTask(cid, replica.ID, by_id[plan.segment.segment_id], target=plan.target,
                                          origin=NAME))
         return tasks
