@@ -223,6 +223,7 @@ async def test_errors_and_strong_consistency(tmp_path):
         req.req.timeout_timestamp = (int(time.time() * 1000) + 300) << 18
         reply = await c.leader.call("Search", req)
         assert reply.status.code == 10001 and "guarantee timestamp" in reply.status.reason
+        assert "records consumed; waiting for the next record" in reply.status.reason  # why: no tick came
 
         # a stale leader view (segment recorded on the worker but gone there) fails the whole request
         sid = c.ds.segment_ids[1]

@@ -381,8 +381,9 @@ class ShardDelegator:
                 if self.pipeline is not None and self.pipeline.error is not None:
                     raise errors.ServiceUnavailable(f"the pipeline of channel {self.channel} failed: "
                                                     f"{self.pipeline.error}")
+                lag = self.pipeline.lag_reason() if self.pipeline is not None else "the delegator stopped"
                 raise errors.Timeout(f"tsafe of channel {self.channel} ({self.tsafe}) did not reach the guarantee "
-                                     f"timestamp {guarantee} within {timeout:.1f} s", channel=self.channel)
+                                     f"timestamp {guarantee} within {timeout:.1f} s ({lag})", channel=self.channel)
         return self.tsafe
 
     async def _fan_out(self, calls: list[tuple[int, Awaitable[Any]]]) -> list[Any]:

@@ -61,6 +61,8 @@ class ChannelPipeline:
         self._pk = next(f for f in schema.fields if f.is_primary_key)
         self._ids = {f.name: f.fieldID for f in schema.fields}
         self._tsafe = 0
+        self.records = 0                          # records consumed since the seek position
+        self._applying: tuple[str, float] | None = None   # (message kind, monotonic start)
         self._cond = threading.Condition()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"pipeline-{channel}", daemon=True)
@@ -95,6 +97,14 @@ class ChannelPipeline:
                 self._cond.wait(left)
             return True
 
+    def lag_reason(self) -> str:
+        """Why tsafe may lag, for a timeout's reason: what the consumer thread is doing."""
+        applying = self._applying
+        if applying is not None:
+            return (f"{self.records} records consumed; applying a {applying[0]} for "
+                    f"{time.monotonic() - applying[1]:.1f} s")
+        return f"{self.records} records consumed; waiting for the next record"
+
     # --- exclusion (segments sealed elsewhere) -----------------------------------------------
 
     def exclude(self, segments: dict[int, int]) -> None:
@@ -118,8 +128,12 @@ class ChannelPipeline:
                 record = self._reader.read(timeout=self._poll_s)
                 if record is None:
                     continue
-                self._apply(decode_dml(record.payload))
+                message = decode_dml(record.payload)
+                self._applying = (type(message).__name__, time.monotonic())
+                self._apply(message)
+                self._applying = None
                 with self._cond:
+                    self.records += 1
                     self._tsafe = max(self._tsafe, record.timestamp)
                     self._cond.notify_all()
         except (WalError, Exception) as e:  # noqa: BLE001 - reported through .error and health
