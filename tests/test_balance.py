@@ -628,7 +628,7 @@ def _checker_ctx(store, view, targets, dist=None):
     rm = ReplicaManager(store, balancer="ChannelLevelScoreBalancer", channel_exclusive_node_factor=2)
     rm.spawn(CID, {"rg": 1}, lambda: next(ids), _groups(range(1, 5)), [CH0, CH1])
     return SimpleNamespace(replicas=rm, targets=targets, dist=dist or DistributionManager(),
-                           balancer=ChannelLevelScoreBalancer(view))
+                           balancer=ChannelLevelScoreBalancer(view), scheduler=FakeScheduler(view))
 
 
 def test_checkers_place_a_channel_and_its_segments_on_its_nodes(store):
@@ -655,20 +655,55 @@ def test_checkers_place_a_channel_and_its_segments_on_its_nodes(store):
     assert {t.target for t in tasks if t.segment.channel == CH0} == {1, 2}   # score-based within the pair
 
 
-@pytest.mark.parametrize("balancer", [ScoreBasedBalancer, RowCountBasedBalancer])
-def test_first_placement_is_even_across_channels(store, balancer):
-    # two channels of three equal segments on two nodes: placing channel by channel gave 4/2
-    view = FakeView(1, 2)
+class FakeScheduler:
+    """Accepts a checker's tasks as in flight: their rows become pending on the view, their keys taken."""
+
+    def __init__(self, view: FakeView) -> None:
+        self.view, self.keys = view, set()
+
+    def has(self, key) -> bool:
+        return key in self.keys
+
+    def add_all(self, tasks) -> None:
+        for t in tasks:
+            if t.key not in self.keys:
+                self.keys.add(t.key)
+                pending = self.view.pend_rows
+                pending[(t.target, CID)] = pending.get((t.target, CID), 0) + t.segment.num_rows
+
+
+def _leading(*pairs) -> DistributionManager:
     dist = DistributionManager()
-    for node, channel in ((1, CH0), (2, CH1)):
+    for node, channel in pairs:
         dist.update(node, Q.GetDataDistributionResponse(
             lastModifyTs=1, channels=[Q.ChannelVersionInfo(channel=channel, collection=CID, version=1)],
             leader_views=[Q.LeaderView(collection=CID, channel=channel)]))
+    return dist
+
+
+@pytest.mark.parametrize("balancer", [ScoreBasedBalancer, RowCountBasedBalancer])
+def test_first_placement_is_even_across_channels_and_rounds(store, balancer):
+    """Two channels of three equal segments on two nodes.  Placing channel by channel gave 4/2 (a
+    round's plans are not pending yet); placing again segments whose load was in flight gave 4/2 too
+    when the second channel's leader came up a round later."""
+    view = FakeView(1, 2)
     ids = iter(range(1000, 2000))
     rm = ReplicaManager(store, balancer=balancer.name)
     rm.spawn(CID, {"rg": 1}, lambda: next(ids), _groups([1, 2]), [CH0, CH1])
     refs = [SegmentRef(i, 1, CH0 if i < 3 else CH1, 0, 200) for i in range(6)]
-    ctx = SimpleNamespace(replicas=rm, targets=FakeTargets([CH0, CH1], refs), dist=dist, balancer=balancer(view))
-    tasks = SegmentChecker(ctx, 1.0).collection_tasks(CID)
-    assert sorted(t.segment.segment_id for t in tasks) == list(range(6))
-    assert sorted(sum(t.segment.num_rows for t in tasks if t.target == n) for n in (1, 2)) == [600, 600]
+    scheduler = FakeScheduler(view)
+
+    def round_with(dist) -> None:
+        ctx = SimpleNamespace(replicas=rm, targets=FakeTargets([CH0, CH1], refs), dist=dist,
+                              balancer=balancer(view), scheduler=scheduler)
+        scheduler.add_all(SegmentChecker(ctx, 1.0).collection_tasks(CID))
+
+    round_with(_leading((1, CH0), (2, CH1)))
+    assert sorted(view.pending_rows(n, CID) for n in (1, 2)) == [600, 600]
+
+    view.pend_rows.clear()
+    scheduler.keys.clear()
+    round_with(_leading((1, CH0)))                # CH1 has no leader yet: only CH0's segments
+    round_with(_leading((1, CH0), (2, CH1)))      # CH0's loads still in flight
+    assert len(scheduler.keys) == 6
+    assert sorted(view.pending_rows(n, CID) for n in (1, 2)) == [600, 600]

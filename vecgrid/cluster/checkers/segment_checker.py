@@ -18,7 +18,7 @@ from vecgrid.cluster.checkers.base import Checker
 from vecgrid.cluster.dist.leaders import leader_of, replica_nodes
 from vecgrid.cluster.meta.replica_manager import channel_rw_nodes
 from vecgrid.cluster.meta.target_manager import Scope, SegmentRef
-from vecgrid.cluster.task.task import Priority, SegmentTask, Task
+from vecgrid.cluster.task.task import Priority, SegmentTask, Task, segment_task_key
 from vecgrid.rpc.proto import data_coord_pb2
 
 NAME = "segment_checker"
@@ -48,8 +48,12 @@ class SegmentChecker(Checker):
                     refs[seg.ID] = _ref(seg)
             leaders = {ch: found[0] for ch in {r.channel for r in wanted.values()}
                        if (found := leader_of(ctx.dist, replica, ch)) is not None}
-            tasks += self._lacking(cid, replica, [r for sid, r in sorted(wanted.items())
-                                                  if sid not in held or self._misplaced_l0(r, held[sid], leaders)])
+            # a segment already being loaded is not lacking: placing it again would count it twice (its
+            # task's rows are pending on its target) and skew where the others go
+            tasks += self._lacking(cid, replica, [
+                r for sid, r in sorted(wanted.items())
+                if (sid not in held or self._misplaced_l0(r, held[sid], leaders))
+                and not ctx.scheduler.has(segment_task_key(replica.ID, sid))])
             for sid, holders in sorted(held.items()):
                 if sid not in wanted:
                     tasks += [SegmentTask(cid, replica.ID, refs[sid], source=n, origin=NAME) for _, n in holders]

@@ -20,6 +20,10 @@ NO_NODE = -1
 MANUAL_BALANCE = "manual_balance"  # the source label of tasks from LoadBalance / Transfer* (not a checker)
 
 
+def segment_task_key(replica_id: int, segment_id: int) -> tuple:
+    return ("segment", replica_id, segment_id)
+
+
 class Priority(enum.IntEnum):
     LOW = 0
     NORMAL = 1
@@ -39,7 +43,7 @@ class SegmentTask:
 
     @property
     def key(self) -> tuple:
-        return ("segment", self.replica_id, self.segment.segment_id)
+        return segment_task_key(self.replica_id, self.segment.segment_id)
 
     @property
     def nodes(self) -> set[int]:
