@@ -58,7 +58,7 @@ SHARDS = 2
 POLL_S = 0.05
 TARGET_RATIO = 1.3
 COLLECTION = "bench_load"
-BENCH_TSO_KEY = "tso/bench-load"  # its own oracle key: the coordinator owns the main one
+BENCH_TSO_KEY = "tso/bench-load"  # its own oracle keys: the coordinator owns the main one
 
 
 def log(msg: str) -> None:
@@ -96,7 +96,7 @@ def split_by_rows(segments: list[dict], parts: int) -> list[list[int]]:
 
 # --- direct side ----------------------------------------------------------------------------------
 
-def _direct_worker(data_dir: str, collection_id: int, segment_ids: list[int], barrier, results) -> None:
+def _direct_worker(data_dir: str, collection_id: int, segment_ids: list[int], barrier, results, rank: int) -> None:
     """One of the two direct processes: set up, wait for the start, load its segments, report."""
     from vecgrid.gpu import build, require_faiss
     from vecgrid.gpu.device import default_manager
@@ -107,7 +107,8 @@ def _direct_worker(data_dir: str, collection_id: int, segment_ids: list[int], ba
     require_faiss()
     data = DataDir(data_dir)
     store = data.open_store()
-    catalog = data.open_catalog(store, tso_key=BENCH_TSO_KEY)
+    # one oracle key per process: two oracles opening one key at once conflict (and fail the start)
+    catalog = data.open_catalog(store, tso_key=f"{BENCH_TSO_KEY}-{rank}")
     coll = catalog.get_collection(collection_id)
     fields = list(coll.schema.fields)
     pk = next(f for f in fields if f.is_primary_key)
@@ -172,8 +173,9 @@ def direct_load(data_dir: str, collection_id: int, groups: list[list[int]], time
     ctx = mp.get_context("spawn")  # fresh processes, as Dask's worker processes are
     barrier = ctx.Barrier(len(groups) + 1)
     results = ctx.Queue()
-    procs = [ctx.Process(target=_direct_worker, args=(data_dir, collection_id, g, barrier, results), daemon=True)
-             for g in groups]
+    procs = [ctx.Process(target=_direct_worker, args=(data_dir, collection_id, g, barrier, results, rank),
+                         daemon=True)
+             for rank, g in enumerate(groups)]
     env = worker_environ()
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)  # inherited by the spawned processes
