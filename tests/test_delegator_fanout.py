@@ -270,9 +270,17 @@ async def test_errors_and_strong_consistency(tmp_path):
         msg = json.loads(health.reasons[0])["unhealthy_cluster_msgs"][0]
         assert msg["role"] == "querynode" and msg["node_id"] == LEADER and msg["reason"]["unhealthy_level"] == 3
 
-        # UnsubDmChannel stops the delegator
+        # UnsubDmChannel stops the delegator: a search waiting for tsafe then answers "channel not found"
+        # at once (the client asks for the leaders again), not a timeout naming tsafe 0
+        waiting = asyncio.ensure_future(c.leader.call("Search", _search(c, xq, guarantee=c.ts + (100 << 18))))
+        await asyncio.sleep(0.3)
+        assert not waiting.done()
+        started = time.monotonic()
         assert (await c.leader.call("UnsubDmChannel", Q.UnsubDmChannelRequest(
             channel_name=c.ds.channels[0]))).code == 0
+        reply = await asyncio.wait_for(waiting, 5)
+        assert reply.status.code == 500 and "stopped while the request waited" in reply.status.reason
+        assert time.monotonic() - started < 5
         reply = await c.leader.call("Search", _search(c, xq))
         assert reply.status.code == 500
     finally:

@@ -14,11 +14,13 @@ import asyncio
 import os
 import signal
 
+import grpc
 import numpy as np
 import pyarrow as pa
 import pytest
 import pytest_asyncio
 
+from vecgrid import errors
 from vecgrid.deploy import EmbeddedCluster
 from vecgrid.gpu import exprs as E
 from vecgrid.cluster.meta.target_manager import segment_refs
@@ -37,6 +39,24 @@ from tests.test_querycoord_load import fast_settings
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]
 
 K = 10
+CHANNEL_NOT_FOUND = errors.ChannelNotFound.code
+
+
+class LeaderMoved(Exception):
+    """A leader unwatched its channel (or died) while the test read through it: the balancer moved it."""
+
+
+async def _leader_call(node: RemoteNode, method: str, request):
+    try:
+        reply = await node.call(method, request)
+    except grpc.aio.AioRpcError as e:
+        if e.code() == grpc.StatusCode.UNAVAILABLE:
+            raise LeaderMoved(f"node {node.node_id}: {e.details()}") from e
+        raise
+    if reply.status.code == CHANNEL_NOT_FOUND:
+        raise LeaderMoved(f"node {node.node_id}: {reply.status.reason}")
+    assert reply.status.code == 0, reply.status
+    return reply
 
 
 class Env:
@@ -131,6 +151,17 @@ class Env:
     # --- reads through every shard leader -------------------------------------------------------
 
     async def assert_deletes_applied(self) -> None:
+        """The check below, again (as a client would) when the balancer moved a leader during it."""
+        for attempt in range(3):
+            try:
+                return await self._assert_deletes_applied_once()
+            except LeaderMoved:
+                if attempt == 2:
+                    raise
+                replicas = len(self.qc.replicas.of_collection(self.cid))
+                await poll_until(lambda: self.settled(replicas), 60, 0.1, "the moved leader serving")
+
+    async def _assert_deletes_applied_once(self) -> None:
         ds = self.ds
         alive = self.alive()
         deleted = set(ds.pks[self.deleted_rows].tolist())
@@ -150,8 +181,7 @@ class Env:
                 req = search_request(ds, xq, K, channels=[shard.channel_name], from_shard_leader=False,
                                      scope=Q.All)
                 req.req.guarantee_timestamp = guarantee
-                reply = await node.call("Search", req)
-                assert reply.status.code == 0, reply.status
+                reply = await _leader_call(node, "Search", req)
                 tk = from_search_result_data(reply.sliced_blob)
                 for q in range(tk.nq):
                     for j in range(tk.offsets[q], tk.offsets[q + 1]):
@@ -161,15 +191,13 @@ class Env:
                 expected = sorted(ds.pks[rows[alive[rows]]].tolist())
                 count_req = query_request(ds, is_count=True, from_shard_leader=False, channels=[shard.channel_name])
                 count_req.req.guarantee_timestamp = guarantee
-                count = await node.call("Query", count_req)
-                assert count.status.code == 0, count.status
+                count = await _leader_call(node, "Query", count_req)
                 got_count = count.fields_data[0].scalars.long_data.data[0]
                 pk_col = E.column(ds.fid(ds.pk_name), schema_pb2.Int64, is_primary_key=True)
                 pk_req = query_request(ds, expr=E.compare(pk_col, ">=", 0), from_shard_leader=False,
                                        channels=[shard.channel_name])
                 pk_req.req.guarantee_timestamp = guarantee
-                got = await node.call("Query", pk_req)
-                assert got.status.code == 0, got.status
+                got = await _leader_call(node, "Query", pk_req)
                 got_pks = sorted(got.ids.int_id.data)
                 where = f"replica {r}, channel {shard.channel_name}, leader {shard.node_ids[r]}"
                 assert not deleted & set(got_pks), f"{where}: deleted keys returned: {sorted(deleted & set(got_pks))}"

@@ -367,24 +367,28 @@ class ShardDelegator:
 
     async def _wait(self, guarantee: int, timeout_ts: int) -> int:
         """Wait until tsafe >= ``guarantee``; returns tsafe."""
-        if self.pipeline is None:
+        pipeline = self.pipeline
+        if pipeline is None:
             raise errors.ChannelNotFound("the delegator is stopped", channel=self.channel)
-        if self.pipeline.error is not None:
-            raise errors.ServiceUnavailable(f"the pipeline of channel {self.channel} failed: {self.pipeline.error}")
-        if guarantee and self.pipeline.tsafe < guarantee:
+        if pipeline.error is not None:
+            raise errors.ServiceUnavailable(f"the pipeline of channel {self.channel} failed: {pipeline.error}")
+        if guarantee and pipeline.tsafe < guarantee:
             if timeout_ts:
                 timeout = max(0.0, physical_ms(timeout_ts) / 1000.0 - time.time())
             else:
                 timeout = DEFAULT_TSAFE_WAIT_S
-            ok = await asyncio.to_thread(self.pipeline.wait_tsafe, guarantee, timeout)
-            if not ok:
-                if self.pipeline is not None and self.pipeline.error is not None:
+            if not await asyncio.to_thread(pipeline.wait_tsafe, guarantee, timeout):
+                if self.pipeline is not pipeline:
+                    # unwatched meanwhile (the channel moved): the caller asks for the leaders again
+                    raise errors.ChannelNotFound("the delegator stopped while the request waited for tsafe",
+                                                 channel=self.channel)
+                if pipeline.error is not None:
                     raise errors.ServiceUnavailable(f"the pipeline of channel {self.channel} failed: "
-                                                    f"{self.pipeline.error}")
-                lag = self.pipeline.lag_reason() if self.pipeline is not None else "the delegator stopped"
-                raise errors.Timeout(f"tsafe of channel {self.channel} ({self.tsafe}) did not reach the guarantee "
-                                     f"timestamp {guarantee} within {timeout:.1f} s ({lag})", channel=self.channel)
-        return self.tsafe
+                                                    f"{pipeline.error}")
+                raise errors.Timeout(f"tsafe of channel {self.channel} ({pipeline.tsafe}) did not reach the "
+                                     f"guarantee timestamp {guarantee} within {timeout:.1f} s "
+                                     f"({pipeline.lag_reason()})", channel=self.channel)
+        return pipeline.tsafe
 
     async def _fan_out(self, calls: list[tuple[int, Awaitable[Any]]]) -> list[Any]:
         """The results of ``calls`` (from :meth:`_call`), in order.  Calls to peers are already on
