@@ -1,7 +1,7 @@
 """Checker 2, ``segment_checker``: every replica holds every sealed segment of its targets once.
 
 Per replica: segments of the current or next target missing from the replica's nodes
-are loaded — L0 segments on the channel's shard leader itself and first, the others
+(and not already being loaded) are loaded — L0 segments on the channel's shard leader itself and first, the others
 where the balancer puts them among the read-write nodes (the channel's own nodes when the
 replica is channel-exclusive) — but only for channels that
 have a shard leader in the replica (the leader is what makes a loaded segment
