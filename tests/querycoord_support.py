@@ -3,7 +3,10 @@ checked against numpy (what a proxy does: one leader per channel, merge across c
 
 from __future__ import annotations
 
+import asyncio
+
 import numpy as np
+import pytest
 
 from vecgrid.gpu.results import from_search_result_data
 from vecgrid.rpc.proto import query_coord_pb2 as Q, query_coord_pb2_grpc
@@ -14,11 +17,35 @@ from tests.test_delegator_localcluster import RemoteNode
 K = 10
 
 
-class Coord:
-    """The QueryCoord over gRPC, as an external client sees it."""
+async def coordinator_state(qc, cid: int) -> str:
+    """What the coordinator holds for a collection, and what Dask's workers are running (with the
+    running tasks' stacks): the story of a load that does not finish."""
+    current, upcoming = qc.targets.current(cid), qc.targets.next(cid)
+    lines = [
+        f"nodes: {[(n.node_id, n.address) for n in qc.nodes.all()]}",
+        f"replicas: {[(r.ID, list(r.nodes), list(r.ro_nodes)) for r in qc.replicas.of_collection(cid)]}",
+        f"tasks: {[str(t) for t in qc.scheduler.tasks()]}",
+        f"task failures: {dict(qc.scheduler.failures)}",
+        f"targets: current {current.version if current else None}, next {upcoming.version if upcoming else None}",
+        f"channels: {sorted((n, c.channel) for n, c in qc.dist.channels(cid))}",
+        f"segments: {sorted((n, s.ID) for n, s in qc.dist.segments(cid))}",
+        f"leader views: {[(n, v.channel, v.TargetVersion, sorted(v.segment_dist)) for n, v in qc.dist.leader_views(cid)]}",
+    ]
+    try:
+        lines.append(f"dask processing: {await asyncio.wait_for(qc.client.processing(), 10)}")
+        lines.append(f"dask call stacks: {await asyncio.wait_for(qc.client.call_stack(), 10)}")
+    except Exception as e:  # noqa: BLE001 - an explanation must not hide the failure it explains
+        lines.append(f"dask state unavailable: {e!r}")
+    return "\n".join(lines)
 
-    def __init__(self, address: str) -> None:
+
+class Coord:
+    """The QueryCoord over gRPC, as an external client sees it; ``qc`` (the in-process coordinator, when
+    there is one) explains a load that times out."""
+
+    def __init__(self, address: str, qc=None) -> None:
         self.stub = query_coord_pb2_grpc.QueryCoordStub(aio_channel(address))
+        self.qc = qc
 
     async def call(self, method: str, request):
         return await getattr(self.stub, method)(request, timeout=120)
@@ -40,7 +67,12 @@ class Coord:
     async def wait_loaded(self, cid: int, timeout: float = 90) -> None:
         async def loaded():
             return await self.percentage(cid) == 100
-        await poll_until(loaded, timeout, 0.1, f"collection {cid} loaded")
+        try:
+            await poll_until(loaded, timeout, 0.1, f"collection {cid} loaded")
+        except pytest.fail.Exception as e:
+            if self.qc is None:
+                raise
+            pytest.fail(f"{e}\n{await coordinator_state(self.qc, cid)}")
 
     async def leaders(self, cid: int) -> list[Q.ShardLeadersList]:
         return list((await self.ok("GetShardLeaders", Q.GetShardLeadersRequest(collectionID=cid))).shards)

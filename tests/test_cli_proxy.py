@@ -46,7 +46,7 @@ async def env(tmp_path_factory):
     pairs = import_collection(root, "pairs", metric="IP", index="FLAT", n=300, shards=1, segment_rows=100, seed=13)
     cluster = EmbeddedCluster(fast_settings(books.data_dir, workers=2))
     await asyncio.wait_for(cluster.start(), 120)
-    yield cluster, Coord(cluster.addresses.grpc), books, pairs, root
+    yield cluster, Coord(cluster.addresses.grpc, cluster.coord), books, pairs, root
     await asyncio.wait_for(cluster.stop(), 60)
 
 

@@ -76,7 +76,7 @@ async def env(tmp_path_factory):
     settings.set("querycoord.check_index_interval_s", 0.3)
     cluster = EmbeddedCluster(settings)
     await asyncio.wait_for(cluster.start(), 120)
-    yield cluster, Coord(cluster.addresses.grpc), ds
+    yield cluster, Coord(cluster.addresses.grpc, cluster.coord), ds
     await asyncio.wait_for(cluster.stop(), 60)
 
 

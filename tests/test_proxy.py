@@ -56,7 +56,7 @@ async def env(tmp_path_factory):
     }
     cluster = EmbeddedCluster(fast_settings(sets["l2"].data_dir, workers=2))
     await asyncio.wait_for(cluster.start(), 120)
-    coord = Coord(cluster.addresses.grpc)
+    coord = Coord(cluster.addresses.grpc, cluster.coord)
     await coord.load(sets["l2"].collection_id, replica_number=2)
     for name in ("ip", "cos", "fresh"):
         await coord.load(sets[name].collection_id)

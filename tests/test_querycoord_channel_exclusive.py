@@ -27,7 +27,7 @@ async def env(tmp_path_factory):
     settings.set("querycoord.channel_exclusive_node_factor", 1)
     cluster = EmbeddedCluster(settings)
     await asyncio.wait_for(cluster.start(), 120)
-    yield cluster, Coord(cluster.addresses.grpc), ds
+    yield cluster, Coord(cluster.addresses.grpc, cluster.coord), ds
     await asyncio.wait_for(cluster.stop(), 60)
 
 

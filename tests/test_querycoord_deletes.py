@@ -62,7 +62,7 @@ async def _leader_call(node: RemoteNode, method: str, request):
 class Env:
     def __init__(self, cluster: EmbeddedCluster, ds) -> None:
         self.cluster, self.ds = cluster, ds
-        self.coord = Coord(cluster.addresses.grpc)
+        self.coord = Coord(cluster.addresses.grpc, cluster.coord)
         self.deleted_rows: list[int] = []           # input rows whose keys are deleted so far
         self.l0_ids: set[int] = set()
         self.channel_rows = {ch: np.concatenate([ds.rows_of_segment(s) for s in ds.segments_of(ch)])

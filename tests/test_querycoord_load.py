@@ -39,7 +39,7 @@ async def env(tmp_path_factory):
     ds = import_collection(root, "books", metric="L2", index="FLAT", n=1200, shards=2, segment_rows=200, seed=4)
     cluster = EmbeddedCluster(fast_settings(ds.data_dir))
     await asyncio.wait_for(cluster.start(), 120)
-    yield cluster, Coord(cluster.addresses.grpc), ds
+    yield cluster, Coord(cluster.addresses.grpc, cluster.coord), ds
     await asyncio.wait_for(cluster.stop(), 60)
 
 

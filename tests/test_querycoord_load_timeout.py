@@ -57,7 +57,7 @@ async def env(tmp_path_factory):
     settings.set("querycoord.next_target_interval_s", 1.0)
     cluster = EmbeddedCluster(settings)
     await asyncio.wait_for(cluster.start(), 120)
-    yield cluster, Coord(cluster.addresses.grpc), ds, both
+    yield cluster, Coord(cluster.addresses.grpc, cluster.coord), ds, both
     await asyncio.wait_for(cluster.stop(), 60)
 
 

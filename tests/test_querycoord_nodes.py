@@ -28,7 +28,7 @@ async def _cluster(tmp_path, workers: int):
     ds = import_collection(tmp_path, "nodes", metric="L2", index="FLAT", n=1200, shards=2, segment_rows=200, seed=6)
     cluster = EmbeddedCluster(fast_settings(ds.data_dir, workers=workers))
     await asyncio.wait_for(cluster.start(), 120)
-    return cluster, Coord(cluster.addresses.grpc), ds
+    return cluster, Coord(cluster.addresses.grpc, cluster.coord), ds
 
 
 def _versions(coord_obj, cid):

@@ -48,7 +48,7 @@ async def env(tmp_path_factory):
     cluster = EmbeddedCluster(settings)
     await asyncio.wait_for(cluster.start(), 120)
     cluster.import_root = root
-    yield cluster, Coord(cluster.addresses.grpc), ds, both
+    yield cluster, Coord(cluster.addresses.grpc, cluster.coord), ds, both
     await asyncio.wait_for(cluster.stop(), 60)
 
 
