@@ -355,3 +355,27 @@ def test_load_info_from_the_catalog(ds):
     assert req.base.properties[CHECKSUM_PROPERTY_PREFIX + binlog.log_path] == checksums[binlog.log_path]
     assert req.load_meta.collectionID == ds.collection_id and req.load_meta.load_type == Q.LoadCollection
     assert list(req.load_meta.partitionIDs) == ds.summary["partition_ids"] and req.schema.name == "docs"
+
+
+async def test_a_cancelled_duplicate_load_leaves_the_first_one_alone(qn, ds, monkeypatch):
+    """A second LoadSegments of a segment being loaded waits for the first; when that waiter is cancelled
+    (its client went away) the first load must finish normally (a gather of the shared future cancelled
+    it, and the first request then failed with InvalidStateError)."""
+    import asyncio
+    import time as _time
+
+    slow = qn.node._load_batch
+
+    def load_slowly(*args, **kwargs):
+        _time.sleep(0.5)
+        return slow(*args, **kwargs)
+    monkeypatch.setattr(qn.node, "_load_batch", load_slowly)
+    req = load_request(ds, ds.segment_ids[:1])
+    first = asyncio.ensure_future(qn.node.load_segments(req))
+    await asyncio.sleep(0.1)
+    second = asyncio.ensure_future(qn.node.load_segments(req))
+    await asyncio.sleep(0.1)
+    second.cancel()
+    status = await asyncio.wait_for(first, 10)
+    assert status.code == 0, status
+    assert ds.segment_ids[0] in qn.node.segments

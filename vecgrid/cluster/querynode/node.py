@@ -406,10 +406,12 @@ class QueryNode(Component):
 
     async def _wait_for_loads(self, ids: Iterable[int]) -> None:
         while True:
-            pending = [self._loading[i] for i in ids if i in self._loading]
+            pending = {self._loading[i] for i in ids if i in self._loading}
             if not pending:
                 return
-            await asyncio.gather(*pending, return_exceptions=True)
+            # asyncio.wait, not gather: a cancelled waiter (a client gone) must not cancel the shared
+            # future of a load another request is still running
+            await asyncio.wait(pending)
 
     def _l0_snapshot(self, coll_id: int, infos: Sequence[Q.SegmentLoadInfo]) -> dict[int, DeleteLog]:
         """For each non-L0 segment to load, the deletes of the L0 segments of its channel held here
