@@ -73,7 +73,7 @@ def aio_channel(address: str) -> grpc.aio.Channel:
 ASYNC_DUMP_AFTER_S = 100.0
 
 
-def _await_chain(task) -> list[str]:
+def await_chain(task) -> list[str]:
     lines, awaitable, depth = [], task.get_coro(), 0
     while awaitable is not None and depth < 64:
         frame = getattr(awaitable, "cr_frame", None) or getattr(awaitable, "gi_frame", None) \
@@ -96,7 +96,7 @@ def _dump_async_tasks(nodeid: str) -> None:
             continue
         out.append(f"task {task.get_name()}:")
         try:
-            out += _await_chain(task)
+            out += await_chain(task)
         except Exception as e:  # noqa: BLE001 - a diagnostic must not raise in its timer thread
             out.append(f"    (cannot walk: {e})")
     print("\n".join(out), file=sys.stderr, flush=True)

@@ -8,9 +8,11 @@ import asyncio
 import numpy as np
 import pytest
 
+from vecgrid.cluster.dist.leaders import leader_of, view_problem
+from vecgrid.cluster.meta.target_manager import segment_refs
 from vecgrid.gpu.results import from_search_result_data
 from vecgrid.rpc.proto import query_coord_pb2 as Q, query_coord_pb2_grpc
-from tests.conftest import aio_channel, poll_until
+from tests.conftest import aio_channel, await_chain, poll_until
 from tests.querynode_support import Dataset, assert_same_knn, reference_search, search_request
 from tests.test_delegator_localcluster import RemoteNode
 
@@ -31,12 +33,36 @@ async def coordinator_state(qc, cid: int) -> str:
         f"segments: {sorted((n, s.ID) for n, s in qc.dist.segments(cid))}",
         f"leader views: {[(n, v.channel, v.TargetVersion, sorted(v.segment_dist)) for n, v in qc.dist.leader_views(cid)]}",
     ]
+    for name, target in (("current", current), ("next", upcoming)):
+        if target is None:
+            continue
+        refs = segment_refs(target)
+        for replica in qc.replicas.of_collection(cid):
+            for ch in target.Channel_targets:
+                wanted = sorted(sid for sid, ref in refs.items() if ref.channel == ch.channelName)
+                found = leader_of(qc.dist, replica, ch.channelName)
+                problem = "no leader" if found is None else \
+                    view_problem(found[1], found[0], refs, lambda n: qc.nodes.get(n) is not None, check_version=False)
+                routes = {} if found is None else {sid: d.nodeID for sid, d in found[1].segment_dist.items()}
+                lines.append(f"{name} target, replica {replica.ID}, {ch.channelName}: segments {wanted}, "
+                             f"leader {found and found[0]}, routes {routes}, problem: {problem}")
+    loops = {"target observer": qc.target_observer._task, "collection observer": qc.collection_observer._task,
+             **{f"checker {i}": t for i, t in enumerate(qc.checkers._loops, 1)}}
+    for name, task in loops.items():
+        state = "not started" if task is None else "ended" if task.done() else " <- ".join(
+            line.strip().rsplit("/", 1)[-1] for line in await_chain(task))
+        lines.append(f"{name}: {state}")
     try:
+        lines.append(f"dask tasks: {await asyncio.wait_for(qc.client.run_on_scheduler(_dask_task_states), 10)}")
         lines.append(f"dask processing: {await asyncio.wait_for(qc.client.processing(), 10)}")
         lines.append(f"dask call stacks: {await asyncio.wait_for(qc.client.call_stack(), 10)}")
     except Exception as e:  # noqa: BLE001 - an explanation must not hide the failure it explains
         lines.append(f"dask state unavailable: {e!r}")
     return "\n".join(lines)
+
+
+def _dask_task_states(dask_scheduler=None) -> dict[str, str]:
+    return {str(key): ts.state for key, ts in dask_scheduler.tasks.items()}
 
 
 class Coord:
