@@ -4,6 +4,7 @@ checked against numpy (what a proxy does: one leader per channel, merge across c
 from __future__ import annotations
 
 import asyncio
+import traceback
 
 import numpy as np
 import pytest
@@ -49,8 +50,15 @@ async def coordinator_state(qc, cid: int) -> str:
     loops = {"target observer": qc.target_observer._task, "collection observer": qc.collection_observer._task,
              **{f"checker {i}": t for i, t in enumerate(qc.checkers._loops, 1)}}
     for name, task in loops.items():
-        state = "not started" if task is None else "ended" if task.done() else " <- ".join(
-            line.strip().rsplit("/", 1)[-1] for line in await_chain(task))
+        if task is None:
+            state = "not started"
+        elif task.cancelled():
+            state = "ended: cancelled"
+        elif task.done():
+            error = task.exception()
+            state = f"ended: {error!r}\n" + "".join(traceback.format_exception(error)) if error else "ended"
+        else:
+            state = " <- ".join(line.strip().rsplit("/", 1)[-1] for line in await_chain(task))
         lines.append(f"{name}: {state}")
     try:
         lines.append(f"dask tasks: {await asyncio.wait_for(qc.client.run_on_scheduler(_dask_task_states), 10)}")

@@ -38,5 +38,9 @@ class Periodic:
             await self._wake.wait(self.interval_s)
             try:
                 await self.round()
+            except asyncio.CancelledError:
+                if asyncio.current_task().cancelling():
+                    raise  # stop()
+                log.exception("%s round was cancelled from inside; the loop goes on", self.name)
             except Exception:  # noqa: BLE001 - one bad round must not stop the loop
                 log.exception("%s round failed", self.name)

@@ -19,6 +19,7 @@ checkers find the gap again and retry).  Keys are readable on the dashboard.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import time
 from typing import Any, Callable
@@ -43,6 +44,23 @@ from vecgrid.storage.catalog import Catalog
 
 COORD_ADDRESS_KEY = "vecgrid.coord_address"
 _serial = itertools.count(1)
+
+
+async def task_result(fut: Future) -> Any:
+    """The value of a Dask task; a ``CancelledError`` its worker raised becomes a failure.
+
+    Dask hands back what the task raised, and a coroutine task the worker cancelled raises
+    ``asyncio.CancelledError``.  Re-raised here, it would cancel whatever awaits it: a target
+    observer killed that way never promoted a target again.  Only a cancel of this very await
+    (``cancelling()``) stays a cancel.
+    """
+    try:
+        return await fut
+    except asyncio.CancelledError:
+        current = asyncio.current_task()
+        if current is not None and current.cancelling():
+            raise
+        raise errors.ServiceUnavailable(f"Dask task {fut.key} was cancelled on its worker") from None
 
 
 class DaskExecutor:
@@ -97,7 +115,7 @@ class DaskExecutor:
     @staticmethod
     async def _finish(*futures: Future) -> None:
         try:
-            await futures[-1]
+            await task_result(futures[-1])
         finally:
             for f in futures:
                 f.release()
@@ -236,7 +254,7 @@ class DaskExecutor:
         """One handler call outside a task (jobs: LoadPartitions / ReleasePartitions / ReleaseCollection)."""
         fut = self.submit(method, request, node_id, key)
         try:
-            return await fut
+            return await task_result(fut)
         finally:
             fut.release()
 

@@ -1,4 +1,5 @@
-"""Background loops stop even when a poke lands in the same loop iteration as the stop's cancel.
+"""Background loops: they stop even when a poke lands in the same loop iteration as the stop's cancel, and
+a cancel raised inside a round (a Dask task the worker cancelled) does not end them.
 
 On Python 3.11 ``asyncio.wait_for(event.wait(), ...)`` returned normally in that case, so the loop
 went on and ``stop()`` waited forever: checkers poked by a finishing task hung CI teardowns."""
@@ -6,6 +7,8 @@ went on and ``stop()`` waited forever: checkers poked by a finishing task hung C
 from __future__ import annotations
 
 import asyncio
+
+import pytest
 
 from vecgrid.cluster.checkers.base import Checker, CheckerController
 from vecgrid.cluster.observers.periodic import Periodic
@@ -66,3 +69,45 @@ async def test_wakeup_returns_on_poke_or_after_the_period():
     started = loop.time()
     await wake.wait(0.05)  # the poke was consumed: this one waits out its period
     assert loop.time() - started >= 0.05
+
+
+class CancelledInside(Periodic):
+    """A round whose awaited work raised CancelledError without the loop being cancelled."""
+
+    name = "cancelled inside"
+
+    def __init__(self) -> None:
+        super().__init__(interval_s=0.01)
+        self.rounds = 0
+
+    async def round(self) -> None:
+        self.rounds += 1
+        if self.rounds == 1:
+            raise asyncio.CancelledError()
+
+
+async def test_a_cancel_raised_inside_a_round_does_not_end_the_loop():
+    loop = CancelledInside()
+    loop.start()
+    await asyncio.sleep(0.2)
+    assert loop.rounds > 1 and not loop._task.done()
+    await asyncio.wait_for(loop.stop(), 2)
+
+
+async def test_a_dask_task_cancelled_on_its_worker_is_a_failure_not_a_cancel():
+    from distributed import Client, LocalCluster
+
+    from vecgrid import errors
+    from vecgrid.cluster.task.executor import task_result
+
+    async def cancelled_on_the_worker():
+        raise asyncio.CancelledError()
+
+    async def value():
+        return 42
+
+    async with LocalCluster(n_workers=1, processes=False, asynchronous=True, dashboard_address=None) as cluster, \
+            Client(cluster, asynchronous=True) as client:
+        assert await task_result(client.submit(value, pure=False)) == 42
+        with pytest.raises(errors.ServiceUnavailable, match="cancelled on its worker"):
+            await task_result(client.submit(cancelled_on_the_worker, pure=False))
