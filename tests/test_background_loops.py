@@ -111,3 +111,32 @@ async def test_a_dask_task_cancelled_on_its_worker_is_a_failure_not_a_cancel():
         assert await task_result(client.submit(value, pure=False)) == 42
         with pytest.raises(errors.ServiceUnavailable, match="cancelled on its worker"):
             await task_result(client.submit(cancelled_on_the_worker, pure=False))
+
+
+async def test_a_cancelled_result_fetch_leaves_the_dask_client_working():
+    """Dask's Client._gather shares one in-flight gather task among its callers; cancelling the caller
+    that started it, before it ran, cancelled it for good, and every later result raised
+    CancelledError (loads hung at 0 % after a release had cancelled tasks)."""
+    from contextlib import suppress
+
+    from distributed import Client, LocalCluster, wait
+
+    from vecgrid.cluster.task.executor import task_result
+
+    async def value():
+        return 42
+
+    async with LocalCluster(n_workers=1, processes=False, asynchronous=True, dashboard_address=None) as cluster, \
+            Client(cluster, asynchronous=True) as client:
+        first, second = client.submit(value, pure=False), client.submit(value, pure=False)
+        await wait([first, second])
+        fetch = asyncio.ensure_future(task_result(first))
+        for _ in range(1000):
+            await asyncio.sleep(0)
+            if client._gather_future is not None:  # the shared gather exists and has not started
+                break
+        assert client._gather_future is not None
+        fetch.cancel()
+        with suppress(asyncio.CancelledError):
+            await fetch
+        assert await asyncio.wait_for(task_result(second), 10) == 42

@@ -47,20 +47,32 @@ _serial = itertools.count(1)
 
 
 async def task_result(fut: Future) -> Any:
-    """The value of a Dask task; a ``CancelledError`` its worker raised becomes a failure.
+    """The value of a Dask task, fetched so that cancelling this await cannot break the client.
 
-    Dask hands back what the task raised, and a coroutine task the worker cancelled raises
-    ``asyncio.CancelledError``.  Re-raised here, it would cancel whatever awaits it: a target
-    observer killed that way never promoted a target again.  Only a cancel of this very await
-    (``cancelling()``) stays a cancel.
+    ``Client._gather`` shares one in-flight gather among all callers and forgets it only once it
+    has started; a caller cancelled before that (a release or a node loss cancels the scheduler's
+    tasks) cancelled the shared task, and every later result of that client raised
+    ``CancelledError`` forever (targets never promoted again, every load hung at 0 %).  So the
+    fetch runs shielded; it ends when the future is released (``_finish``) or done.
+
+    A ``CancelledError`` that is not this await's own (``cancelling()``) is the task's: a
+    coroutine its worker cancelled raises it, and re-raised it would cancel the caller's loop.
     """
+    fetch = asyncio.ensure_future(fut.result())
+    fetch.add_done_callback(_retrieve)
     try:
-        return await fut
+        return await asyncio.shield(fetch)
     except asyncio.CancelledError:
         current = asyncio.current_task()
         if current is not None and current.cancelling():
             raise
         raise errors.ServiceUnavailable(f"Dask task {fut.key} was cancelled on its worker") from None
+
+
+def _retrieve(fetch: asyncio.Future) -> None:
+    """Mark an abandoned fetch's outcome as seen (no "exception was never retrieved" warning)."""
+    if not fetch.cancelled():
+        fetch.exception()
 
 
 class DaskExecutor:
