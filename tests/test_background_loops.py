@@ -106,7 +106,7 @@ async def test_a_dask_task_cancelled_on_its_worker_is_a_failure_not_a_cancel():
     async def value():
         return 42
 
-    async with LocalCluster(n_workers=1, processes=False, asynchronous=True, dashboard_address=None) as cluster, \
+    async with LocalCluster(n_workers=1, processes=False, asynchronous=True, dashboard_address=":0") as cluster, \
             Client(cluster, asynchronous=True) as client:
         assert await task_result(client.submit(value, pure=False)) == 42
         with pytest.raises(errors.ServiceUnavailable, match="cancelled on its worker"):
@@ -126,7 +126,7 @@ async def test_a_cancelled_result_fetch_leaves_the_dask_client_working():
     async def value():
         return 42
 
-    async with LocalCluster(n_workers=1, processes=False, asynchronous=True, dashboard_address=None) as cluster, \
+    async with LocalCluster(n_workers=1, processes=False, asynchronous=True, dashboard_address=":0") as cluster, \
             Client(cluster, asynchronous=True) as client:
         first, second = client.submit(value, pure=False), client.submit(value, pure=False)
         await wait([first, second])
