@@ -46,7 +46,7 @@ from vecgrid.gpu.datasets import SyntheticDataset, scalar_columns  # noqa: E402
 from vecgrid.gpu.evaluation import knn_ground_truth, recall_at_k  # noqa: E402
 from vecgrid.gpu.results import to_search_result_data  # noqa: E402
 from vecgrid.gpu.search import default_nprobe, load_segment, search_segments  # noqa: E402
-from vecgrid.rpc.proto import schema_pb2  # noqa: E402
+from vecgrid.proto import schema_pb2  # noqa: E402
 
 K = 10
 

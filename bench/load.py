@@ -101,7 +101,7 @@ def _direct_worker(data_dir: str, collection_id: int, segment_ids: list[int], ba
     from vecgrid.gpu import build, require_faiss
     from vecgrid.gpu.device import default_manager
     from vecgrid.gpu.search import load_segment
-    from vecgrid.rpc.proto import schema_pb2
+    from vecgrid.proto import schema_pb2
     from vecgrid.storage import segment_files
 
     require_faiss()
@@ -222,7 +222,7 @@ async def cluster_load(data_dir: str, collection_id: int, timeout: float) -> dic
 
     from tests.conftest import embedded_settings
     from vecgrid.deploy import EmbeddedCluster
-    from vecgrid.rpc.proto import query_coord_pb2 as Q, query_coord_pb2_grpc
+    from vecgrid.proto import query_coord_pb2 as Q, query_coord_pb2_grpc
 
     cluster = EmbeddedCluster(embedded_settings(Path(data_dir), workers=WORKERS))
     t_start = time.perf_counter()

@@ -41,7 +41,7 @@ from tests.querynode_support import (DIM, Dataset, import_collection, load_reque
 from tests.test_delegator_localcluster import RemoteNode  # noqa: E402
 from vecgrid.config import Settings  # noqa: E402
 from vecgrid.deploy import EmbeddedCluster  # noqa: E402
-from vecgrid.rpc.proto import data_coord_pb2, query_coord_pb2 as Q  # noqa: E402
+from vecgrid.proto import data_coord_pb2, query_coord_pb2 as Q  # noqa: E402
 from vecgrid.storage.layout import DataDir  # noqa: E402
 from vecgrid.storage.wal import Wal  # noqa: E402
 

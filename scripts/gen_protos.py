@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Regenerate the Python gRPC stubs from vecgrid/rpc/proto/*.proto.
+"""Regenerate the Python gRPC stubs from vecgrid/proto/*.proto.
 
 Writes ``<name>_pb2.py``, ``<name>_pb2.pyi`` and ``<name>_pb2_grpc.py`` for
-every ``.proto`` file in ``vecgrid/rpc/proto/``.  protoc runs with the
+every ``.proto`` file in ``vecgrid/proto/``.  protoc runs with the
 repository root as its only project include path, so the sources import each
-other as ``import "vecgrid/rpc/proto/common.proto";`` and the generated code
-imports ``from vecgrid.rpc.proto import common_pb2`` (no sys.path tricks).
+other as ``import "vecgrid/proto/common.proto";`` and the generated code
+imports ``from vecgrid.proto import common_pb2`` (no sys.path tricks).
 
 Usage::
 
@@ -13,7 +13,7 @@ Usage::
     python scripts/gen_protos.py --out DIR  # generate into DIR instead
 
 With ``--out DIR`` the files are written flat into ``DIR`` (the same file
-names as in place, no ``vecgrid/rpc/proto`` sub-folders); the staleness test
+names as in place, no ``vecgrid/proto`` sub-folders); the staleness test
 uses this to compare a fresh run with the committed files.
 
 The output depends only on the .proto sources and the grpcio-tools version
@@ -32,7 +32,7 @@ import tempfile
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-PROTO_PKG = Path("vecgrid") / "rpc" / "proto"
+PROTO_PKG = Path("vecgrid") / "proto"
 PROTO_DIR = REPO_ROOT / PROTO_PKG
 GENERATED_SUFFIXES = ("_pb2.py", "_pb2.pyi", "_pb2_grpc.py")
 
@@ -149,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         "--out",
         type=Path,
         default=None,
-        help="write the generated files flat into this directory instead of vecgrid/rpc/proto/",
+        help="write the generated files flat into this directory instead of vecgrid/proto/",
     )
     args = parser.parse_args(argv)
     written = generate(args.out)

@@ -9,10 +9,10 @@ import traceback
 import numpy as np
 import pytest
 
-from vecgrid.cluster.dist.leaders import leader_of, view_problem
-from vecgrid.cluster.meta.target_manager import segment_refs
+from vecgrid.cluster.querycoord.dist.leaders import leader_of, view_problem
+from vecgrid.cluster.querycoord.meta.target_manager import segment_refs
 from vecgrid.gpu.results import from_search_result_data
-from vecgrid.rpc.proto import query_coord_pb2 as Q, query_coord_pb2_grpc
+from vecgrid.proto import query_coord_pb2 as Q, query_coord_pb2_grpc
 from tests.conftest import aio_channel, await_chain, poll_until
 from tests.querynode_support import Dataset, assert_same_knn, reference_search, search_request
 from tests.test_delegator_localcluster import RemoteNode

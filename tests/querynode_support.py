@@ -12,13 +12,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from vecgrid.cluster.load_info import load_segments_request
+from vecgrid.cluster.querycoord.load_info import load_segments_request
 from vecgrid.cluster.querynode.node import QueryNode
 from vecgrid.config import Settings
 from vecgrid.gpu import exprs as E
 from vecgrid.gpu.evaluation import knn_ground_truth
 from vecgrid.gpu.results import encode_placeholder_group
-from vecgrid.rpc.proto import internal_pb2, plan_pb2, query_coord_pb2 as Q, query_coord_pb2_grpc
+from vecgrid.proto import internal_pb2, plan_pb2, query_coord_pb2 as Q, query_coord_pb2_grpc
 from vecgrid.rpc.querynode_servicer import serve_querynode
 from vecgrid.storage.bulk_import import TIMESTAMP_FIELD, ImportOptions, bulk_import
 from vecgrid.storage.layout import DataDir

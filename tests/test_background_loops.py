@@ -10,8 +10,8 @@ import asyncio
 
 import pytest
 
-from vecgrid.cluster.checkers.base import Checker, CheckerController
-from vecgrid.cluster.observers.periodic import Periodic
+from vecgrid.cluster.querycoord.checkers.base import Checker, CheckerController
+from vecgrid.cluster.querycoord.observers.periodic import Periodic
 from vecgrid.cluster.wakeup import Wakeup
 
 
@@ -98,7 +98,7 @@ async def test_a_dask_task_cancelled_on_its_worker_is_a_failure_not_a_cancel():
     from distributed import Client, LocalCluster
 
     from vecgrid import errors
-    from vecgrid.cluster.task.executor import task_result
+    from vecgrid.cluster.querycoord.task.executor import task_result
 
     async def cancelled_on_the_worker():
         raise asyncio.CancelledError()
@@ -121,7 +121,7 @@ async def test_a_cancelled_result_fetch_leaves_the_dask_client_working():
 
     from distributed import Client, LocalCluster, wait
 
-    from vecgrid.cluster.task.executor import task_result
+    from vecgrid.cluster.querycoord.task.executor import task_result
 
     async def value():
         return 42

@@ -1,4 +1,4 @@
-"""Balancers (``vecgrid.cluster.balance``) over a dict-backed ``ClusterView``."""
+"""Balancers (``vecgrid.cluster.querycoord.balance``) over a dict-backed ``ClusterView``."""
 
 from __future__ import annotations
 
@@ -6,16 +6,16 @@ import pytest
 
 from types import SimpleNamespace
 
-from vecgrid.cluster.balance import (CHANNEL_BATCH_SIZE, DEFAULT_BALANCER, SEGMENT_BATCH_SIZE, ChannelItem,
-                                     ChannelLevelScoreBalancer, ChannelPlan, ReplicaNodes, RoundRobinBalancer,
-                                     RowCountBasedBalancer, ScoreBasedBalancer, SegmentItem, SegmentPlan,
-                                     make_balancer)
-from vecgrid.cluster.checkers.channel_checker import ChannelChecker
-from vecgrid.cluster.checkers.segment_checker import SegmentChecker
-from vecgrid.cluster.dist.distribution import DistributionManager
-from vecgrid.cluster.meta.replica_manager import ReplicaManager, channel_nodes, split_channel_nodes
-from vecgrid.cluster.meta.target_manager import SegmentRef
-from vecgrid.rpc.proto import query_coord_pb2 as Q
+from vecgrid.cluster.querycoord.balance import (CHANNEL_BATCH_SIZE, DEFAULT_BALANCER, SEGMENT_BATCH_SIZE, ChannelItem,
+                                                ChannelLevelScoreBalancer, ChannelPlan, ReplicaNodes, RoundRobinBalancer,
+                                                RowCountBasedBalancer, ScoreBasedBalancer, SegmentItem, SegmentPlan,
+                                                make_balancer)
+from vecgrid.cluster.querycoord.checkers.channel_checker import ChannelChecker
+from vecgrid.cluster.querycoord.checkers.segment_checker import SegmentChecker
+from vecgrid.cluster.querycoord.dist.distribution import DistributionManager
+from vecgrid.cluster.querycoord.meta.replica_manager import ReplicaManager, channel_nodes, split_channel_nodes
+from vecgrid.cluster.querycoord.meta.target_manager import SegmentRef
+from vecgrid.proto import query_coord_pb2 as Q
 
 CID = 100
 ALL = (RoundRobinBalancer, RowCountBasedBalancer, ScoreBasedBalancer, ChannelLevelScoreBalancer)
@@ -504,7 +504,7 @@ def _groups(nodes):
 
 def test_replica_manager_keeps_the_split_persisted(store):
     ids = iter(range(1000, 2000))
-    rm = ReplicaManager(store, balancer="ChannelLevelScoreBalancer", channel_exclusive_node_factor=2)
+    rm = ReplicaManager(store, channel_exclusive=True, channel_exclusive_node_factor=2)
     [rep] = rm.spawn(CID, {"rg": 1}, lambda: next(ids), _groups(range(1, 5)), [CH0, CH1])
     assert channel_nodes(rep) == {CH0: [1, 2], CH1: [3, 4]}
     # a node joins: nobody changes channel
@@ -512,7 +512,7 @@ def test_replica_manager_keeps_the_split_persisted(store):
     [rep] = rm.of_collection(CID)
     assert channel_nodes(rep) in ({CH0: [1, 2, 5], CH1: [3, 4]}, {CH0: [1, 2], CH1: [3, 4, 5]})
     # persisted: a restarted manager reads the same split
-    rm2 = ReplicaManager(store, balancer="ChannelLevelScoreBalancer", channel_exclusive_node_factor=2)
+    rm2 = ReplicaManager(store, channel_exclusive=True, channel_exclusive_node_factor=2)
     assert channel_nodes(rm2.get(rep.ID)) == channel_nodes(rep)
     assert not rm2.recover(CID, _groups(range(1, 6)))                # nothing to change
     # below 2 × 2 read-write nodes the mode is left; the channels stay listed, without nodes
@@ -527,14 +527,14 @@ def test_replica_manager_keeps_the_split_persisted(store):
 
 def test_replica_manager_without_the_channel_level_balancer(store):
     ids = iter(range(1000, 2000))
-    rm = ReplicaManager(store, balancer="ScoreBasedBalancer", channel_exclusive_node_factor=1)
+    rm = ReplicaManager(store, channel_exclusive=False, channel_exclusive_node_factor=1)
     [rep] = rm.spawn(CID, {"rg": 1}, lambda: next(ids), _groups(range(1, 5)), [CH0, CH1])
     assert channel_nodes(rep) == {}
     # a split left from a ChannelLevelScore run is emptied on the next node pass under another balancer
-    rm = ReplicaManager(store, balancer="ChannelLevelScoreBalancer", channel_exclusive_node_factor=1)
+    rm = ReplicaManager(store, channel_exclusive=True, channel_exclusive_node_factor=1)
     [rep] = rm.spawn(CID + 1, {"rg": 1}, lambda: next(ids), _groups(range(1, 5)), [CH0, CH1])
     assert channel_nodes(rep) == {CH0: [1, 2], CH1: [3, 4]}
-    rm = ReplicaManager(store, balancer="ScoreBasedBalancer", channel_exclusive_node_factor=1)
+    rm = ReplicaManager(store, channel_exclusive=False, channel_exclusive_node_factor=1)
     assert rm.recover(CID + 1, _groups(range(1, 5)))
     assert channel_nodes(rm.get(rep.ID)) == {CH0: [], CH1: []}
 
@@ -625,7 +625,7 @@ class FakeTargets:
 
 def _checker_ctx(store, view, targets, dist=None):
     ids = iter(range(1000, 2000))
-    rm = ReplicaManager(store, balancer="ChannelLevelScoreBalancer", channel_exclusive_node_factor=2)
+    rm = ReplicaManager(store, channel_exclusive=True, channel_exclusive_node_factor=2)
     rm.spawn(CID, {"rg": 1}, lambda: next(ids), _groups(range(1, 5)), [CH0, CH1])
     return SimpleNamespace(replicas=rm, targets=targets, dist=dist or DistributionManager(),
                            balancer=ChannelLevelScoreBalancer(view), scheduler=FakeScheduler(view))
@@ -688,7 +688,7 @@ def test_first_placement_is_even_across_channels_and_rounds(store, balancer):
     when the second channel's leader came up a round later."""
     view = FakeView(1, 2)
     ids = iter(range(1000, 2000))
-    rm = ReplicaManager(store, balancer=balancer.name)
+    rm = ReplicaManager(store, channel_exclusive=balancer.channel_exclusive)
     rm.spawn(CID, {"rg": 1}, lambda: next(ids), _groups([1, 2]), [CH0, CH1])
     refs = [SegmentRef(i, 1, CH0 if i < 3 else CH1, 0, 200) for i in range(6)]
     scheduler = FakeScheduler(view)

@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 
 from vecgrid.cluster.querynode.pipeline import ChannelPipeline
-from vecgrid.rpc.proto import common_pb2, schema_pb2
+from vecgrid.proto import common_pb2, schema_pb2
 from vecgrid.storage.dml import DeleteBatch, InsertBatch, TimeTick
 from vecgrid.storage.wal import MessageKind, Wal
 

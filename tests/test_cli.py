@@ -17,7 +17,7 @@ import psutil
 import pytest
 
 from vecgrid.cli import main, parse_resources
-from vecgrid.rpc.proto import milvus_pb2, query_coord_pb2, query_coord_pb2_grpc
+from vecgrid.proto import milvus_pb2, query_coord_pb2, query_coord_pb2_grpc
 
 VECGRID = [sys.executable, "-m", "vecgrid.cli"]
 

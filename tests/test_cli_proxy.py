@@ -14,7 +14,7 @@ import pytest
 import pytest_asyncio
 
 from vecgrid.deploy import EmbeddedCluster
-from vecgrid.rpc.proto import milvus_pb2, query_coord_pb2 as Q
+from vecgrid.proto import milvus_pb2, query_coord_pb2 as Q
 from tests.querycoord_support import Coord
 from tests.querynode_support import DIM, assert_same_knn, import_collection, reference_search
 from tests.test_cli import _assert_one_line_error

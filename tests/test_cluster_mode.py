@@ -14,7 +14,7 @@ from pathlib import Path
 import grpc
 import pytest
 
-from vecgrid.rpc.proto import milvus_pb2, query_coord_pb2, query_coord_pb2_grpc
+from vecgrid.proto import milvus_pb2, query_coord_pb2, query_coord_pb2_grpc
 
 pytestmark = pytest.mark.slow
 BIN = Path(sys.executable).parent

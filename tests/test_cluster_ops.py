@@ -8,7 +8,7 @@ import pytest
 import pytest_asyncio
 
 from vecgrid.deploy import EmbeddedCluster
-from vecgrid.rpc.proto import milvus_pb2, query_coord_pb2, query_coord_pb2_grpc, rg_pb2
+from vecgrid.proto import milvus_pb2, query_coord_pb2, query_coord_pb2_grpc, rg_pb2
 from tests.conftest import aio_channel, embedded_settings, poll_until
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]

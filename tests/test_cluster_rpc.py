@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from vecgrid.rpc.proto import internal_pb2, milvus_pb2, query_coord_pb2, query_coord_pb2_grpc
+from vecgrid.proto import internal_pb2, milvus_pb2, query_coord_pb2, query_coord_pb2_grpc
 from vecgrid.rpc.querycoord_servicer import QueryCoordServicer
 from vecgrid.rpc.querynode_servicer import QueryNodeServicer
 from vecgrid.rpc.service import pending_methods
@@ -132,7 +132,7 @@ async def test_every_method_is_registered_and_pending_ones_answer_a_status(embed
 
 
 def _module_of(descriptor):
-    from vecgrid.rpc.proto import internal_pb2, milvus_pb2, query_coord_pb2
+    from vecgrid.proto import internal_pb2, milvus_pb2, query_coord_pb2
     return {"milvus.proto.query": query_coord_pb2, "milvus.proto.milvus": milvus_pb2,
             "milvus.proto.internal": internal_pb2}[descriptor.file.package]
 

@@ -17,7 +17,7 @@ import pytest
 from vecgrid.cluster.querynode import search as search_mod
 from vecgrid.gpu import exprs as E
 from vecgrid.gpu.results import from_search_result_data
-from vecgrid.rpc.proto import data_coord_pb2, msg_pb2, query_coord_pb2 as Q, schema_pb2
+from vecgrid.proto import data_coord_pb2, msg_pb2, query_coord_pb2 as Q, schema_pb2
 from vecgrid.storage.dml import DeleteBatch, InsertBatch, TimeTick
 from vecgrid.storage.layout import DataDir
 from vecgrid.storage.wal import MessageKind, Wal
@@ -288,7 +288,7 @@ async def test_errors_and_strong_consistency(tmp_path):
 
 
 def _health_request():
-    from vecgrid.rpc.proto import milvus_pb2
+    from vecgrid.proto import milvus_pb2
 
     return milvus_pb2.CheckHealthRequest()
 

@@ -11,7 +11,7 @@ import pytest
 
 from vecgrid.deploy import EmbeddedCluster
 from vecgrid.gpu import exprs as E
-from vecgrid.rpc.proto import data_coord_pb2, query_coord_pb2 as Q, query_coord_pb2_grpc, schema_pb2
+from vecgrid.proto import data_coord_pb2, query_coord_pb2 as Q, query_coord_pb2_grpc, schema_pb2
 from vecgrid.storage.layout import DataDir
 from vecgrid.storage.wal import Wal
 from tests.conftest import aio_channel, embedded_settings, poll_until

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from vecgrid.cluster.dist.distribution import DistributionManager
-from vecgrid.rpc.proto import query_coord_pb2 as Q
+from vecgrid.cluster.querycoord.dist.distribution import DistributionManager
+from vecgrid.proto import query_coord_pb2 as Q
 
 
 def reply(ts: int, segments=(), channels=(), mem=0.0) -> Q.GetDataDistributionResponse:

@@ -1,4 +1,4 @@
-"""REST-seed query objects compiled to plan.Expr (vecgrid.cluster.filters), evaluated by the engine's own
+"""REST-seed query objects compiled to plan.Expr (vecgrid.cluster.proxy.filters), evaluated by the engine's own
 filter evaluator (vecgrid.gpu.filter) and compared with numpy; every refusal has a clear error."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from vecgrid import errors
-from vecgrid.cluster.filters import compile_filter, split_query
+from vecgrid.cluster.proxy.filters import compile_filter, split_query
 from vecgrid.gpu.filter import evaluate
-from vecgrid.rpc.proto import common_pb2, plan_pb2, schema_pb2 as S
+from vecgrid.proto import common_pb2, plan_pb2, schema_pb2 as S
 
 N = 600
 rng = np.random.default_rng(11)

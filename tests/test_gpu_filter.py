@@ -11,7 +11,7 @@ from vecgrid import errors
 from vecgrid.gpu import exprs as E
 from vecgrid.gpu.datasets import SCALAR_FIELDS, scalar_columns
 from vecgrid.gpu.filter import evaluate, is_trivial
-from vecgrid.rpc.proto import plan_pb2, schema_pb2
+from vecgrid.proto import plan_pb2, schema_pb2
 
 N = 5000
 COLS = scalar_columns(N, seed=11)

@@ -15,7 +15,7 @@ from vecgrid.gpu.datasets import SCALAR_FIELDS, SyntheticDataset, scalar_columns
 from vecgrid.gpu.evaluation import check_ref_knn_with_draws, knn_ground_truth, recall_at_k
 from vecgrid.gpu.results import encode_placeholder_group
 from vecgrid.gpu.search import load_segment, search_request, search_segments
-from vecgrid.rpc.proto import common_pb2, schema_pb2
+from vecgrid.proto import common_pb2, schema_pb2
 
 pytest.importorskip("faiss")
 

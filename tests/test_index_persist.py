@@ -18,7 +18,7 @@ import pytest_asyncio
 from vecgrid import errors
 from vecgrid.cluster.querynode.index_saver import SaveIndexRequest
 from vecgrid.deploy import EmbeddedCluster
-from vecgrid.rpc.proto import query_coord_pb2 as Q
+from vecgrid.proto import query_coord_pb2 as Q
 from vecgrid.storage import segment_files
 from tests.conftest import poll_until
 from tests.querycoord_support import Coord, assert_search_matches

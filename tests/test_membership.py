@@ -11,7 +11,7 @@ import pytest
 import pytest_asyncio
 
 from vecgrid.deploy import EmbeddedCluster
-from vecgrid.rpc.proto import query_coord_pb2, query_coord_pb2_grpc
+from vecgrid.proto import query_coord_pb2, query_coord_pb2_grpc
 from tests.conftest import aio_channel, embedded_settings, poll_until
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]

@@ -1,10 +1,10 @@
-"""Tests for the hand-written Milvus-compatible protos in vecgrid/rpc/proto/.
+"""Tests for the hand-written Milvus-compatible protos in vecgrid/proto/.
 
 a. Staleness: the committed ``*_pb2.py`` / ``*_pb2.pyi`` / ``*_pb2_grpc.py``
    are exactly what ``scripts/gen_protos.py`` produces from the sources.
 b. Seed vs descriptors: every message, field, enum and method of the seed
    (``shared/seeds/query-coord-rpc.md``, vendored under ``tests/spec/``) is
-   compared with the compiled ``vecgrid.rpc.proto.query_coord_pb2``.  The seed
+   compared with the compiled ``vecgrid.proto.query_coord_pb2``.  The seed
    parser is strict: a bullet, statement or table row it cannot understand
    fails the test, so no spec item is silently skipped.
 c. Imported types: the facts sheet ``shared/spec/imported-types.md`` (skipped
@@ -28,7 +28,7 @@ import pytest
 from google.protobuf.descriptor import FieldDescriptor
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-PROTO_DIR = REPO_ROOT / "vecgrid" / "rpc" / "proto"
+PROTO_DIR = REPO_ROOT / "vecgrid" / "proto"
 GEN_SCRIPT = REPO_ROOT / "scripts" / "gen_protos.py"
 SHARED_SEED = REPO_ROOT.parent / "shared" / "seeds" / "query-coord-rpc.md"
 VENDORED_SEED = Path(__file__).resolve().parent / "spec" / "query-coord-rpc.md"
@@ -560,7 +560,7 @@ def seed() -> Seed:
 
 @pytest.fixture(scope="module")
 def qc():
-    from vecgrid.rpc.proto import query_coord_pb2
+    from vecgrid.proto import query_coord_pb2
 
     return query_coord_pb2
 
@@ -586,7 +586,7 @@ def test_generated_files_are_fresh(tmp_path):
     committed = sorted(p.name for p in PROTO_DIR.iterdir() if p.is_file() and p.name.endswith(GENERATED_SUFFIXES))
     sources = sorted(p.stem for p in PROTO_DIR.glob("*.proto"))
     assert fresh == sorted(s + suf for s in sources for suf in GENERATED_SUFFIXES)
-    assert set(fresh) - set(committed) == set(), "generated files missing from vecgrid/rpc/proto (run make protos)"
+    assert set(fresh) - set(committed) == set(), "generated files missing from vecgrid/proto (run make protos)"
     assert set(committed) - set(fresh) == set(), "stale generated files without a .proto source"
     stale = [n for n in fresh if (out / n).read_bytes() != (PROTO_DIR / n).read_bytes()]
     assert stale == [], f"out of date (run `make protos` / scripts/gen_protos.py): {stale}"
@@ -706,7 +706,7 @@ def test_seed_enums_match_descriptors(seed, qc):
 
 
 def test_seed_services_match_descriptors(seed, qc):
-    from vecgrid.rpc.proto import query_coord_pb2_grpc
+    from vecgrid.proto import query_coord_pb2_grpc
 
     fdesc = qc.DESCRIPTOR
     assert set(fdesc.services_by_name) == set(EXPECTED_METHOD_COUNTS)
@@ -795,7 +795,7 @@ def sheet() -> list[SheetItem]:
 
 
 def _module_for(file: str):
-    return importlib.import_module(f"vecgrid.rpc.proto.{file}_pb2")
+    return importlib.import_module(f"vecgrid.proto.{file}_pb2")
 
 
 def test_sheet_parsed(sheet):
@@ -910,7 +910,7 @@ def test_sheet_field_counts(sheet):
 
 
 def test_roundtrip_load_segments_request(qc):
-    from vecgrid.rpc.proto import common_pb2, data_coord_pb2, index_coord_pb2, msg_pb2, schema_pb2
+    from vecgrid.proto import common_pb2, data_coord_pb2, index_coord_pb2, msg_pb2, schema_pb2
 
     req = qc.LoadSegmentsRequest(
         base=common_pb2.MsgBase(msg_type=common_pb2.LoadSegments, msgID=7, timestamp=2**63 + 5, sourceID=1, targetID=2),
@@ -975,7 +975,7 @@ def test_roundtrip_load_segments_request(qc):
 
 
 def test_roundtrip_search_request(qc):
-    from vecgrid.rpc.proto import common_pb2, internal_pb2, plan_pb2, schema_pb2
+    from vecgrid.proto import common_pb2, internal_pb2, plan_pb2, schema_pb2
 
     phg = common_pb2.PlaceholderGroup(
         placeholders=[common_pb2.PlaceholderValue(tag="$0", type=common_pb2.FloatVector, values=[b"\x00" * 16])]
@@ -1027,7 +1027,7 @@ def test_roundtrip_search_request(qc):
 
 
 def test_roundtrip_get_data_distribution_response(qc):
-    from vecgrid.rpc.proto import common_pb2, data_coord_pb2, msg_pb2
+    from vecgrid.proto import common_pb2, data_coord_pb2, msg_pb2
 
     resp = qc.GetDataDistributionResponse(
         status=common_pb2.Status(code=0, reason="", extra_info={"k": "v"}),
@@ -1071,7 +1071,7 @@ def test_roundtrip_get_data_distribution_response(qc):
 
 def test_known_wire_bytes():
     """Hand-encoded bytes: field numbers and wire types as Milvus puts them on the wire."""
-    from vecgrid.rpc.proto import common_pb2, query_coord_pb2 as qc
+    from vecgrid.proto import common_pb2, query_coord_pb2 as qc
 
     # Status{reason="x"(2, LEN), code=5(3, VARINT)}
     assert common_pb2.Status(reason="x", code=5).SerializeToString() == b"\x12\x01x\x18\x05"

@@ -1,4 +1,4 @@
-"""The client-side proxy (vecgrid.cluster.proxy) end to end: a LocalCluster of two QueryNode worker processes,
+"""The client-side proxy (vecgrid.cluster.proxy.proxy) end to end: a LocalCluster of two QueryNode worker processes,
 bulk-imported collections of two shards loaded by the coordinator (one with two replicas), searches and
 queries through the shard leaders checked against numpy; a small fake QueryCoord in front of the real one
 injects dead leaders to check the retry on the next replica and the one re-fetch of the shard leaders."""
@@ -17,10 +17,10 @@ import pytest
 import pytest_asyncio
 
 from vecgrid import errors
-from vecgrid.cluster.proxy import Proxy, guarantee_timestamp
+from vecgrid.cluster.proxy.proxy import Proxy, guarantee_timestamp
 from vecgrid.deploy import EmbeddedCluster
 from vecgrid.gpu import exprs as E
-from vecgrid.rpc.proto import common_pb2, query_coord_pb2 as Q, query_coord_pb2_grpc, schema_pb2
+from vecgrid.proto import common_pb2, query_coord_pb2 as Q, query_coord_pb2_grpc, schema_pb2
 from vecgrid.storage.dml import InsertBatch
 from vecgrid.storage.wal import MessageKind
 from tests.querycoord_support import Coord
@@ -227,7 +227,7 @@ async def test_dead_leader_is_skipped_for_the_next_replica(env, caplog):
     server, address = await serve_fake(fake)
     proxy = RecordingProxy(address, catalog=env.cluster.coord.catalog)  # in-process catalog (the REST app's way)
     try:
-        caplog.set_level(logging.WARNING, logger="vecgrid.cluster.proxy")
+        caplog.set_level(logging.WARNING, logger="vecgrid.cluster.proxy.proxy")
         for seed in range(3):
             xq = queries(3, seed=10 + seed)
             assert_same_knn(*reference_search(ds, xq, K), *dense(await proxy.search("l2", xq, limit=K)))

@@ -9,7 +9,7 @@ import asyncio
 import pytest
 import pytest_asyncio
 
-from vecgrid.cluster.meta.replica_manager import channel_nodes
+from vecgrid.cluster.querycoord.meta.replica_manager import channel_nodes
 from vecgrid.deploy import EmbeddedCluster
 from tests.querycoord_support import Coord, assert_search_matches
 from tests.querynode_support import import_collection

@@ -23,9 +23,9 @@ import pytest_asyncio
 from vecgrid import errors
 from vecgrid.deploy import EmbeddedCluster
 from vecgrid.gpu import exprs as E
-from vecgrid.cluster.meta.target_manager import segment_refs
+from vecgrid.cluster.querycoord.meta.target_manager import segment_refs
 from vecgrid.gpu.results import from_search_result_data
-from vecgrid.rpc.proto import data_coord_pb2, query_coord_pb2 as Q, schema_pb2
+from vecgrid.proto import data_coord_pb2, query_coord_pb2 as Q, schema_pb2
 from vecgrid.storage.dml import DeleteBatch
 from vecgrid.storage.flush import flush_channel
 from vecgrid.storage.layout import DataDir

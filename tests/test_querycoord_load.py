@@ -12,7 +12,7 @@ import pytest
 import pytest_asyncio
 
 from vecgrid.deploy import EmbeddedCluster
-from vecgrid.rpc.proto import milvus_pb2, query_coord_pb2 as Q
+from vecgrid.proto import milvus_pb2, query_coord_pb2 as Q
 from tests.conftest import embedded_settings, poll_until
 from tests.querycoord_support import Coord, assert_search_matches
 from tests.querynode_support import import_collection
@@ -207,8 +207,8 @@ async def test_partitions_transfers_and_restart_safe_meta(env):
         source_nodeID=source, target_nodeID=target))
     assert reply.code in (501, 602)
     # meta is persisted: a second manager over the same store sees the load
-    from vecgrid.cluster.meta.collection_manager import CollectionManager
-    from vecgrid.cluster.meta.replica_manager import ReplicaManager
+    from vecgrid.cluster.querycoord.meta.collection_manager import CollectionManager
+    from vecgrid.cluster.querycoord.meta.replica_manager import ReplicaManager
     assert CollectionManager(cluster.coord.store).is_loaded(cid)
     assert len(ReplicaManager(cluster.coord.store).of_collection(cid)) == 1
     await coord.ok("ReleaseCollection", Q.ReleaseCollectionRequest(collectionID=cid))

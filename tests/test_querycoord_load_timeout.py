@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from vecgrid.cluster.meta.collection_manager import CollectionManager
-from vecgrid.cluster.meta.replica_manager import ReplicaManager
-from vecgrid.cluster.meta.target_manager import Scope
+from vecgrid.cluster.querycoord.meta.collection_manager import CollectionManager
+from vecgrid.cluster.querycoord.meta.replica_manager import ReplicaManager
+from vecgrid.cluster.querycoord.meta.target_manager import Scope
 from vecgrid.deploy import EmbeddedCluster
-from vecgrid.rpc.proto import milvus_pb2, query_coord_pb2 as Q
+from vecgrid.proto import milvus_pb2, query_coord_pb2 as Q
 from tests.conftest import poll_until
 from tests.querycoord_support import Coord, assert_search_matches
 from tests.querynode_support import import_collection
@@ -271,9 +271,9 @@ async def test_load_partitions_timeout_of_every_partition_removes_the_collection
 async def test_a_task_cancelled_before_it_starts_frees_its_key():
     """A release or a load timeout right after a checker round cancels tasks that never ran a step; their
     keys must not stay taken (they did: ``_run``'s ``finally`` never runs for a task cancelled that early)."""
-    from vecgrid.cluster.meta.target_manager import SegmentRef
-    from vecgrid.cluster.task.scheduler import TaskScheduler
-    from vecgrid.cluster.task.task import SegmentTask
+    from vecgrid.cluster.querycoord.meta.target_manager import SegmentRef
+    from vecgrid.cluster.querycoord.task.scheduler import TaskScheduler
+    from vecgrid.cluster.querycoord.task.task import SegmentTask
 
     class Executor:
         runs = 0

@@ -8,13 +8,13 @@ import json
 import pytest
 
 from vecgrid import errors
-from vecgrid.cluster.meta.collection_manager import CollectionManager
-from vecgrid.cluster.meta.replica_manager import ReplicaManager
-from vecgrid.cluster.observers import health_observer
-from vecgrid.cluster.observers.health_observer import HealthObserver
-from vecgrid.cluster.session.cluster import NodeClients
-from vecgrid.cluster.session.node_manager import NodeManager
-from vecgrid.rpc.proto import query_coord_pb2 as Q
+from vecgrid.cluster.querycoord.meta.collection_manager import CollectionManager
+from vecgrid.cluster.querycoord.meta.replica_manager import ReplicaManager
+from vecgrid.cluster.querycoord.observers import health_observer
+from vecgrid.cluster.querycoord.observers.health_observer import HealthObserver
+from vecgrid.cluster.querycoord.session.cluster import NodeClients
+from vecgrid.cluster.querycoord.session.node_manager import NodeManager
+from vecgrid.proto import query_coord_pb2 as Q
 
 
 def test_collection_load_info_persists_and_progress_never_goes_down(store):
@@ -76,11 +76,11 @@ async def test_health_lists_long_unqueryable_collections_as_critical(monkeypatch
 
 
 def test_partition_states_tell_gpu_from_host_memory(store):
-    from vecgrid.cluster import reports
-    from vecgrid.cluster.checkers.base import CheckerContext
-    from vecgrid.cluster.dist.distribution import DistributionManager
-    from vecgrid.cluster.querynode.segments import PLACEMENT_PARAM
-    from vecgrid.rpc.proto import common_pb2
+    from vecgrid.cluster.querycoord import reports
+    from vecgrid.cluster.querycoord.context import CheckerContext
+    from vecgrid.cluster.querycoord.dist.distribution import DistributionManager
+    from vecgrid.common.keys import PLACEMENT_PARAM
+    from vecgrid.proto import common_pb2
 
     cm, rm, dist = CollectionManager(store), ReplicaManager(store), DistributionManager()
     cm.put(Q.CollectionLoadInfo(collectionID=1, replica_number=1, status=Q.Loading),
@@ -104,7 +104,7 @@ def test_partition_states_tell_gpu_from_host_memory(store):
 
 
 def test_failed_load_cache_answers_the_most_frequent_recent_failure():
-    from vecgrid.cluster.meta.failed_load_cache import FailedLoadCache
+    from vecgrid.cluster.querycoord.meta.failed_load_cache import FailedLoadCache
     now = [0.0]
     cache = FailedLoadCache(expire_s=100, clock=lambda: now[0])
     assert cache.get(1) is None

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from vecgrid.deploy import Coordinator, EmbeddedCluster
-from vecgrid.rpc.proto import query_coord_pb2 as Q
+from vecgrid.proto import query_coord_pb2 as Q
 from tests.conftest import poll_until
 from tests.querycoord_support import Coord, assert_search_matches, search_via_leaders
 from tests.querynode_support import import_collection

@@ -13,7 +13,7 @@ import pytest
 import pytest_asyncio
 
 from vecgrid.deploy import EmbeddedCluster
-from vecgrid.rpc.proto import milvus_pb2, query_coord_pb2 as Q, rg_pb2
+from vecgrid.proto import milvus_pb2, query_coord_pb2 as Q, rg_pb2
 from vecgrid.storage.bulk_import import ImportOptions, bulk_import
 from tests.conftest import poll_until
 from tests.querycoord_support import Coord, assert_search_matches

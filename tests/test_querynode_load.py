@@ -12,10 +12,10 @@ import psutil
 import pyarrow as pa
 import pytest
 
-from vecgrid.cluster.load_info import index_info_list, segment_load_info
-from vecgrid.cluster.querynode.loader import CHECKSUM_PROPERTY_PREFIX
+from vecgrid.cluster.querycoord.load_info import index_info_list, segment_load_info
+from vecgrid.common.keys import CHECKSUM_PROPERTY_PREFIX
 from vecgrid.gpu import build
-from vecgrid.rpc.proto import common_pb2, data_coord_pb2, internal_pb2, query_coord_pb2 as Q
+from vecgrid.proto import common_pb2, data_coord_pb2, internal_pb2, query_coord_pb2 as Q
 from vecgrid.storage import segment_files
 from vecgrid.storage.bulk_import import TIMESTAMP_FIELD
 from vecgrid.storage.catalog import arrow_schema

@@ -8,7 +8,7 @@ import pytest
 
 from vecgrid.gpu import exprs as E
 from vecgrid.gpu.results import field_data_to_column
-from vecgrid.rpc.proto import internal_pb2, query_coord_pb2 as Q, schema_pb2
+from vecgrid.proto import internal_pb2, query_coord_pb2 as Q, schema_pb2
 from tests.querynode_support import NodeHarness, import_collection, query_request
 
 pytest.importorskip("faiss")

@@ -9,7 +9,7 @@ import pytest
 from vecgrid.cluster.querynode import search as search_mod
 from vecgrid.gpu import exprs as E
 from vecgrid.gpu.results import encode_placeholder_group, from_search_result_data
-from vecgrid.rpc.proto import internal_pb2, query_coord_pb2 as Q, schema_pb2
+from vecgrid.proto import internal_pb2, query_coord_pb2 as Q, schema_pb2
 from tests.querynode_support import (DIM, NodeHarness, assert_same_knn, dense, import_collection, reference_search,
                                      search_request)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from vecgrid import errors
-from vecgrid.cluster.meta.resource_manager import DEFAULT_RG, ResourceManager
-from vecgrid.rpc.proto import common_pb2, rg_pb2
+from vecgrid.cluster.querycoord.meta.resource_manager import DEFAULT_RG, ResourceManager
+from vecgrid.proto import common_pb2, rg_pb2
 
 
 def cfg(requests: int, limits: int, transfer_from=(), transfer_to=(), labels=None) -> rg_pb2.ResourceGroupConfig:

@@ -8,9 +8,10 @@ import sys
 import pytest
 
 from vecgrid import errors
-from vecgrid.rpc.proto import query_coord_pb2, query_coord_pb2_grpc
+from vecgrid.proto import query_coord_pb2, query_coord_pb2_grpc
 from vecgrid.rpc.service import milvus_servicer, pending_methods
-from vecgrid.rpc.status import raise_for_status, success, to_status
+from vecgrid.errors import raise_for_status
+from vecgrid.rpc.status import success, to_status
 
 SERVICE = query_coord_pb2.DESCRIPTOR.services_by_name["QueryCoord"]
 

@@ -12,19 +12,19 @@ import pyarrow as pa
 import pytest
 
 from vecgrid import errors
-from vecgrid.rpc.proto import common_pb2 as cp
-from vecgrid.rpc.proto import data_coord_pb2 as dc
-from vecgrid.rpc.proto import index_coord_pb2 as ic
-from vecgrid.rpc.proto import msg_pb2
-from vecgrid.rpc.proto import schema_pb2 as sp
+from vecgrid.proto import common_pb2 as cp
+from vecgrid.proto import data_coord_pb2 as dc
+from vecgrid.proto import index_coord_pb2 as ic
+from vecgrid.proto import msg_pb2
+from vecgrid.proto import schema_pb2 as sp
 from vecgrid.storage.catalog import (
-    Catalog,
-    SegmentFile,
-    SegmentIndex,
-    arrow_schema,
-    parse_vchannel,
-    validate_rows,
-)
+                                     Catalog,
+                                     SegmentFile,
+                                     SegmentIndex,
+                                     arrow_schema,
+                                     parse_vchannel,
+                                     validate_rows,
+                                     )
 from vecgrid.storage.catalog import keys
 from vecgrid.storage.catalog import meta as catalog_meta
 from vecgrid.storage.catalog.schema_rules import MAX_PARTITIONS

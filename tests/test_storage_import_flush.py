@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from vecgrid import errors
-from vecgrid.rpc.proto import common_pb2, data_coord_pb2, schema_pb2
+from vecgrid.proto import common_pb2, data_coord_pb2, schema_pb2
 from vecgrid.storage import segment_files
 from vecgrid.storage.bulk_import import TIMESTAMP_FIELD, ImportOptions, bulk_import
 from vecgrid.storage.dml import DeleteBatch, InsertBatch, TimeTick

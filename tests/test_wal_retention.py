@@ -7,10 +7,10 @@ import os
 import numpy as np
 import pyarrow as pa
 
-from vecgrid.cluster.meta.collection_manager import CollectionManager
-from vecgrid.cluster.meta.target_manager import TargetManager
-from vecgrid.cluster.wal_retention import WalRetention
-from vecgrid.rpc.proto import query_coord_pb2 as Q, schema_pb2, common_pb2
+from vecgrid.cluster.querycoord.meta.collection_manager import CollectionManager
+from vecgrid.cluster.querycoord.meta.target_manager import TargetManager
+from vecgrid.cluster.querycoord.wal_retention import WalRetention
+from vecgrid.proto import query_coord_pb2 as Q, schema_pb2, common_pb2
 from vecgrid.storage.dml import InsertBatch, TimeTick
 from vecgrid.storage.flush import advance_idle_checkpoint, flush_channel
 from vecgrid.storage.layout import DataDir

@@ -6,5 +6,5 @@ through :func:`vecgrid.gpu.require_faiss`, which says which extra to install.
 
 __version__ = "0.1.0"
 
-# The Milvus wire definitions our protos reproduce (see vecgrid/rpc/proto).
+# The Milvus wire definitions our protos reproduce (see vecgrid/proto).
 MILVUS_PROTO_PIN = "milvus 2.4 (4516e1db70, v2.4.23) / milvus-proto v2.4.22"

@@ -7,7 +7,7 @@
                                        bulk-import files into sealed segments
 
 Client commands, against a running coordinator (``--coord HOST:PORT``, default
-127.0.0.1:19531), through :class:`~vecgrid.cluster.proxy.Proxy`:
+127.0.0.1:19531), through :class:`~vecgrid.cluster.proxy.proxy.Proxy`:
 
     vecgrid load NAME [--replicas N] [--resource-group RG]   load, with a progress bar until 100 %
     vecgrid release NAME                                     release
@@ -265,8 +265,8 @@ def _search_inputs(args: argparse.Namespace) -> tuple[Any, Any, list[str]]:
 async def _load(proxy: Any, args: argparse.Namespace) -> None:
     from tqdm import tqdm
 
-    from vecgrid.cluster.catalog_access import unary_call
-    from vecgrid.rpc.proto import query_coord_pb2 as Q
+    from vecgrid.cluster.proxy.catalog_access import unary_call
+    from vecgrid.proto import query_coord_pb2 as Q
 
     meta = await proxy.describe(args.name)
     await unary_call(proxy.coord.LoadCollection, Q.LoadCollectionRequest(
@@ -290,8 +290,8 @@ async def _load(proxy: Any, args: argparse.Namespace) -> None:
 
 
 async def _release(proxy: Any, args: argparse.Namespace) -> None:
-    from vecgrid.cluster.catalog_access import unary_call
-    from vecgrid.rpc.proto import query_coord_pb2 as Q
+    from vecgrid.cluster.proxy.catalog_access import unary_call
+    from vecgrid.proto import query_coord_pb2 as Q
 
     meta = await proxy.describe(args.name)
     await unary_call(proxy.coord.ReleaseCollection, Q.ReleaseCollectionRequest(collectionID=meta.id),
@@ -309,8 +309,8 @@ async def _search(proxy: Any, args: argparse.Namespace, inputs: tuple[Any, Any, 
 
 
 async def _status_report(proxy: Any, args: argparse.Namespace) -> dict[str, Any]:
-    from vecgrid.cluster.catalog_access import unary_call
-    from vecgrid.rpc.proto import query_coord_pb2 as Q
+    from vecgrid.cluster.proxy.catalog_access import unary_call
+    from vecgrid.proto import query_coord_pb2 as Q
 
     at = f"at {args.coord}"
     nodes = await unary_call(proxy.coord.ListQueryNode, Q.ListQueryNodeRequest(), timeout=30,
@@ -358,7 +358,7 @@ def _status_text(report: dict[str, Any]) -> str:
 
 
 async def _client(args: argparse.Namespace, inputs: Any = None) -> None:
-    from vecgrid.cluster.proxy import Proxy
+    from vecgrid.cluster.proxy.proxy import Proxy
 
     async with Proxy(args.coord, db_name=args.db) as proxy:
         if args.command == "load":

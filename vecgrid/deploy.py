@@ -13,23 +13,29 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
+import os
+import signal
 import socket
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import tornado.httpserver
 import tornado.netutil
-from distributed import Client, LocalCluster
+from distributed import Client, LocalCluster, Worker
+from distributed.diagnostics.plugin import WorkerPlugin
 
 from vecgrid.cluster.lifecycle import StateCode
-from vecgrid.cluster.querycoord import QueryCoord
-from vecgrid.cluster.querynode.plugin import QueryNodePlugin
+from vecgrid.cluster.querycoord.coordinator import QueryCoord
+from vecgrid.cluster.querynode.node import QueryNode
+from vecgrid.cluster.querynode.session import PLUGIN_NAME, TOPIC
 from vecgrid.config import Settings
 from vecgrid.http.app import make_app
 from vecgrid.rpc.catalog_servicer import catalog_service
 from vecgrid.rpc.channel_stream_servicer import channel_stream_service
 from vecgrid.rpc.querycoord_servicer import serve_querycoord
+from vecgrid.rpc.querynode_servicer import serve_querynode
 from vecgrid.rpc.server import GrpcServer, PortInUse
 from vecgrid.storage.layout import DataDir
 from vecgrid.storage.wal import Wal
@@ -184,3 +190,53 @@ def describe(addresses: Addresses, mode: str) -> str:
     ]
     lines += [f"  QueryNode {node_id:<5} : {address}" for node_id, address in addresses.query_nodes]
     return "\n".join(lines)
+
+
+class QueryNodePlugin(WorkerPlugin):
+    """Dask worker plugin that turns a Dask worker into a vecgrid QueryNode.
+
+    The coordinator registers it with ``Client.register_plugin``; Dask runs ``setup`` on every
+    current worker and on every worker that joins later (including a worker the nanny restarts).
+    ``setup`` starts the node's gRPC server on the worker's event loop and announces the node on
+    the ``vecgrid.querynode`` event topic (:mod:`vecgrid.cluster.querynode.session`).
+
+    The plugin has a fixed ``name`` and ``idempotent = True``: a coordinator that restarts and
+    registers it again leaves running nodes — and the data they hold — untouched.
+    """
+
+    name = PLUGIN_NAME
+    idempotent = True
+
+    def __init__(self, settings: Settings, deploy_mode: str = "CLUSTER") -> None:
+        self.settings = settings
+        self.deploy_mode = deploy_mode
+        self.node: QueryNode | None = None
+        self.server = None
+
+    async def setup(self, worker: Worker) -> None:
+        _leave_sigint_to_the_nanny(worker)
+        settings = self.settings.with_env(os.environ)
+        node = QueryNode(settings, name=str(worker.name), deploy_mode=self.deploy_mode)
+        self.server = await serve_querynode(node, host=worker.ip, port=settings.querynode.port)
+        self.node = node
+        worker.log_event(TOPIC, {"action": "up", "worker": worker.address, **node.describe()})
+        log.info("QueryNode %s serving gRPC on %s", node.name, node.address)
+
+    async def teardown(self, worker: Worker) -> None:
+        if self.node is None:
+            return
+        self.node.stop()
+        try:
+            worker.log_event(TOPIC, {"action": "stopping", "worker": worker.address, **self.node.describe()})
+        except Exception:  # noqa: BLE001 - the scheduler may already be gone
+            pass
+        await self.server.stop(self.node.settings.querynode.grace_s)
+        await self.node.close()
+        self.node = None
+
+
+def _leave_sigint_to_the_nanny(worker: Worker) -> None:
+    """A terminal's Ctrl-C reaches the whole process group; a worker with a nanny is stopped by
+    the nanny (after the coordinator's orderly shutdown), so it must not die of KeyboardInterrupt."""
+    if getattr(worker, "nanny", None) and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)

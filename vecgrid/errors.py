@@ -172,3 +172,11 @@ def from_remote(code: int, reason: str) -> MilvusError:
 
 
 SUCCESS_LEGACY_CODE = _LEGACY_SUCCESS
+
+
+def raise_for_status(status) -> None:
+    """Raise the MilvusError a failed ``common.Status`` stands for (client side; duck-typed so that
+    this module needs no protobuf)."""
+    if status.code == 0 and status.error_code == 0:
+        return
+    raise from_remote(status.code or 65535, status.reason)

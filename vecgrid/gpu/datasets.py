@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from vecgrid.rpc.proto import schema_pb2
+from vecgrid.proto import schema_pb2
 
 __all__ = ["SyntheticDataset", "scalar_columns", "SCALAR_FIELDS"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable, Mapping
 
-from vecgrid.rpc.proto import plan_pb2, schema_pb2
+from vecgrid.proto import plan_pb2, schema_pb2
 
 __all__ = ["column", "value", "term", "compare", "between", "and_", "or_", "not_", "match",
            "compare_columns", "arith", "always_true", "search_plan"]

@@ -31,7 +31,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from vecgrid import errors
-from vecgrid.rpc.proto import plan_pb2, schema_pb2
+from vecgrid.proto import plan_pb2, schema_pb2
 
 __all__ = ["evaluate", "is_trivial", "ColumnLookup"]
 

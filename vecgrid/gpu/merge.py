@@ -34,6 +34,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from vecgrid import errors
+from vecgrid.gpu.columns import FieldColumn, concat_columns
 
 __all__ = ["TopK", "merge_topk", "larger_is_better", "round_scores", "MAX_TOPK"]
 
@@ -67,7 +68,7 @@ class TopK:
     k: int
     rows: np.ndarray | None = None
     sources: np.ndarray | None = None
-    fields: list[Any] | None = field(default=None)  # list[results.FieldColumn], rows aligned with ids
+    fields: list[FieldColumn] | None = field(default=None)  # rows aligned with ids
 
     @property
     def nq(self) -> int:
@@ -214,8 +215,6 @@ def merge_topk(parts: Sequence[TopK], k: int, metric: str = "L2", round_decimal:
     have_fields = all(p.fields is not None for p in parts) and len(parts) > 0
     fields = None
     if have_fields:
-        from vecgrid.gpu.results import concat_columns
-
         fields = concat_columns([p.fields for p in parts])
 
     larger = larger_is_better(metric)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vecgrid import errors
-from vecgrid.rpc.proto import plan_pb2
+from vecgrid.proto import plan_pb2
 
 __all__ = ["SearchPlan", "QueryPlan", "parse_search_plan", "parse_query_plan", "parse_search_params"]
 

@@ -15,18 +15,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 import numpy as np
 
 from vecgrid import errors
+from vecgrid.gpu.columns import FieldColumn
 from vecgrid.gpu.merge import TopK, merge_topk
-from vecgrid.rpc.proto import common_pb2, schema_pb2
+from vecgrid.proto import common_pb2, schema_pb2
 
 __all__ = [
-    "FieldColumn", "column_to_field_data", "field_data_to_column", "concat_columns",
-    "to_search_result_data", "from_search_result_data", "merge_search_results",
+    "column_to_field_data", "field_data_to_column",
+    "to_search_result_data", "from_search_result_data", "primary_keys", "merge_search_results",
     "decode_placeholder_group", "encode_placeholder_group", "datatype_of",
 ]
 
@@ -60,44 +60,6 @@ def datatype_of(values: np.ndarray) -> int:
         np.dtype(np.int32): schema_pb2.Int32, np.dtype(np.float32): schema_pb2.Float,
         np.dtype(np.float64): schema_pb2.Double,
     }.get(values.dtype, schema_pb2.Int64)
-
-
-@dataclass
-class FieldColumn:
-    """Values of one field for a list of rows."""
-
-    name: str
-    field_id: int
-    data_type: int
-    values: np.ndarray
-    dim: int = 0
-    is_dynamic: bool = False
-
-    def take(self, idx: np.ndarray) -> "FieldColumn":
-        return FieldColumn(self.name, self.field_id, self.data_type, self.values[idx], self.dim,
-                           self.is_dynamic)
-
-    def __len__(self) -> int:
-        return len(self.values)
-
-
-def concat_columns(groups: Sequence[Sequence[FieldColumn]]) -> list[FieldColumn]:
-    """Concatenate per-part columns (matched by name) into one list."""
-    groups = [g for g in groups]
-    if not groups:
-        return []
-    first = groups[0]
-    out = []
-    for j, col in enumerate(first):
-        parts = []
-        for g in groups:
-            match = next((c for c in g if c.name == col.name), None)
-            if match is None:
-                raise errors.ParameterInvalid(f"output field {col.name} missing from a partial result")
-            parts.append(match.values)
-        vals = np.concatenate(parts) if parts else col.values
-        out.append(FieldColumn(col.name, col.field_id, col.data_type, vals, col.dim, col.is_dynamic))
-    return out
 
 
 def column_to_field_data(col: FieldColumn) -> schema_pb2.FieldData:
@@ -184,16 +146,19 @@ def to_search_result_data(topk: TopK, *, output_fields: Iterable[str] | None = N
     return out
 
 
+def primary_keys(ids: schema_pb2.IDs) -> np.ndarray:
+    """The keys of a ``schema.IDs`` as an int64 or str array."""
+    if ids.WhichOneof("id_field") == "str_id":
+        return np.asarray(list(ids.str_id.data), dtype=str)
+    return np.asarray(ids.int_id.data, dtype=np.int64)
+
+
 def from_search_result_data(srd: schema_pb2.SearchResultData | bytes) -> TopK:
     if isinstance(srd, (bytes, bytearray, memoryview)):
         msg = schema_pb2.SearchResultData()
         msg.ParseFromString(bytes(srd))
         srd = msg
-    which = srd.ids.WhichOneof("id_field")
-    if which == "str_id":
-        ids = np.asarray(list(srd.ids.str_id.data), dtype=str)
-    else:
-        ids = np.asarray(srd.ids.int_id.data, dtype=np.int64)
+    ids = primary_keys(srd.ids)
     topks = np.asarray(srd.topks, dtype=np.int64)
     if len(topks) < srd.num_queries:
         topks = np.concatenate([topks, np.zeros(srd.num_queries - len(topks), dtype=np.int64)])

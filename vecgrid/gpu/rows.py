@@ -25,8 +25,9 @@ import numpy as np
 
 from vecgrid import errors
 from vecgrid.gpu import filter as vfilter
-from vecgrid.gpu.results import FieldColumn, datatype_of
-from vecgrid.rpc.proto import plan_pb2, schema_pb2
+from vecgrid.gpu.columns import FieldColumn
+from vecgrid.gpu.results import datatype_of
+from vecgrid.proto import plan_pb2, schema_pb2
 
 __all__ = ["RowStore", "FieldMeta", "fields_from_schema"]
 

@@ -72,9 +72,10 @@ from vecgrid.gpu.device import (Device, DeviceManager, cupy_module, default_mana
 from vecgrid.gpu.growing import GrowingSegment, brute_force_knn
 from vecgrid.gpu.merge import MAX_TOPK, TopK, merge_topk
 from vecgrid.gpu.plan import parse_search_plan
-from vecgrid.gpu.results import FieldColumn, decode_placeholder_group, to_search_result_data
+from vecgrid.gpu.columns import FieldColumn
+from vecgrid.gpu.results import decode_placeholder_group, to_search_result_data
 from vecgrid.gpu.rows import RowStore, fields_from_schema
-from vecgrid.rpc.proto import plan_pb2, schema_pb2
+from vecgrid.proto import plan_pb2, schema_pb2
 
 __all__ = [
     "LoadedSegment", "load_segment", "search_segments", "search_request", "default_search_params",

@@ -11,7 +11,7 @@ import platform
 import tornado.web
 
 import vecgrid
-from vecgrid.cluster.querycoord import QueryCoord
+from vecgrid.cluster.querycoord.coordinator import QueryCoord
 from vecgrid.http.base import BaseHandler, NotFoundHandler
 
 

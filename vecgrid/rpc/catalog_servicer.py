@@ -2,7 +2,7 @@
 
 Proxies in other processes (``vecgrid search``) resolve collection names here and take
 their strong-read timestamps from the coordinator's oracle.  The reads are
-:mod:`vecgrid.cluster.catalog_access`'s; they touch SQLite, so they run in a thread.  Failures (collection not found: 100, database not found: 800, ...) come back
+:mod:`vecgrid.cluster.proxy.catalog_access`'s; they touch SQLite, so they run in a thread.  Failures (collection not found: 100, database not found: 800, ...) come back
 as a Milvus ``common.Status`` in the reply, as on the other services.
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import asyncio
 
-from vecgrid.cluster.catalog_access import describe, describe_all
-from vecgrid.rpc.proto import catalog_service_pb2 as pb, catalog_service_pb2_grpc
+from vecgrid.cluster.proxy.catalog_access import describe, describe_all
+from vecgrid.proto import catalog_service_pb2 as pb, catalog_service_pb2_grpc
 from vecgrid.rpc.service import milvus_servicer
 from vecgrid.rpc.status import success
 from vecgrid.storage.catalog import Catalog

@@ -11,7 +11,7 @@ import asyncio
 
 import grpc
 
-from vecgrid.rpc.proto import msg_pb2, wal_stream_pb2, wal_stream_pb2_grpc
+from vecgrid.proto import msg_pb2, wal_stream_pb2, wal_stream_pb2_grpc
 from vecgrid.storage.wal import Position, Wal, WalError
 
 SERVICE = wal_stream_pb2.DESCRIPTOR.services_by_name["ChannelStream"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from vecgrid.cluster.lifecycle import Lifecycle
-from vecgrid.rpc.proto import common_pb2, internal_pb2, milvus_pb2
+from vecgrid.proto import common_pb2, internal_pb2, milvus_pb2
 from vecgrid.rpc.status import success, to_status
 
 

@@ -20,15 +20,15 @@ from typing import Callable
 import grpc
 from google.protobuf import message_factory
 
+from vecgrid.common.keys import SERVER_ID_KEY
 from vecgrid import errors
 from vecgrid.cluster.querynode.node import ROLE, QueryNode
 from vecgrid.rpc import common
-from vecgrid.rpc.proto import query_coord_pb2, query_coord_pb2_grpc
+from vecgrid.proto import query_coord_pb2, query_coord_pb2_grpc
 from vecgrid.rpc.server import GrpcServer
 from vecgrid.rpc.service import milvus_servicer
 
 SERVICE = query_coord_pb2.DESCRIPTOR.services_by_name["QueryNode"]
-SERVER_ID_KEY = "serverid"  # Milvus's "ServerID", as gRPC metadata carries it
 
 
 def _node_checked(fn: Callable) -> Callable:

@@ -15,13 +15,12 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from vecgrid.common.limits import GRPC_MESSAGE_OPTIONS
+
 log = logging.getLogger(__name__)
 
-# Milvus messages can be large (search results, load requests); gRPC's 4 MiB default is too small.
-MAX_MESSAGE_BYTES = 512 * 1024 * 1024
 _OPTIONS = [
-    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+    *GRPC_MESSAGE_OPTIONS,
     # Without this, a second server could silently share a port that is already in use.
     ("grpc.so_reuseport", 0),
 ]

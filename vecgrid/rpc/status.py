@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 
 from vecgrid import errors
-from vecgrid.rpc.proto import common_pb2
+from vecgrid.proto import common_pb2
 
 log = logging.getLogger(__name__)
 
@@ -32,9 +32,3 @@ def to_status(err: BaseException) -> common_pb2.Status:
         retriable=err.retriable,
     )
 
-
-def raise_for_status(status: common_pb2.Status) -> None:
-    """Raise the MilvusError a failed Status stands for (client side)."""
-    if status.code == 0 and status.error_code == 0:
-        return
-    raise errors.from_remote(status.code or 65535, status.reason)

@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 
 from vecgrid import errors
-from vecgrid.rpc.proto import schema_pb2
+from vecgrid.proto import schema_pb2
 from vecgrid.storage import segment_files
 from vecgrid.storage.catalog import Catalog, CollectionInfo, arrow_schema, validate_rows
 from vecgrid.storage.catalog.schema_rules import DEFAULT_DB_NAME, DEFAULT_PARTITION_NAME, normalize_schema

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from vecgrid.rpc.proto import data_coord_pb2, msg_pb2
+from vecgrid.proto import data_coord_pb2, msg_pb2
 from vecgrid.storage import segment_files
 from vecgrid.storage.bulk_import import TIMESTAMP_FIELD
 from vecgrid.storage.catalog import ALL_PARTITIONS_ID, Catalog, CollectionInfo, arrow_schema

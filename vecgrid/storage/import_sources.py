@@ -26,7 +26,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from vecgrid import errors
-from vecgrid.rpc.proto import common_pb2, schema_pb2
+from vecgrid.proto import common_pb2, schema_pb2
 
 BATCH_ROWS = 65_536
 VARCHAR_MAX_LENGTH = 65_535

@@ -19,7 +19,7 @@ from typing import Literal
 
 import grpc
 
-from vecgrid.rpc.proto import msg_pb2, wal_stream_pb2, wal_stream_pb2_grpc
+from vecgrid.proto import msg_pb2, wal_stream_pb2, wal_stream_pb2_grpc
 from vecgrid.storage.wal import ChannelReader, Position, WalClosedError, WalError, WalRecord
 
 _END = object()

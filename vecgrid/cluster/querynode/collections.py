@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 from vecgrid import errors
-from vecgrid.rpc.proto import index_coord_pb2, query_coord_pb2, schema_pb2
+from vecgrid.proto import index_coord_pb2, query_coord_pb2, schema_pb2
 
 VECTOR_TYPES = frozenset({schema_pb2.FloatVector, schema_pb2.BinaryVector, schema_pb2.Float16Vector,
                           schema_pb2.BFloat16Vector, schema_pb2.SparseFloatVector})

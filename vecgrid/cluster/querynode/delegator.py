@@ -59,17 +59,17 @@ import grpc
 import numpy as np
 
 from vecgrid import errors
+from vecgrid.common.keys import node_addresses
 from vecgrid.cluster.querynode import retrieve as retrieve_mod
 from vecgrid.cluster.querynode import search as search_mod
 from vecgrid.cluster.querynode.collections import Collection
 from vecgrid.cluster.querynode.pk_stats import PkStats
 from vecgrid.cluster.querynode.pipeline import ChannelPipeline
+from vecgrid.cluster.querynode.reduce import INLINE_MERGE_HITS, merge_retrieve, merge_search
 from vecgrid.cluster.querynode.segments import ALL_PARTITIONS
 from vecgrid.gpu.plan import parse_query_plan
-from vecgrid.gpu.results import (column_to_field_data, concat_columns, field_data_to_column,
-                                 merge_search_results)
-from vecgrid.rpc.proto import (common_pb2, data_coord_pb2, internal_pb2, msg_pb2, query_coord_pb2,
-                               schema_pb2)
+from vecgrid.proto import (common_pb2, data_coord_pb2, internal_pb2, msg_pb2, query_coord_pb2,
+                           schema_pb2)
 from vecgrid.storage.layout import DataDir
 from vecgrid.storage.remote_reader import RemoteChannelReader
 from vecgrid.storage.wal import Position, Wal
@@ -80,13 +80,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 Q = query_coord_pb2
 MAX_TS = int(np.iinfo(np.uint64).max)
-# Merges of at most this many hits run on the event loop: a thread hop costs more than the merge.
-INLINE_MERGE_HITS = 4096
 DEFAULT_TSAFE_WAIT_S = 10.0      # wait for tsafe when the request has no timeout_timestamp
 SUB_CALL_TIMEOUT_S = 120.0
 DELETE_FORWARD_TIMEOUT_S = 60.0
-NODE_ADDRESS_KEY = "vecgrid.node_address."
-COORD_ADDRESS_KEY = "vecgrid.coord_address"
 
 
 def physical_ms(ts: int) -> int:
@@ -99,12 +95,8 @@ def hybrid_now() -> int:
 
 def learn_peers(node: "QueryNode", base: common_pb2.MsgBase) -> None:
     """Register ``vecgrid.node_address.<id>`` properties of a request's ``base`` as peers."""
-    for key, value in base.properties.items():
-        if key.startswith(NODE_ADDRESS_KEY) and value:
-            try:
-                node.register_peer(int(key[len(NODE_ADDRESS_KEY):]), value)
-            except ValueError:
-                continue
+    for node_id, address in node_addresses(base.properties).items():
+        node.register_peer(node_id, address)
 
 
 # --- growing segments seen as sealed ones by the worker-side search / retrieve code -------------
@@ -161,90 +153,6 @@ class L0Deletes:
     partition_id: int
     pks: np.ndarray
     timestamps: np.ndarray
-
-
-# --- merging ---------------------------------------------------------------------------------------
-
-def merge_search(parts: Sequence[internal_pb2.SearchResults], req: internal_pb2.SearchRequest,
-                 channels: Sequence[str], pk_name: str = "") -> internal_pb2.SearchResults:
-    """Reduce SearchResults of the same request (workers of a channel, or channels of a node)."""
-    parts = list(parts)
-    out = internal_pb2.SearchResults(status=common_pb2.Status(), reqID=req.reqID, channelIDs_searched=list(channels),
-                                     is_topk_reduce=req.is_topk_reduce, is_recall_evaluation=req.is_recall_evaluation)
-    for p in parts:
-        out.sealed_segmentIDs_searched.extend(p.sealed_segmentIDs_searched)
-        out.all_search_count += p.all_search_count
-        out.costAggregation.serviceTime = max(out.costAggregation.serviceTime, p.costAggregation.serviceTime)
-        out.costAggregation.totalNQ = max(out.costAggregation.totalNQ, p.costAggregation.totalNQ)
-    if req.is_advanced:
-        out.is_advanced = True
-        out.num_queries, out.top_k = req.nq, req.topk
-        n_sub = max((len(p.sub_results) for p in parts), default=0)
-        for i in range(n_sub):
-            subs = [p.sub_results[i] for p in parts if len(p.sub_results) > i]
-            metric = next((s.metric_type for s in subs if s.metric_type), "")
-            k = max(s.top_k for s in subs)
-            srd = merge_search_results([s.sliced_blob for s in subs], k, metric or "L2", primary_field_name=pk_name)
-            out.sub_results.add(metric_type=metric, num_queries=subs[0].num_queries, top_k=k,
-                                sliced_blob=srd.SerializeToString(), req_index=i)
-        return out
-    metric = next((p.metric_type for p in parts if p.metric_type), "") or req.metricType
-    k = max([p.top_k for p in parts] + [0]) or req.topk
-    srd = merge_search_results([p.sliced_blob for p in parts], k, metric or "L2", primary_field_name=pk_name)
-    out.metric_type, out.num_queries, out.top_k = metric, srd.num_queries, k
-    out.sliced_blob, out.sliced_num_count = srd.SerializeToString(), 1
-    return out
-
-
-def _pks(ids: schema_pb2.IDs) -> np.ndarray:
-    if ids.WhichOneof("id_field") == "str_id":
-        return np.asarray(list(ids.str_id.data), dtype=str)
-    return np.asarray(ids.int_id.data, dtype=np.int64)
-
-
-def merge_retrieve(parts: Sequence[internal_pb2.RetrieveResults], req: internal_pb2.RetrieveRequest,
-                   channels: Sequence[str], limit: int = -1) -> internal_pb2.RetrieveResults:
-    """Reduce RetrieveResults: counts add up; rows are ordered by primary key, a key kept once
-    (from the last part that has it: parts are passed oldest data first, growing last), then cut
-    at ``limit``."""
-    out = internal_pb2.RetrieveResults(status=common_pb2.Status(), reqID=req.reqID,
-                                       channelIDs_retrieved=list(channels))
-    for p in parts:
-        out.sealed_segmentIDs_retrieved.extend(p.sealed_segmentIDs_retrieved)
-    if req.is_count or any(len(p.fields_data) == 1 and p.fields_data[0].field_name == retrieve_mod.COUNT_FIELD
-                           and not p.ids.WhichOneof("id_field") for p in parts):
-        total = sum(int(p.fields_data[0].scalars.long_data.data[0]) for p in parts if len(p.fields_data))
-        fd = schema_pb2.FieldData(type=schema_pb2.Int64, field_name=retrieve_mod.COUNT_FIELD)
-        fd.scalars.long_data.data.append(total)
-        out.fields_data.append(fd)
-        out.all_retrieve_count = total
-        return out
-    keyed = [(i, _pks(p.ids)) for i, p in enumerate(parts) if p.ids.WhichOneof("id_field")]
-    if not keyed:
-        return parts[0] if len(parts) == 1 else out
-    kinds = {k.dtype.kind for _, k in keyed}
-    all_ids = np.concatenate([k.astype(str) if "U" in kinds else k for _, k in keyed])
-    prio = np.concatenate([np.full(len(k), i, np.int64) for i, k in keyed])
-    order = np.lexsort((-prio, all_ids))
-    sorted_ids = all_ids[order]
-    first = np.ones(len(order), bool)
-    first[1:] = sorted_ids[1:] != sorted_ids[:-1]
-    order = order[first]
-    if limit is not None and limit >= 0:
-        order = order[:limit]
-    ids = schema_pb2.IDs()
-    chosen = all_ids[order]
-    if chosen.dtype.kind in "UO":
-        ids.str_id.data.extend([str(v) for v in chosen.tolist()])
-    else:
-        ids.int_id.data.extend(chosen.tolist())
-    out.ids.CopyFrom(ids)
-    with_fields = [parts[i] for i, _ in keyed]
-    if with_fields and len(with_fields[0].fields_data):
-        cols = concat_columns([[field_data_to_column(fd) for fd in p.fields_data] for p in with_fields])
-        out.fields_data.extend(column_to_field_data(c.take(order)) for c in cols)
-    out.all_retrieve_count = len(order)
-    return out
 
 
 # --- the delegator ---------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ IndexNode builds and DataCoord records a ``SegmentIndex``; here the node that al
 the index writes it to the segment's storage root (``segment_files.index_path``, atomically,
 with size and checksum) and returns the :class:`~vecgrid.storage.segment_files.FileInfo`\\ s.
 It never touches the catalog: the coordinator records the files
-(:mod:`vecgrid.cluster.meta.index_builds`), after checking the index is still the live one.
+(:mod:`vecgrid.cluster.querycoord.meta.index_builds`), after checking the index is still the live one.
 
 The request and reply are plain Python values (Dask pickles them): this is a Dask task
 handler, not a gRPC method.

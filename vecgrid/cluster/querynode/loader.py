@@ -37,9 +37,8 @@ import pyarrow.parquet as pq
 from vecgrid import errors
 from vecgrid.cluster.querynode.collections import Collection, field_dim
 from vecgrid.cluster.querynode.segments import DeleteLog, SealedSegment
-from vecgrid.rpc.proto import data_coord_pb2, query_coord_pb2, schema_pb2
+from vecgrid.proto import data_coord_pb2, query_coord_pb2, schema_pb2
 
-CHECKSUM_PROPERTY_PREFIX = "vecgrid.checksum."
 TIMESTAMP_COLUMN = "Timestamp"  # vecgrid.storage.bulk_import.TIMESTAMP_FIELD: Milvus's system field 1
 DATA_GROUP_FIELD_ID = 0         # FieldBinlog.fieldID of the one column group of data.parquet
 # index types whose index keeps no exact copy of the vectors: the raw vectors are kept as a column
@@ -49,15 +48,6 @@ LOSSY_INDEX_TYPES = frozenset({"IVF_SQ8", "IVF_PQ", "GPU_IVF_PQ"})
 _keys = itertools.count(1)
 
 
-def checksums_from_properties(properties: Mapping[str, str]) -> dict[str, str]:
-    """``{relative path: "<algo>:<hex>"}`` from a request's ``base.properties``."""
-    n = len(CHECKSUM_PROPERTY_PREFIX)
-    return {k[n:]: v for k, v in properties.items() if k.startswith(CHECKSUM_PROPERTY_PREFIX)}
-
-
-def checksum_properties(checksums: Mapping[str, str]) -> dict[str, str]:
-    """The inverse of :func:`checksums_from_properties`."""
-    return {f"{CHECKSUM_PROPERTY_PREFIX}{path}": value for path, value in checksums.items()}
 
 
 def _failed(segment_id: int, reason: str) -> errors.MilvusError:

@@ -47,13 +47,16 @@ from vecgrid.cluster.lifecycle import StateCode
 from vecgrid.cluster.querynode import retrieve as retrieve_mod
 from vecgrid.cluster.querynode import search as search_mod
 from vecgrid.cluster.querynode.collections import Collection, CollectionManager
-from vecgrid.cluster.querynode.delegator import MAX_TS, ShardDelegator, learn_peers, merge_retrieve, merge_search
+from vecgrid.cluster.querynode.delegator import MAX_TS, ShardDelegator, learn_peers
 from vecgrid.cluster.querynode.index_saver import SaveIndexRequest, save_segment_indexes
-from vecgrid.cluster.querynode.loader import SegmentLoader, checksums_from_properties
+from vecgrid.cluster.querynode.loader import SegmentLoader
 from vecgrid.cluster.querynode.peers import PeerClients
+from vecgrid.cluster.querynode.reduce import merge_retrieve, merge_search
 from vecgrid.cluster.querynode.segments import ALL_PARTITIONS, DeleteLog, SealedSegment, SegmentManager
+from vecgrid.common.keys import COORD_ADDRESS_KEY, checksums_from_properties
 from vecgrid.config import Settings
-from vecgrid.rpc.proto import (common_pb2, data_coord_pb2, internal_pb2, query_coord_pb2, schema_pb2)
+from vecgrid.gpu.results import primary_keys
+from vecgrid.proto import (common_pb2, data_coord_pb2, internal_pb2, query_coord_pb2, schema_pb2)
 from vecgrid.storage.segment_files import FileInfo
 
 ROLE = "querynode"
@@ -64,14 +67,6 @@ MAX_TT_DELAY_S = 300.0     # quotaAndLimits.limitWriting.ttProtection.maxTimeTic
 
 def _ok() -> common_pb2.Status:
     return common_pb2.Status()  # code 0, error_code Success
-
-
-def primary_keys(ids: schema_pb2.IDs) -> np.ndarray:
-    """The keys of a ``schema.IDs`` as an int64 or str array."""
-    which = ids.WhichOneof("id_field")
-    if which == "str_id":
-        return np.asarray(list(ids.str_id.data), dtype=str)
-    return np.asarray(ids.int_id.data, dtype=np.int64)
 
 
 def _delete_args(ids: schema_pb2.IDs, timestamps: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
@@ -258,7 +253,7 @@ class QueryNode(Component):
 
             metric = parse_index_params(list(index.index_params))[1] or "L2"
         only = parts if req.load_meta.load_type == Q.LoadPartition else None
-        coord = req.base.properties.get("vecgrid.coord_address") or \
+        coord = req.base.properties.get(COORD_ADDRESS_KEY) or \
             f"{self.settings.common.host}:{self.settings.querycoord.port}"
         started = []
         try:

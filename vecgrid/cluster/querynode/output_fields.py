@@ -16,8 +16,8 @@ import numpy as np
 from vecgrid import errors
 from vecgrid.cluster.querynode.collections import Collection, field_dim
 from vecgrid.cluster.querynode.segments import SealedSegment
-from vecgrid.gpu.results import FieldColumn
-from vecgrid.rpc.proto import schema_pb2
+from vecgrid.gpu.columns import FieldColumn
+from vecgrid.proto import schema_pb2
 
 _EMPTY_DTYPE = {
     schema_pb2.Bool: np.bool_, schema_pb2.Int8: np.int8, schema_pb2.Int16: np.int16,

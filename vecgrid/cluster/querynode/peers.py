@@ -13,11 +13,8 @@ import asyncio
 import grpc
 
 from vecgrid import errors
-
-_OPTIONS = [
-    ("grpc.max_send_message_length", 512 * 1024 * 1024),
-    ("grpc.max_receive_message_length", 512 * 1024 * 1024),
-]
+from vecgrid.common.keys import server_id_metadata
+from vecgrid.common.limits import GRPC_MESSAGE_OPTIONS
 
 
 class PeerClients:
@@ -39,7 +36,7 @@ class PeerClients:
 
     def stub(self, node_id: int):
         """A ``QueryNodeStub`` for ``node_id`` (channel opened on first use, reopened on a new address)."""
-        from vecgrid.rpc.proto import query_coord_pb2_grpc
+        from vecgrid.proto import query_coord_pb2_grpc
 
         address = self._addresses.get(int(node_id))
         if address is None:
@@ -48,14 +45,14 @@ class PeerClients:
         if entry is None or entry[0] != address:
             if entry is not None:  # the peer moved: close the old channel in the background
                 asyncio.ensure_future(entry[1].close())
-            channel = grpc.aio.insecure_channel(address, options=_OPTIONS)
+            channel = grpc.aio.insecure_channel(address, options=GRPC_MESSAGE_OPTIONS)
             entry = (address, channel, query_coord_pb2_grpc.QueryNodeStub(channel))
             self._channels[node_id] = entry
         return entry[2]
 
     @staticmethod
     def metadata(node_id: int) -> tuple[tuple[str, str], ...]:
-        return (("serverid", str(node_id)),)
+        return server_id_metadata(node_id)
 
     async def close(self) -> None:
         for _, channel, _ in self._channels.values():

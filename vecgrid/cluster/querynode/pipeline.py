@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 
 from vecgrid.gpu.growing import GrowingSegment
-from vecgrid.rpc.proto import schema_pb2
+from vecgrid.proto import schema_pb2
 from vecgrid.storage.dml import DeleteBatch, InsertBatch, TimeTick, decode_dml
 from vecgrid.storage.wal import ChannelReader, WalError
 

@@ -33,7 +33,7 @@ from vecgrid.gpu.merge import MAX_TOPK, TopK
 from vecgrid.gpu.plan import SearchPlan, parse_search_plan
 from vecgrid.gpu.results import decode_placeholder_group, to_search_result_data
 from vecgrid.gpu.search import search_segments as engine_search
-from vecgrid.rpc.proto import common_pb2, internal_pb2, schema_pb2
+from vecgrid.proto import common_pb2, internal_pb2, schema_pb2
 
 
 # Work (query floats x rows searched: a flat scan's multiply-adds) up to which a search runs on the

@@ -20,14 +20,11 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from vecgrid.common.keys import PLACEMENT_PARAM
 from vecgrid import errors
-from vecgrid.rpc.proto import common_pb2, data_coord_pb2, query_coord_pb2
+from vecgrid.proto import common_pb2, data_coord_pb2, query_coord_pb2
 
 ALL_PARTITIONS = -1  # an L0 segment of partition -1 deletes in every partition of its channel
-
-
-#: ``FieldIndexInfo.index_params`` key carrying ``GPU`` or ``CPU`` in GetDataDistribution.
-PLACEMENT_PARAM = "vecgrid.placement"
 
 
 @dataclass

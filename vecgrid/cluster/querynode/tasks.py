@@ -31,7 +31,7 @@ HANDLERS = frozenset({
 def _local_node() -> Any:
     from distributed import get_worker
 
-    from vecgrid.cluster.querynode.plugin import local_node
+    from vecgrid.cluster.querynode.session import local_node
 
     node = local_node(get_worker())
     if node is None:

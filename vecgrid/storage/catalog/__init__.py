@@ -14,18 +14,18 @@
 
 Records are protobuf messages: Milvus's own where they exist (``schema.CollectionSchema``,
 ``data.SegmentInfo``, ``msg.MsgPosition``, ``index.IndexInfo``) and ``vecgrid.catalog.*``
-(``vecgrid/rpc/proto/catalog.proto``) for what Milvus keeps in its internal etcd protos.
+(``vecgrid/proto/catalog.proto``) for what Milvus keeps in its internal etcd protos.
 """
 
-from vecgrid.rpc.proto.catalog_pb2 import (
-    DatabaseInfo,
-    FieldIndex,
-    FileKind,
-    PartitionInfo,
-    SegmentFile,
-    SegmentFileChecksums,
-    SegmentIndex,
-)
+from vecgrid.proto.catalog_pb2 import (
+                                       DatabaseInfo,
+                                       FieldIndex,
+                                       FileKind,
+                                       PartitionInfo,
+                                       SegmentFile,
+                                       SegmentFileChecksums,
+                                       SegmentIndex,
+                                       )
 
 from .arrow_rows import arrow_field, arrow_schema, arrow_type, validate_rows
 from .index_rules import INDEX_TYPES, METRIC_TYPES, IndexSpec, validate_index

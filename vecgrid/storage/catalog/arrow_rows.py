@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from vecgrid import errors
-from vecgrid.rpc.proto import schema_pb2
+from vecgrid.proto import schema_pb2
 
 from .info import CollectionInfo
 from .schema_rules import (

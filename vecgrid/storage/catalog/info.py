@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from vecgrid import errors
-from vecgrid.rpc.proto import catalog_pb2, schema_pb2
+from vecgrid.proto import catalog_pb2, schema_pb2
 
 from .schema_rules import DEFAULT_PARTITION_NAME, VECTOR_TYPES, field_dim, kv_dict
 

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from google.protobuf.message import DecodeError, Message
 
 from vecgrid import errors
-from vecgrid.rpc.proto import catalog_pb2, common_pb2, data_coord_pb2, index_coord_pb2, msg_pb2, schema_pb2
+from vecgrid.proto import catalog_pb2, common_pb2, data_coord_pb2, index_coord_pb2, msg_pb2, schema_pb2
 
 from ..kv import MetaStore, MetaTxn
 from ..tso import IDAllocator, TimestampOracle

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from typing import Final
 
 from vecgrid import errors
-from vecgrid.rpc.proto import common_pb2, schema_pb2
+from vecgrid.proto import common_pb2, schema_pb2
 
 MAX_NAME_LENGTH: Final = 255
 MAX_DIM: Final = 32768

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from vecgrid import errors
-from vecgrid.rpc.proto import catalog_pb2, data_coord_pb2
+from vecgrid.proto import catalog_pb2, data_coord_pb2
 
 if TYPE_CHECKING:  # imported lazily at run time: the catalog does not need it to load
     from vecgrid.storage.segment_files import FileInfo, SegmentFiles

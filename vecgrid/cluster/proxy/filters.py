@@ -1,0 +1,211 @@
+"""Query objects in the REST seed's syntax compiled to Milvus ``plan.Expr`` filters.
+
+The REST API (``GET /entities?age[$gt]=20``) and ``vecgrid search --filter`` take the
+same query object as Feathers' database adapters::
+
+    {"age": {"$gt": 20, "$lte": 60},            # several operators on a field: all hold
+     "$or": [{"name": "a"}, {"tag": {"$in": ["x", "y"]}}],
+     "id": {"$nin": [1, 2]}, "score": {"$ne": 3}}  # keys side by side: all hold
+
+:func:`compile_filter` turns it into the ``plan.Expr`` a QueryNode evaluates
+(:mod:`vecgrid.gpu.filter`), checked against the collection's schema first, so a bad
+query fails at the proxy with one :class:`~vecgrid.errors.ParameterInvalid` naming
+the problem instead of deep inside a worker:
+
+* operators: plain value (equality), ``$in``, ``$nin``, ``$lt``, ``$lte``, ``$gt``,
+  ``$gte``, ``$ne``; logical ``$or`` and ``$and`` (arrays of query objects).  Anything
+  else is refused with Feathers' wording (``Invalid query parameter $like``,
+  ``Invalid filter value $foo``);
+* ``$limit``, ``$skip``, ``$sort`` and ``$select`` shape a result, they do not select
+  rows: :func:`split_query` takes them off before compiling;
+* fields must exist and be scalar: Bool, Int8/16/32/64, Float, Double, VarChar (and the
+  primary key).  Vector, JSON and Array fields — and keys of a dynamic field, which
+  would need JSON paths — are refused, as the engine cannot evaluate them;
+* values must fit the field: a string against an Int64 field, a number against a
+  VarChar field or anything but ``true``/``false`` against a Bool field is a type
+  mismatch; integers compare with Float/Double fields and numbers with integer fields
+  (both are numeric, as in Milvus's expressions); ``null`` has no meaning (Milvus 2.4
+  fields are not nullable) and is refused.
+
+Query strings carry every value as a string (see the seed: conversion is the query
+schema's job).  ``coerce_strings=True`` is that schema: ``"32"`` becomes ``32`` for a
+numeric field and ``"true"``/``"false"`` booleans for a Bool field, and values that do
+not parse are refused.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping
+
+from vecgrid import errors
+from vecgrid.gpu import exprs as E
+from vecgrid.proto import plan_pb2, schema_pb2
+
+__all__ = ["compile_filter", "split_query", "RESULT_KEYS", "OPERATORS"]
+
+RESULT_KEYS = ("$limit", "$skip", "$sort", "$select")
+LOGICAL = ("$or", "$and")
+_COMPARE = {"$lt": "<", "$lte": "<=", "$gt": ">", "$gte": ">=", "$ne": "!="}
+_SET = ("$in", "$nin")
+OPERATORS = (*_COMPARE, *_SET)
+
+_INTS = {schema_pb2.Int8, schema_pb2.Int16, schema_pb2.Int32, schema_pb2.Int64}
+_FLOATS = {schema_pb2.Float, schema_pb2.Double}
+_STRINGS = {schema_pb2.VarChar, schema_pb2.String}
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def split_query(query: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(conditions, result_options)``: the row conditions, and ``$limit``/``$skip``/``$sort``/``$select``."""
+    _check_object(query, "the query")
+    conditions = {k: v for k, v in query.items() if k not in RESULT_KEYS}
+    options = {k: v for k, v in query.items() if k in RESULT_KEYS}
+    return conditions, options
+
+
+def compile_filter(query: Mapping[str, Any] | None, schema: schema_pb2.CollectionSchema, *,
+                   coerce_strings: bool = False) -> plan_pb2.Expr | None:
+    """The ``plan.Expr`` of ``query`` over ``schema``; ``None`` when it selects every row (empty query)."""
+    if query is None:
+        return None
+    return _Compiler(schema, coerce_strings).query(query, "the query")
+
+
+def _check_object(value: Any, where: str) -> None:
+    if not isinstance(value, Mapping):
+        raise errors.ParameterInvalid(f"{where} must be an object of field conditions, got {_show(value)}")
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _all(exprs: list[plan_pb2.Expr]) -> plan_pb2.Expr | None:
+    out = None
+    for e in exprs:
+        out = e if out is None else E.and_(out, e)
+    return out
+
+
+class _Compiler:
+    def __init__(self, schema: schema_pb2.CollectionSchema, coerce: bool) -> None:
+        self.schema = schema
+        self.coerce = coerce
+        self.fields = {f.name: f for f in schema.fields}
+
+    # --- structure ------------------------------------------------------------------------------
+
+    def query(self, query: Any, where: str) -> plan_pb2.Expr | None:
+        _check_object(query, where)
+        parts: list[plan_pb2.Expr] = []
+        for key, cond in query.items():
+            if not isinstance(key, str):
+                raise errors.ParameterInvalid(f"field names are strings, got {_show(key)} in {where}")
+            if key in LOGICAL:
+                e = self.logical(key, cond)
+            elif key in RESULT_KEYS:
+                raise errors.ParameterInvalid(
+                    f"{key} shapes the result and is not a row condition; take it off first (split_query)")
+            elif key.startswith("$"):
+                raise errors.ParameterInvalid(f"Invalid filter value {key}")
+            else:
+                e = self.field_condition(key, cond)
+            if e is not None:
+                parts.append(e)
+        return _all(parts)
+
+    def logical(self, key: str, branches: Any) -> plan_pb2.Expr | None:
+        if not isinstance(branches, list) or not branches:
+            raise errors.ParameterInvalid(f"{key} needs a non-empty array of query objects, got {_show(branches)}")
+        compiled = [self.query(b, f"{key}[{i}]") for i, b in enumerate(branches)]
+        if key == "$and":
+            return _all([e for e in compiled if e is not None])
+        if any(e is None for e in compiled):  # an empty branch matches every row
+            return None
+        out = compiled[0]
+        for e in compiled[1:]:
+            out = E.or_(out, e)
+        return out
+
+    def field_condition(self, name: str, cond: Any) -> plan_pb2.Expr:
+        f = self.field(name)
+        col = E.column(f.fieldID, f.data_type, is_primary_key=f.is_primary_key)
+        col.is_autoID, col.is_partition_key = f.autoID, f.is_partition_key  # as Milvus's parser fills them
+        if isinstance(cond, list):
+            raise errors.ParameterInvalid(f"field {name!r} is compared with an array; use $in for several values")
+        if not isinstance(cond, Mapping):
+            return E.compare(col, "==", self.value(f, cond))
+        if not cond:
+            raise errors.ParameterInvalid(f"the condition on field {name!r} is an empty object")
+        parts = []
+        for op, operand in cond.items():
+            if op in _SET:
+                if not isinstance(operand, list):
+                    raise errors.ParameterInvalid(f"{op} on field {name!r} expects an array, got {_show(operand)}")
+                e = E.term(col, [self.value(f, v) for v in operand])
+                parts.append(E.not_(e) if op == "$nin" else e)
+            elif op in _COMPARE:
+                if f.data_type == schema_pb2.Bool and op != "$ne":
+                    raise errors.ParameterInvalid(f"{op} does not apply to Bool field {name!r}; use a value or $ne")
+                parts.append(E.compare(col, _COMPARE[op], self.value(f, operand)))
+            elif isinstance(op, str) and op.startswith("$"):
+                raise errors.ParameterInvalid(f"Invalid query parameter {op}")
+            else:
+                raise errors.ParameterInvalid(
+                    f"field {name!r} is compared with an object; nested keys ({op!r}) would need a JSON field, "
+                    "which cannot be filtered")
+        return _all(parts)
+
+    # --- schema ---------------------------------------------------------------------------------
+
+    def field(self, name: str) -> schema_pb2.FieldSchema:
+        f = self.fields.get(name)
+        if f is None or f.is_dynamic:
+            hint = " (keys of the dynamic field cannot be filtered)" if self.schema.enable_dynamic_field else ""
+            raise errors.ParameterInvalid(
+                f"collection {self.schema.name!r} has no field {name!r}{hint}", field=name)
+        t = f.data_type
+        if t in _INTS or t in _FLOATS or t in _STRINGS or t == schema_pb2.Bool:
+            return f
+        kind = schema_pb2.DataType.Name(t)
+        what = f"a vector field ({kind})" if t >= schema_pb2.BinaryVector else f"of type {kind}"
+        raise errors.ParameterInvalid(f"field {name!r} is {what} and cannot be filtered", field=name)
+
+    def value(self, f: schema_pb2.FieldSchema, v: Any) -> Any:
+        """``v`` as the Python value :func:`vecgrid.gpu.exprs.value` encodes for field ``f``."""
+        t = f.data_type
+        if self.coerce and isinstance(v, str) and t not in _STRINGS:
+            v = self._parse(f, v)
+        if v is None:
+            raise errors.ParameterInvalid(f"null is not a value of field {f.name!r} (fields are not nullable)",
+                                          field=f.name)
+        if t == schema_pb2.Bool:
+            if isinstance(v, bool):
+                return v
+        elif t in _STRINGS:
+            if isinstance(v, str):
+                return v
+        elif isinstance(v, (int, float)) and not isinstance(v, bool):
+            if isinstance(v, float) and math.isnan(v):
+                raise errors.ParameterInvalid(f"NaN compares with nothing (field {f.name!r})", field=f.name)
+            if isinstance(v, int) and not _INT64_MIN <= v <= _INT64_MAX:
+                raise errors.ParameterInvalid(f"{v} is out of the Int64 range (field {f.name!r})", field=f.name)
+            return float(v) if t in _FLOATS else v
+        raise errors.ParameterInvalid(
+            f"type mismatch: field {f.name!r} is {schema_pb2.DataType.Name(t)}, "
+            f"got {type(v).__name__} {_show(v)}", field=f.name)
+
+    def _parse(self, f: schema_pb2.FieldSchema, text: str) -> Any:
+        t = f.data_type
+        if t == schema_pb2.Bool:
+            if text in ("true", "false"):
+                return text == "true"
+        else:
+            try:
+                return int(text) if t in _INTS and text.strip().lstrip("+-").isdigit() else float(text)
+            except ValueError:
+                pass
+        raise errors.ParameterInvalid(
+            f"type mismatch: field {f.name!r} is {schema_pb2.DataType.Name(t)}, got {_show(text)}", field=f.name)

@@ -1,0 +1,228 @@
+"""``ScoreBasedBalancer`` (the default): give every node a score and a fair share of the total.
+
+Milvus ``score_based_balancer.go`` (2.4 line, memory-capacity aware).
+
+Segment score of a node for collection *c*: rows of *c* on the node (sealed + growing + the
+row delta of in-flight segment tasks of *c*) + ``globalRowCountFactor`` × all rows on the
+node (same three parts, every collection).  A segment adds ``rows × (1 + globalRowCountFactor)``
+to a node.  Channel score: ``collectionChannelCountFactor`` per channel of *c* (in-flight
+channel tasks of *c* included) + 1 per other channel (and other in-flight channel tasks).
+
+Fair share ("assigned score"): the total score split evenly over the candidates, or — when
+every candidate reports its memory capacity (GPU memory on GPU nodes) — in proportion to
+capacity.  A node hosting delegators of *c* carries ``delegatorMemoryOverloadFactor`` × its fair
+share per delegator on top of its segment score, reserving room for the growing data and
+the search fan-in the delegator handles.  A node's priority is its score minus its fair share;
+each item goes to the candidate with the lowest priority that does not hold it yet.
+
+One difference from Milvus: the total that fair shares are cut from includes the items being
+placed when they come from outside the candidate set (new segments, or those leaving a stopping
+node).  Milvus uses only what the candidates already hold, so on empty nodes every fair share is
+0 and a first load is split evenly whatever the capacities; counting the incoming rows splits
+it in proportion to capacity instead.  With even shares it changes nothing.
+
+Automatic balance moves items only off nodes above their fair share, smallest first, until
+the node would drop to its share or a batch is full, and keeps a move only if it pays off:
+the source/target priority gap must be at least ``scoreUnbalanceTolerationFactor`` × the
+target's priority, and if the move inverts the two nodes, the new gap ×
+``reverseUnBalanceTolerationFactor`` must stay below the old one.  Batch caps are checked
+"more than" as in Milvus: candidates are collected per node until the list holds a batch, and
+plans stop once there are more than a batch, so with several overloaded nodes one move above
+the setting can slip through.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from vecgrid.cluster.querycoord.balance.base import (CHANNEL_BATCH_SIZE, SEGMENT_BATCH_SIZE, BaseBalancer, ChannelItem,
+                                                     ChannelPlan, ReplicaNodes, SegmentItem, SegmentPlan, held_channels,
+                                                     held_segments, node_rows)
+
+NAME = "ScoreBasedBalancer"
+
+# Milvus ``queryCoord.globalRowCountFactor``: weight of rows of other collections in a node's score.
+GLOBAL_ROW_COUNT_FACTOR = 0.1
+# Milvus ``queryCoord.delegatorMemoryOverloadFactor``: fair share reserved per delegator on a node.
+DELEGATOR_MEMORY_OVERLOAD_FACTOR = 0.1
+# Milvus ``queryCoord.collectionChannelCountFactor``: weight of a channel of this collection.
+COLLECTION_CHANNEL_COUNT_FACTOR = 10.0
+# Milvus ``queryCoord.scoreUnbalanceTolerationFactor``: smallest priority gap worth a move.
+SCORE_UNBALANCE_TOLERATION_FACTOR = 0.05
+# Milvus ``queryCoord.reverseUnBalanceTolerationFactor``: how far a move may overshoot.
+REVERSE_UNBALANCE_TOLERATION_FACTOR = 1.3
+
+
+@dataclass
+class NodeScore:
+    """A node's current score and fair share (Milvus ``nodeItem``)."""
+
+    node_id: int
+    current: float
+    assigned: float = 0.0
+
+    @property
+    def priority(self) -> float:
+        """How far the node is above its fair share; the lowest gets the next item."""
+        return self.current - self.assigned
+
+
+def segment_score(seg: SegmentItem) -> float:
+    return seg.num_rows * (1 + GLOBAL_ROW_COUNT_FACTOR)
+
+
+def channel_score(ch: ChannelItem, collection_id: int) -> float:
+    return max(1.0, COLLECTION_CHANNEL_COUNT_FACTOR) if ch.collection_id == collection_id else 1.0
+
+
+def has_enough_benefit(source: NodeScore, target: NodeScore, delta: float) -> bool:
+    """Whether moving ``delta`` of score from ``source`` to ``target`` is worth it (Milvus
+    ``hasEnoughBenefit``)."""
+    old_gap = abs(source.priority - target.priority)
+    if old_gap < target.priority * SCORE_UNBALANCE_TOLERATION_FACTOR:
+        return False
+    new_source, new_target = source.priority - delta, target.priority + delta
+    if new_target > new_source and abs(new_source - new_target) * REVERSE_UNBALANCE_TOLERATION_FACTOR >= old_gap:
+        return False
+    return True
+
+
+class ScoreBasedBalancer(BaseBalancer):
+    name = NAME
+
+    # --- scores -------------------------------------------------------------------------
+
+    def _fair_shares(self, scores: dict[int, NodeScore], incoming: float) -> None:
+        total = sum(s.current for s in scores.values()) + incoming
+        if total <= 0:
+            return
+        caps = {n: self.view.node_capacity_mb(n) for n in scores}
+        if all(c > 0 for c in caps.values()):
+            whole = sum(caps.values())
+            for n, s in scores.items():
+                s.assigned = total * caps[n] / whole
+        else:
+            for s in scores.values():
+                s.assigned = total / len(scores)
+
+    def segment_scores(self, collection_id: int, nodes: list[int], incoming: float = 0.0) -> dict[int, NodeScore]:
+        view = self.view
+        scores = {}
+        for n in nodes:
+            own = node_rows(view, n, collection_id) + view.pending_rows(n, collection_id)
+            everything = node_rows(view, n) + view.pending_rows(n)
+            scores[n] = NodeScore(n, own + GLOBAL_ROW_COUNT_FACTOR * everything)
+        self._fair_shares(scores, incoming)
+        for n, s in scores.items():
+            s.current += s.assigned * DELEGATOR_MEMORY_OVERLOAD_FACTOR * view.delegators(n, collection_id)
+        return scores
+
+    def channel_scores(self, collection_id: int, nodes: list[int], incoming: float = 0.0) -> dict[int, NodeScore]:
+        view = self.view
+        scores = {}
+        for n in nodes:
+            own_pending = view.pending_channels(n, collection_id)
+            current = sum(channel_score(c, collection_id) for c in view.channels(n))
+            current += max(1.0, COLLECTION_CHANNEL_COUNT_FACTOR) * own_pending
+            current += view.pending_channels(n) - own_pending
+            scores[n] = NodeScore(n, current)
+        self._fair_shares(scores, incoming)
+        return scores
+
+    # --- assignment ---------------------------------------------------------------------
+
+    def _place_segments(self, collection_id: int, items: list[tuple[SegmentItem, int]], nodes: list[int],
+                        replica_id: int, *, rebalance: bool) -> list[SegmentPlan]:
+        incoming = sum(segment_score(s) for s, src in items if src not in nodes)
+        scores = self.segment_scores(collection_id, nodes, incoming)
+        held = {n: held_segments(self.view, n, collection_id) for n in nodes}
+
+        def order(it: tuple[SegmentItem, int]):
+            src = scores.get(it[1])
+            return (-it[0].num_rows, -src.priority if src is not None else 0.0, it[0].segment_id, it[1])
+
+        plans: list[SegmentPlan] = []
+        for seg, source in sorted(items, key=order):
+            free = [scores[n] for n in nodes if seg.segment_id not in held[n]]
+            if not free:
+                continue
+            target = min(free, key=lambda s: (s.priority, s.node_id))
+            delta = segment_score(seg)
+            src = scores.get(source)
+            if rebalance and src is not None and not has_enough_benefit(src, target, delta):
+                continue
+            plans.append(SegmentPlan(seg, replica_id, source, target.node_id))
+            held[target.node_id].add(seg.segment_id)
+            target.current += delta
+            if src is not None:
+                src.current -= delta
+            if rebalance and len(plans) > SEGMENT_BATCH_SIZE:
+                break
+        return plans
+
+    def _place_channels(self, collection_id: int, items: list[tuple[ChannelItem, int]], nodes: list[int],
+                        replica_id: int, *, rebalance: bool) -> list[ChannelPlan]:
+        incoming = sum(channel_score(c, collection_id) for c, src in items if src not in nodes)
+        scores = self.channel_scores(collection_id, nodes, incoming)
+        held = {n: held_channels(self.view, n, collection_id) for n in nodes}
+        plans: list[ChannelPlan] = []
+        for ch, source in sorted(items, key=lambda it: (it[0].channel, it[1])):
+            free = [scores[n] for n in nodes if ch.channel not in held[n]]
+            if not free:
+                continue
+            target = min(free, key=lambda s: (s.priority, s.node_id))
+            delta = channel_score(ch, collection_id)
+            src = scores.get(source)
+            if rebalance and src is not None and not has_enough_benefit(src, target, delta):
+                continue
+            plans.append(ChannelPlan(ch, replica_id, source, target.node_id))
+            held[target.node_id].add(ch.channel)
+            target.current += delta
+            if src is not None:
+                src.current -= delta
+            if rebalance and len(plans) > CHANNEL_BATCH_SIZE:
+                break
+        return plans
+
+    # --- balance ------------------------------------------------------------------------
+
+    def _segment_moves(self, replica: ReplicaNodes, nodes: list[int], *,
+                       channel: str | None = None) -> list[SegmentPlan]:
+        cid = replica.collection_id
+        scores = self.segment_scores(cid, nodes)
+        movable = self._movable_segments(replica, nodes, channel=channel)
+        picked: list[tuple[SegmentItem, int]] = []
+        for score in sorted(scores.values(), key=lambda s: (-s.priority, s.node_id)):
+            current = score.current
+            if current <= score.assigned:
+                continue
+            for seg in sorted(movable[score.node_id], key=lambda s: (s.num_rows, s.segment_id)):
+                picked.append((seg, score.node_id))
+                if len(picked) >= SEGMENT_BATCH_SIZE:
+                    break
+                current -= segment_score(seg)
+                if current <= score.assigned:
+                    break
+        if not picked:
+            return []
+        return self._place_segments(cid, picked, nodes, replica.replica_id, rebalance=True)
+
+    def _channel_moves(self, replica: ReplicaNodes, nodes: list[int]) -> list[ChannelPlan]:
+        cid = replica.collection_id
+        scores = self.channel_scores(cid, nodes)
+        movable = self._movable_channels(replica, nodes)
+        picked: list[tuple[ChannelItem, int]] = []
+        for score in sorted(scores.values(), key=lambda s: (-s.priority, s.node_id)):
+            current = score.current
+            if current <= score.assigned:
+                continue
+            for ch in movable[score.node_id]:
+                picked.append((ch, score.node_id))
+                if len(picked) >= CHANNEL_BATCH_SIZE:
+                    break
+                current -= channel_score(ch, cid)
+                if current <= score.assigned:
+                    break
+        if not picked:
+            return []
+        return self._place_channels(cid, picked, nodes, replica.replica_id, rebalance=True)

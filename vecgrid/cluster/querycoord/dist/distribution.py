@@ -1,0 +1,64 @@
+"""What every query node reports it holds, as Milvus's ``meta.DistributionManager``.
+
+Learnt only by polling (:mod:`.dist_handler`): per node, the sealed segments
+(``SegmentVersionInfo``), the watched channels (``ChannelVersionInfo``) and the leader
+views of its delegators, plus the node's memory capacity and when it last answered.
+Checkers, the balancer and the target observer read from here; nothing else writes.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from vecgrid.proto import query_coord_pb2 as Q
+
+
+@dataclass
+class NodeDistribution:
+    node_id: int
+    segments: list[Q.SegmentVersionInfo] = field(default_factory=list)
+    channels: list[Q.ChannelVersionInfo] = field(default_factory=list)
+    leader_views: list[Q.LeaderView] = field(default_factory=list)
+    mem_capacity_mb: float = 0.0
+    last_modify_ts: int = 0
+    heartbeat: float = 0.0  # monotonic time of the last answer
+
+
+class DistributionManager:
+    def __init__(self) -> None:
+        self._nodes: dict[int, NodeDistribution] = {}
+
+    def update(self, node_id: int, reply: Q.GetDataDistributionResponse) -> None:
+        """Record a node's answer; an empty body (nothing changed since last time) only beats the heart."""
+        dist = self._nodes.setdefault(node_id, NodeDistribution(node_id))
+        dist.heartbeat = time.monotonic()
+        if reply.memCapacityInMB:
+            dist.mem_capacity_mb = reply.memCapacityInMB
+        if reply.lastModifyTs and reply.lastModifyTs != dist.last_modify_ts:
+            dist.segments = list(reply.segments)
+            dist.channels = list(reply.channels)
+            dist.leader_views = list(reply.leader_views)
+            dist.last_modify_ts = reply.lastModifyTs
+
+    def remove(self, node_id: int) -> None:
+        self._nodes.pop(node_id, None)
+
+    def node(self, node_id: int) -> NodeDistribution | None:
+        return self._nodes.get(node_id)
+
+    def segments(self, collection_id: int | None = None) -> list[tuple[int, Q.SegmentVersionInfo]]:
+        return [(n, s) for n, d in sorted(self._nodes.items()) for s in d.segments
+                if collection_id is None or s.collection == collection_id]
+
+    def channels(self, collection_id: int | None = None) -> list[tuple[int, Q.ChannelVersionInfo]]:
+        return [(n, c) for n, d in sorted(self._nodes.items()) for c in d.channels
+                if collection_id is None or c.collection == collection_id]
+
+    def leader_views(self, collection_id: int | None = None) -> list[tuple[int, Q.LeaderView]]:
+        return [(n, v) for n, d in sorted(self._nodes.items()) for v in d.leader_views
+                if collection_id is None or v.collection == collection_id]
+
+    def holds(self, node_id: int, segment_id: int) -> bool:
+        dist = self._nodes.get(node_id)
+        return dist is not None and any(s.ID == segment_id for s in dist.segments)

@@ -1,0 +1,54 @@
+"""Shard leaders from the distribution, as Milvus's ``utils.GetShardLeaders`` and friends.
+
+The shard leader of (replica, channel) is the replica node watching the channel with
+the highest channel version.  A leader view is *serviceable* for a target when its
+node and every node it routes to are online, every sealed segment of the channel in
+the target is in the view, L0 segments sit on the leader itself, and it has been
+synced to a target version (> 0).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from vecgrid.cluster.querycoord.dist.distribution import DistributionManager
+from vecgrid.cluster.querycoord.meta.target_manager import SegmentRef
+from vecgrid.proto import data_coord_pb2, query_coord_pb2 as Q
+
+
+def replica_nodes(replica: Q.Replica) -> set[int]:
+    return {*replica.nodes, *replica.ro_nodes}
+
+
+def leader_of(dist: DistributionManager, replica: Q.Replica, channel: str) -> tuple[int, Q.LeaderView] | None:
+    """``(node id, leader view)`` of the replica's shard leader for ``channel``, or None."""
+    members = replica_nodes(replica)
+    best: tuple[int, int, Q.LeaderView] | None = None
+    for node_id, ch in dist.channels(replica.collectionID):
+        if ch.channel != channel or node_id not in members:
+            continue
+        view = next((v for n, v in dist.leader_views(replica.collectionID) if n == node_id and v.channel == channel),
+                    None)
+        if view is not None and (best is None or ch.version > best[1]):
+            best = (node_id, ch.version, view)
+    return None if best is None else (best[0], best[2])
+
+
+def view_problem(view: Q.LeaderView, leader: int, segments: dict[int, SegmentRef],
+                 online: Callable[[int], bool], *, check_version: bool = True) -> str | None:
+    """Why the view cannot serve ``segments`` (the channel's target segments), or None."""
+    if not online(leader):
+        return f"leader node {leader} is offline"
+    if check_version and view.TargetVersion <= 0:
+        return "leader view not synced to a target yet"
+    for sid, ref in segments.items():
+        if ref.channel != view.channel:
+            continue
+        entry = view.segment_dist.get(sid)
+        if entry is None:
+            return f"segment {sid} missing from the leader view"
+        if not online(entry.nodeID):
+            return f"node {entry.nodeID} holding segment {sid} is offline"
+        if ref.level == data_coord_pb2.L0 and entry.nodeID != leader:
+            return f"L0 segment {sid} is not on the leader"
+    return None

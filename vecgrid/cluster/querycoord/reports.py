@@ -1,0 +1,189 @@
+"""What the coordinator reports about loads, as Milvus's ``services.go`` / ``handlers.go`` do:
+ShowCollections, ShowPartitions, GetPartitionStates, GetSegmentInfo, GetShardLeaders,
+GetReplicas.  Plain functions over the checker context; the servicer encodes the results.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Callable
+
+from vecgrid.common.keys import PLACEMENT_PARAM
+from vecgrid import errors
+from vecgrid.cluster.querycoord.context import CheckerContext
+from vecgrid.cluster.querycoord.dist.leaders import leader_of, replica_nodes, view_problem
+from vecgrid.cluster.querycoord.meta.failed_load_cache import FailedLoadCache
+from vecgrid.cluster.querycoord.meta.target_manager import Scope, segment_refs
+from vecgrid.proto import common_pb2, milvus_pb2, query_coord_pb2 as Q
+
+
+@dataclass
+class CollectionReport:
+    collection_id: int
+    percentage: int
+    available: bool
+    refresh_progress: int
+    load_fields: list[int]
+
+
+def _loaded(ctx: CheckerContext, cid: int) -> Q.CollectionLoadInfo:
+    info = ctx.collections.get(cid)
+    if info is None:
+        raise errors.CollectionNotLoaded(collection=cid)
+    return info
+
+
+def show_collections(ctx: CheckerContext, cids: list[int], refresh_versions: dict[int, int],
+                     failed_loads: FailedLoadCache) -> list[CollectionReport]:
+    out = []
+    for cid in cids or ctx.collections.ids():
+        info = ctx.collections.get(cid)
+        if info is None:
+            if not cids:
+                continue  # released meanwhile
+            failure = failed_loads.get(cid)
+            raise copy.copy(failure) if failure is not None else errors.CollectionNotLoaded(collection=cid)
+        current = ctx.targets.current(cid)
+        wanted = refresh_versions.get(cid)
+        refreshed = wanted is None or (current is not None and current.version >= wanted)
+        replicas = ctx.replicas.of_collection(cid)
+        available = any(all(ctx.online(n) for n in r.ro_nodes) for r in replicas)
+        out.append(CollectionReport(cid, ctx.collections.percentage(cid), available, 100 if refreshed else 0,
+                                    list(info.load_fields)))
+    return out
+
+
+def _loaded_partitions(ctx: CheckerContext, cid: int, pids: list[int],
+                       failed_loads: FailedLoadCache | None = None) -> list[int]:
+    """The requested (default: all loaded) partitions; any not loaded fails the call with 201, with the
+    text of the collection's recorded load failure appended when ShowPartitions asks."""
+    failure = failed_loads.get(cid) if failed_loads is not None else None
+    why = f": {failure}" if failure is not None else ""
+    if ctx.collections.get(cid) is None:
+        raise errors.PartitionNotLoaded(f"collection {cid} is not loaded{why}", collection=cid)
+    for pid in pids:
+        if ctx.collections.partition(cid, pid) is None:
+            raise errors.PartitionNotLoaded(why[2:], partition=pid)
+    return pids or ctx.collections.partition_ids(cid)
+
+
+def show_partitions(ctx: CheckerContext, cid: int, pids: list[int],
+                    failed_loads: FailedLoadCache) -> list[tuple[int, int]]:
+    return [(pid, ctx.collections.partition_percentage(cid, pid))
+            for pid in _loaded_partitions(ctx, cid, pids, failed_loads)]
+
+
+def _gpu_share(ctx: CheckerContext, cid: int, pid: int) -> tuple[int, int]:
+    """(segment copies of the partition served from GPU, all its loaded copies) over replica nodes."""
+    on_gpu = total = 0
+    members = {n for r in ctx.replicas.of_collection(cid) for n in replica_nodes(r)}
+    for node_id, seg in ctx.dist.segments(cid):
+        if node_id not in members or seg.partition != pid or not seg.index_info:
+            continue
+        total += 1
+        placements = [kv.value for info in seg.index_info.values() for kv in info.index_params
+                      if kv.key == PLACEMENT_PARAM]
+        on_gpu += bool(placements) and all(p == "GPU" for p in placements)
+    return on_gpu, total
+
+
+def partition_states(ctx: CheckerContext, cid: int, pids: list[int]) -> list[Q.PartitionStates]:
+    """InGPU / PartialInGPU when segments are served from GPU memory, else InMemory / PartialInMemory."""
+    out = []
+    for pid in _loaded_partitions(ctx, cid, pids):
+        pct = ctx.collections.partition_percentage(cid, pid)
+        on_gpu, total = _gpu_share(ctx, cid, pid)
+        if on_gpu and on_gpu == total and pct >= 100:
+            state = Q.InGPU
+        elif on_gpu:
+            state = Q.PartialInGPU
+        else:
+            state = Q.InMemory if pct >= 100 else Q.PartialInMemory
+        out.append(Q.PartitionStates(partitionID=pid, state=state, inMemory_percentage=pct))
+    return out
+
+
+def segment_infos(ctx: CheckerContext, cid: int, sids: list[int]) -> list[Q.SegmentInfo]:
+    """By ids: from the distribution (601 when missing); by collection: loaded and in current target."""
+    current = ctx.targets.segments(cid, Scope.CURRENT)
+    merged: dict[int, Q.SegmentInfo] = {}
+    for node_id, seg in ctx.dist.segments(None if sids else cid):
+        if (sids and seg.ID not in sids) or (not sids and seg.ID not in current):
+            continue
+        info = merged.get(seg.ID)
+        if info is None:
+            ref = current.get(seg.ID)
+            info = merged[seg.ID] = Q.SegmentInfo(
+                segmentID=seg.ID, collectionID=seg.collection, partitionID=seg.partition, nodeID=node_id,
+                num_rows=ref.num_rows if ref is not None else 0, dmChannel=seg.channel,
+                segment_state=common_pb2.Sealed, level=seg.level, index_infos=list(seg.index_info.values()),
+                enable_index=bool(seg.index_info))
+            if seg.index_info:
+                first = next(iter(seg.index_info.values()))
+                info.index_name, info.indexID = first.index_name, first.indexID
+        info.node_ids.append(node_id)
+        replica = ctx.replicas.by_node(seg.collection, node_id)
+        if replica is not None:
+            info.replica_ids.append(replica.ID)
+    for sid in sids:
+        if sid not in merged:
+            raise errors.SegmentNotLoaded(segment=sid)
+    return [merged[s] for s in (sids or sorted(merged))]
+
+
+def shard_leaders(ctx: CheckerContext, cid: int) -> list[Q.ShardLeadersList]:
+    info = _loaded(ctx, cid)
+    if info.status != Q.Loaded and ctx.collections.percentage(cid) < 100:
+        raise errors.CollectionNotFullyLoaded(collection=cid)
+    current = ctx.targets.current(cid)
+    if current is None or not len(current.Channel_targets):
+        raise errors.CollectionOnRecovering(collection=cid)
+    refs = segment_refs(current)
+    out = []
+    for ch in current.Channel_targets:
+        leaders = Q.ShardLeadersList(channel_name=ch.channelName)
+        for replica in ctx.replicas.of_collection(cid):
+            found = leader_of(ctx.dist, replica, ch.channelName)
+            if found is None or view_problem(found[1], found[0], refs, ctx.online) is not None:
+                continue
+            leaders.node_ids.append(found[0])
+            leaders.node_addrs.append(ctx.nodes.get(found[0]).address)
+        if not leaders.node_ids:
+            raise errors.ChannelNotAvailable(f"no available shard leader for {ch.channelName}",
+                                             channel=ch.channelName)
+        out.append(leaders)
+    return out
+
+
+def replicas(ctx: CheckerContext, cid: int, with_shard_nodes: bool,
+             group_of: Callable[[int], str | None]) -> list[milvus_pb2.ReplicaInfo]:
+    """GetReplicas; ``num_outbound_node`` counts the replica's nodes now in other groups, per group."""
+    if ctx.collections.get(cid) is None:
+        return []
+    current = ctx.targets.current(cid)
+    channels = [ch.channelName for ch in current.Channel_targets] if current is not None else []
+    out = []
+    for r in ctx.replicas.of_collection(cid):
+        info = milvus_pb2.ReplicaInfo(replicaID=r.ID, collectionID=cid, node_ids=list(r.nodes),
+                                      resource_group_name=r.resource_group,
+                                      partition_ids=ctx.collections.partition_ids(cid))
+        for node_id in r.ro_nodes:
+            rg = group_of(node_id)
+            if rg is not None and rg != r.resource_group:
+                info.num_outbound_node[rg] += 1
+        shards = []
+        for channel in channels:
+            found = leader_of(ctx.dist, r, channel)
+            if found is None or not ctx.online(found[0]):
+                shards = []
+                break
+            nodes = [found[0]]
+            if with_shard_nodes:
+                nodes = sorted({n for n, s in ctx.dist.segments(cid) if s.channel == channel
+                                and n in replica_nodes(r)} | {found[0]})
+            shards.append(milvus_pb2.ShardReplica(leaderID=found[0], leader_addr=ctx.nodes.get(found[0]).address,
+                                         dm_channel_name=channel, node_ids=nodes))
+        info.shard_replicas.extend(shards)
+        out.append(info)
+    return out

@@ -1,0 +1,126 @@
+"""Node membership from Dask, as Milvus's session watcher does it from etcd.
+
+Three inputs keep :class:`NodeManager` in step with the Dask cluster:
+
+* the ``vecgrid.querynode`` topic: a worker's QueryNode plugin announces ``up``
+  once its gRPC server listens, and ``stopping`` when the worker closes;
+* the scheduler's ``all`` topic: ``remove-worker`` drops the node within the
+  scheduler's own detection time (immediately for a clean exit, the worker TTL /
+  heartbeat for a crash), ``add-worker`` triggers a reconcile;
+* a periodic reconcile (``Client.run`` of :func:`describe_querynode` on every
+  worker) that repairs anything an event missed, e.g. nodes that came up while the
+  coordinator was down.
+
+Registering a node assigns its id (from :class:`NodeIdRegistry`, keyed by the
+worker's name) and pushes it to the worker, which then turns Healthy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from distributed import Client
+
+from vecgrid.cluster.querynode.session import TOPIC, assign_node_id, describe_querynode
+from vecgrid.cluster.querycoord.session.node_manager import NodeInfo, NodeManager
+from vecgrid.cluster.querycoord.session.registry import NodeIdRegistry
+
+log = logging.getLogger(__name__)
+
+QUERYNODE = "querynode"
+
+
+class DaskMembership:
+    def __init__(self, client: Client, nodes: NodeManager, registry: NodeIdRegistry,
+                 reconcile_interval_s: float = 5.0) -> None:
+        self.client = client
+        self.nodes = nodes
+        self.registry = registry
+        self.reconcile_interval_s = reconcile_interval_s
+        self._task: asyncio.Task | None = None
+        self._lock = asyncio.Lock()
+
+    async def start(self) -> None:
+        self.client.subscribe_topic(TOPIC, self._on_node_event)
+        self.client.subscribe_topic("all", self._on_scheduler_event)
+        await self.reconcile()
+        self._task = asyncio.create_task(self._reconcile_forever(), name="vecgrid-membership")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+        # Otherwise the scheduler keeps sending events to this client after it closed.
+        for topic in (TOPIC, "all"):
+            try:
+                self.client.unsubscribe_topic(topic)
+            except Exception:  # noqa: BLE001 - not subscribed, or the scheduler is already gone
+                pass
+
+    # --- events ------------------------------------------------------------------------
+
+    async def _on_node_event(self, event: tuple[float, dict[str, Any]]) -> None:
+        _, msg = event
+        action = msg.get("action")
+        if action == "up":
+            await self._register(msg)
+        elif action == "stopping":
+            info = self.nodes.by_worker(msg.get("worker", ""))
+            if info is not None:
+                self.nodes.mark_stopping(info.node_id)
+
+    async def _on_scheduler_event(self, event: tuple[float, dict[str, Any]]) -> None:
+        _, msg = event
+        action = msg.get("action")
+        if action == "remove-worker":
+            info = self.nodes.remove_worker(msg.get("worker", ""))
+            if info is not None:
+                log.info("query node %d (%s) left the cluster", info.node_id, info.address)
+        elif action == "add-worker":
+            # The plugin announces itself once set up; reconcile in case that event is missed.
+            asyncio.get_running_loop().call_later(2.0, lambda: asyncio.ensure_future(self._safe_reconcile()))
+
+    # --- reconcile -----------------------------------------------------------------------
+
+    async def _reconcile_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self.reconcile_interval_s)
+            await self._safe_reconcile()
+
+    async def _safe_reconcile(self) -> None:
+        try:
+            await self.reconcile()
+        except Exception:  # noqa: BLE001 - the next round retries; the coordinator must not die
+            log.warning("membership reconcile failed", exc_info=True)
+
+    async def reconcile(self) -> None:
+        """Make the node list equal to the set of workers whose QueryNode is up."""
+        described = await self.client.run(describe_querynode, on_error="ignore")
+        up = {worker: info for worker, info in described.items() if info is not None}
+        for info in up.values():
+            await self._register(info)
+        for node in self.nodes.all():
+            if node.worker not in described:
+                self.nodes.remove_worker(node.worker)
+
+    async def _register(self, msg: dict[str, Any]) -> None:
+        async with self._lock:
+            node_id = self.registry.id_for(QUERYNODE, msg["name"])
+            if msg.get("node_id") != node_id:
+                replies = await self.client.run(assign_node_id, node_id, workers=[msg["worker"]],
+                                                on_error="ignore")
+                msg = replies.get(msg["worker"]) or None
+                if msg is None:
+                    return  # the worker went away meanwhile
+            known = self.nodes.get(node_id)
+            if known is None or (known.worker, known.address) != (msg["worker"], msg["address"]):
+                self.nodes.add(NodeInfo(node_id=node_id, name=msg["name"], address=msg["address"],
+                                        worker=msg["worker"], hostname=msg.get("hostname", ""),
+                                        labels=dict(msg.get("labels") or {}),
+                                        gpu_memory_mb=float(msg.get("gpu_memory_mb") or 0.0)))
+                log.info("query node %d (%s) joined at %s", node_id, msg["name"], msg["address"])
+            if msg.get("state") == "Stopping":
+                self.nodes.mark_stopping(node_id)

@@ -1,0 +1,271 @@
+"""Carry tasks out as Dask tasks pinned to the nodes' workers, as Milvus's ``task.Executor``.
+
+Every step is ``client.submit(tasks.call, <handler>, request, workers=[worker],
+allow_other_workers=False)``: it runs on the worker's event loop and calls the same
+QueryNode handler the gRPC method calls.  A task is a small graph:
+
+* segment grow:   ``load-segment-<id>-node-<n>`` → ``sync-leader-<channel>-node-<leader>``
+  (SyncDistribution Set with the segment's load info: the leader starts routing to it)
+  → for a move, ``release-segment-<id>-node-<source>``;
+* segment reduce: ``sync-leader`` (Remove) → ``release-segment``;
+* channel grow:   ``watch-channel-<channel>-node-<n>`` → (a move) ``sync-leader`` copying the old
+  leader's view → ``unsub-channel-<channel>-node-<source>``;
+* leader task:    ``sync-leader``;
+* index save:     ``save-index-<segment>-node-<n>``, then the coordinator records the files.
+
+Each step depends on the previous one's future, so a failure stops the rest (the
+checkers find the gap again and retry).  Keys are readable on the dashboard.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from typing import Any, Callable
+
+from distributed import Client, Future
+
+from vecgrid.common.keys import COORD_ADDRESS_KEY, NODE_ADDRESS_KEY
+from vecgrid import errors
+from vecgrid.cluster.querycoord.dist.distribution import DistributionManager
+from vecgrid.cluster.querycoord.dist.leaders import leader_of
+from vecgrid.cluster.querycoord.load_info import load_segments_request, segment_load_info
+from vecgrid.cluster.querycoord.meta.collection_manager import CollectionManager
+from vecgrid.cluster.querycoord.meta.index_builds import record_saved_indexes
+from vecgrid.cluster.querycoord.meta.replica_manager import ReplicaManager
+from vecgrid.cluster.querycoord.meta.target_manager import Scope, TargetManager
+from vecgrid.cluster.querynode import tasks as node_tasks
+from vecgrid.cluster.querynode.index_saver import SaveIndexRequest
+from vecgrid.cluster.querycoord.session.node_manager import NodeInfo, NodeManager
+from vecgrid.cluster.querycoord.task.task import NO_NODE, ChannelTask, IndexSaveTask, LeaderTask, SegmentTask
+from vecgrid.proto import common_pb2, data_coord_pb2, query_coord_pb2 as Q
+from vecgrid.storage.catalog import Catalog
+
+_serial = itertools.count(1)
+
+
+async def task_result(fut: Future) -> Any:
+    """The value of a Dask task, fetched so that cancelling this await cannot break the client.
+
+    ``Client._gather`` shares one in-flight gather among all callers and forgets it only once it
+    has started; a caller cancelled before that (a release or a node loss cancels the scheduler's
+    tasks) cancelled the shared task, and every later result of that client raised
+    ``CancelledError`` forever (targets never promoted again, every load hung at 0 %).  So the
+    fetch runs shielded; it ends when the future is released (``_finish``) or done.
+
+    A ``CancelledError`` that is not this await's own (``cancelling()``) is the task's: a
+    coroutine its worker cancelled raises it, and re-raised it would cancel the caller's loop.
+    """
+    fetch = asyncio.ensure_future(fut.result())
+    fetch.add_done_callback(_retrieve)
+    try:
+        return await asyncio.shield(fetch)
+    except asyncio.CancelledError:
+        current = asyncio.current_task()
+        if current is not None and current.cancelling():
+            raise
+        raise errors.ServiceUnavailable(f"Dask task {fut.key} was cancelled on its worker") from None
+
+
+def _retrieve(fetch: asyncio.Future) -> None:
+    """Mark an abandoned fetch's outcome as seen (no "exception was never retrieved" warning)."""
+    if not fetch.cancelled():
+        fetch.exception()
+
+
+class DaskExecutor:
+    def __init__(self, client: Client, nodes: NodeManager, catalog: Catalog, collections: CollectionManager,
+                 replicas: ReplicaManager, targets: TargetManager, dist: DistributionManager,
+                 coord_address: Callable[[], str]) -> None:
+        self.client, self.nodes, self.catalog = client, nodes, catalog
+        self.collections, self.replicas, self.targets, self.dist = collections, replicas, targets, dist
+        self.coord_address = coord_address
+
+    # --- plumbing ---------------------------------------------------------------------------
+
+    def _node(self, node_id: int) -> NodeInfo:
+        info = self.nodes.get(node_id)
+        if info is None:
+            raise errors.NodeNotFound(node=node_id)
+        return info
+
+    def submit(self, method: str, request: Any, node_id: int, key: str, after: Future | None = None) -> Future:
+        """One handler call on ``node_id``'s worker (after ``after`` succeeded)."""
+        worker = self._node(node_id).worker
+        return self.client.submit(node_tasks.call, method, request, after, workers=[worker],
+                                  allow_other_workers=False, pure=False, key=f"{key}-{next(_serial)}")
+
+    def _base(self, msg_type: int, target: int, peers: set[int] = frozenset()) -> common_pb2.MsgBase:
+        """MsgBase with the coordinator's and the peers' addresses (how a leader reaches its workers)."""
+        base = common_pb2.MsgBase(msg_type=msg_type, targetID=target, timestamp=time.time_ns())
+        base.properties[COORD_ADDRESS_KEY] = self.coord_address()
+        for node_id in peers:
+            info = self.nodes.get(node_id)
+            if info is not None:
+                base.properties[f"{NODE_ADDRESS_KEY}{node_id}"] = info.address
+        return base
+
+    def _leader(self, replica_id: int, channel: str) -> int:
+        replica = self.replicas.get(replica_id)
+        found = leader_of(self.dist, replica, channel) if replica is not None else None
+        if found is None:
+            raise errors.ChannelNotAvailable(f"no shard leader for {channel} in replica {replica_id}",
+                                             channel=channel)
+        return found[0]
+
+    def _load_meta(self, cid: int) -> Q.LoadMetaInfo:
+        info = self.collections.get(cid)
+        if info is None:
+            raise errors.CollectionNotLoaded(collection=cid)
+        coll = self.catalog.get_collection(cid)
+        return Q.LoadMetaInfo(load_type=info.load_type, collectionID=cid,
+                              partitionIDs=self.collections.partition_ids(cid), db_name=coll.db_name,
+                              load_fields=list(info.load_fields))
+
+    @staticmethod
+    async def _finish(*futures: Future) -> None:
+        try:
+            await task_result(futures[-1])
+        finally:
+            for f in futures:
+                f.release()
+
+    # --- segments ---------------------------------------------------------------------------
+
+    async def run_segment(self, task: SegmentTask) -> None:
+        sid, channel = task.segment.segment_id, task.segment.channel
+        if self.replicas.get(task.replica_id) is None:  # released collection or a node outside every replica
+            await self.release_segment_directly(task.source, task.collection_id, sid, channel)
+            return
+        leader = self._leader(task.replica_id, channel)
+        steps: list[Future] = []
+        if task.target != NO_NODE:
+            meta = self._load_meta(task.collection_id)
+            version = time.time_ns()
+            req = load_segments_request(
+                self.catalog, task.collection_id, [sid], dst_node_id=task.target, version=version,
+                replica_id=task.replica_id, load_type=meta.load_type, partition_ids=meta.partitionIDs,
+                load_fields=meta.load_fields, load_scope=task.load_scope)
+            steps.append(self.submit("load_segments", req, task.target, f"load-segment-{sid}-node-{task.target}"))
+            if task.load_scope == Q.Full:
+                sync = Q.SyncDistributionRequest(
+                    base=self._base(common_pb2.SyncDistribution, leader, {task.target}),
+                    collectionID=task.collection_id, channel=channel, replicaID=task.replica_id,
+                    actions=[Q.SyncAction(type=Q.Set, segmentID=sid, nodeID=task.target, version=version,
+                                          partitionID=task.segment.partition_id, info=req.infos[0])])
+                steps.append(self.submit("sync_distribution", sync, leader,
+                                         f"sync-leader-{channel}-node-{leader}", steps[-1]))
+        if task.source != NO_NODE:
+            if task.target == NO_NODE and self.nodes.get(leader) is not None:
+                remove = Q.SyncDistributionRequest(
+                    base=self._base(common_pb2.SyncDistribution, leader), collectionID=task.collection_id,
+                    channel=channel, replicaID=task.replica_id,
+                    actions=[Q.SyncAction(type=Q.Remove, segmentID=sid, nodeID=task.source)])
+                steps.append(self.submit("sync_distribution", remove, leader, f"sync-leader-{channel}-node-{leader}"))
+            if self.nodes.get(task.source) is not None:
+                release = Q.ReleaseSegmentsRequest(
+                    base=self._base(common_pb2.ReleaseSegments, task.source), nodeID=task.source,
+                    collectionID=task.collection_id, segmentIDs=[sid], scope=Q.Historical, shard=channel)
+                steps.append(self.submit("release_segments", release, task.source,
+                                         f"release-segment-{sid}-node-{task.source}", steps[-1] if steps else None))
+        if steps:
+            await self._finish(*steps)
+
+    async def release_segment_directly(self, node_id: int, cid: int, sid: int, channel: str) -> None:
+        """Release a segment no replica owns (its collection was released or the node left)."""
+        release = Q.ReleaseSegmentsRequest(base=self._base(common_pb2.ReleaseSegments, node_id), nodeID=node_id,
+                                           collectionID=cid, segmentIDs=[sid], scope=Q.Historical, shard=channel)
+        await self._finish(self.submit("release_segments", release, node_id, f"release-segment-{sid}-node-{node_id}"))
+
+    # --- channels ---------------------------------------------------------------------------
+
+    def watch_request(self, task: ChannelTask) -> Q.WatchDmChannelsRequest:
+        cid = task.collection_id
+        target = self.targets.channels(cid, Scope.CURRENT_OR_NEXT).get(task.channel)
+        if target is None:
+            raise errors.ChannelNotFound(channel=task.channel)
+        coll = self.catalog.get_collection(cid)
+        meta = self._load_meta(cid)
+        replica = self.replicas.get(task.replica_id)
+        peers = set(replica.nodes) | set(replica.ro_nodes) if replica is not None else set()
+        sealed = [sid for pt in target.partition_targets for sid in (s.ID for s in pt.segments)]
+        info = data_coord_pb2.VchannelInfo(collectionID=cid, channelName=task.channel,
+                                           flushedSegmentIds=sealed, dropped_segmentIds=list(target.dropped_segmentIDs))
+        if target.HasField("seek_position"):
+            info.seek_position.CopyFrom(target.seek_position)
+        return Q.WatchDmChannelsRequest(
+            base=self._base(common_pb2.WatchDmChannels, task.target, peers), nodeID=task.target, collectionID=cid,
+            partitionIDs=meta.partitionIDs, infos=[info], schema=coll.schema, load_meta=meta,
+            replicaID=task.replica_id, version=time.time_ns(),
+            index_info_list=list(self.catalog.describe_index(cid)))
+
+    def _copied_view(self, task: ChannelTask, new_leader: int) -> Q.SyncDistributionRequest | None:
+        """Set actions giving the new leader the old leader's sealed segments (no gap in routing)."""
+        view = next((v for n, v in self.dist.leader_views(task.collection_id)
+                     if n == task.source and v.channel == task.channel), None)
+        if view is None or not view.segment_dist:
+            return None
+        req = Q.SyncDistributionRequest(collectionID=task.collection_id, channel=task.channel,
+                                        replicaID=task.replica_id)
+        peers = {new_leader}
+        for sid, entry in sorted(view.segment_dist.items()):
+            if self.nodes.get(entry.nodeID) is None:
+                continue
+            info, _ = segment_load_info(self.catalog, sid)
+            req.actions.add(type=Q.Set, segmentID=sid, nodeID=entry.nodeID, version=entry.version,
+                            partitionID=info.partitionID, info=info)
+            peers.add(entry.nodeID)
+        if view.TargetVersion > 0:
+            current = self.targets.current(task.collection_id)
+            if current is not None:
+                req.actions.add(type=Q.UpdateVersion, TargetVersion=current.version,
+                                sealedInTarget=[s for s in view.segment_dist])
+        req.base.CopyFrom(self._base(common_pb2.SyncDistribution, new_leader, peers))
+        return req
+
+    async def run_channel(self, task: ChannelTask) -> None:
+        steps: list[Future] = []
+        if task.target != NO_NODE:
+            steps.append(self.submit("watch_dm_channels", self.watch_request(task), task.target,
+                                     f"watch-channel-{task.channel}-node-{task.target}"))
+            copied = self._copied_view(task, task.target) if task.source != NO_NODE else None
+            if copied is not None:
+                steps.append(self.submit("sync_distribution", copied, task.target,
+                                         f"sync-leader-{task.channel}-node-{task.target}", steps[-1]))
+        if task.source != NO_NODE and self.nodes.get(task.source) is not None:
+            unsub = Q.UnsubDmChannelRequest(base=self._base(common_pb2.UnsubDmChannel, task.source),
+                                            nodeID=task.source, collectionID=task.collection_id,
+                                            channel_name=task.channel)
+            steps.append(self.submit("unsub_dm_channel", unsub, task.source,
+                                     f"unsub-channel-{task.channel}-node-{task.source}", steps[-1] if steps else None))
+        if steps:
+            await self._finish(*steps)
+
+    # --- leaders ----------------------------------------------------------------------------
+
+    async def run_leader(self, task: LeaderTask) -> None:
+        peers = {a.nodeID for a in task.actions if a.nodeID > 0}
+        req = Q.SyncDistributionRequest(base=self._base(common_pb2.SyncDistribution, task.leader, peers),
+                                        collectionID=task.collection_id, channel=task.channel,
+                                        replicaID=task.replica_id, actions=task.actions)
+        await self._finish(self.submit("sync_distribution", req, task.leader,
+                                       f"sync-leader-{task.channel}-node-{task.leader}"))
+
+    # --- index saves -------------------------------------------------------------------------
+
+    async def run_index_save(self, task: IndexSaveTask) -> None:
+        """``save-index-<segment>-node-<n>`` writes the files; the catalog (here, never on a node)
+        records those whose index is still live."""
+        req = SaveIndexRequest(collection_id=task.collection_id, segment_id=task.segment_id, fields=dict(task.fields))
+        files = await self.call("save_index", req, task.node, f"save-index-{task.segment_id}-node-{task.node}")
+        record_saved_indexes(self.catalog, task.segment_id, task.fields, files)
+
+    async def call(self, method: str, request: Any, node_id: int, key: str) -> Any:
+        """One handler call outside a task (jobs: LoadPartitions / ReleasePartitions / ReleaseCollection)."""
+        fut = self.submit(method, request, node_id, key)
+        try:
+            return await task_result(fut)
+        finally:
+            fut.release()
+

@@ -1,0 +1,147 @@
+"""Task scheduler, as Milvus's ``task.Scheduler``: dedup, priorities, deadlines, bookkeeping.
+
+Checkers and manual balancing add tasks; at most one task per key runs at a time
+(a second ``add`` with the same key is refused), at most ``EXECUTION_CAP`` run at
+once, higher priorities first.  A task that fails or passes its deadline is logged
+and dropped: the checkers see the same gap on their next round and make a new one,
+which is how Milvus retries.  When a task ends the involved nodes' distribution is
+pulled at once, so the next checker round sees the result (not after an index save,
+which changes no distribution).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Awaitable, Callable
+
+from vecgrid.cluster.querycoord.task.executor import DaskExecutor
+from vecgrid.cluster.querycoord.task.task import ChannelTask, IndexSaveTask, LeaderTask, SegmentTask, Task
+
+log = logging.getLogger(__name__)
+
+EXECUTION_CAP = 256  # Milvus's queryCoord.taskExecutionCap
+#: the executor method that carries out each kind of task
+RUNNERS = {SegmentTask: "run_segment", ChannelTask: "run_channel", LeaderTask: "run_leader",
+           IndexSaveTask: "run_index_save"}
+
+
+class TaskScheduler:
+    def __init__(self, executor: DaskExecutor, refresh: Callable[[set[int]], Awaitable[None]],
+                 segment_timeout_s: float, channel_timeout_s: float) -> None:
+        self.executor = executor
+        self._refresh = refresh
+        self._timeouts = {SegmentTask: segment_timeout_s, ChannelTask: channel_timeout_s,
+                          LeaderTask: channel_timeout_s, IndexSaveTask: segment_timeout_s}
+        self._tasks: dict[tuple, Task] = {}
+        self._running: dict[tuple, asyncio.Task] = {}
+        self._slots = asyncio.Semaphore(EXECUTION_CAP)
+        self.failures: dict[tuple, str] = {}   # last failure per key, for diagnostics
+        self._on_done: list[Callable[[Task, BaseException | None], None]] = []
+
+    def on_done(self, listener: Callable[[Task, BaseException | None], None]) -> None:
+        self._on_done.append(listener)
+
+    # --- adding -----------------------------------------------------------------------------
+
+    def add(self, task: Task) -> bool:
+        """Start ``task`` unless one with its key is in flight; returns whether it was added."""
+        if task.key in self._tasks:
+            return False
+        self._tasks[task.key] = task
+        running = self._running[task.key] = asyncio.ensure_future(self._run(task))
+        # A task cancelled before its first step never enters ``_run`` (nor its ``finally``), so its key
+        # would stay taken forever (a release or load timeout right after a checker round leaked one).
+        # Milvus's scheduler drops a cancelled task from its maps at once; this does it when it ends.
+        running.add_done_callback(lambda _, key=task.key, t=task: self._forget(key, t))
+        return True
+
+    def _forget(self, key: tuple, task: Task) -> None:
+        if self._tasks.get(key) is task:
+            del self._tasks[key]
+            self._running.pop(key, None)
+
+    async def _run(self, task: Task) -> None:
+        error: BaseException | None = None
+        try:
+            # Higher priorities yield less: a LOW task lets queued HIGH ones take slots first.
+            await asyncio.sleep(0.001 * (2 - int(task.priority)))
+            async with self._slots:
+                run = getattr(self.executor, RUNNERS[type(task)])
+                # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancel (see wakeup.py)
+                async with asyncio.timeout(self._timeouts[type(task)]):
+                    await run(task)
+            self.failures.pop(task.key, None)
+        except asyncio.CancelledError as e:
+            error = e
+        except Exception as e:  # noqa: BLE001 - the checkers retry; the scheduler must go on
+            error = e
+            self.failures[task.key] = f"{task}: {e}"
+            log.warning("task failed: %s: %s", task, e)
+        finally:
+            self._tasks.pop(task.key, None)
+            self._running.pop(task.key, None)
+            for listener in self._on_done:
+                listener(task, error)
+        if isinstance(task, IndexSaveTask):
+            return  # a save moves nothing: no distribution to pull, no checker to wake
+        try:
+            await self._refresh(task.nodes)
+        except Exception:  # noqa: BLE001 - the periodic pull catches up
+            log.debug("refreshing the distribution after %s failed", task, exc_info=True)
+
+    # --- queries (checkers and the balancer's view) -------------------------------------------
+
+    def has(self, key: tuple) -> bool:
+        return key in self._tasks
+
+    def tasks(self, collection_id: int | None = None) -> list[Task]:
+        return [t for t in self._tasks.values() if collection_id is None or t.collection_id == collection_id]
+
+    def segment_in_flight(self, collection_id: int) -> bool:
+        return any(isinstance(t, SegmentTask) for t in self.tasks(collection_id))
+
+    def channel_in_flight(self, collection_id: int) -> bool:
+        return any(isinstance(t, ChannelTask) for t in self.tasks(collection_id))
+
+    def pending_rows(self, node_id: int, collection_id: int | None = None) -> int:
+        delta = 0
+        for t in self.tasks(collection_id):
+            if isinstance(t, SegmentTask):
+                delta += t.segment.num_rows * ((t.target == node_id) - (t.source == node_id))
+        return delta
+
+    def pending_channels(self, node_id: int, collection_id: int | None = None) -> int:
+        return sum((t.target == node_id) - (t.source == node_id)
+                   for t in self.tasks(collection_id) if isinstance(t, ChannelTask))
+
+    # --- cancelling -------------------------------------------------------------------------
+
+    def cancel(self, predicate: Callable[[Task], bool]) -> int:
+        hits = [key for key, t in self._tasks.items() if predicate(t)]
+        for key in hits:
+            running = self._running.get(key)
+            if running is not None:
+                running.cancel()
+        return len(hits)
+
+    def cancel_node(self, node_id: int) -> int:
+        """A node left: its tasks can never finish (Dask tasks pinned to a gone worker wait forever)."""
+        return self.cancel(lambda t: node_id in t.nodes)
+
+    def cancel_collection(self, collection_id: int) -> int:
+        return self.cancel(lambda t: t.collection_id == collection_id)
+
+    async def wait(self, keys: list[tuple], timeout_s: float) -> list[str]:
+        """Wait for the tasks with ``keys``; returns the failures among them."""
+        running = [self._running[k] for k in keys if k in self._running]
+        if running:
+            await asyncio.wait(running, timeout=timeout_s)
+        return [self.failures[k] for k in keys if k in self.failures]
+
+    async def stop(self) -> None:
+        tasks = list(self._running.values())
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
