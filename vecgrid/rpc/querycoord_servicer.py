@@ -109,8 +109,8 @@ class QueryCoordServicer:
     async def ShowPartitions(self, request, context):
         rows = self.coord.show_partitions(request.collectionID, list(request.partitionIDs))
         return query_coord_pb2.ShowPartitionsResponse(
-            status=success(), partitionIDs=[p for p, _ in rows], inMemory_percentages=[pct for _, pct in rows],
-            refresh_progress=[100 if pct >= 100 else 0 for _, pct in rows])
+            status=success(), partitionIDs=[r.partition_id for r in rows],
+            inMemory_percentages=[r.percentage for r in rows], refresh_progress=[r.refresh_progress for r in rows])
 
     async def GetPartitionStates(self, request, context):
         return query_coord_pb2.GetPartitionStatesResponse(

@@ -339,9 +339,10 @@ class QueryCoord(Component):
         self.lifecycle.check_healthy()
         return reports.show_collections(self.ctx, collection_ids, self.jobs.refresh_versions, self.failed_loads)
 
-    def show_partitions(self, collection_id: int, partition_ids: list[int]) -> list[tuple[int, int]]:
+    def show_partitions(self, collection_id: int, partition_ids: list[int]) -> list[reports.PartitionReport]:
         self.lifecycle.check_healthy()
-        return reports.show_partitions(self.ctx, collection_id, partition_ids, self.failed_loads)
+        return reports.show_partitions(self.ctx, collection_id, partition_ids, self.jobs.refresh_versions,
+                                       self.failed_loads)
 
     def partition_states(self, collection_id: int, partition_ids: list[int]) -> list[query_coord_pb2.PartitionStates]:
         self.lifecycle.check_healthy()

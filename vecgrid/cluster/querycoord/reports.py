@@ -44,14 +44,22 @@ def show_collections(ctx: CheckerContext, cids: list[int], refresh_versions: dic
                 continue  # released meanwhile
             failure = failed_loads.get(cid)
             raise copy.copy(failure) if failure is not None else errors.CollectionNotLoaded(collection=cid)
-        current = ctx.targets.current(cid)
-        wanted = refresh_versions.get(cid)
-        refreshed = wanted is None or (current is not None and current.version >= wanted)
         replicas = ctx.replicas.of_collection(cid)
         available = any(all(ctx.online(n) for n in r.ro_nodes) for r in replicas)
-        out.append(CollectionReport(cid, ctx.collections.percentage(cid), available, 100 if refreshed else 0,
-                                    list(info.load_fields)))
+        out.append(CollectionReport(cid, ctx.collections.percentage(cid), available,
+                                    _refresh_progress(ctx, cid, refresh_versions), list(info.load_fields)))
     return out
+
+
+def _refresh_progress(ctx: CheckerContext, cid: int, refresh_versions: dict[int, int]) -> int:
+    """100 unless a refresh (LoadCollection/LoadPartitions with ``refresh``) waits for a target version
+    the current target has not reached: Milvus reports the collection's refresh state for the
+    collection and for each of its partitions alike."""
+    wanted = refresh_versions.get(cid)
+    if wanted is None:
+        return 100
+    current = ctx.targets.current(cid)
+    return 100 if current is not None and current.version >= wanted else 0
 
 
 def _loaded_partitions(ctx: CheckerContext, cid: int, pids: list[int],
@@ -68,10 +76,18 @@ def _loaded_partitions(ctx: CheckerContext, cid: int, pids: list[int],
     return pids or ctx.collections.partition_ids(cid)
 
 
-def show_partitions(ctx: CheckerContext, cid: int, pids: list[int],
-                    failed_loads: FailedLoadCache) -> list[tuple[int, int]]:
-    return [(pid, ctx.collections.partition_percentage(cid, pid))
-            for pid in _loaded_partitions(ctx, cid, pids, failed_loads)]
+@dataclass
+class PartitionReport:
+    partition_id: int
+    percentage: int
+    refresh_progress: int
+
+
+def show_partitions(ctx: CheckerContext, cid: int, pids: list[int], refresh_versions: dict[int, int],
+                    failed_loads: FailedLoadCache) -> list[PartitionReport]:
+    partitions = _loaded_partitions(ctx, cid, pids, failed_loads)
+    refresh = _refresh_progress(ctx, cid, refresh_versions)
+    return [PartitionReport(pid, ctx.collections.partition_percentage(cid, pid), refresh) for pid in partitions]
 
 
 def _gpu_share(ctx: CheckerContext, cid: int, pid: int) -> tuple[int, int]:
