@@ -14,7 +14,10 @@ Rules every method keeps:
   goes through a single ``store.txn()``, so a crash leaves all of it or none of it.
 * **Single writer.** Read-modify-write sequences are serialised by a lock inside the object, so one
   ``Catalog`` is safe across threads. Like Milvus's RootCoord/DataCoord leader, exactly one process
-  should write a given store through a Catalog; other processes may read it.
+  should write a given store through a Catalog; other processes may read it. The exception is
+  channel checkpoints, which an import or flush beside a live server also moves: they change only
+  by compare-and-swap (a guarded transaction when published with a segment), so no process can
+  move one backwards.
 * **Nothing cached but segment keys.** Reads go to the store each time (the catalog is small), so a
   reader in another process sees what was committed. The only cache maps a segment id to its key,
   which never changes.
@@ -38,7 +41,7 @@ from google.protobuf.message import DecodeError, Message
 from vecgrid import errors
 from vecgrid.proto import catalog_pb2, common_pb2, data_coord_pb2, index_coord_pb2, msg_pb2, schema_pb2
 
-from ..kv import MetaStore, MetaTxn
+from ..kv import MetaStore, MetaTxn, MetaTxnConflictError
 from ..tso import IDAllocator, TimestampOracle
 from . import keys, segment_bridge
 from .index_rules import validate_index
@@ -106,6 +109,13 @@ def _state_name(state: int) -> str:
         return common_pb2.SegmentState.Name(state)
     except ValueError:
         return str(state)
+
+
+def _checkpoint_advances(vchannel: str, stored: bytes | None, pos: msg_pb2.MsgPosition) -> bool:
+    """Whether ``pos`` may replace the stored checkpoint: a checkpoint never moves back."""
+    if stored is None:
+        return True
+    return _decode(msg_pb2.MsgPosition, keys.channel_cp_key(vchannel), stored).timestamp <= pos.timestamp
 
 
 def _check_int_id(what: str, value: object) -> int:
@@ -931,12 +941,6 @@ class Catalog:
             raise errors.ParameterInvalid(f"invalid channel checkpoint for {vchannel!r}: msgID is empty")
         return pos
 
-    def _advances(self, vchannel: str, pos: msg_pb2.MsgPosition) -> bool:
-        raw = self._store.get(keys.channel_cp_key(vchannel))
-        if raw is None:
-            return True
-        return _decode(msg_pb2.MsgPosition, keys.channel_cp_key(vchannel), raw).timestamp <= pos.timestamp
-
     # -- changes -------------------------------------------------------------------------------
 
     def update_segment(
@@ -1029,9 +1033,9 @@ class Catalog:
         the identical segment again returns it unchanged.
         """
         with self._lock:
-            seg, key, ops = self._plan_publish(segment, files, checkpoint, indexes, root)
-            self._commit_publish([(seg, key, ops)])
-            return seg
+            plan = self._plan_publish(segment, files, checkpoint, indexes, root)
+            self._commit_publish([plan])
+            return plan[0]
 
     def publish_segments(self, items: Iterable[tuple[data_coord_pb2.SegmentInfo, Iterable[catalog_pb2.SegmentFile],
                                                      Mapping[str, Any]]]) -> list[data_coord_pb2.SegmentInfo]:
@@ -1044,17 +1048,32 @@ class Catalog:
             plans = [self._plan_publish(seg, files, opts.get("checkpoint"), opts.get("indexes", ()),
                                         opts.get("root", "")) for seg, files, opts in items]
             self._commit_publish(plans)
-            return [seg for seg, _, _ in plans]
+            return [plan[0] for plan in plans]
 
     def _commit_publish(self, plans) -> None:
-        with self._store.txn() as t:
-            for _, _, ops in plans:
-                for op in ops:
-                    if callable(op):
-                        op(t)
-                    else:
-                        t.put(*op)
-        for seg, key, _ in plans:
+        checkpoints: dict[str, msg_pb2.MsgPosition] = {}
+        for *_, cp in plans:
+            if cp is not None and (cp.channel_name not in checkpoints
+                                   or checkpoints[cp.channel_name].timestamp <= cp.timestamp):
+                checkpoints[cp.channel_name] = cp
+        while True:
+            seen = {ch: self._store.get(keys.channel_cp_key(ch)) for ch in sorted(checkpoints)}
+            try:
+                with self._store.txn() as t:
+                    for _, _, ops, _ in plans:
+                        for op in ops:
+                            if callable(op):
+                                op(t)
+                            else:
+                                t.put(*op)
+                    for ch, raw in seen.items():
+                        if _checkpoint_advances(ch, raw, checkpoints[ch]):
+                            t.expect(keys.channel_cp_key(ch), raw)
+                            t.put(keys.channel_cp_key(ch), _encode(checkpoints[ch]))
+            except MetaTxnConflictError:
+                continue  # another process moved a checkpoint since it was read: decide again
+            break
+        for seg, key, _, _ in plans:
             self._segment_keys[seg.ID] = key
 
     def _plan_publish(self, segment, files, checkpoint, indexes, root):
@@ -1132,8 +1151,6 @@ class Catalog:
         cp = None
         if checkpoint is not None:
             cp = self._checked_position(seg.insert_channel, checkpoint)
-            if not self._advances(seg.insert_channel, cp):
-                cp = None
 
         if old is not None and old.state == S.Flushed:
             same = (
@@ -1143,8 +1160,7 @@ class Catalog:
                 and not index_records
             )
             if same:
-                ops = [] if cp is None else [(keys.channel_cp_key(seg.insert_channel), _encode(cp))]
-                return seg, key, ops
+                return seg, key, [], cp
             raise errors.ParameterInvalid(f"segment {seg.ID} is already published")
 
         # -------- everything checked: allocate, then write once --------
@@ -1169,9 +1185,7 @@ class Catalog:
             ops.append((keys.segment_index_key(si.collectionID, si.partitionID, si.segmentID, si.buildID),
                         _encode(si)))
         ops.append(lambda t, drops=drops: self._mark_segments_dropped(t, drops))
-        if cp is not None:
-            ops.append((keys.channel_cp_key(seg.insert_channel), _encode(cp)))
-        return seg, key, ops
+        return seg, key, ops, cp
 
     def add_segment_index(
         self, index: catalog_pb2.SegmentIndex, files: Iterable[catalog_pb2.SegmentFile] = ()
@@ -1325,10 +1339,15 @@ class Catalog:
         with self._lock:
             self.collection_of_channel(vchannel)
             pos = self._checked_position(vchannel, position)
-            if not self._advances(vchannel, pos):
-                return False
-            self._store.put(keys.channel_cp_key(vchannel), _encode(pos))
-            return True
+            key, value = keys.channel_cp_key(vchannel), _encode(pos)
+            # Compare-and-swap, not read-then-put: the lock holds only in this process, and an
+            # import or flush in another one may move the checkpoint between the read and the write.
+            while True:
+                raw = self._store.get(key)
+                if not _checkpoint_advances(vchannel, raw, pos):
+                    return False
+                if self._store.compare_and_swap(key, raw, value):
+                    return True
 
     def get_channel_checkpoint(self, vchannel: str) -> msg_pb2.MsgPosition | None:
         """The channel's checkpoint, or ``None`` if none was set."""
