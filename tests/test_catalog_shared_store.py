@@ -236,3 +236,74 @@ def test_txn_expect_guards_the_whole_transaction(tmp_path):
             t.expect("absent", None)
             t.put("absent", b"1")
         assert other.get("absent") == b"1"
+
+
+# ---------------------------------------------------------------------------------------------
+# get_collection by id: cached, and right when another catalog changes the collections
+
+
+def _collection_scans(store: InterleavingStore) -> int:
+    return sum(1 for p in store.scans if p == keys.COLLECTION_PREFIX)
+
+
+def test_get_collection_by_id_does_not_rescan_every_collection(two):
+    a, _, a_store = two
+    ids = [a.create_collection("default", f"c{i}", schema()).id for i in range(5)]
+    a.get_collection(ids[0])
+    a.collection_of_channel(a.get_collection(ids[1]).vchannels[0])
+    a_store.scans.clear()
+    for cid in ids * 3:
+        assert a.get_collection(cid).id == cid
+    a.collection_of_channel(a.get_collection(ids[2]).vchannels[0])
+    assert _collection_scans(a_store) == 0
+
+
+def test_get_collection_sees_what_another_catalog_creates_changes_and_drops(two):
+    a, b, a_store = two
+    first = a.create_collection("default", "docs", schema())
+    assert a.get_collection(first.id).name == "docs"
+
+    made_by_b = b.create_collection("default", "imported", schema())  # a bulk import beside the server
+    assert a.get_collection(made_by_b.id).name == "imported"          # a miss rescans
+    assert a.collection_of_channel(made_by_b.vchannels[0]).id == made_by_b.id
+
+    # another process rewrites the record in place (an alter or a rename keeps the key)
+    key = keys.collection_key(first.db_id, first.id)
+    changed = first.pb.__class__()
+    changed.CopyFrom(first.pb)
+    changed.schema.name = "renamed"
+    changed.properties.add(key="collection.ttl.seconds", value="60")
+    b.store.put(key, changed.SerializeToString(deterministic=True))
+    seen = a.get_collection(first.id)
+    assert seen.name == "renamed" and seen.properties == {"collection.ttl.seconds": "60"}
+
+    # ... or moves it to another database (the key changes)
+    db = b.create_database("other")
+    moved = changed.__class__()
+    moved.CopyFrom(changed)
+    moved.db_id = db.id
+    with b.store.txn() as t:
+        t.delete(key)
+        t.put(keys.collection_key(db.id, first.id), moved.SerializeToString(deterministic=True))
+    assert a.get_collection(first.id).db_id == db.id
+
+    assert b.drop_collection("default", "imported")
+    with pytest.raises(errors.CollectionNotFound):
+        a.get_collection(made_by_b.id)
+    with pytest.raises(errors.ChannelNotFound):
+        a.collection_of_channel(made_by_b.vchannels[0])
+    again = b.create_collection("default", "imported", schema())
+    assert again.id != made_by_b.id and a.get_collection(again.id).name == "imported"
+    with pytest.raises(errors.CollectionNotFound):
+        a.get_collection(made_by_b.id)
+
+
+def test_get_collection_after_own_drop_and_recreate(two):
+    a, _, _ = two
+    c = a.create_collection("default", "docs", schema())
+    assert a.get_collection(c.id).id == c.id
+    assert a.drop_collection("default", "docs")
+    with pytest.raises(errors.CollectionNotFound):
+        a.get_collection(c.id)
+    d = a.create_collection("default", "docs", schema())
+    assert a.get_collection(d.id).id == d.id != c.id

@@ -18,9 +18,9 @@ Rules every method keeps:
   channel checkpoints, which an import or flush beside a live server also moves: they change only
   by compare-and-swap (a guarded transaction when published with a segment), so no process can
   move one backwards.
-* **Nothing cached but segment keys.** Reads go to the store each time (the catalog is small), so a
-  reader in another process sees what was committed. The only cache maps a segment id to its key,
-  which never changes.
+* **Nothing cached but keys.** Reads go to the store each time, so a reader in another process sees
+  what was committed. The only caches map a segment or collection id to its key; a hit is confirmed
+  by reading that key, a miss scans again, so they never make a read stale.
 
 Idempotency follows Milvus 2.4: creating a collection that exists with an identical definition,
 creating a partition that exists, or creating the same index again returns the existing object;
@@ -124,6 +124,31 @@ def _check_int_id(what: str, value: object) -> int:
     return value
 
 
+class _KeyCache:
+    """Record id -> its store key, for records whose key never changes while they exist.
+
+    Entries are hints: every hit is confirmed by reading that key, and a missing record is looked
+    for again by a scan, so another process creating, changing or dropping records never makes a
+    read wrong. The lock makes each call atomic; it is never held across store I/O.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._keys: dict[int, str] = {}
+
+    def get(self, record_id: int) -> str | None:
+        with self._lock:
+            return self._keys.get(record_id)
+
+    def put(self, record_id: int, key: str) -> None:
+        with self._lock:
+            self._keys[record_id] = key
+
+    def drop(self, record_id: int) -> None:
+        with self._lock:
+            self._keys.pop(record_id, None)
+
+
 class Catalog:
     """The cluster's catalog on a :class:`MetaStore`.
 
@@ -153,7 +178,8 @@ class Catalog:
         self.cluster_prefix = cluster_prefix
         self.dml_channel_num = dml_channel_num
         self._lock = threading.RLock()
-        self._segment_keys: dict[int, str] = {}
+        self._segment_keys = _KeyCache()
+        self._collection_keys = _KeyCache()
         self._ensure_default_database()
 
     @property
@@ -247,10 +273,22 @@ class Catalog:
         return next((c for _, c in self._collection_records(db_id) if c.schema.name == name), None)
 
     def _collection_by_id(self, collection_id: int) -> catalog_pb2.CollectionInfo | None:
-        for key, raw in self._store.scan(keys.COLLECTION_PREFIX):
-            if keys.last_id(key) == collection_id:
+        # On every task and health round: one read of the remembered key, not a scan that decodes
+        # every collection. A key gone (dropped, or moved to another database) or never seen (made by
+        # another process) falls back to the scan, which remembers every collection's key.
+        key = self._collection_keys.get(collection_id)
+        if key is not None:
+            raw = self._store.get(key)
+            if raw is not None:
                 return _decode(catalog_pb2.CollectionInfo, key, raw)
-        return None
+            self._collection_keys.drop(collection_id)
+        found = None
+        for key, raw in self._store.scan(keys.COLLECTION_PREFIX):
+            cid = keys.last_id(key)
+            self._collection_keys.put(cid, key)
+            if cid == collection_id:
+                found = _decode(catalog_pb2.CollectionInfo, key, raw)
+        return found
 
     def _require_collection(self, collection_id: object) -> catalog_pb2.CollectionInfo:
         cid = _check_int_id("collection id", collection_id)
@@ -338,6 +376,7 @@ class Catalog:
                 t.put(keys.collection_key(db.id, collection_id), _encode(pb))
                 t.put(keys.partition_key(collection_id, partition_id), _encode(part))
                 t.put(keys.DML_CHANNEL_CURSOR_KEY, str((cursor + shards) % self.dml_channel_num).encode("ascii"))
+            self._collection_keys.put(collection_id, keys.collection_key(db.id, collection_id))
             return CollectionInfo(pb, (part,))
 
     def describe_collection(self, db_name: str, name: str) -> CollectionInfo:
@@ -403,6 +442,7 @@ class Catalog:
                 self._mark_segments_dropped(t, self._segment_records(cid))
                 for ch in pb.virtual_channel_names:
                     t.delete(keys.channel_cp_key(ch))
+            self._collection_keys.drop(cid)
             return True
 
     # =========================================================================================
@@ -646,7 +686,7 @@ class Catalog:
         out = []
         for k, v in self._store.scan(keys.segment_prefix(collection_id, partition_id)):
             seg = _decode(data_coord_pb2.SegmentInfo, k, v)
-            self._segment_keys[seg.ID] = k
+            self._segment_keys.put(seg.ID, k)
             out.append((k, seg))
         return out
 
@@ -657,10 +697,10 @@ class Catalog:
             raw = self._store.get(key)
             if raw is not None:
                 return key, _decode(data_coord_pb2.SegmentInfo, key, raw)
-            self._segment_keys.pop(sid, None)
+            self._segment_keys.drop(sid)
         for k, raw in self._store.scan(keys.SEGMENT_PREFIX):
             if keys.last_id(k) == sid:
-                self._segment_keys[sid] = k
+                self._segment_keys.put(sid, k)
                 return k, _decode(data_coord_pb2.SegmentInfo, k, raw)
         return None
 
@@ -754,7 +794,7 @@ class Catalog:
                 seg.start_position.CopyFrom(start_position)
             key = keys.segment_key(coll.id, partition_id, sid)
             self._store.put(key, _encode(seg))
-            self._segment_keys[sid] = key
+            self._segment_keys.put(sid, key)
             return seg
 
     def get_segment(self, segment_id: int) -> data_coord_pb2.SegmentInfo:
@@ -1074,7 +1114,7 @@ class Catalog:
                 continue  # another process moved a checkpoint since it was read: decide again
             break
         for seg, key, _, _ in plans:
-            self._segment_keys[seg.ID] = key
+            self._segment_keys.put(seg.ID, key)
 
     def _plan_publish(self, segment, files, checkpoint, indexes, root):
         """Check one publish and return ``(segment meta, key, store writes)``; writes nothing."""
@@ -1328,7 +1368,7 @@ class Catalog:
                 t.delete(keys.segment_files_key(seg.collectionID, seg.partitionID, seg.ID))
                 for k, _ in self._segment_index_records(seg.collectionID, seg.partitionID, seg.ID):
                     t.delete(k)
-            self._segment_keys.pop(seg.ID, None)
+            self._segment_keys.drop(seg.ID)
             return True
 
     # =========================================================================================
