@@ -307,3 +307,36 @@ def test_get_collection_after_own_drop_and_recreate(two):
         a.get_collection(c.id)
     d = a.create_collection("default", "docs", schema())
     assert a.get_collection(d.id).id == d.id != c.id
+
+
+def _sealed(coll, path: str, rows: int = 3) -> dc.SegmentInfo:
+    return dc.SegmentInfo(collectionID=coll.id, partitionID=coll.default_partition.partitionID,
+                          insert_channel=coll.vchannels[0], num_of_rows=rows, binlogs=[dc.FieldBinlog(
+                              fieldID=101, binlogs=[dc.Binlog(entries_num=rows, log_path=path, log_size=10)])])
+
+
+def _file(path: str) -> SegmentFile:
+    return SegmentFile(path=path, size=10, checksum_algorithm="sha256", checksum="00")
+
+
+def test_publish_retried_after_a_checkpoint_race_still_drops_its_compaction_sources(two):
+    a, b, a_store = two
+    coll = a.create_collection("default", "docs", schema())
+    ch = coll.vchannels[0]
+    source = a.publish_segment(_sealed(coll, "old"), [_file("old")], checkpoint=pos(2))
+    compacted = _sealed(coll, "new")
+    compacted.compactionFrom.append(source.ID)
+    a_store.arm(keys.channel_cp_key(ch), lambda: b.set_channel_checkpoint(ch, pos(3)))
+    out = a.publish_segment(compacted, [_file("new")], checkpoint=pos(8))
+    assert a_store.between is None
+    assert b.get_segment(source.ID).state == common_pb2.Dropped
+    assert b.get_segment(out.ID).state == common_pb2.Flushed
+    assert b.get_channel_checkpoint(ch).timestamp == 8
+
+
+def test_publish_of_several_segments_keeps_the_latest_checkpoint_of_a_channel(two):
+    a, _, _ = two
+    coll = a.create_collection("default", "docs", schema())
+    a.publish_segments([(_sealed(coll, "x"), [_file("x")], {"checkpoint": pos(9)}),
+                        (_sealed(coll, "y"), [_file("y")], {"checkpoint": pos(4)})])
+    assert a.get_channel_checkpoint(coll.vchannels[0]).timestamp == 9
