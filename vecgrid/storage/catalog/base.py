@@ -128,6 +128,7 @@ class CatalogBase:
         self._lock = threading.RLock()
         self._segment_keys = KeyCache()
         self._collection_keys = KeyCache()
+        self._ensure_default_database()  # (.collections) an open catalog always has ``default``
 
     @property
     def store(self) -> MetaStore:

@@ -38,11 +38,8 @@ different definition is refused (``ParameterInvalid``: "create duplicate collect
 parameters").
 """
 
-
 from __future__ import annotations
 
-from ..kv import MetaStore
-from ..tso import IDAllocator, TimestampOracle
 from .base import ALL_PARTITIONS_ID, DEFAULT_DML_CHANNEL_NUM
 from .checkpoints import CheckpointMeta
 from .collections import CollectionMeta
@@ -54,20 +51,9 @@ __all__ = ["ALL_PARTITIONS_ID", "DEFAULT_DML_CHANNEL_NUM", "Catalog", "TxnPlan"]
 
 
 class Catalog(PublishMeta, CheckpointMeta, SegmentMeta, IndexMeta, CollectionMeta):
-    """The cluster's catalog on a :class:`MetaStore` (see :class:`~.base.CatalogBase` for the arguments).
+    """The cluster's catalog on a :class:`~vecgrid.storage.kv.MetaStore`; see
+    :class:`~.base.CatalogBase` for its arguments and who owns what.
 
-    Opening one makes sure the ``default`` database exists; every other record is read from the store
-    when asked for.
+    Opening one makes sure the ``default`` database exists; every other record is read from the
+    store when asked for.
     """
-
-    def __init__(
-        self,
-        store: MetaStore,
-        ids: IDAllocator,
-        tso: TimestampOracle,
-        cluster_prefix: str = "by-dev",
-        *,
-        dml_channel_num: int = DEFAULT_DML_CHANNEL_NUM,
-    ) -> None:
-        super().__init__(store, ids, tso, cluster_prefix, dml_channel_num=dml_channel_num)
-        self._ensure_default_database()
