@@ -26,7 +26,7 @@ from vecgrid.storage.catalog import (
                                      validate_rows,
                                      )
 from vecgrid.storage.catalog import keys
-from vecgrid.storage.catalog import meta as catalog_meta
+from vecgrid.storage.catalog import collections as catalog_collections
 from vecgrid.storage.catalog.schema_rules import MAX_PARTITIONS
 from vecgrid.storage.kv import MetaStore, SQLiteMetaStore
 from vecgrid.storage.tso import IDAllocator, TimestampOracle
@@ -483,7 +483,7 @@ def test_partitions(cat, store, coll):
 
 def test_partition_limit(cat, store, coll, monkeypatch):
     assert MAX_PARTITIONS == 1024
-    monkeypatch.setattr(catalog_meta, "MAX_PARTITIONS", 3)
+    monkeypatch.setattr(catalog_collections, "MAX_PARTITIONS", 3)
     cat.create_partition(coll.id, "p1")
     cat.create_partition(coll.id, "p2")
     before = store.scan("")

@@ -37,6 +37,7 @@ __all__ = [
     "MetaStoreError",
     "MetaStoreClosedError",
     "MetaStoreUnavailableError",
+    "MetaTxnConflictError",
     "SQLiteMetaStore",
     "open_meta_store",
     "register_meta_store_backend",
@@ -54,6 +55,13 @@ class MetaStoreClosedError(MetaStoreError):
 
 class MetaStoreUnavailableError(MetaStoreError):
     """Raised by :func:`open_meta_store` for a backend that is known but not installed."""
+
+
+class MetaTxnConflictError(MetaStoreError):
+    """A :meth:`MetaTxn.expect` guard did not hold at commit: nothing of the transaction was applied.
+
+    Another writer changed the key since it was read; the caller reads again and decides again.
+    """
 
 
 def _check_key(key: str) -> str:
@@ -94,9 +102,18 @@ def prefix_end(prefix: str) -> str | None:
 class MetaTxn(ABC):
     """Writes collected inside :meth:`MetaStore.txn` and applied atomically when the block exits.
 
-    Only blind writes are offered, because that is what an etcd ``Txn().Then(...)`` can apply in one
-    round trip; read-modify-write goes through :meth:`MetaStore.compare_and_swap`.
+    Writes are blind, guarded only by :meth:`expect` value comparisons, because that is what an etcd
+    ``Txn(If(...)).Then(...)`` applies in one round trip; a single-key read-modify-write can also go
+    through :meth:`MetaStore.compare_and_swap`.
     """
+
+    @abstractmethod
+    def expect(self, key: str, value: bytes | None) -> None:
+        """Commit only if ``key`` holds ``value`` (``None``: is absent) at commit time.
+
+        Every guard is checked before any write applies, whatever their order in the block; if one
+        fails, nothing is applied and the commit raises :class:`MetaTxnConflictError`.
+        """
 
     @abstractmethod
     def put(self, key: str, value: bytes) -> None:
@@ -112,6 +129,9 @@ class _BufferedTxn(MetaTxn):
 
     def __init__(self) -> None:
         self.ops: list[tuple[str, str, bytes | None]] = []
+
+    def expect(self, key: str, value: bytes | None) -> None:
+        self.ops.append(("expect", _check_key(key), None if value is None else _check_value(value)))
 
     def put(self, key: str, value: bytes) -> None:
         self.ops.append(("put", _check_key(key), _check_value(value)))
@@ -155,7 +175,11 @@ class MetaStore(ABC):
 
     @abstractmethod
     def _commit(self, ops: list[tuple[str, str, bytes | None]]) -> None:
-        """Apply a batch of buffered ``("put"|"delete", key, value)`` operations atomically."""
+        """Apply a batch of buffered ``("put"|"delete", key, value)`` operations atomically.
+
+        ``("expect", key, value)`` entries are guards: all are checked first, and if one fails
+        nothing is applied and :class:`MetaTxnConflictError` is raised.
+        """
 
     @abstractmethod
     def close(self) -> None:
@@ -166,7 +190,8 @@ class MetaStore(ABC):
         """Collect puts and deletes and apply them all-or-nothing when the block exits normally.
 
         If the block raises, nothing is applied. Operations are applied in the order given, so a
-        later put of the same key wins::
+        later put of the same key wins. A failed :meth:`MetaTxn.expect` guard raises
+        :class:`MetaTxnConflictError` on exit, with nothing applied::
 
             with store.txn() as t:
                 t.put("querycoord-collection-loadinfo/1", info)
@@ -290,6 +315,14 @@ class SQLiteMetaStore(MetaStore):
     def _commit(self, ops: list[tuple[str, str, bytes | None]]) -> None:
         with self._write_txn() as conn:
             for op, key, value in ops:
+                if op != "expect":
+                    continue
+                row = conn.execute("SELECT value FROM kv WHERE key = ?", (key,)).fetchone()
+                if (None if row is None else bytes(row[0])) != value:
+                    raise MetaTxnConflictError(f"{key!r} changed since it was read; nothing was written")
+            for op, key, value in ops:
+                if op == "expect":
+                    continue
                 if op == "put":
                     conn.execute("INSERT OR REPLACE INTO kv (key, value) VALUES (?, ?)", (key, value))
                 else:

@@ -10,6 +10,9 @@ LoadBalance waits for its tasks.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Container
+from typing import TypeVar
+
 from vecgrid import errors
 from vecgrid.cluster.querycoord.balance import ChannelItem, SegmentItem
 from vecgrid.cluster.querycoord.context import CheckerContext
@@ -17,6 +20,20 @@ from vecgrid.cluster.querycoord.meta.target_manager import Scope
 from vecgrid.cluster.querycoord.session.node_manager import NORMAL
 from vecgrid.cluster.querycoord.task.task import MANUAL_BALANCE, NO_NODE, ChannelTask, Priority, SegmentTask
 from vecgrid.proto import query_coord_pb2 as Q
+
+Key = TypeVar("Key", int, str)   # a segment id or a channel name
+
+
+def _chosen(on_source: set[Key], current: Container[Key], requested: Key | None,
+            not_on_source: Callable[[], errors.MilvusError]) -> list[Key]:
+    """What a transfer moves off its source: everything there that the current target has
+    (``requested`` None: transfer_all), or the one ``requested``, which must be there (else
+    ``not_on_source()`` is raised) and is skipped when no longer in the target."""
+    if requested is None:
+        return sorted(k for k in on_source if k in current)
+    if requested not in on_source:
+        raise not_on_source()
+    return [requested] if requested in current else []
 
 
 class ManualBalance:
@@ -54,14 +71,10 @@ class ManualBalance:
         for replica, dests in self._transfer_scope(req.source_nodeID, req.target_nodeID, req.to_all_nodes):
             cid = replica.collectionID
             current = ctx.targets.segments(cid, Scope.CURRENT)
-            on_source = {s.ID: s for n, s in ctx.dist.segments(cid) if n == req.source_nodeID}
-            if req.transfer_all:
-                chosen = [sid for sid in sorted(on_source) if sid in current]
-            else:
-                if req.segmentID not in on_source:
-                    raise errors.SegmentNotFound(f"segment {req.segmentID} not found in source node",
-                                                 segment=req.segmentID)
-                chosen = [req.segmentID] if req.segmentID in current else []
+            chosen = _chosen({s.ID for n, s in ctx.dist.segments(cid) if n == req.source_nodeID}, current,
+                             None if req.transfer_all else req.segmentID,
+                             lambda: errors.SegmentNotFound(f"segment {req.segmentID} not found in source node",
+                                                            segment=req.segmentID))
             keys += self._move_segments(replica, req.source_nodeID, dests, [current[s] for s in chosen],
                                         copy=req.copy_mode)
         return keys
@@ -86,15 +99,10 @@ class ManualBalance:
         keys = []
         for replica, dests in self._transfer_scope(req.source_nodeID, req.target_nodeID, req.to_all_nodes):
             cid = replica.collectionID
-            current = ctx.targets.channels(cid, Scope.CURRENT)
-            on_source = {c.channel for n, c in ctx.dist.channels(cid) if n == req.source_nodeID}
-            if req.transfer_all:
-                chosen = sorted(on_source & set(current))
-            else:
-                if req.channel_name not in on_source:
-                    raise errors.ChannelNotFound(f"channel {req.channel_name} not found in source node",
-                                                 channel=req.channel_name)
-                chosen = [req.channel_name] if req.channel_name in current else []
+            chosen = _chosen({c.channel for n, c in ctx.dist.channels(cid) if n == req.source_nodeID},
+                             ctx.targets.channels(cid, Scope.CURRENT), None if req.transfer_all else req.channel_name,
+                             lambda: errors.ChannelNotFound(f"channel {req.channel_name} not found in source node",
+                                                            channel=req.channel_name))
             if not chosen or not dests:
                 continue
             for plan in ctx.balancer.assign_channels(cid, [ChannelItem(c, cid) for c in chosen], dests,

@@ -3,7 +3,8 @@
 * :class:`Catalog` (:mod:`.meta`): databases, collections (schema, shards / DML channels),
   partitions, vector index definitions, segments with their binlogs, index files and per-file
   checksums, and channel checkpoints. :meth:`Catalog.publish_segment` is the storage layer's atomic
-  publish point.
+  publish point. One class composed of one part per concern over :mod:`.base`: :mod:`.collections`,
+  :mod:`.indexes`, :mod:`.segments`, :mod:`.publish`, :mod:`.checkpoints`.
 * :class:`CollectionInfo` (:mod:`.info`): the read-only view of a collection the catalog returns.
 * :mod:`.schema_rules` / :mod:`.index_rules`: Milvus's validation rules (pure functions).
 * :func:`arrow_schema` / :func:`validate_rows` (:mod:`.arrow_rows`): a collection as Arrow, and the

@@ -15,7 +15,7 @@ task of the other kind is in flight for the collection).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Protocol, Sequence
+from typing import Iterable, Protocol, Sequence, TypeVar
 
 from vecgrid.proto import data_coord_pb2
 
@@ -56,6 +56,10 @@ class ChannelItem:
 
     channel: str
     collection_id: int
+
+
+#: What a policy places: a segment or a channel (one placement loop serves both).
+Item = TypeVar("Item", SegmentItem, ChannelItem)
 
 
 @dataclass(frozen=True)

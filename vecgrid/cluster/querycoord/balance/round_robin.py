@@ -8,8 +8,10 @@ balancer does (``BaseBalancer.balance_replica``).
 
 from __future__ import annotations
 
-from vecgrid.cluster.querycoord.balance.base import (BaseBalancer, ChannelItem, ChannelPlan, SegmentItem, SegmentPlan,
-                                                     held_channels, held_segments)
+from collections.abc import Callable, Hashable
+
+from vecgrid.cluster.querycoord.balance.base import (BaseBalancer, ChannelItem, ChannelPlan, Item, SegmentItem,
+                                                     SegmentPlan, held_channels, held_segments)
 
 NAME = "RoundRobinBalancer"
 
@@ -29,30 +31,32 @@ class RoundRobinBalancer(BaseBalancer):
                         replica_id: int, *, rebalance: bool) -> list[SegmentPlan]:
         order = self._segment_order(nodes)
         held = {n: held_segments(self.view, n, collection_id) for n in order}
-        plans: list[SegmentPlan] = []
-        turn = 0
-        for seg, source in sorted(items, key=lambda it: (it[0].segment_id, it[1])):
-            for step in range(len(order)):  # the next node in turn that does not hold it yet
-                node = order[(turn + step) % len(order)]
-                if seg.segment_id not in held[node]:
-                    plans.append(SegmentPlan(seg, replica_id, source, node))
-                    held[node].add(seg.segment_id)
-                    turn += step + 1
-                    break
-        return plans
+        dealt = _deal(sorted(items, key=lambda it: (it[0].segment_id, it[1])), lambda s: s.segment_id, order, held)
+        return [SegmentPlan(seg, replica_id, source, target) for seg, source, target in dealt]
 
     def _place_channels(self, collection_id: int, items: list[tuple[ChannelItem, int]], nodes: list[int],
                         replica_id: int, *, rebalance: bool) -> list[ChannelPlan]:
         order = self._channel_order(nodes)
         held = {n: held_channels(self.view, n, collection_id) for n in order}
-        plans: list[ChannelPlan] = []
-        turn = 0
-        for ch, source in sorted(items, key=lambda it: (it[0].channel, it[1])):
-            for step in range(len(order)):
-                node = order[(turn + step) % len(order)]
-                if ch.channel not in held[node]:
-                    plans.append(ChannelPlan(ch, replica_id, source, node))
-                    held[node].add(ch.channel)
-                    turn += step + 1
-                    break
-        return plans
+        dealt = _deal(sorted(items, key=lambda it: (it[0].channel, it[1])), lambda c: c.channel, order, held)
+        return [ChannelPlan(ch, replica_id, source, target) for ch, source, target in dealt]
+
+
+def _deal(items: list[tuple[Item, int]], key: Callable[[Item], Hashable], order: list[int],
+          held: dict[int, set]) -> list[tuple[Item, int, int]]:
+    """Deal each ``(item, source)`` to the next node in turn (from ``order[0]``) that does not hold it yet.
+
+    Segments and channels alike (``key`` names an item); ``held`` is updated as items land. Returns
+    ``(item, source, target)`` triples; an item every node holds is left out.
+    """
+    dealt: list[tuple[Item, int, int]] = []
+    turn = 0
+    for item, source in items:
+        for step in range(len(order)):
+            node = order[(turn + step) % len(order)]
+            if key(item) not in held[node]:
+                dealt.append((item, source, node))
+                held[node].add(key(item))
+                turn += step + 1
+                break
+    return dealt

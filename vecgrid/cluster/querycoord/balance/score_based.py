@@ -33,11 +33,12 @@ the setting can slip through.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
 from vecgrid.cluster.querycoord.balance.base import (CHANNEL_BATCH_SIZE, SEGMENT_BATCH_SIZE, BaseBalancer, ChannelItem,
-                                                     ChannelPlan, ReplicaNodes, SegmentItem, SegmentPlan, held_channels,
-                                                     held_segments, node_rows)
+                                                     ChannelPlan, Item, ReplicaNodes, SegmentItem, SegmentPlan,
+                                                     held_channels, held_segments, node_rows)
 
 NAME = "ScoreBasedBalancer"
 
@@ -85,6 +86,36 @@ def has_enough_benefit(source: NodeScore, target: NodeScore, delta: float) -> bo
     if new_target > new_source and abs(new_source - new_target) * REVERSE_UNBALANCE_TOLERATION_FACTOR >= old_gap:
         return False
     return True
+
+
+def _greedy_place(items: list[tuple[Item, int]], key: Callable[[Item], Hashable], score: Callable[[Item], float],
+                  batch_cap: int | None, *, scores: dict[int, NodeScore],
+                  held: dict[int, set]) -> list[tuple[Item, int, int]]:
+    """Place each ``(item, source node)`` in turn on the lowest-priority node not holding it yet.
+
+    Segments and channels alike (``key`` names an item, ``score`` is what it adds to a node). A move
+    (a ``source`` among ``scores``) is made only with enough benefit when ``batch_cap`` is set (an
+    automatic balance round), which also stops the round once more than ``batch_cap`` are placed.
+    ``scores`` and ``held`` are updated as items land. Returns ``(item, source, target)`` triples.
+    """
+    placed: list[tuple[Item, int, int]] = []
+    for item, source in items:
+        free = [s for n, s in scores.items() if key(item) not in held[n]]
+        if not free:
+            continue
+        target = min(free, key=lambda s: (s.priority, s.node_id))
+        delta = score(item)
+        src = scores.get(source)
+        if batch_cap is not None and src is not None and not has_enough_benefit(src, target, delta):
+            continue
+        placed.append((item, source, target.node_id))
+        held[target.node_id].add(key(item))
+        target.current += delta
+        if src is not None:
+            src.current -= delta
+        if batch_cap is not None and len(placed) > batch_cap:
+            break
+    return placed
 
 
 class ScoreBasedBalancer(BaseBalancer):
@@ -141,48 +172,20 @@ class ScoreBasedBalancer(BaseBalancer):
             src = scores.get(it[1])
             return (-it[0].num_rows, -src.priority if src is not None else 0.0, it[0].segment_id, it[1])
 
-        plans: list[SegmentPlan] = []
-        for seg, source in sorted(items, key=order):
-            free = [scores[n] for n in nodes if seg.segment_id not in held[n]]
-            if not free:
-                continue
-            target = min(free, key=lambda s: (s.priority, s.node_id))
-            delta = segment_score(seg)
-            src = scores.get(source)
-            if rebalance and src is not None and not has_enough_benefit(src, target, delta):
-                continue
-            plans.append(SegmentPlan(seg, replica_id, source, target.node_id))
-            held[target.node_id].add(seg.segment_id)
-            target.current += delta
-            if src is not None:
-                src.current -= delta
-            if rebalance and len(plans) > SEGMENT_BATCH_SIZE:
-                break
-        return plans
+        placed = _greedy_place(sorted(items, key=order), lambda s: s.segment_id, segment_score,
+                               SEGMENT_BATCH_SIZE if rebalance else None, scores=scores, held=held)
+        return [SegmentPlan(seg, replica_id, source, target) for seg, source, target in placed]
 
     def _place_channels(self, collection_id: int, items: list[tuple[ChannelItem, int]], nodes: list[int],
                         replica_id: int, *, rebalance: bool) -> list[ChannelPlan]:
-        incoming = sum(channel_score(c, collection_id) for c, src in items if src not in nodes)
-        scores = self.channel_scores(collection_id, nodes, incoming)
+        def score(ch: ChannelItem) -> float:
+            return channel_score(ch, collection_id)
+
+        scores = self.channel_scores(collection_id, nodes, sum(score(c) for c, src in items if src not in nodes))
         held = {n: held_channels(self.view, n, collection_id) for n in nodes}
-        plans: list[ChannelPlan] = []
-        for ch, source in sorted(items, key=lambda it: (it[0].channel, it[1])):
-            free = [scores[n] for n in nodes if ch.channel not in held[n]]
-            if not free:
-                continue
-            target = min(free, key=lambda s: (s.priority, s.node_id))
-            delta = channel_score(ch, collection_id)
-            src = scores.get(source)
-            if rebalance and src is not None and not has_enough_benefit(src, target, delta):
-                continue
-            plans.append(ChannelPlan(ch, replica_id, source, target.node_id))
-            held[target.node_id].add(ch.channel)
-            target.current += delta
-            if src is not None:
-                src.current -= delta
-            if rebalance and len(plans) > CHANNEL_BATCH_SIZE:
-                break
-        return plans
+        placed = _greedy_place(sorted(items, key=lambda it: (it[0].channel, it[1])), lambda c: c.channel, score,
+                               CHANNEL_BATCH_SIZE if rebalance else None, scores=scores, held=held)
+        return [ChannelPlan(ch, replica_id, source, target) for ch, source, target in placed]
 
     # --- balance ------------------------------------------------------------------------
 

@@ -30,11 +30,8 @@ class LeaderChecker(Checker):
         wanted = ctx.targets.segments(cid, Scope.CURRENT_OR_NEXT)
         busy = {t.segment.channel for t in ctx.scheduler.tasks(cid) if isinstance(t, SegmentTask)}
         for replica in ctx.replicas.of_collection(cid):
-            members = replica_nodes(replica)
-            where: dict[int, dict[int, int]] = {}   # segment -> node -> version, on replica nodes
-            for node_id, seg in ctx.dist.segments(cid):
-                if node_id in members and seg.ID in wanted:
-                    where.setdefault(seg.ID, {})[node_id] = seg.version
+            where = {sid: {n: seg.version for n, seg in on.items()}   # segment -> node -> version
+                     for sid, on in ctx.dist.segments_on(cid, replica_nodes(replica)).items() if sid in wanted}
             for channel in sorted(ctx.targets.channels(cid, Scope.CURRENT_OR_NEXT)):
                 found = leader_of(ctx.dist, replica, channel)
                 if found is None or channel in busy:

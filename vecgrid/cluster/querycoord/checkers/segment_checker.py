@@ -40,12 +40,9 @@ class SegmentChecker(Checker):
         for replica in ctx.replicas.of_collection(cid):
             members = replica_nodes(replica)
             members_any |= members
-            held: dict[int, list[tuple[int, int]]] = {}
-            refs: dict[int, SegmentRef] = {}
-            for node_id, seg in ctx.dist.segments(cid):
-                if node_id in members:
-                    held.setdefault(seg.ID, []).append((seg.version, node_id))
-                    refs[seg.ID] = _ref(seg)
+            on_replica = ctx.dist.segments_on(cid, members)
+            held = {sid: [(seg.version, n) for n, seg in on.items()] for sid, on in on_replica.items()}
+            refs = {sid: _ref(next(iter(on.values()))) for sid, on in on_replica.items()}
             leaders = {ch: found[0] for ch in {r.channel for r in wanted.values()}
                        if (found := leader_of(ctx.dist, replica, ch)) is not None}
             # a segment already being loaded is not lacking: placing it again would count it twice (its

@@ -9,6 +9,7 @@ Checkers, the balancer and the target observer read from here; nothing else writ
 from __future__ import annotations
 
 import time
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from vecgrid.proto import query_coord_pb2 as Q
@@ -58,6 +59,15 @@ class DistributionManager:
     def leader_views(self, collection_id: int | None = None) -> list[tuple[int, Q.LeaderView]]:
         return [(n, v) for n, d in sorted(self._nodes.items()) for v in d.leader_views
                 if collection_id is None or v.collection == collection_id]
+
+    def segments_on(self, collection_id: int, nodes: Collection[int]) -> dict[int, dict[int, Q.SegmentVersionInfo]]:
+        """Where the collection's sealed segments are among ``nodes`` (one replica's, say): segment id ->
+        node -> what that node reports of it, nodes in id order."""
+        out: dict[int, dict[int, Q.SegmentVersionInfo]] = {}
+        for node_id, seg in self.segments(collection_id):
+            if node_id in nodes:
+                out.setdefault(seg.ID, {})[node_id] = seg
+        return out
 
     def holds(self, node_id: int, segment_id: int) -> bool:
         dist = self._nodes.get(node_id)

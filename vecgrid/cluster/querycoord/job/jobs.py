@@ -10,7 +10,9 @@ Jobs of one collection run one at a time (:class:`JobQueue`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
@@ -30,14 +32,39 @@ DATABASE_RESOURCE_GROUPS = "database.resource_groups"
 RELEASE_POLL_S = 0.2
 
 
+@dataclass
+class _CollectionSlot:
+    lock: asyncio.Lock
+    users: int = 0   # jobs holding or waiting for the lock
+
+
 class JobQueue:
-    """One lock per collection: its jobs run in arrival order, other collections' in parallel."""
+    """One lock per collection: its jobs run in arrival order, other collections' in parallel.
+
+    A collection's lock exists only while one of its jobs runs or waits, so the queue does not keep a
+    lock for every collection ever loaded. Owned by the coordinator's event loop: only coroutines on
+    it call :meth:`lock`, and nothing here awaits between reading and changing ``_slots``.
+    """
 
     def __init__(self) -> None:
-        self._locks: dict[int, asyncio.Lock] = {}
+        self._slots: dict[int, _CollectionSlot] = {}
 
-    def lock(self, cid: int) -> asyncio.Lock:
-        return self._locks.setdefault(cid, asyncio.Lock())
+    @contextlib.asynccontextmanager
+    async def lock(self, cid: int) -> AsyncIterator[None]:
+        """Hold collection ``cid``'s lock for the block (``asyncio.Lock`` is FIFO: arrival order)."""
+        slot = self._slots.setdefault(cid, _CollectionSlot(asyncio.Lock()))
+        slot.users += 1
+        try:
+            async with slot.lock:
+                yield
+        finally:
+            slot.users -= 1
+            if not slot.users:
+                del self._slots[cid]
+
+    def busy(self) -> list[int]:
+        """Collections with a job running or waiting."""
+        return sorted(self._slots)
 
 
 @dataclass
@@ -119,70 +146,90 @@ class Jobs:
             await self._load(req)
 
     async def _load(self, req: LoadRequest) -> None:
+        """Behaviour sheet §4: validate, then the refresh, first-load or add-partitions path."""
         ctx, cid = self.ctx, req.collection_id
         coll = ctx.catalog.get_collection(cid)
-        whole = req.partition_ids is None
-        existing = ctx.collections.get(cid)
         if req.refresh:
-            if existing is None or existing.status != Q.Loaded:
-                raise errors.CollectionNotLoaded("refresh needs a loaded collection", collection=cid)
-            target = ctx.targets.pull_next(cid, ctx.collections.partition_ids(cid))
-            self.refresh_versions[cid] = target.version if target is not None else 0
-            self.poke()
+            self._refresh(cid)
             return
         replica_number, rgs = self._defaults(cid, req.replica_number, list(req.resource_groups))
         load_fields = self._load_fields(cid, req.load_fields)
+        whole = req.partition_ids is None
         if not whole:
             unknown = sorted(set(req.partition_ids) - set(coll.partition_ids))
             if unknown:
                 raise errors.PartitionNotFound(f"partitions {unknown} do not exist", collection=cid)
-        if existing is not None:
-            if sorted(existing.load_fields) != load_fields:
-                raise errors.ParameterInvalid("can't change the load field list for loaded collection",
-                                              collection=cid)
-            if existing.replica_number != replica_number or \
-                    self._current_layout(cid) != self._layout(replica_number, rgs):
-                if not whole:
-                    raise errors.ParameterInvalid("can't change the replica number for loaded partitions",
-                                                  collection=cid)
-                await self._update_config(cid, replica_number, rgs)
-                return
-        layout = self._layout(replica_number, rgs)
         wanted = list(coll.partition_ids) if whole else sorted(set(req.partition_ids))
-        new = [pid for pid in wanted if ctx.collections.partition(cid, pid) is None]
-        if existing is not None and not new:
-            return   # loading the same thing again succeeds
+        existing = ctx.collections.get(cid)
+        if existing is None:
+            self._load_new(req, coll.vchannels, wanted, replica_number, rgs, load_fields)
+        else:
+            await self._load_more(existing, whole, wanted, replica_number, rgs, load_fields)
+
+    def _refresh(self, cid: int) -> None:
+        """LoadCollection/LoadPartitions with ``refresh``: pull a new target for what is loaded."""
+        ctx = self.ctx
+        existing = ctx.collections.get(cid)
+        if existing is None or existing.status != Q.Loaded:
+            raise errors.CollectionNotLoaded("refresh needs a loaded collection", collection=cid)
+        target = ctx.targets.pull_next(cid, ctx.collections.partition_ids(cid))
+        self.refresh_versions[cid] = target.version if target is not None else 0
+        self.poke()
+
+    def _load_new(self, req: LoadRequest, vchannels: Iterable[str], partition_ids: list[int], replica_number: int,
+                  rgs: list[str], load_fields: list[int]) -> None:
+        """The first load of a collection (Milvus ``LoadCollectionJob`` / ``LoadPartitionJob`` on an
+        unloaded one): spawn its replicas, record it Loading; undone whole if a step fails."""
+        ctx, cid = self.ctx, req.collection_id
+        layout = self._layout(replica_number, rgs)
         spawned = []
         try:
-            if existing is None:
-                spawned = ctx.replicas.spawn(cid, layout, self._new_id, self.rg_nodes, coll.vchannels)
-            else:
-                await self._on_nodes(cid, "load_partitions",
-                                     Q.LoadPartitionsRequest(collectionID=cid, partitionIDs=new), "load-partitions")
-            info = Q.CollectionLoadInfo()
-            if existing is not None:
-                info.CopyFrom(existing)
-            else:
-                info.CopyFrom(Q.CollectionLoadInfo(
-                    collectionID=cid, replica_number=replica_number,
-                    load_type=Q.LoadCollection if whole else Q.LoadPartition, load_fields=load_fields,
-                    field_indexID=req.field_index or {}))
-            if existing is None:
-                # A loaded collection stays Loaded (and searchable) while partitions added to it load,
-                # as in Milvus: GetShardLeaders answers 103 only for a collection that is not Loaded yet.
-                info.status = Q.Loading
-            ctx.collections.put(info, [Q.PartitionLoadInfo(collectionID=cid, partitionID=pid, status=Q.Loading)
-                                       for pid in new])
+            spawned = ctx.replicas.spawn(cid, layout, self._new_id, self.rg_nodes, vchannels)
+            info = Q.CollectionLoadInfo(
+                collectionID=cid, replica_number=replica_number,
+                load_type=Q.LoadPartition if req.partition_ids is not None else Q.LoadCollection,
+                load_fields=load_fields, field_indexID=req.field_index or {}, status=Q.Loading)
+            ctx.collections.put(info, self._loading(cid, partition_ids))
             self.pull_target(cid)
         except BaseException:
-            if existing is None:
-                ctx.collections.remove(cid)
-                ctx.replicas.remove(spawned)
-                ctx.targets.remove(cid)
-            else:
-                ctx.collections.remove_partitions(cid, new)
+            ctx.collections.remove(cid)
+            ctx.replicas.remove(spawned)
+            ctx.targets.remove(cid)
             raise
         self.poke()
+
+    async def _load_more(self, existing: Q.CollectionLoadInfo, whole: bool, wanted: list[int], replica_number: int,
+                         rgs: list[str], load_fields: list[int]) -> None:
+        """A load of a loaded collection: the same load again succeeds; a new replica layout (whole
+        collection only) updates the config; partitions not loaded yet are added."""
+        ctx, cid = self.ctx, existing.collectionID
+        if sorted(existing.load_fields) != load_fields:
+            raise errors.ParameterInvalid("can't change the load field list for loaded collection", collection=cid)
+        if existing.replica_number != replica_number or \
+                self._current_layout(cid) != self._layout(replica_number, rgs):
+            if not whole:
+                raise errors.ParameterInvalid("can't change the replica number for loaded partitions",
+                                              collection=cid)
+            await self._update_config(cid, replica_number, rgs)
+            return
+        new = [pid for pid in wanted if ctx.collections.partition(cid, pid) is None]
+        if not new:
+            return   # loading the same thing again succeeds
+        try:
+            await self._on_nodes(cid, "load_partitions",
+                                 Q.LoadPartitionsRequest(collectionID=cid, partitionIDs=new), "load-partitions")
+            # A loaded collection stays Loaded (and searchable) while partitions added to it load, as in
+            # Milvus: GetShardLeaders answers 103 only for a collection that is not Loaded yet.
+            ctx.collections.put(existing, self._loading(cid, new))
+            self.pull_target(cid)
+        except BaseException:
+            ctx.collections.remove_partitions(cid, new)
+            raise
+        self.poke()
+
+    @staticmethod
+    def _loading(cid: int, partition_ids: list[int]) -> list[Q.PartitionLoadInfo]:
+        return [Q.PartitionLoadInfo(collectionID=cid, partitionID=pid, status=Q.Loading) for pid in partition_ids]
 
     # --- update load config / transfer replica ------------------------------------------------
 
