@@ -20,15 +20,18 @@ carries one in ``base.properties["vecgrid.checksum.<path>"] = "<algo>:<hex>"``
 file raises ``SegmentLoadFailed`` (604) naming the file; paths that leave the
 storage root are refused the same way.
 
-Everything here is blocking (file reads, Parquet decoding, index builds): the node
-runs it in a worker thread, never on an event loop.
+:class:`SegmentLoader` is blocking (file reads, Parquet decoding, index builds): the node
+runs it in a worker thread, never on an event loop, through :class:`LoadThreads`, which makes
+sure that what a thread built is served or released even when its waiter is cancelled.
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
+import logging
 import os
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -46,9 +49,7 @@ DATA_GROUP_FIELD_ID = 0         # FieldBinlog.fieldID of the one column group of
 LOSSY_INDEX_TYPES = frozenset({"IVF_SQ8", "IVF_PQ", "GPU_IVF_PQ"})
 
 _keys = itertools.count(1)
-
-
-
+log = logging.getLogger(__name__)
 
 def _failed(segment_id: int, reason: str) -> errors.MilvusError:
     return errors.SegmentLoadFailed(reason, segment=segment_id)
@@ -330,3 +331,93 @@ class SegmentLoader:
         seg = SealedSegment(num_rows=n, engines=engines, index_infos=index_infos, **common)
         seg.vector_norms = norms
         return seg
+
+
+def release_all(segments: Sequence[SealedSegment]) -> None:
+    """Release segments (blocking: waits for searches in flight, frees device memory)."""
+    for seg in segments:
+        seg.release()
+
+
+class LoadThreads:
+    """The worker threads of segment loads, and the release of what a cancelled load built.
+
+    ``asyncio.to_thread`` cancelled goes on in its thread and drops what the thread returns.  Built
+    segments hold device and host reservations (:meth:`vecgrid.gpu.device.Device.reserve`, a keyed
+    table with no finalizer), so a LoadSegments cancelled mid-build (a Dask task timeout, a gRPC
+    deadline) leaked its budget and later loads failed with MemoryLimitExceeded.  Here the thread's
+    future is shielded; when the waiter is cancelled a done-callback hands the thread's segments to
+    :meth:`discard` once it ends.  Milvus's loader frees a failed load's segments the same way
+    (``segmentLoader.Load``'s deferred release), but Go contexts do not drop a running result.
+
+    Owned by the node's event loop: every method runs on it.
+    """
+
+    def __init__(self) -> None:
+        self._releases: set[asyncio.Task] = set()
+
+    async def run(self, fn: Callable[..., list[SealedSegment]], *args: Any,
+                  settle: Callable[[], None] | None = None) -> list[SealedSegment]:
+        """``fn(*args)`` in a worker thread; its segments are the caller's once this returns.
+
+        ``settle`` runs when the segments of a cancelled call are released (a load marks its
+        segments as loading until then, so a retry does not build a second copy beside them)."""
+        work = asyncio.ensure_future(asyncio.to_thread(fn, *args))
+        try:
+            return await asyncio.shield(work)
+        except asyncio.CancelledError:
+            work.add_done_callback(lambda done: self._abandoned(done, settle))
+            raise
+
+    def _abandoned(self, done: asyncio.Future, settle: Callable[[], None] | None) -> None:
+        if done.cancelled() or done.exception() is not None:
+            # the thread rolled its own segments back; its caller is gone, so the log is the only reader
+            if not done.cancelled():
+                log.warning("a cancelled segment load failed after its caller left: %s", done.exception())
+            if settle is not None:
+                settle()
+            return
+        self.discard(done.result(), settle)
+
+    def discard(self, segments: Sequence[SealedSegment], settle: Callable[[], None] | None = None) -> None:
+        """Release segments nobody will serve, in a worker thread, without awaiting it (the caller
+        may be cancelled; a second cancel must not stop the release)."""
+        release = asyncio.ensure_future(self._release(list(segments), settle))
+        self._releases.add(release)
+        release.add_done_callback(self._releases.discard)
+
+    @staticmethod
+    async def _release(segments: list[SealedSegment], settle: Callable[[], None] | None) -> None:
+        try:
+            await asyncio.to_thread(release_all, segments)
+        except Exception:  # noqa: BLE001 - nobody awaits this: the log and a leaked budget are the trace
+            log.error("releasing %d abandoned segment(s) failed", len(segments), exc_info=True)
+        finally:
+            if settle is not None:
+                settle()
+
+    async def run_to_end(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(*args)`` in a worker thread, returning (or raising the cancel) only once it ended.
+
+        For work done under the node's DML lock: a cancel must not free the lock while the thread
+        still applies deletes that the lock serialises."""
+        work = asyncio.ensure_future(asyncio.to_thread(fn, *args))
+        cancelled = False
+        while not work.done():
+            try:
+                await asyncio.wait([work])
+            except asyncio.CancelledError:
+                cancelled = True
+        if cancelled:
+            raise asyncio.CancelledError
+        return work.result()
+
+    @property
+    def releasing(self) -> int:
+        """Releases of abandoned segments still running."""
+        return len(self._releases)
+
+    async def close(self) -> None:
+        """Wait for the releases in flight (a node closing must not leave them to a dead loop)."""
+        while self._releases:
+            await asyncio.wait(set(self._releases))

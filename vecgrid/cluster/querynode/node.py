@@ -49,7 +49,7 @@ from vecgrid.cluster.querynode import search as search_mod
 from vecgrid.cluster.querynode.collections import Collection, CollectionManager
 from vecgrid.cluster.querynode.delegator import MAX_TS, ShardDelegator, learn_peers
 from vecgrid.cluster.querynode.index_saver import SaveIndexRequest, save_segment_indexes
-from vecgrid.cluster.querynode.loader import SegmentLoader
+from vecgrid.cluster.querynode.loader import LoadThreads, SegmentLoader, release_all
 from vecgrid.cluster.querynode.peers import PeerClients
 from vecgrid.cluster.querynode.reduce import merge_retrieve, merge_search
 from vecgrid.cluster.querynode.segments import ALL_PARTITIONS, DeleteLog, SealedSegment, SegmentManager
@@ -106,6 +106,7 @@ class QueryNode(Component):
         self._devices = devices
         self._last_modify_ts = time.time_ns()
         self._loading: dict[int, asyncio.Future] = {}
+        self._threads = LoadThreads()
         self._dml_lock: asyncio.Lock | None = None
         self.delegators: dict[str, ShardDelegator] = {}
         self.max_tt_delay_s = MAX_TT_DELAY_S
@@ -130,6 +131,7 @@ class QueryNode(Component):
         for d in list(self.delegators.values()):
             await d.stop()
         self.delegators.clear()
+        await self._threads.close()
         segments = self.segments.list()
         for seg in segments:
             self.segments.remove(seg.segment_id)
@@ -446,33 +448,52 @@ class QueryNode(Component):
         if not todo:  # already loaded (Milvus's loader skips them)
             self.collections.commit(coll)
             return
-        done = asyncio.get_running_loop().create_future()
+        settled = asyncio.get_running_loop().create_future()
         for info in todo:
-            self._loading[info.segmentID] = done
+            self._loading[info.segmentID] = settled
+
+        def settle() -> None:  # the segments are served or released: a waiting load may go on
+            for info in todo:
+                if self._loading.get(info.segmentID) is settled:
+                    del self._loading[info.segmentID]
+            if not settled.done():
+                settled.set_result(None)
+
         known = coll.id in self.collections
         try:
             l0 = self._l0_snapshot(coll.id, todo)
-            loaded = await asyncio.to_thread(self._load_batch, coll, todo, req.version, checksums, l0)
+            loaded = await self._threads.run(self._load_batch, coll, todo, req.version, checksums, l0,
+                                             settle=settle)
+        except asyncio.CancelledError:
+            raise  # settled once the thread's segments are released
+        except BaseException:
+            settle()
+            raise
+        served = False
+        try:
             if known and coll.id not in self.collections:  # ReleaseCollection while loading
-                await asyncio.to_thread(lambda: [s.release() for s in loaded])
                 raise errors.CollectionNotLoaded("released while its segments were loading", collection=coll.id)
             partitions = {s.partition_id for s in loaded if not s.is_l0 and s.partition_id != ALL_PARTITIONS}
-            self.collections.commit(coll.updated(add_partitions=partitions))
             new_l0 = [s for s in loaded if s.is_l0]
             async with self._lock():
+                self.collections.commit(coll.updated(add_partitions=partitions))
                 for seg in loaded:
                     self.segments.put(seg)
+                served = True
+                self._touch()
                 if new_l0:  # an L0 segment's deletes reach every sealed segment of its channel
                     ids = {s.segment_id for s in loaded}
                     targets = [(seg, l0s) for l0s in new_l0
                                for seg in self.segments.list(coll.id, channels=[l0s.channel], exclude_l0=True)
                                if seg.segment_id not in ids and l0s.partition_id in (ALL_PARTITIONS, seg.partition_id)]
-                    await asyncio.to_thread(self._apply_l0, targets)
-            self._touch()
-        finally:
-            for info in todo:
-                self._loading.pop(info.segmentID, None)
-            done.set_result(None)
+                    await self._threads.run_to_end(self._apply_l0, targets)
+        except BaseException:
+            if served:
+                settle()
+            else:
+                self._threads.discard(loaded, settle)
+            raise
+        settle()
 
     @staticmethod
     def _apply_l0(targets: list[tuple[SealedSegment, SealedSegment]]) -> None:
@@ -523,17 +544,21 @@ class QueryNode(Component):
                 raise
             return out
 
-        fresh = await asyncio.to_thread(load_all)
-        async with self._lock():
-            def finish() -> None:
-                for seg in fresh:  # deletes that arrived while loading
-                    for pks, ts in olds[seg.segment_id].runtime_deletes.parts[seen[seg.segment_id]:]:
-                        seg.delete(pks, ts)
-            await asyncio.to_thread(finish)
-            self.collections.commit(coll)
-            replaced = [self.segments.put(seg) for seg in fresh]
+        fresh = await self._threads.run(load_all)
+        try:
+            async with self._lock():
+                def finish() -> None:
+                    for seg in fresh:  # deletes that arrived while loading
+                        for pks, ts in olds[seg.segment_id].runtime_deletes.parts[seen[seg.segment_id]:]:
+                            seg.delete(pks, ts)
+                await self._threads.run_to_end(finish)
+                self.collections.commit(coll)
+                replaced = [self.segments.put(seg) for seg in fresh]
+        except BaseException:
+            self._threads.discard(fresh)
+            raise
         self._touch()
-        await asyncio.to_thread(lambda: [s.release() for s in replaced if s is not None])
+        await asyncio.to_thread(release_all, [s for s in replaced if s is not None])
 
     async def _release(self, segments: list[SealedSegment]) -> None:
         for seg in segments:
