@@ -316,12 +316,15 @@ class QueryNode(Component):
         """GetMetrics: the ``system_info`` JSON of this node (the only metric type Milvus serves)."""
         self.lifecycle.check_healthy()
         sysinfo.parse_metric_type(request)
+        from vecgrid.gpu.device import simd_level
+
+        # Milvus echoes its simdType setting ("auto"); vecgrid has none, so it reports what faiss runs
+        # with, and leaves the field out when that is unknown.
+        simd = simd_level()
         doc = {
             "base_component_infos": sysinfo.base_component_info(
                 self.lifecycle, self.address, self.deploy_mode, self.settings.common.data_dir),
-            "system_configurations": {
-                "simd_type": "auto",
-            },
+            "system_configurations": {} if simd is None else {"simd_type": simd},
             "quota_metrics": {},
             "collection_metrics": {"collection_ids": [c.id for c in self.collections.all()]},
             "worker_name": self.name,
