@@ -35,11 +35,11 @@ def reserved(node) -> int:
 
 
 class BlockAfterBuild:
-    """Wraps ``SegmentLoader.load``: once the ``block_on``-th segment of a call is built (its memory
+    """Wraps ``SegmentBuilder.build``: once the ``block_on``-th segment is built (its memory
     reserved), the worker thread waits for :attr:`go` — the point where the handler gets cancelled."""
 
-    def __init__(self, loader, block_on: int) -> None:
-        self.real = loader.load
+    def __init__(self, builder, block_on: int) -> None:
+        self.real = builder.build
         self.block_on = block_on
         self.built = 0
         self.entered = threading.Event()
@@ -67,17 +67,17 @@ async def cancel_while_building(node, request, blocker: BlockAfterBuild, *, go_o
 async def test_a_full_load_cancelled_mid_build_frees_its_segments(qn, ds, monkeypatch):
     node = qn.node
     before = reserved(node)
-    blocker = BlockAfterBuild(node.loader, block_on=2)  # the first two segments are built when it blocks
-    monkeypatch.setattr(node.loader, "load", blocker)
+    blocker = BlockAfterBuild(node.loader.builder, block_on=2)  # the first two segments are built when it blocks
+    monkeypatch.setattr(node.loader.builder, "build", blocker)
     await cancel_while_building(node, load_request(ds), blocker)
 
     await poll_until(lambda: reserved(node) == before, 30, 0.02,
                      f"the memory budget back at {before} bytes")
     assert blocker.built == len(ds.segment_ids)  # the thread really built them all
     assert not any(sid in node.segments for sid in ds.segment_ids)  # no half-loaded segment
-    assert not node._loading
+    assert not node.loader.loading
 
-    monkeypatch.setattr(node.loader, "load", blocker.real)
+    monkeypatch.setattr(node.loader.builder, "build", blocker.real)
     await qn.load(ds)
     assert {s.segment_id for s in node.segments.list()} == set(ds.segment_ids)
     assert reserved(node) > before
@@ -87,8 +87,8 @@ async def test_a_retry_during_the_abandoned_build_waits_for_its_release(qn, ds, 
     """The coordinator retries a timed-out load at once: the retry must not build a second copy beside
     the one the abandoned thread is still building (twice the budget), nor fail; it waits for it."""
     node = qn.node
-    blocker = BlockAfterBuild(node.loader, block_on=1)
-    monkeypatch.setattr(node.loader, "load", blocker)
+    blocker = BlockAfterBuild(node.loader.builder, block_on=1)
+    monkeypatch.setattr(node.loader.builder, "build", blocker)
     await cancel_while_building(node, load_request(ds), blocker, go_on=False)
     retry = asyncio.ensure_future(qn.load(ds))
     blocker.go.set()
@@ -104,8 +104,8 @@ async def test_an_index_reload_cancelled_mid_build_frees_the_new_copies(qn, ds, 
     await qn.load(ds)
     served = {sid: node.segments.get(sid) for sid in ds.segment_ids}
     before = reserved(node)
-    blocker = BlockAfterBuild(node.loader, block_on=2)
-    monkeypatch.setattr(node.loader, "load", blocker)
+    blocker = BlockAfterBuild(node.loader.builder, block_on=2)
+    monkeypatch.setattr(node.loader.builder, "build", blocker)
     await cancel_while_building(node, load_request(ds, load_scope=Q.Index, version=5), blocker)
 
     await poll_until(lambda: reserved(node) == before, 30, 0.02,
@@ -115,7 +115,7 @@ async def test_an_index_reload_cancelled_mid_build_frees_the_new_copies(qn, ds, 
     assert {sid: node.segments.get(sid) for sid in ds.segment_ids} == served
     assert not any(seg.released for seg in served.values())
 
-    monkeypatch.setattr(node.loader, "load", blocker.real)
+    monkeypatch.setattr(node.loader.builder, "build", blocker.real)
     status = await qn.call("LoadSegments", load_request(ds, load_scope=Q.Index, version=6))
     assert status.code == 0, status
     assert all(node.segments.get(sid).version == 6 for sid in ds.segment_ids)
