@@ -121,3 +121,35 @@ async def test_an_index_reload_cancelled_mid_build_frees_the_new_copies(qn, ds, 
     assert all(node.segments.get(sid).version == 6 for sid in ds.segment_ids)
     assert all(seg.released for seg in served.values())
     await poll_until(lambda: reserved(node) == before, 30, 0.02, "the old copies' memory given back")
+
+
+async def test_work_under_the_dml_lock_runs_to_its_end_before_the_cancel_lands():
+    """Deletes applied in a thread under the node's DML lock: a cancelled caller must not free the lock
+    (and so let a Delete in) while its thread still applies them."""
+    from vecgrid.cluster.querynode.loader import LoadThreads
+
+    threads = LoadThreads()
+    entered, go = threading.Event(), threading.Event()
+    finished = []
+
+    def apply_deletes():
+        entered.set()
+        assert go.wait(60)
+        finished.append(True)
+
+    lock = asyncio.Lock()
+
+    async def holder():
+        async with lock:
+            await threads.run_to_end(apply_deletes)
+
+    caller = asyncio.ensure_future(holder())
+    await poll_until(entered.is_set, 30, 0.01, "the thread to start")
+    caller.cancel()
+    for _ in range(3):
+        await asyncio.sleep(0)
+    assert lock.locked() and not caller.done()  # cannot end: its thread is still blocked
+    go.set()
+    with pytest.raises(asyncio.CancelledError):
+        await caller
+    assert finished == [True] and not lock.locked()

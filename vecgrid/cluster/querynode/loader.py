@@ -446,6 +446,9 @@ class LoadThreads:
             except asyncio.CancelledError:
                 cancelled = True
         if cancelled:
+            if work.exception() is not None:  # its caller is gone: the log is the only one left to tell
+                log.error("%s failed after its caller was cancelled", getattr(fn, "__name__", fn),
+                          exc_info=work.exception())
             raise asyncio.CancelledError
         return work.result()
 

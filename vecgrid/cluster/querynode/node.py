@@ -313,10 +313,10 @@ class QueryNode(Component):
 
     def metrics(self, request: str) -> str:
         """GetMetrics: the ``system_info`` JSON of this node (the only metric type Milvus serves)."""
-        self.lifecycle.check_healthy()
-        sysinfo.parse_metric_type(request)
         from vecgrid.gpu.device import simd_level
 
+        self.lifecycle.check_healthy()
+        sysinfo.parse_metric_type(request)
         # Milvus echoes its simdType setting ("auto"); vecgrid has none, so it reports what faiss runs
         # with, and leaves the field out when that is unknown.
         simd = simd_level()
