@@ -364,12 +364,12 @@ async def test_a_cancelled_duplicate_load_leaves_the_first_one_alone(qn, ds, mon
     import asyncio
     import time as _time
 
-    slow = qn.node._load_batch
+    slow = qn.node.loader._load_batch
 
     def load_slowly(*args, **kwargs):
         _time.sleep(0.5)
         return slow(*args, **kwargs)
-    monkeypatch.setattr(qn.node, "_load_batch", load_slowly)
+    monkeypatch.setattr(qn.node.loader, "_load_batch", load_slowly)
     req = load_request(ds, ds.segment_ids[:1])
     first = asyncio.ensure_future(qn.node.load_segments(req))
     await asyncio.sleep(0.1)

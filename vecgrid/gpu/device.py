@@ -35,7 +35,7 @@ from vecgrid.gpu import FaissMissing, require_faiss
 
 __all__ = [
     "CPU", "GPU", "Device", "DeviceManager", "gpu_count", "faiss_has_gpu", "cupy_module",
-    "gpu_resources", "default_manager", "process_rss", "trim_host_heap",
+    "gpu_resources", "default_manager", "process_rss", "trim_host_heap", "simd_level",
 ]
 
 CPU = "CPU"
@@ -73,6 +73,31 @@ def gpu_count() -> int:
         return int(require_faiss().get_num_gpus())
     except Exception:  # a broken driver reads as "no GPU"
         return 0
+
+
+#: single-level builds name their level in ``get_compile_options()`` (faiss/utils/utils.cpp)
+_COMPILED_LEVELS = ("AVX512_SPR", "AVX512", "AVX2", "SVE", "NEON", "GENERIC")
+
+
+def simd_level() -> str | None:
+    """The instruction set faiss's CPU kernels run with (``AVX2``, ``AVX512``, ``NEON``,
+    ``GENERIC`` ...), or ``None`` when it cannot be known.
+
+    faiss ≥ 1.12 dispatches at run time and says where (``SIMDConfig.get_level_name()``);
+    before, the loader picked one build per level, whose compile options name it.  A
+    dispatching build's compile options list every level it holds ("DD AVX2 AVX512 ..."), not
+    the one it uses, so without ``SIMDConfig`` that is unknown, not guessed."""
+    try:
+        faiss = require_faiss()
+    except FaissMissing:
+        return None
+    config = getattr(faiss, "SIMDConfig", None)
+    if config is not None:
+        return str(config.get_level_name())
+    options = str(faiss.get_compile_options()).split()
+    if "DD" in options:
+        return None
+    return next((level for level in _COMPILED_LEVELS if level in options), None)
 
 
 def cupy_module() -> Any:

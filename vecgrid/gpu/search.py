@@ -56,10 +56,10 @@ cupy; other GPU indexes run it on a host copy of the index made on first need
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import threading
-import time
 from typing import Any, Hashable, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -76,6 +76,8 @@ from vecgrid.gpu.columns import FieldColumn
 from vecgrid.gpu.results import decode_placeholder_group, to_search_result_data
 from vecgrid.gpu.rows import RowStore, fields_from_schema
 from vecgrid.proto import plan_pb2, schema_pb2
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "LoadedSegment", "load_segment", "search_segments", "search_request", "default_search_params",
@@ -196,10 +198,12 @@ class LoadedSegment:
         self._params_cache: dict[Any, Any] = {}
         self._default_sp: dict[int, dict[str, int]] = {}
         self._storage: Any = None
-        self._gate = threading.Lock()
+        # _inflight and _closed: searches enter and leave, release() waits for none left
+        self._gate = threading.Condition()
         self._map_lock = threading.Lock()  # adding the IVF direct map vs. serialising the index
         self._inflight = 0
         self._closed = False
+        self._fallbacks: dict[str, int] = {}  # GPU faults served by a host path, by kind (under _gate)
         self.rows.vector_getter = self._vectors_of
         self.rows.vector_fields[field_id] = self.dim
 
@@ -218,6 +222,7 @@ class LoadedSegment:
             "placement_reason": self.placement_reason, "num_rows": self.num_rows,
             "num_deleted": self.rows.num_deleted, "index_bytes": self.index_bytes,
             "column_bytes": self.rows.nbytes(), "released": self._closed,
+            "fallbacks": dict(self._fallbacks),
         }
 
     @property
@@ -238,6 +243,20 @@ class LoadedSegment:
     def _exit(self) -> None:
         with self._gate:
             self._inflight -= 1
+            if not self._inflight:
+                self._gate.notify_all()
+
+    def _fell_back(self, kind: str, error: BaseException, instead: str) -> None:
+        """A GPU call failed and another path serves the request: correct, but an exact host search
+        is 10-100x slower, so it must not pass unseen.  Warns once per segment and kind (a faulty
+        device would flood the log otherwise); ``info["fallbacks"]`` counts every one."""
+        with self._gate:
+            first = kind not in self._fallbacks
+            self._fallbacks[kind] = self._fallbacks.get(kind, 0) + 1
+        if first:
+            log.warning("segment %d field %d on %s: %s failed (%s: %s), served by %s instead; later ones are "
+                        "counted in its info['fallbacks'], not logged", self.segment_id, self.field_id,
+                        self.device.name, kind, type(error).__name__, error, instead)
 
     def release(self) -> None:
         """Free the index (GPU or host memory) and the rows; waits for searches in flight."""
@@ -245,11 +264,7 @@ class LoadedSegment:
             if self._closed:
                 return
             self._closed = True
-        while True:
-            with self._gate:
-                if not self._inflight:
-                    break
-            time.sleep(0.001)
+            self._gate.wait_for(lambda: not self._inflight)
         self._xb = None
 
         def drop() -> None:
@@ -331,8 +346,8 @@ class LoadedSegment:
         if self.device.is_gpu and self.family == "flat" and self._host_copy is None:
             try:
                 return self.device.run(self.index.reconstruct_batch, np.asarray(rows, dtype=np.int64))
-            except Exception:
-                pass  # no reconstruct_batch on this GPU index: the host copy below
+            except Exception as e:  # noqa: BLE001 - no reconstruct_batch on this GPU index, or a fault
+                self._fell_back("gpu vector reconstruct", e, "the host copy of the index")
         xb = self.device.run(self._host_vectors)
         if xb is not None:
             return xb[rows]
@@ -478,7 +493,8 @@ class LoadedSegment:
             nprobe = min(self.nlist, max(1, math.ceil(sp["nprobe"] * _widen("ivf", s))))
             try:
                 self.index.nprobe = nprobe
-            except Exception:
+            except Exception as e:  # noqa: BLE001 - the same search through search parameters
+                self._fell_back("setting nprobe on the gpu index", e, "search parameters")
                 params = faiss.SearchParametersIVF(nprobe=nprobe)
         elif self.family == "cagra":
             params = faiss.SearchParametersCagra()
@@ -486,7 +502,8 @@ class LoadedSegment:
             params.search_width = sp["search_width"]
         try:
             D, I = self.index.search(xq, kk, params=params) if params is not None else self.index.search(xq, kk)
-        except RuntimeError:  # e.g. a k' beyond what this GPU index supports
+        except RuntimeError as e:  # e.g. a k' beyond what this GPU index supports, or a GPU fault
+            self._fell_back("gpu search", e, "an exact search on the host")
             return self._exact(xq, k, allowed)
         if allowed is None:
             return D, I
@@ -501,7 +518,8 @@ class LoadedSegment:
         if self.device.is_gpu and self.family == "flat" and rows is not None and self._host_copy is None:
             try:  # only the allowed rows leave the GPU
                 sub = self.index.reconstruct_batch(rows.astype(np.int64))
-            except Exception:
+            except Exception as e:  # noqa: BLE001 - faiss errors: the host copy below
+                self._fell_back("gpu vector reconstruct", e, "an exact search on the host copy")
                 sub = None
             if sub is not None:
                 return _mapped(brute_force_knn(xq, sub, k, self._fm, xp=cupy_module() or np), rows)

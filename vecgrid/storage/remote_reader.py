@@ -8,6 +8,10 @@ takes from it.  ``seek`` restarts the stream at the new position.  When the stre
 breaks (the coordinator restarted or the network dropped) the reader reconnects
 after ``RECONNECT_S`` and resumes after the last record it returned, so a consumer
 never sees a gap or a duplicate.
+
+The queue holds at most ``max_buffered`` records: a slow consumer stops the drain thread,
+which stops reading the stream, and gRPC flow control then holds the coordinator back.
+Unbounded, a pipeline behind on a long replay buffered the whole replay in memory.
 """
 
 from __future__ import annotations
@@ -27,17 +31,27 @@ _BROKEN = object()   # the stream broke in a way worth reconnecting for
 _TRANSIENT = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.ABORTED,
               grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN}
 RECONNECT_S = 0.5
+MAX_BUFFERED = 64   # records read off the stream and not yet returned
+_PUT_POLL_S = 0.1   # how often a drain blocked on a full queue checks whether its stream was dropped
 
 
 class RemoteChannelReader(ChannelReader):
+    """Used by one consumer thread (``read``/``seek``/``close``); each stream's drain thread only
+    puts into that stream's queue, and stops when the stream's ``dropped`` event is set."""
+
     def __init__(self, address: str, channel: str,
-                 start: Position | Literal["earliest", "latest"] | None = None, *, inclusive: bool = False) -> None:
+                 start: Position | Literal["earliest", "latest"] | None = None, *, inclusive: bool = False,
+                 max_buffered: int = MAX_BUFFERED) -> None:
+        if max_buffered < 2:  # a failure and its end marker must fit behind a read
+            raise ValueError(f"max_buffered {max_buffered} < 2")
         self._channel = channel
         self._grpc = grpc.insecure_channel(address)
         self._stub = wal_stream_pb2_grpc.ChannelStreamStub(self._grpc)
         self._position: Position | None = None
         self._call = None
-        self._queue: queue.Queue = queue.Queue()
+        self._dropped: threading.Event | None = None
+        self._max_buffered = max_buffered
+        self._queue: queue.Queue = queue.Queue(max_buffered)
         self._closed = False
         self._start, self._inclusive = start, inclusive
         self.seek(start, inclusive=inclusive)
@@ -56,22 +70,38 @@ class RemoteChannelReader(ChannelReader):
         request = wal_stream_pb2.ReadRequest(channel=self._channel, inclusive=inclusive, latest=start == "latest")
         if isinstance(start, Position):
             request.start.CopyFrom(msg_pb2.MsgPosition(**start.to_msg_position_kwargs()))
-        self._queue = queue.Queue()
+        self._queue = queue.Queue(self._max_buffered)
+        self._dropped = threading.Event()
         self._call = self._stub.Read(request)
-        threading.Thread(target=self._drain, args=(self._call, self._queue), daemon=True,
+        threading.Thread(target=self._drain, args=(self._call, self._queue, self._dropped), daemon=True,
                          name=f"wal-stream-{self._channel}").start()
 
+    @property
+    def buffered(self) -> int:
+        """Records received and not yet read (at most ``max_buffered``)."""
+        return self._queue.qsize()
+
     @staticmethod
-    def _drain(call, out: queue.Queue) -> None:
+    def _drain(call, out: queue.Queue, dropped: threading.Event) -> None:
+        def put(item) -> bool:
+            while not dropped.is_set():
+                try:
+                    out.put(item, timeout=_PUT_POLL_S)
+                    return True
+                except queue.Full:
+                    continue
+            return False  # seek or close dropped this stream: nobody reads its queue any more
+
         try:
             for record in call:
-                out.put(record)
+                if not put(record):
+                    return
         except grpc.RpcError as e:
             if e.code() in _TRANSIENT:
-                out.put(_BROKEN)
+                put(_BROKEN)
             elif e.code() != grpc.StatusCode.CANCELLED:
-                out.put(WalError(f"channel stream failed: {e.code().name} {e.details()}"))
-        out.put(_END)
+                put(WalError(f"channel stream failed: {e.code().name} {e.details()}"))
+        put(_END)
 
     def read(self, timeout: float | None = None) -> WalRecord | None:
         if self._closed:
@@ -84,7 +114,7 @@ class RemoteChannelReader(ChannelReader):
             self._reconnect()
             return None
         if isinstance(item, Exception):
-            self._queue.put(item)
+            self._queue.put(item)  # never blocks: only the end marker can follow a failure
             raise item
         position = Position.from_msg_position(item.position)
         self._position = position
@@ -101,6 +131,8 @@ class RemoteChannelReader(ChannelReader):
             self.seek(self._start, inclusive=self._inclusive)
 
     def _cancel(self) -> None:
+        if self._dropped is not None:
+            self._dropped.set()
         if self._call is not None:
             self._call.cancel()
             self._call = None

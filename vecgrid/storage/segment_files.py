@@ -2,8 +2,9 @@
 
 A sealed segment is immutable once written. Its files live under a *storage root* that is a local
 directory (the embedded default) or any fsspec URL (``s3://bucket/prefix`` with the ``s3`` extra,
-i.e. ``s3fs``; ``memory://`` for tests). Optional backends are imported lazily, so a local root needs
-neither fsspec nor s3fs.
+i.e. ``s3fs``; ``memory://`` for tests), read and written through the backends of
+:mod:`vecgrid.storage.backend` (which imports optional packages lazily, so a local root needs
+neither fsspec nor s3fs).
 
 On-disk layout
 --------------
@@ -47,16 +48,9 @@ Reads go through Parquet block iterators (``ParquetFile.iter_batches``) rather t
 from __future__ import annotations
 
 import base64
-import contextlib
-import hashlib
-import io
 import json
 import os
-import posixpath
-import time
-import uuid
-import zlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, BinaryIO, Final, Literal
 
@@ -64,7 +58,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .fsutil import fsync_dir
+from .backend import (
+    CorruptSegmentError,
+    FileInfo,
+    SegmentStorageError,
+    StorageBackendUnavailableError,
+    canonical_root,
+    open_storage,
+)
 
 __all__ = [
     "FileInfo",
@@ -94,7 +95,6 @@ DATA_FILE: Final = "data.parquet"
 DELTALOG_FILE: Final = "deltalog.parquet"
 DEFAULT_ROW_GROUP_SIZE: Final = 65_536
 _SCHEMA_KEY: Final = b"vecgrid.arrow_schema"
-_CHUNK: Final = 8 << 20
 Checksum = Literal["sha256", "crc32"]
 #: crc32 (zlib) by default: it catches truncation, torn writes and bit rot, which is the threat
 #: here, at ~3 GB/s against ~1.4 GB/s for sha256 even with SHA-NI (~0.4 GB/s without), and every
@@ -103,39 +103,8 @@ Checksum = Literal["sha256", "crc32"]
 DEFAULT_CHECKSUM: Final[Checksum] = "crc32"
 
 
-class SegmentStorageError(Exception):
-    """Base class for segment storage errors."""
-
-
-class CorruptSegmentError(SegmentStorageError):
-    """A segment file is missing, truncated, or does not match its recorded checksum."""
-
-
-class StorageBackendUnavailableError(SegmentStorageError, ImportError):
-    """The storage root needs an optional package that is not installed (e.g. s3fs for s3://)."""
-
-
 # ---------------------------------------------------------------------------------------------
-# records
-
-
-@dataclass(frozen=True)
-class FileInfo:
-    """One stored file: ``path`` relative to the storage root ('/'-separated), size, checksum.
-
-    ``checksum`` is ``"<algorithm>:<hex digest>"`` so the algorithm can change without a migration.
-    """
-
-    path: str
-    size: int
-    checksum: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"path": self.path, "size": self.size, "checksum": self.checksum}
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> FileInfo:
-        return cls(str(d["path"]), int(d["size"]), str(d["checksum"]))
+# records (FileInfo and the errors live in vecgrid.storage.backend, re-exported here)
 
 
 @dataclass(frozen=True, eq=True)
@@ -226,268 +195,6 @@ def index_path(collection_id: int, partition_id: int, segment_id: int, field_id:
 
 
 # ---------------------------------------------------------------------------------------------
-# checksums
-
-
-class _Hasher:
-    def __init__(self, algorithm: str) -> None:
-        self.algorithm = algorithm
-        if algorithm == "sha256":
-            self._h: Any = hashlib.sha256()
-        elif algorithm == "crc32":
-            self._crc = 0
-        else:
-            raise ValueError(f"unknown checksum algorithm {algorithm!r} (sha256 or crc32)")
-
-    def update(self, data: bytes | memoryview) -> None:
-        if self.algorithm == "sha256":
-            self._h.update(data)
-        else:
-            self._crc = zlib.crc32(data, self._crc)
-
-    def result(self) -> str:
-        if self.algorithm == "sha256":
-            return f"sha256:{self._h.hexdigest()}"
-        return f"crc32:{self._crc:08x}"
-
-
-def _checksum_of(data: bytes | memoryview, algorithm: str) -> str:
-    h = _Hasher(algorithm)
-    h.update(data)
-    return h.result()
-
-
-def _algorithm_of(checksum: str) -> str:
-    algorithm, sep, digest = checksum.partition(":")
-    if not sep or not digest:
-        raise ValueError(f"malformed checksum {checksum!r}")
-    return algorithm
-
-
-# ---------------------------------------------------------------------------------------------
-# storage backends
-
-
-class _CountingHashWriter(io.RawIOBase):
-    """File-like sink that hashes and counts what goes through it (so writes need no second pass)."""
-
-    def __init__(self, f: BinaryIO, algorithm: str) -> None:
-        super().__init__()
-        self._f = f
-        self.hasher = _Hasher(algorithm)
-        self.size = 0
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, b: Any) -> int:
-        view = memoryview(b).cast("B")
-        self._f.write(view)
-        self.hasher.update(view)
-        self.size += len(view)
-        return len(view)
-
-    def tell(self) -> int:
-        return self.size
-
-    def flush(self) -> None:
-        self._f.flush()
-
-
-class _Storage:
-    """Minimal file operations on a storage root; local and fsspec implementations."""
-
-    root: str
-
-    def write_atomic(self, rel: str, produce: Callable[[BinaryIO], None], algorithm: str) -> FileInfo:
-        raise NotImplementedError
-
-    def read_all(self, rel: str, expected_size: int) -> bytes | pa.Buffer:
-        raise NotImplementedError
-
-    def size(self, rel: str) -> int | None:
-        raise NotImplementedError
-
-    def open_read(self, rel: str) -> BinaryIO:
-        raise NotImplementedError
-
-    def local_path(self, rel: str) -> str | None:
-        return None
-
-    def remove_tree(self, rel: str) -> None:
-        raise NotImplementedError
-
-    def sweep_temp(self, rel: str, older_than_s: float) -> list[str]:
-        raise NotImplementedError
-
-
-def _temp_name(rel: str) -> str:
-    head, name = posixpath.split(rel)
-    return posixpath.join(head, f".{name}.{uuid.uuid4().hex}.tmp")
-
-
-class _LocalStorage(_Storage):
-    def __init__(self, root: str) -> None:
-        self.root = os.path.abspath(root)
-
-    def _abs(self, rel: str) -> str:
-        return os.path.join(self.root, *rel.split("/"))
-
-    def local_path(self, rel: str) -> str:
-        return self._abs(rel)
-
-    def _makedirs_durable(self, path: str) -> None:
-        missing = []
-        p = path
-        while not os.path.isdir(p):
-            missing.append(p)
-            parent = os.path.dirname(p)
-            if parent == p:
-                break
-            p = parent
-        if not missing:
-            return
-        os.makedirs(path, exist_ok=True)
-        for d in reversed(missing):  # make each new directory entry durable
-            fsync_dir(os.path.dirname(d))
-
-    def write_atomic(self, rel: str, produce: Callable[[BinaryIO], None], algorithm: str) -> FileInfo:
-        final = self._abs(rel)
-        directory = os.path.dirname(final)
-        self._makedirs_durable(directory)
-        tmp = self._abs(_temp_name(rel))
-        try:
-            # A large buffer: Parquet issues many tiny writes (page headers) between the big ones.
-            with open(tmp, "xb", buffering=1 << 20) as raw:
-                sink = _CountingHashWriter(raw, algorithm)  # type: ignore[arg-type]
-                produce(sink)  # type: ignore[arg-type]
-                raw.flush()
-                os.fsync(raw.fileno())
-            os.replace(tmp, final)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-            raise
-        fsync_dir(directory)
-        return FileInfo(rel, sink.size, sink.hasher.result())
-
-    def size(self, rel: str) -> int | None:
-        try:
-            return os.stat(self._abs(rel)).st_size
-        except FileNotFoundError:
-            return None
-
-    def read_all(self, rel: str, expected_size: int) -> pa.Buffer:
-        # Arrow's reader: one C++ read into a pooled buffer, GIL released, no zero-fill.
-        with pa.OSFile(self._abs(rel), "rb") as f:
-            data = f.read_buffer()
-        if data.size != expected_size:
-            raise CorruptSegmentError(f"{rel}: file changed size while being read ({data.size} != {expected_size})")
-        return data
-
-    def open_read(self, rel: str) -> BinaryIO:
-        return open(self._abs(rel), "rb")
-
-    def remove_tree(self, rel: str) -> None:
-        import shutil
-
-        path = self._abs(rel)
-        shutil.rmtree(path, ignore_errors=True)
-        with contextlib.suppress(FileNotFoundError):
-            fsync_dir(os.path.dirname(path))
-
-    def sweep_temp(self, rel: str, older_than_s: float) -> list[str]:
-        removed = []
-        cutoff = time.time() - older_than_s
-        for dirpath, _dirs, names in os.walk(self._abs(rel)):
-            for name in names:
-                if name.startswith(".") and name.endswith(".tmp"):
-                    path = os.path.join(dirpath, name)
-                    with contextlib.suppress(FileNotFoundError):
-                        if os.stat(path).st_mtime < cutoff:
-                            os.unlink(path)
-                            removed.append(os.path.relpath(path, self.root).replace(os.sep, "/"))
-        return removed
-
-
-class _FsspecStorage(_Storage):
-    def __init__(self, root: str) -> None:
-        try:
-            import fsspec.core
-        except ImportError as exc:  # pragma: no cover - fsspec ships with dask
-            raise StorageBackendUnavailableError(f"storage root {root!r} needs fsspec (pip install fsspec)") from exc
-        try:
-            self.fs, self.base = fsspec.core.url_to_fs(root)
-        except ImportError as exc:
-            scheme = root.split("://", 1)[0]
-            hint = " (pip install 'vecgrid[s3]', i.e. s3fs)" if scheme in ("s3", "s3a") else ""
-            raise StorageBackendUnavailableError(
-                f"storage root {root!r} needs an optional package for {scheme}://{hint}: {exc}"
-            ) from exc
-        self.root = root
-        self.base = self.base.rstrip("/")
-
-    def _abs(self, rel: str) -> str:
-        return f"{self.base}/{rel}"
-
-    def write_atomic(self, rel: str, produce: Callable[[BinaryIO], None], algorithm: str) -> FileInfo:
-        # Object stores make a PUT visible only once complete, so writing the final key is atomic.
-        # On a non-atomic filesystem a crash can leave a partial file, which the checksum rejects.
-        path = self._abs(rel)
-        with contextlib.suppress(Exception):
-            self.fs.makedirs(posixpath.dirname(path), exist_ok=True)
-        try:
-            with self.fs.open(path, "wb") as f:
-                sink = _CountingHashWriter(f, algorithm)
-                produce(sink)  # type: ignore[arg-type]
-        except BaseException:
-            with contextlib.suppress(Exception):
-                self.fs.rm(path)
-            raise
-        return FileInfo(rel, sink.size, sink.hasher.result())
-
-    def size(self, rel: str) -> int | None:
-        try:
-            return int(self.fs.size(self._abs(rel)))
-        except FileNotFoundError:
-            return None
-
-    def read_all(self, rel: str, expected_size: int) -> bytes:
-        with self.fs.open(self._abs(rel), "rb") as f:
-            data = f.read()
-        if len(data) != expected_size:
-            raise CorruptSegmentError(f"{rel}: read {len(data)} bytes, expected {expected_size}")
-        return data
-
-    def open_read(self, rel: str) -> BinaryIO:
-        return self.fs.open(self._abs(rel), "rb")
-
-    def remove_tree(self, rel: str) -> None:
-        with contextlib.suppress(FileNotFoundError):
-            self.fs.rm(self._abs(rel), recursive=True)
-
-    def sweep_temp(self, rel: str, older_than_s: float) -> list[str]:
-        return []  # object-store writes leave no temporary names
-
-
-
-
-def _canonical_root(root: str | os.PathLike[str]) -> str:
-    """Root as recorded in :class:`SegmentFiles`: URLs unchanged, local paths made absolute."""
-    root = os.fspath(root)
-    return root if "://" in root else os.path.abspath(root)
-
-
-def _storage(root: str | os.PathLike[str]) -> _Storage:
-    root = os.fspath(root)
-    if root.startswith("file://"):
-        return _LocalStorage(root[len("file://") :])
-    if "://" in root:
-        return _FsspecStorage(root)
-    return _LocalStorage(root)
-
-
-# ---------------------------------------------------------------------------------------------
 # generic files (index files)
 
 
@@ -505,7 +212,7 @@ def put_file(
     """
     _check_rel(path)
     view = memoryview(data).cast("B")
-    return _storage(root).write_atomic(path, lambda f: f.write(view), checksum)  # type: ignore[arg-type,return-value]
+    return open_storage(root).write_atomic(path, lambda f: f.write(view), checksum)  # type: ignore[arg-type,return-value]
 
 
 def get_file(root: str | os.PathLike[str], info: FileInfo) -> memoryview:
@@ -514,49 +221,18 @@ def get_file(root: str | os.PathLike[str], info: FileInfo) -> memoryview:
     Returns a read-only ``memoryview`` over the content (no extra copy of a possibly large index
     file); ``bytes(...)`` or ``numpy.frombuffer(...)`` it as needed.
     """
-    return memoryview(_read_verified(_storage(root), info))
+    return memoryview(open_storage(root).read_verified(info))
 
 
 def verify_file(root: str | os.PathLike[str], info: FileInfo) -> None:
     """Check size and checksum of a stored file without keeping its content in memory."""
-    storage = _storage(root)
-    _check_size(storage, info)
-    h = _Hasher(_algorithm_of(info.checksum))
-    try:
-        with storage.open_read(info.path) as f:
-            while chunk := f.read(_CHUNK):
-                h.update(chunk)
-    except FileNotFoundError:
-        raise CorruptSegmentError(f"{info.path}: file is missing") from None
-    if h.result() != info.checksum:
-        raise CorruptSegmentError(f"{info.path}: checksum mismatch (expected {info.checksum}, got {h.result()})")
+    open_storage(root).verify(info)
 
 
 def _check_rel(path: str) -> None:
     parts = path.split("/")
     if not path or path.startswith("/") or any(p in ("", ".", "..") for p in parts):
         raise ValueError(f"path must be relative to the storage root without '.', '..' or '//': {path!r}")
-
-
-def _check_size(storage: _Storage, info: FileInfo) -> None:
-    actual = storage.size(info.path)
-    if actual is None:
-        raise CorruptSegmentError(f"{info.path}: file is missing")
-    if actual != info.size:
-        kind = "truncated" if actual < info.size else "longer than recorded"
-        raise CorruptSegmentError(f"{info.path}: {kind} ({actual} bytes, expected {info.size})")
-
-
-def _read_verified(storage: _Storage, info: FileInfo) -> bytes | pa.Buffer:
-    _check_size(storage, info)
-    try:
-        data = storage.read_all(info.path, info.size)
-    except FileNotFoundError:
-        raise CorruptSegmentError(f"{info.path}: file is missing") from None
-    actual = _checksum_of(memoryview(data), _algorithm_of(info.checksum))
-    if actual != info.checksum:
-        raise CorruptSegmentError(f"{info.path}: checksum mismatch (expected {info.checksum}, got {actual})")
-    return data
 
 
 # ---------------------------------------------------------------------------------------------
@@ -740,7 +416,7 @@ def write_segment(
     if row_group_size < 1:
         raise ValueError("row_group_size must be >= 1")
     table = _as_table(table)
-    storage = _storage(root)
+    storage = open_storage(root)
     seg = segment_dir(collection_id, partition_id, segment_id)
     ids = {
         b"vecgrid.collection_id": str(int(collection_id)).encode(),
@@ -751,7 +427,7 @@ def write_segment(
         f"{seg}/{DATA_FILE}", lambda f: _write_parquet(f, table, row_group_size, ids), checksum
     )
     files = SegmentFiles(
-        root=_canonical_root(root),
+        root=canonical_root(root),
         collection_id=int(collection_id),
         partition_id=int(partition_id),
         segment_id=int(segment_id),
@@ -771,8 +447,8 @@ def read_segment(
     The data file's size and checksum are verified before anything is decoded; any mismatch, a
     missing file, or undecodable content raises :class:`CorruptSegmentError`.
     """
-    storage = _storage(files.root)
-    data = _read_verified(storage, files.data)
+    storage = open_storage(files.root)
+    data = storage.read_verified(files.data)
     table = _read_parquet_table(pa.py_buffer(data), files.data.path, columns, batch_size)
     if table.num_rows != files.num_rows:
         raise CorruptSegmentError(f"{files.data.path}: {table.num_rows} rows, catalog says {files.num_rows}")
@@ -788,11 +464,11 @@ def iter_segment_batches(
     call); batches are then decoded from the file with Parquet page CRCs checked, so a file altered
     after verification is still caught.
     """
-    storage = _storage(files.root)
+    storage = open_storage(files.root)
     rel = files.data.path
     local = storage.local_path(rel)
     if local is None:  # remote: one download, then decode from memory
-        pf = _open_parquet(pa.BufferReader(pa.py_buffer(_read_verified(storage, files.data))), rel)
+        pf = _open_parquet(pa.BufferReader(pa.py_buffer(storage.read_verified(files.data))), rel)
     else:
         verify_file(files.root, files.data)
         pf = _open_parquet(local, rel)
@@ -818,7 +494,7 @@ def write_deltalog(
     if files.deltalog is not None and not replace:
         raise SegmentStorageError(f"segment {files.segment_id} already has a delete log (pass replace=True)")
     table = _deltalog_table(primary_keys, timestamps)
-    storage = _storage(files.root)
+    storage = open_storage(files.root)
     info = storage.write_atomic(
         f"{files.dir}/{DELTALOG_FILE}", lambda f: _write_parquet(f, table, DEFAULT_ROW_GROUP_SIZE * 4), checksum
     )
@@ -830,14 +506,14 @@ def read_deltalog(files: SegmentFiles, *, pk_type: pa.DataType = pa.int64()) -> 
     if files.deltalog is None:
         schema = pa.schema([pa.field("pk", pk_type, False), pa.field("ts", pa.uint64(), False)])
         return schema.empty_table()
-    storage = _storage(files.root)
-    data = _read_verified(storage, files.deltalog)
+    storage = open_storage(files.root)
+    data = storage.read_verified(files.deltalog)
     return _read_parquet_table(pa.py_buffer(data), files.deltalog.path, None, DEFAULT_ROW_GROUP_SIZE * 4)
 
 
 def delete_segment(root: str | os.PathLike[str], collection_id: int, partition_id: int, segment_id: int) -> None:
     """Remove every file of a segment (garbage collection after it left the catalog)."""
-    _storage(root).remove_tree(segment_dir(collection_id, partition_id, segment_id))
+    open_storage(root).remove_tree(segment_dir(collection_id, partition_id, segment_id))
 
 
 def sweep_temp_files(root: str | os.PathLike[str], *, older_than_s: float = 3600.0) -> list[str]:
@@ -845,4 +521,4 @@ def sweep_temp_files(root: str | os.PathLike[str], *, older_than_s: float = 3600
 
     Only files older than ``older_than_s`` are removed so that writes in progress are not disturbed.
     """
-    return _storage(root).sweep_temp("segments", older_than_s)
+    return open_storage(root).sweep_temp("segments", older_than_s)

@@ -35,7 +35,7 @@ import os
 import json
 import socket
 import time
-from typing import Any, AsyncIterator, Iterable, Sequence
+from typing import Any, AsyncIterator, Sequence
 
 import numpy as np
 import psutil
@@ -52,11 +52,11 @@ from vecgrid.cluster.querynode.index_saver import SaveIndexRequest, save_segment
 from vecgrid.cluster.querynode.loader import SegmentLoader
 from vecgrid.cluster.querynode.peers import PeerClients
 from vecgrid.cluster.querynode.reduce import merge_retrieve, merge_search
-from vecgrid.cluster.querynode.segments import ALL_PARTITIONS, DeleteLog, SealedSegment, SegmentManager
+from vecgrid.cluster.querynode.segments import ALL_PARTITIONS, SealedSegment, SegmentManager
 from vecgrid.common.keys import COORD_ADDRESS_KEY, checksums_from_properties
 from vecgrid.config import Settings
 from vecgrid.gpu.results import primary_keys
-from vecgrid.proto import (common_pb2, data_coord_pb2, internal_pb2, query_coord_pb2, schema_pb2)
+from vecgrid.proto import (common_pb2, internal_pb2, query_coord_pb2, schema_pb2)
 from vecgrid.storage.segment_files import FileInfo
 
 ROLE = "querynode"
@@ -100,12 +100,12 @@ class QueryNode(Component):
         self.collections = CollectionManager(on_change=self._touch)
         self.segments = SegmentManager()
         self.peers = PeerClients()
-        self.loader = SegmentLoader(settings.common.data_dir, self.devices)
+        self.loader = SegmentLoader(settings.common.data_dir, self.devices, self.segments, self.collections,
+                                    self._lock, self._touch)
         #: QueryStream chunk limit (bytes of one RetrieveResults)
         self.stream_chunk_bytes = settings.querynode.stream_chunk_bytes
         self._devices = devices
         self._last_modify_ts = time.time_ns()
-        self._loading: dict[int, asyncio.Future] = {}
         self._dml_lock: asyncio.Lock | None = None
         self.delegators: dict[str, ShardDelegator] = {}
         self.max_tt_delay_s = MAX_TT_DELAY_S
@@ -130,6 +130,7 @@ class QueryNode(Component):
         for d in list(self.delegators.values()):
             await d.stop()
         self.delegators.clear()
+        await self.loader.close()
         segments = self.segments.list()
         for seg in segments:
             self.segments.remove(seg.segment_id)
@@ -312,14 +313,17 @@ class QueryNode(Component):
 
     def metrics(self, request: str) -> str:
         """GetMetrics: the ``system_info`` JSON of this node (the only metric type Milvus serves)."""
+        from vecgrid.gpu.device import simd_level
+
         self.lifecycle.check_healthy()
         sysinfo.parse_metric_type(request)
+        # Milvus echoes its simdType setting ("auto"); vecgrid has none, so it reports what faiss runs
+        # with, and leaves the field out when that is unknown.
+        simd = simd_level()
         doc = {
             "base_component_infos": sysinfo.base_component_info(
                 self.lifecycle, self.address, self.deploy_mode, self.settings.common.data_dir),
-            "system_configurations": {
-                "simd_type": "auto",
-            },
+            "system_configurations": {} if simd is None else {"simd_type": simd},
             "quota_metrics": {},
             "collection_metrics": {"collection_ids": [c.id for c in self.collections.all()]},
             "worker_name": self.name,
@@ -367,12 +371,12 @@ class QueryNode(Component):
             load_meta=req.load_meta if req.HasField("load_meta") else None,
             index_infos=req.index_info_list, replica_id=req.replicaID)
         if req.load_scope == Q.Delta:
-            await self._load_delta(req.infos, checksums)
+            await self.loader.load_delta(req.infos, checksums)
             self.collections.commit(coll)
         elif req.load_scope == Q.Index:
-            await self._reload_indexes(coll, req, checksums)
+            await self.loader.reload_indexes(coll, req, checksums)
         else:
-            await self._load_full(coll, req, checksums)
+            await self.loader.load_full(coll, req, checksums)
         return _ok()
 
     async def _transfer_load(self, req: Q.LoadSegmentsRequest) -> common_pb2.Status:
@@ -398,142 +402,6 @@ class QueryNode(Component):
         if status.code or status.error_code:
             raise errors.from_remote(status.code or 65535, status.reason)
         return _ok()
-
-    async def _wait_for_loads(self, ids: Iterable[int]) -> None:
-        while True:
-            pending = {self._loading[i] for i in ids if i in self._loading}
-            if not pending:
-                return
-            # asyncio.wait, not gather: a cancelled waiter (a client gone) must not cancel the shared
-            # future of a load another request is still running
-            await asyncio.wait(pending)
-
-    def _l0_snapshot(self, coll_id: int, infos: Sequence[Q.SegmentLoadInfo]) -> dict[int, DeleteLog]:
-        """For each non-L0 segment to load, the deletes of the L0 segments of its channel held here
-        (taken on the loop; L0 segments of the same request are added by :meth:`_load_batch`)."""
-        return {i.segmentID: self.segments.l0_deletes(coll_id, i.insert_channel, i.partitionID)
-                for i in infos if i.level != data_coord_pb2.L0}
-
-    def _load_batch(self, coll: Collection, infos: Sequence[Q.SegmentLoadInfo], version: int,
-                    checksums: dict[str, str], l0: dict[int, DeleteLog]) -> list[SealedSegment]:
-        """Load ``infos`` (L0 first), all or nothing.  Runs in a worker thread."""
-        loaded: list[SealedSegment] = []
-        batch_l0: list[SealedSegment] = []
-        try:
-            for info in sorted(infos, key=lambda i: i.level != data_coord_pb2.L0):
-                extra = None
-                if info.level != data_coord_pb2.L0:
-                    extra = DeleteLog()
-                    extra.extend(l0.get(info.segmentID, DeleteLog()))
-                    for seg in batch_l0:
-                        if seg.channel == info.insert_channel and seg.partition_id in (ALL_PARTITIONS,
-                                                                                        info.partitionID):
-                            extra.extend(seg.deltalog)
-                seg = self.loader.load(coll, info, version=version, checksums=checksums, extra_deletes=extra)
-                loaded.append(seg)
-                if seg.is_l0:
-                    batch_l0.append(seg)
-        except BaseException:
-            for seg in loaded:
-                seg.release()
-            raise
-        return loaded
-
-    async def _load_full(self, coll: Collection, req: Q.LoadSegmentsRequest, checksums: dict[str, str]) -> None:
-        infos = list({i.segmentID: i for i in req.infos}.values())
-        await self._wait_for_loads([i.segmentID for i in infos])
-        todo = [i for i in infos if i.segmentID not in self.segments]
-        if not todo:  # already loaded (Milvus's loader skips them)
-            self.collections.commit(coll)
-            return
-        done = asyncio.get_running_loop().create_future()
-        for info in todo:
-            self._loading[info.segmentID] = done
-        known = coll.id in self.collections
-        try:
-            l0 = self._l0_snapshot(coll.id, todo)
-            loaded = await asyncio.to_thread(self._load_batch, coll, todo, req.version, checksums, l0)
-            if known and coll.id not in self.collections:  # ReleaseCollection while loading
-                await asyncio.to_thread(lambda: [s.release() for s in loaded])
-                raise errors.CollectionNotLoaded("released while its segments were loading", collection=coll.id)
-            partitions = {s.partition_id for s in loaded if not s.is_l0 and s.partition_id != ALL_PARTITIONS}
-            self.collections.commit(coll.updated(add_partitions=partitions))
-            new_l0 = [s for s in loaded if s.is_l0]
-            async with self._lock():
-                for seg in loaded:
-                    self.segments.put(seg)
-                if new_l0:  # an L0 segment's deletes reach every sealed segment of its channel
-                    ids = {s.segment_id for s in loaded}
-                    targets = [(seg, l0s) for l0s in new_l0
-                               for seg in self.segments.list(coll.id, channels=[l0s.channel], exclude_l0=True)
-                               if seg.segment_id not in ids and l0s.partition_id in (ALL_PARTITIONS, seg.partition_id)]
-                    await asyncio.to_thread(self._apply_l0, targets)
-            self._touch()
-        finally:
-            for info in todo:
-                self._loading.pop(info.segmentID, None)
-            done.set_result(None)
-
-    @staticmethod
-    def _apply_l0(targets: list[tuple[SealedSegment, SealedSegment]]) -> None:
-        for seg, l0 in targets:
-            arrays = l0.deltalog.arrays()
-            if arrays is not None:
-                seg.delete(*arrays)
-
-    async def _load_delta(self, infos: Sequence[Q.SegmentLoadInfo], checksums: dict[str, str]) -> None:
-        """LoadScope Delta: apply the listed delete logs to segments already loaded (others skipped)."""
-        work = [(self.segments.get(i.segmentID), i) for i in infos]
-        work = [(s, i) for s, i in work if s is not None]
-        logs = await asyncio.to_thread(lambda: [self.loader.read_deltalogs(i, checksums) for _, i in work])
-        async with self._lock():
-            def apply() -> None:
-                for (seg, _), log in zip(work, logs):
-                    arrays = log.arrays()
-                    if arrays is not None:
-                        seg.delete(*arrays)
-            await asyncio.to_thread(apply)
-        if work:
-            self._touch()
-
-    async def _reload_indexes(self, coll: Collection, req: Q.LoadSegmentsRequest, checksums: dict[str, str]) -> None:
-        """LoadScope Index: load the listed segments again with their new index infos and swap
-        them in (deletes applied since the first load carried over); unknown segments skipped."""
-        work = [i for i in req.infos if (s := self.segments.get(i.segmentID)) is not None and not s.is_l0]
-        if not work:
-            self.collections.commit(coll)
-            return
-        olds = {i.segmentID: self.segments.get(i.segmentID) for i in work}
-        seen = {sid: len(s.runtime_deletes.parts) for sid, s in olds.items()}
-        l0 = self._l0_snapshot(coll.id, work)
-
-        def load_all() -> list[SealedSegment]:
-            out = []
-            try:
-                for info in work:
-                    old = olds[info.segmentID]
-                    seg = self.loader.load(coll, info, version=req.version or old.version, checksums=checksums,
-                                           extra_deletes=l0.get(info.segmentID))
-                    out.append(seg)
-                    for pks, ts in old.runtime_deletes.parts[:seen[info.segmentID]]:
-                        seg.delete(pks, ts)
-            except BaseException:
-                for seg in out:
-                    seg.release()
-                raise
-            return out
-
-        fresh = await asyncio.to_thread(load_all)
-        async with self._lock():
-            def finish() -> None:
-                for seg in fresh:  # deletes that arrived while loading
-                    for pks, ts in olds[seg.segment_id].runtime_deletes.parts[seen[seg.segment_id]:]:
-                        seg.delete(pks, ts)
-            await asyncio.to_thread(finish)
-            self.collections.commit(coll)
-            replaced = [self.segments.put(seg) for seg in fresh]
-        self._touch()
-        await asyncio.to_thread(lambda: [s.release() for s in replaced if s is not None])
 
     async def _release(self, segments: list[SealedSegment]) -> None:
         for seg in segments:

@@ -13,6 +13,10 @@ Three inputs keep :class:`NodeManager` in step with the Dask cluster:
 
 Registering a node assigns its id (from :class:`NodeIdRegistry`, keyed by the
 worker's name) and pushes it to the worker, which then turns Healthy.
+
+Every background task (the periodic loop, the reconcile an ``add-worker`` event schedules)
+is tracked, so :meth:`DaskMembership.stop` cancels and awaits them all and nothing calls the
+Dask client after it is closed.
 """
 
 from __future__ import annotations
@@ -30,29 +34,42 @@ from vecgrid.cluster.querycoord.session.registry import NodeIdRegistry
 log = logging.getLogger(__name__)
 
 QUERYNODE = "querynode"
+ADD_WORKER_DELAY_S = 2.0  # a new worker's plugin needs a moment to start its QueryNode
 
 
 class DaskMembership:
+    """Owned by the coordinator's event loop: topic handlers and tasks all run on it."""
+
     def __init__(self, client: Client, nodes: NodeManager, registry: NodeIdRegistry,
                  reconcile_interval_s: float = 5.0) -> None:
         self.client = client
         self.nodes = nodes
         self.registry = registry
         self.reconcile_interval_s = reconcile_interval_s
-        self._task: asyncio.Task | None = None
+        self.add_worker_delay_s = ADD_WORKER_DELAY_S
+        self._tasks: set[asyncio.Task] = set()
+        self._stopped = False
         self._lock = asyncio.Lock()
 
     async def start(self) -> None:
+        self._stopped = False
         self.client.subscribe_topic(TOPIC, self._on_node_event)
         self.client.subscribe_topic("all", self._on_scheduler_event)
         await self.reconcile()
-        self._task = asyncio.create_task(self._reconcile_forever(), name="vecgrid-membership")
+        self._spawn(self._reconcile_forever(), "vecgrid-membership")
+
+    def _spawn(self, coro, name: str) -> None:
+        task = asyncio.create_task(coro, name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-            self._task = None
+        self._stopped = True
+        while self._tasks:  # a task may spawn another until it sees the cancel
+            tasks = list(self._tasks)
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
         # Otherwise the scheduler keeps sending events to this client after it closed.
         for topic in (TOPIC, "all"):
             try:
@@ -63,6 +80,8 @@ class DaskMembership:
     # --- events ------------------------------------------------------------------------
 
     async def _on_node_event(self, event: tuple[float, dict[str, Any]]) -> None:
+        if self._stopped:  # an event the scheduler sent before the unsubscribe landed
+            return
         _, msg = event
         action = msg.get("action")
         if action == "up":
@@ -73,6 +92,8 @@ class DaskMembership:
                 self.nodes.mark_stopping(info.node_id)
 
     async def _on_scheduler_event(self, event: tuple[float, dict[str, Any]]) -> None:
+        if self._stopped:
+            return
         _, msg = event
         action = msg.get("action")
         if action == "remove-worker":
@@ -81,9 +102,13 @@ class DaskMembership:
                 log.info("query node %d (%s) left the cluster", info.node_id, info.address)
         elif action == "add-worker":
             # The plugin announces itself once set up; reconcile in case that event is missed.
-            asyncio.get_running_loop().call_later(2.0, lambda: asyncio.ensure_future(self._safe_reconcile()))
+            self._spawn(self._reconcile_later(self.add_worker_delay_s), "vecgrid-membership-add-worker")
 
     # --- reconcile -----------------------------------------------------------------------
+
+    async def _reconcile_later(self, delay_s: float) -> None:
+        await asyncio.sleep(delay_s)
+        await self._safe_reconcile()
 
     async def _reconcile_forever(self) -> None:
         while True:
