@@ -245,6 +245,7 @@ for seg in range(1, 10**6):
 """
 
 
+@pytest.mark.slow
 def test_kill_9_mid_write_leaves_nothing_a_reader_accepts(tmp_path):
     root = str(tmp_path / "root")
     table = all_types_table(20000, seed=5)

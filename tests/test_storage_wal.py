@@ -136,6 +136,16 @@ def test_single_writer_lock(tmp_path):
     w = wal.open_writer(CH)
     with pytest.raises(WalLockedError, match=str(os.getpid())):
         wal.open_writer(CH)
+    w.close()
+    with pytest.raises(WalClosedError):
+        w.append(MessageKind.INSERT, 1, b"x")
+    wal.open_writer(CH).close()  # free again
+
+
+@pytest.mark.slow
+def test_single_writer_lock_holds_across_processes(tmp_path):
+    wal = Wal(tmp_path)
+    w = wal.open_writer(CH)
     script = textwrap.dedent(
         f"""
         import sys
@@ -152,9 +162,6 @@ def test_single_writer_lock(tmp_path):
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=30).stdout
     assert out.startswith("locked")
     w.close()
-    with pytest.raises(WalClosedError):
-        w.append(MessageKind.INSERT, 1, b"x")
-    wal.open_writer(CH).close()  # free again
 
 
 def test_invalid_arguments(tmp_path):
@@ -329,6 +336,7 @@ threading.Event().wait()
 """
 
 
+@pytest.mark.slow
 def test_kill_9_mid_append_loses_no_acknowledged_record(tmp_path):
     root = str(tmp_path / "wal")
     script = _CHILD_WRITER.format(repo=REPO, root=root, ch=CH)
@@ -380,6 +388,7 @@ w.close()
 """
 
 
+@pytest.mark.slow
 def test_reader_in_another_process_sees_appends_within_50ms(tmp_path):
     root = str(tmp_path / "wal")
     n = 40
