@@ -4,20 +4,71 @@ checked against numpy (what a proxy does: one leader per channel, merge across c
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import traceback
+from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from vecgrid.cluster.querycoord.dist.leaders import leader_of, view_problem
 from vecgrid.cluster.querycoord.meta.target_manager import segment_refs
 from vecgrid.gpu.results import from_search_result_data
 from vecgrid.proto import query_coord_pb2 as Q, query_coord_pb2_grpc
-from tests.conftest import aio_channel, await_chain, poll_until
-from tests.querynode_support import Dataset, assert_same_knn, reference_search, search_request
-from tests.test_delegator_localcluster import RemoteNode
+from vecgrid.storage.bulk_import import ImportOptions, bulk_import
+from tests.conftest import aio_channel, await_chain, embedded_settings, poll_until
+from tests.querynode_support import (Dataset, RemoteNode, assert_same_knn, random_table, reference_search,
+                                     search_request)
 
 K = 10
+
+# Checker, observer and distribution periods short enough that a load settles in seconds.
+FAST = {
+    "querycoord.check_channel_interval_s": 0.3, "querycoord.check_segment_interval_s": 0.3,
+    "querycoord.check_balance_interval_s": 0.5, "querycoord.check_leader_interval_s": 0.3,
+    "querycoord.dist_pull_interval_s": 0.2, "querycoord.collection_observer_interval_s": 0.1,
+}
+
+
+def fast_settings(data_dir, workers: int = 3):
+    s = embedded_settings(data_dir, workers=workers)
+    for key, value in FAST.items():
+        s.set(key, value)
+    return s
+
+
+def import_partition(ds, root, partition: str, n: int, key_offset: int = 10_000_000):
+    """Rows with their own keys into ``partition``; returns the dataset of the old and the new rows."""
+    table, pks, vectors, cols = random_table(n, key_offset % 1000, "pk", False)
+    pks = pks + key_offset
+    table = table.set_column(0, "pk", pa.array(pks))
+    src = root / f"{partition}-{key_offset}.parquet"
+    pq.write_table(table, src)
+    bulk_import(ds.data_dir, [str(src)], ImportOptions(collection=ds.name, primary_key="pk", metric=ds.metric,
+                                                       index=ds.index, shards=2, segment_rows=200,
+                                                       partition=partition))
+    return replace(ds, pks=np.concatenate([ds.pks, pks]), vectors=np.concatenate([ds.vectors, vectors]))
+
+
+def partition_ids(cluster, cid) -> dict[str, int]:
+    coll = cluster.coord.catalog.get_collection(cid)
+    return {p.partitionName: p.partitionID for p in coll.partitions}
+
+
+@contextlib.contextmanager
+def corrupted(path: Path):
+    """One flipped byte: the checksum the coordinator sends with LoadSegments no longer matches (604)."""
+    raw = path.read_bytes()
+    bad = bytearray(raw)
+    bad[len(bad) // 2] ^= 0xFF
+    path.write_bytes(bytes(bad))
+    try:
+        yield
+    finally:
+        path.write_bytes(raw)
 
 
 async def coordinator_state(qc, cid: int) -> str:

@@ -14,11 +14,10 @@ import pytest_asyncio
 
 from vecgrid.deploy import EmbeddedCluster
 from vecgrid.proto import milvus_pb2, query_coord_pb2 as Q
-from tests.querycoord_support import Coord
-from tests.querynode_support import DIM, assert_same_knn, import_collection, reference_search
 from tests.cli_support import Result, assert_one_line_error
-from tests.test_proxy import dense, refused_address
-from tests.test_querycoord_load import fast_settings
+from tests.proxy_support import dense_hits, refused_address
+from tests.querycoord_support import Coord, fast_settings
+from tests.querynode_support import DIM, assert_same_knn, import_collection, reference_search
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]
 
@@ -75,7 +74,7 @@ async def test_load_status_search_release(env):
     assert found.returncode == 0, found.stderr
     hits = json.loads(found.stdout)
     mask = (books.columns["age"] < 30) & (books.columns["tag"] != "red")
-    assert_same_knn(*reference_search(books, xq, 5, mask), *dense(hits, 5))
+    assert_same_knn(*reference_search(books, xq, 5, mask), *dense_hits(hits, 5))
     assert all(set(h["entity"]) == {"age", "tag"} and h["entity"]["age"] < 30 for row in hits for h in row)
 
     np.save(root / "one.npy", xq[0])  # a single vector is one query

@@ -9,7 +9,7 @@ import pytest_asyncio
 
 from vecgrid.deploy import EmbeddedCluster
 from vecgrid.proto import milvus_pb2, query_coord_pb2, query_coord_pb2_grpc, rg_pb2
-from tests.conftest import aio_channel, embedded_settings, poll_until
+from tests.conftest import aio_channel, embedded_settings
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]
 DEFAULT = "__default_resource_group"

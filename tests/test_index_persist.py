@@ -21,10 +21,8 @@ from vecgrid.deploy import EmbeddedCluster
 from vecgrid.proto import query_coord_pb2 as Q
 from vecgrid.storage import segment_files
 from tests.conftest import poll_until
-from tests.querycoord_support import Coord, assert_search_matches
+from tests.querycoord_support import Coord, assert_search_matches, corrupted, fast_settings
 from tests.querynode_support import NodeHarness, catalog, import_collection
-from tests.test_querycoord_load import fast_settings
-from tests.test_querycoord_load_timeout import corrupted
 
 pytest.importorskip("faiss")
 pytestmark = pytest.mark.asyncio(loop_scope="module")

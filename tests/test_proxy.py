@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import socket
 from dataclasses import dataclass
 
 import grpc
@@ -23,9 +22,9 @@ from vecgrid.gpu import exprs as E
 from vecgrid.proto import common_pb2, query_coord_pb2 as Q, query_coord_pb2_grpc, schema_pb2
 from vecgrid.storage.dml import InsertBatch
 from vecgrid.storage.wal import MessageKind
-from tests.querycoord_support import Coord
+from tests.proxy_support import dense_hits, refused_address
+from tests.querycoord_support import Coord, fast_settings
 from tests.querynode_support import DIM, Dataset, assert_same_knn, import_collection, reference_search
-from tests.test_querycoord_load import fast_settings
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]
 
@@ -70,16 +69,6 @@ def queries(n: int = 6, seed: int = 1) -> np.ndarray:
     return np.random.default_rng(seed).standard_normal((n, DIM)).astype(np.float32)
 
 
-def dense(hits: list[list[dict]], k: int = K) -> tuple[np.ndarray, np.ndarray]:
-    D = np.full((len(hits), k), np.nan, dtype=np.float32)
-    keys = np.empty((len(hits), k), dtype=object)
-    keys[:] = None
-    for i, row in enumerate(hits):
-        for j, hit in enumerate(row):
-            D[i, j], keys[i, j] = hit["distance"], hit["id"]
-    return D, keys
-
-
 def row_of(ds: Dataset) -> dict:
     return {k: i for i, k in enumerate(ds.pks.tolist())}
 
@@ -119,13 +108,6 @@ async def serve_fake(fake: FakeCoord) -> tuple[grpc.aio.Server, str]:
     return server, f"127.0.0.1:{port}"
 
 
-def refused_address() -> str:
-    """An address nothing listens on: connections are refused at once."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return f"127.0.0.1:{s.getsockname()[1]}"
-
-
 DEAD_NODE = 999_999
 
 
@@ -152,7 +134,7 @@ async def test_search_equals_numpy(env, name):
     xq = queries()
     hits = await env.proxy.search(name, xq, limit=K)
     assert len(hits) == len(xq) and all(len(h) == K for h in hits)
-    assert_same_knn(*reference_search(ds, xq, K), *dense(hits))
+    assert_same_knn(*reference_search(ds, xq, K), *dense_hits(hits))
     for row in hits:  # best first in the metric's direction
         d = [h["distance"] for h in row]
         assert d == sorted(d, reverse=name != "l2")
@@ -170,7 +152,7 @@ async def test_search_merges_both_channels(env):
     xq = queries(20, seed=4)
     hits = await env.proxy.search("l2", xq, limit=K)
     assert {channel_of[h["id"]] for row in hits for h in row} == set(ds.channels)
-    assert_same_knn(*reference_search(ds, xq, K), *dense(hits))
+    assert_same_knn(*reference_search(ds, xq, K), *dense_hits(hits))
 
 
 async def test_search_with_filter_and_output_fields(env):
@@ -179,7 +161,7 @@ async def test_search_with_filter_and_output_fields(env):
     query = {"age": {"$lt": 40}, "$or": [{"tag": "red"}, {"tag": {"$in": ["blue", "gold"]}}], "score": {"$ne": 2}}
     mask = (ds.columns["age"] < 40) & np.isin(ds.columns["tag"], ["red", "blue", "gold"])
     hits = await env.proxy.search("cos", xq, limit=K, filter=query, output_fields=["age", "tag", "score", "vec"])
-    assert_same_knn(*reference_search(ds, xq, K, mask), *dense(hits))
+    assert_same_knn(*reference_search(ds, xq, K, mask), *dense_hits(hits))
     rows = row_of(ds)
     for row in hits:
         for hit in row:
@@ -196,10 +178,10 @@ async def test_search_offset_and_plan_expr(env):
     xq = queries(4, seed=3)
     D, keys = reference_search(ds, xq, 8)
     hits = await env.proxy.search("ip", xq, limit=5, offset=3)
-    assert_same_knn(D[:, 3:8], keys[:, 3:8], *dense(hits, 5))
+    assert_same_knn(D[:, 3:8], keys[:, 3:8], *dense_hits(hits, 5))
     expr = E.compare(E.column(ds.fid("age"), schema_pb2.Int32), ">=", 50)  # a ready plan.Expr works too
     hits = await env.proxy.search("ip", xq, limit=K, filter=expr)
-    assert_same_knn(*reference_search(ds, xq, K, ds.columns["age"] >= 50), *dense(hits))
+    assert_same_knn(*reference_search(ds, xq, K, ds.columns["age"] >= 50), *dense_hits(hits))
 
 
 async def test_replicas_take_turns(env):
@@ -210,7 +192,7 @@ async def test_replicas_take_turns(env):
         assert all(len(s.leaders) == 2 for s in shards) and len({a for s in shards for _, a in s.leaders}) == 2
         for seed in range(4):
             xq = queries(2, seed=seed)
-            assert_same_knn(*reference_search(ds, xq, K), *dense(await proxy.search("l2", xq, limit=K)))
+            assert_same_knn(*reference_search(ds, xq, K), *dense_hits(await proxy.search("l2", xq, limit=K)))
         # two channels x four searches, alternating between the two replicas' leaders of each channel
         assert len(proxy.sent) == 8
         assert {a: proxy.sent.count(a) for a in set(proxy.sent)} == {a: 4 for _, a in shards[0].leaders}
@@ -230,7 +212,7 @@ async def test_dead_leader_is_skipped_for_the_next_replica(env, caplog):
         caplog.set_level(logging.WARNING, logger="vecgrid.cluster.proxy.proxy")
         for seed in range(3):
             xq = queries(3, seed=10 + seed)
-            assert_same_knn(*reference_search(ds, xq, K), *dense(await proxy.search("l2", xq, limit=K)))
+            assert_same_knn(*reference_search(ds, xq, K), *dense_hits(await proxy.search("l2", xq, limit=K)))
         assert proxy.sent[:2] == [dead, dead]  # first turn of each channel: the dead leader, then the next
         assert proxy.sent.count(dead) == 2
         assert len(proxy.sent) == 2 * 3 + 2
@@ -253,7 +235,7 @@ async def test_leaders_are_fetched_again_once_when_all_fail(env):
     proxy = Proxy(address, catalog=env.cluster.coord.catalog)
     try:
         xq = queries(3, seed=21)
-        assert_same_knn(*reference_search(ds, xq, K), *dense(await proxy.search("ip", xq, limit=K)))
+        assert_same_knn(*reference_search(ds, xq, K), *dense_hits(await proxy.search("ip", xq, limit=K)))
         assert fake.calls == 2
         await proxy.search("ip", xq, limit=K)
         assert fake.calls == 2  # the fresh leaders are cached

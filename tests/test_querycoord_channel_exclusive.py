@@ -11,9 +11,8 @@ import pytest_asyncio
 
 from vecgrid.cluster.querycoord.meta.replica_manager import channel_nodes
 from vecgrid.deploy import EmbeddedCluster
-from tests.querycoord_support import Coord, assert_search_matches
+from tests.querycoord_support import Coord, assert_search_matches, fast_settings
 from tests.querynode_support import import_collection
-from tests.test_querycoord_load import fast_settings
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]
 

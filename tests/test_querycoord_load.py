@@ -13,25 +13,11 @@ import pytest_asyncio
 
 from vecgrid.deploy import EmbeddedCluster
 from vecgrid.proto import milvus_pb2, query_coord_pb2 as Q
-from tests.conftest import embedded_settings, poll_until
-from tests.querycoord_support import Coord, assert_search_matches
+from tests.conftest import poll_until
+from tests.querycoord_support import Coord, assert_search_matches, fast_settings
 from tests.querynode_support import import_collection
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]
-
-FAST = {
-    "querycoord.check_channel_interval_s": 0.3, "querycoord.check_segment_interval_s": 0.3,
-    "querycoord.check_balance_interval_s": 0.5, "querycoord.check_leader_interval_s": 0.3,
-    "querycoord.dist_pull_interval_s": 0.2, "querycoord.collection_observer_interval_s": 0.1,
-}
-
-
-def fast_settings(data_dir, workers: int = 3):
-    s = embedded_settings(data_dir, workers=workers)
-    for key, value in FAST.items():
-        s.set(key, value)
-    return s
-
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def env(tmp_path_factory):
@@ -225,8 +211,7 @@ async def test_time_ticks_let_strong_searches_through(env):
     cid = ds.collection_id
     await coord.load(cid)
     from vecgrid.cluster.querynode.delegator import hybrid_now
-    from tests.querynode_support import search_request
-    from tests.test_delegator_localcluster import RemoteNode
+    from tests.querynode_support import RemoteNode, search_request
     (shard, *_) = await coord.leaders(cid)
     node = RemoteNode(shard.node_ids[0], shard.node_addrs[0])
     xq = np.zeros((1, ds.vectors.shape[1]), np.float32)

@@ -24,11 +24,9 @@ from vecgrid.cluster.querycoord.meta.target_manager import Scope
 from vecgrid.deploy import EmbeddedCluster
 from vecgrid.proto import milvus_pb2, query_coord_pb2 as Q
 from tests.conftest import poll_until
-from tests.querycoord_support import Coord, assert_search_matches
-from tests.querynode_support import import_collection
-from tests.test_delegator_localcluster import RemoteNode
-from tests.test_querycoord_load import fast_settings
-from tests.test_querycoord_ops import import_partition, partition_ids
+from tests.querycoord_support import (Coord, assert_search_matches, corrupted, fast_settings, import_partition,
+                                      partition_ids)
+from tests.querynode_support import RemoteNode, import_collection
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]
 
@@ -69,19 +67,6 @@ def segment_file(cluster, cid: int, segment_id: int) -> Path:
 
 def segments_of_partition(cluster, cid: int, pid: int) -> list[int]:
     return sorted(s.ID for s in cluster.coord.catalog.list_segments(cid) if s.partitionID == pid)
-
-
-@contextlib.contextmanager
-def corrupted(path: Path):
-    """One flipped byte: the checksum the coordinator sends with LoadSegments no longer matches (604)."""
-    raw = path.read_bytes()
-    bad = bytearray(raw)
-    bad[len(bad) // 2] ^= 0xFF
-    path.write_bytes(bytes(bad))
-    try:
-        yield
-    finally:
-        path.write_bytes(raw)
 
 
 def persisted_keys(cluster, cid: int) -> list[str]:

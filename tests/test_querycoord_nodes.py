@@ -15,9 +15,8 @@ import pytest
 from vecgrid.deploy import Coordinator, EmbeddedCluster
 from vecgrid.proto import query_coord_pb2 as Q
 from tests.conftest import poll_until
-from tests.querycoord_support import Coord, assert_search_matches, search_via_leaders
+from tests.querycoord_support import Coord, assert_search_matches, fast_settings, search_via_leaders
 from tests.querynode_support import import_collection
-from tests.test_querycoord_load import fast_settings
 
 pytestmark = [pytest.mark.slow]
 

@@ -4,38 +4,20 @@ LocalCluster; searches after each step equal a numpy reference over the loaded p
 from __future__ import annotations
 
 import asyncio
-from dataclasses import replace
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 import pytest_asyncio
 
 from vecgrid.deploy import EmbeddedCluster
 from vecgrid.proto import milvus_pb2, query_coord_pb2 as Q, rg_pb2
-from vecgrid.storage.bulk_import import ImportOptions, bulk_import
 from tests.conftest import poll_until
-from tests.querycoord_support import Coord, assert_search_matches
-from tests.querynode_support import _table, import_collection
-from tests.test_querycoord_load import fast_settings
+from tests.querycoord_support import (Coord, assert_search_matches, fast_settings, import_partition,
+                                      partition_ids)
+from tests.querynode_support import import_collection
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]
 
 DEFAULT_RG = "__default_resource_group"
-
-
-def import_partition(ds, root, partition: str, n: int, key_offset: int = 10_000_000):
-    """Rows with their own keys into ``partition``; returns the dataset of the old and the new rows."""
-    table, pks, vectors, cols = _table(n, key_offset % 1000, "pk", False)
-    pks = pks + key_offset
-    table = table.set_column(0, "pk", pa.array(pks))
-    src = root / f"{partition}-{key_offset}.parquet"
-    pq.write_table(table, src)
-    bulk_import(ds.data_dir, [str(src)], ImportOptions(collection=ds.name, primary_key="pk", metric=ds.metric,
-                                                       index=ds.index, shards=2, segment_rows=200,
-                                                       partition=partition))
-    return replace(ds, pks=np.concatenate([ds.pks, pks]), vectors=np.concatenate([ds.vectors, vectors]))
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -50,11 +32,6 @@ async def env(tmp_path_factory):
     cluster.import_root = root
     yield cluster, Coord(cluster.addresses.grpc, cluster.coord), ds, both
     await asyncio.wait_for(cluster.stop(), 60)
-
-
-def partition_ids(cluster, cid):
-    coll = cluster.coord.catalog.get_collection(cid)
-    return {p.partitionName: p.partitionID for p in coll.partitions}
 
 
 async def test_partitions(env):
