@@ -56,6 +56,43 @@ async def test_checker_controller_stop_meeting_a_poke_stops():
     await asyncio.wait_for(controller.stop(), 2)
 
 
+class CountingChecker(Checker):
+    """Counts its rounds; the first ``failures`` of them raise."""
+
+    def __init__(self, checker_id: int, failures: int = 0) -> None:
+        super().__init__(ctx=None, interval_s=60)  # rounds run only when poked
+        self.id = checker_id
+        self.calls = 0
+        self.failures = failures
+
+    def check(self) -> list:
+        self.calls += 1
+        if self.calls <= self.failures:
+            raise RuntimeError(f"round {self.calls} failed")
+        return []
+
+
+async def test_waiting_for_checker_rounds_counts_rounds_that_started_after_the_call():
+    quiet, flaky = CountingChecker(1), CountingChecker(2, failures=2)
+    controller = CheckerController([quiet, flaky])
+    controller.start()
+    try:
+        async with asyncio.timeout(30):
+            await controller.wait_rounds(1, 3)
+            assert quiet.calls == controller.rounds(1) >= 3
+            before = quiet.calls
+            await controller.wait_rounds(1, 2)
+            assert quiet.calls >= before + 2
+            # failed rounds are not rounds: the wait ends with the first round that completes
+            await controller.wait_rounds(2, 1)
+        assert (controller.rounds(2), controller.failed_rounds(2), flaky.calls) == (1, 2, 3)
+        assert str(controller.last_error(2)) == "round 2 failed"
+        assert controller.last_error(1) is None and not controller.loop_task(2).done()
+    finally:
+        await controller.stop()
+    assert controller.loop_task(1) is None
+
+
 async def test_wakeup_returns_on_poke_or_after_the_period():
     wake = Wakeup()
     loop = asyncio.get_running_loop()
@@ -90,7 +127,7 @@ async def test_a_cancel_raised_inside_a_round_does_not_end_the_loop():
     loop = CancelledInside()
     loop.start()
     await asyncio.sleep(0.2)
-    assert loop.rounds > 1 and not loop._task.done()
+    assert loop.rounds > 1 and not loop.loop_task.done()
     await asyncio.wait_for(loop.stop(), 2)
 
 

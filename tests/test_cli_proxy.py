@@ -16,7 +16,7 @@ from vecgrid.deploy import EmbeddedCluster
 from vecgrid.proto import milvus_pb2, query_coord_pb2 as Q
 from tests.cli_support import Result, assert_one_line_error
 from tests.proxy_support import dense_hits, refused_address
-from tests.querycoord_support import Coord, fast_settings
+from tests.querycoord_support import Coord, fast_settings, left_as_found
 from tests.querynode_support import DIM, assert_same_knn, import_collection, reference_search
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]
@@ -31,7 +31,7 @@ async def vecgrid(*args: str, timeout: float = 120) -> Result:
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def env(tmp_path_factory):
+async def cluster_env(tmp_path_factory):
     root = tmp_path_factory.mktemp("cli")
     books = import_collection(root, "books", metric="L2", index="FLAT", n=900, shards=2, segment_rows=150, seed=12)
     pairs = import_collection(root, "pairs", metric="IP", index="FLAT", n=300, shards=1, segment_rows=100, seed=13)
@@ -39,6 +39,13 @@ async def env(tmp_path_factory):
     await asyncio.wait_for(cluster.start(), 120)
     yield cluster, Coord(cluster.addresses.grpc, cluster.coord), books, pairs, root
     await asyncio.wait_for(cluster.stop(), 60)
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def env(cluster_env):
+    """The module's cluster, given back to the next test as this one found it."""
+    async with left_as_found(cluster_env[1], cluster_env[0].coord):
+        yield cluster_env
 
 
 async def test_load_status_search_release(env):

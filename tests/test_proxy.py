@@ -20,10 +20,10 @@ from vecgrid.cluster.proxy.proxy import Proxy, guarantee_timestamp
 from vecgrid.deploy import EmbeddedCluster
 from vecgrid.gpu import exprs as E
 from vecgrid.proto import common_pb2, query_coord_pb2 as Q, query_coord_pb2_grpc, schema_pb2
-from vecgrid.storage.dml import InsertBatch
+from vecgrid.storage.dml import DeleteBatch, InsertBatch
 from vecgrid.storage.wal import MessageKind
 from tests.proxy_support import dense_hits, refused_address
-from tests.querycoord_support import Coord, fast_settings
+from tests.querycoord_support import Coord, fast_settings, left_as_found
 from tests.querynode_support import DIM, Dataset, assert_same_knn, import_collection, reference_search
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]
@@ -41,7 +41,7 @@ class Env:
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def env(tmp_path_factory):
+async def cluster_env(tmp_path_factory):
     root = tmp_path_factory.mktemp("proxy")
     sets = {
         "l2": import_collection(root, "l2", metric="L2", index="FLAT", n=1200, shards=2, segment_rows=200, seed=5),
@@ -63,6 +63,13 @@ async def env(tmp_path_factory):
     yield Env(cluster, coord, proxy, sets)
     await proxy.close()
     await asyncio.wait_for(cluster.stop(), 60)
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def env(cluster_env):
+    """The module's cluster, given back to the next test as this one found it."""
+    async with left_as_found(cluster_env.coord, cluster_env.cluster.coord):
+        yield cluster_env
 
 
 def queries(n: int = 6, seed: int = 1) -> np.ndarray:
@@ -329,6 +336,12 @@ async def test_strong_reads_see_a_row_written_just_before(env):
     assert await env.proxy.count("fresh", guarantee_timestamp=ts) == len(ds.pks) + 1
     assert await env.proxy.count("fresh", consistency="Eventually") in (len(ds.pks), len(ds.pks) + 1)
     assert await env.proxy.count("fresh", consistency=None) in (len(ds.pks), len(ds.pks) + 1)  # Bounded
+    # deleted again: the collection holds what the other tests expect
+    ts = coord.catalog.allocate_timestamp()
+    coord.ticker.writer(ds.channels[0]).append(MessageKind.DELETE, ts, DeleteBatch(
+        ds.collection_id, -1, pa.array([pk], pa.int64()), np.full(1, ts, np.uint64)).encode())
+    assert await env.proxy.count("fresh") == len(ds.pks)
+    assert await env.proxy.query("fresh", filter={"tag": "new"}) == []
 
 
 # --- errors ---------------------------------------------------------------------------------------------------------

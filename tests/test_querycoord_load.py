@@ -14,19 +14,26 @@ import pytest_asyncio
 from vecgrid.deploy import EmbeddedCluster
 from vecgrid.proto import milvus_pb2, query_coord_pb2 as Q
 from tests.conftest import poll_until
-from tests.querycoord_support import Coord, assert_search_matches, fast_settings
+from tests.querycoord_support import Coord, assert_search_matches, fast_settings, left_as_found
 from tests.querynode_support import import_collection
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def env(tmp_path_factory):
+async def cluster_env(tmp_path_factory):
     root = tmp_path_factory.mktemp("qc")
     ds = import_collection(root, "books", metric="L2", index="FLAT", n=1200, shards=2, segment_rows=200, seed=4)
     cluster = EmbeddedCluster(fast_settings(ds.data_dir))
     await asyncio.wait_for(cluster.start(), 120)
     yield cluster, Coord(cluster.addresses.grpc, cluster.coord), ds
     await asyncio.wait_for(cluster.stop(), 60)
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def env(cluster_env):
+    """The module's cluster, given back to the next test as this one found it."""
+    async with left_as_found(cluster_env[1], cluster_env[0].coord):
+        yield cluster_env
 
 
 

@@ -24,8 +24,8 @@ from vecgrid.cluster.querycoord.meta.target_manager import Scope
 from vecgrid.deploy import EmbeddedCluster
 from vecgrid.proto import milvus_pb2, query_coord_pb2 as Q
 from tests.conftest import poll_until
-from tests.querycoord_support import (Coord, assert_search_matches, corrupted, fast_settings, import_partition,
-                                      partition_ids)
+from tests.querycoord_support import (Coord, assert_search_matches, checker_rounds, corrupted, fast_settings,
+                                      import_partition, left_as_found, partition_ids)
 from tests.querynode_support import RemoteNode, import_collection
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]
@@ -46,7 +46,7 @@ def patient(cluster, seconds: float = 120.0):
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def env(tmp_path_factory):
+async def cluster_env(tmp_path_factory):
     root = tmp_path_factory.mktemp("timeout")
     ds = import_collection(root, "stuck", metric="L2", index="FLAT", n=600, shards=2, segment_rows=200, seed=8)
     both = import_partition(ds, root, "p1", 400)
@@ -57,6 +57,13 @@ async def env(tmp_path_factory):
     await asyncio.wait_for(cluster.start(), 120)
     yield cluster, Coord(cluster.addresses.grpc, cluster.coord), ds, both
     await asyncio.wait_for(cluster.stop(), 60)
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def env(cluster_env):
+    """The module's cluster, given back to the next test as this one found it."""
+    async with left_as_found(cluster_env[1], cluster_env[0].coord):
+        yield cluster_env
 
 
 def segment_file(cluster, cid: int, segment_id: int) -> Path:
@@ -107,10 +114,18 @@ async def wait_cancelled(coord: Coord, cid: int) -> tuple[list[int], float]:
     return seen, time.monotonic() - start
 
 
-async def wait_no_tasks(cluster, cid: int) -> None:
-    await poll_until(lambda: not cluster.coord.scheduler.tasks(cid), 15, what="no tasks left")
-    await asyncio.sleep(1.0)    # several checker rounds: nothing new is scheduled for it
-    assert cluster.coord.scheduler.tasks(cid) == []
+async def wait_no_tasks(cluster, cid: int, segments: set[int] | None = None) -> None:
+    """No task is left for the collection (for ``segments`` of it, while the rest stays loaded and may be
+    balanced), and after every checker looked again none is proposed."""
+    def left() -> list:
+        tasks = cluster.coord.scheduler.tasks(cid)
+        if segments is None:
+            return tasks
+        return [t for t in tasks if getattr(t, "segment", None) is not None and t.segment.segment_id in segments
+                or getattr(t, "segment_id", None) in segments]
+    await poll_until(lambda: not left(), 15, what="no tasks left")
+    await checker_rounds(cluster.coord, 3)    # every checker looked again: nothing new is scheduled for them
+    assert left() == []
 
 
 async def test_load_collection_times_out_and_a_repaired_load_succeeds(env):
@@ -216,7 +231,7 @@ async def test_load_partitions_timeout_removes_only_the_stalled_partition(env):
         async def p1_released():
             return not (await node_holdings(cluster, cid))[0] & set(p1_segments)
         await poll_until(p1_released, 20, 0.2, "nodes released p1")
-        await wait_no_tasks(cluster, cid)
+        await wait_no_tasks(cluster, cid, set(p1_segments))
 
         async def serving():
             reply = await coord.call("GetShardLeaders", Q.GetShardLeadersRequest(collectionID=cid))
