@@ -13,6 +13,7 @@ import pytest
 from vecgrid.cluster.querycoord.checkers.base import Checker, CheckerController
 from vecgrid.cluster.querycoord.observers.periodic import Periodic
 from vecgrid.cluster.wakeup import Wakeup
+from tests.conftest import poll_until
 
 
 class CountingLoop(Periodic):
@@ -38,14 +39,15 @@ class IdleChecker(Checker):
 async def test_periodic_stop_meeting_a_poke_stops():
     loop = CountingLoop()
     loop.start()
-    for _ in range(20):
+    for i in range(20):
         loop.poke()
-        await asyncio.sleep(0.01)  # the round ran and the loop waits again
+        # the round ran and the loop waits again (it does so in the step that ran the round)
+        await poll_until(lambda: loop.rounds > i, 30, 0.001, f"round {i + 1}")
         loop.poke()
-        await asyncio.wait_for(loop.stop(), 2)
+        await asyncio.wait_for(loop.stop(), 10)
         loop.start()
-    assert loop.rounds >= 20
-    await asyncio.wait_for(loop.stop(), 2)
+    assert loop.rounds >= 20  # a poke that met a stop may run one more round after the restart
+    await asyncio.wait_for(loop.stop(), 10)
 
 
 async def test_checker_controller_stop_meeting_a_poke_stops():
@@ -100,9 +102,8 @@ async def test_wakeup_returns_on_poke_or_after_the_period():
     await wake.wait(0.05)
     assert loop.time() - started >= 0.05
     wake.poke()
-    started = loop.time()
-    await wake.wait(10)
-    assert loop.time() - started < 1
+    async with asyncio.timeout(60):  # a period of an hour: only the poke can end this wait
+        await wake.wait(3600)
     started = loop.time()
     await wake.wait(0.05)  # the poke was consumed: this one waits out its period
     assert loop.time() - started >= 0.05
@@ -126,8 +127,8 @@ class CancelledInside(Periodic):
 async def test_a_cancel_raised_inside_a_round_does_not_end_the_loop():
     loop = CancelledInside()
     loop.start()
-    await asyncio.sleep(0.2)
-    assert loop.rounds > 1 and not loop.loop_task.done()
+    await poll_until(lambda: loop.rounds > 1, 30, 0.01, "a round after the cancelled one")
+    assert not loop.loop_task.done()
     await asyncio.wait_for(loop.stop(), 2)
 
 

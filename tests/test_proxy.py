@@ -26,7 +26,7 @@ from tests.proxy_support import dense_hits, refused_address
 from tests.querycoord_support import Coord, fast_settings, left_as_found
 from tests.querynode_support import DIM, Dataset, assert_same_knn, import_collection, reference_search
 
-pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 K = 10
 GROWING_SEGMENT = 990_777
@@ -135,6 +135,7 @@ def only_dead_leaders(reply: Q.GetShardLeadersResponse, dead: str) -> Q.GetShard
 
 # --- search ------------------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["l2", "ip", "cos"])
 async def test_search_equals_numpy(env, name):
     ds = env.sets[name]
@@ -147,6 +148,7 @@ async def test_search_equals_numpy(env, name):
         assert d == sorted(d, reverse=name != "l2")
 
 
+@pytest.mark.slow
 async def test_search_merges_both_channels(env):
     ds = env.sets["l2"]
     shards = await env.proxy.shard_leaders(ds.collection_id)
@@ -162,6 +164,7 @@ async def test_search_merges_both_channels(env):
     assert_same_knn(*reference_search(ds, xq, K), *dense_hits(hits))
 
 
+@pytest.mark.slow
 async def test_search_with_filter_and_output_fields(env):
     ds = env.sets["cos"]
     xq = queries(5, seed=2)
@@ -180,6 +183,7 @@ async def test_search_with_filter_and_output_fields(env):
             assert isinstance(hit["entity"]["age"], int) and isinstance(hit["distance"], float)
 
 
+@pytest.mark.slow
 async def test_search_offset_and_plan_expr(env):
     ds = env.sets["ip"]
     xq = queries(4, seed=3)
@@ -191,6 +195,7 @@ async def test_search_offset_and_plan_expr(env):
     assert_same_knn(*reference_search(ds, xq, K, ds.columns["age"] >= 50), *dense_hits(hits))
 
 
+@pytest.mark.slow
 async def test_replicas_take_turns(env):
     ds = env.sets["l2"]
     proxy = RecordingProxy(env.cluster.addresses.grpc)
@@ -209,6 +214,7 @@ async def test_replicas_take_turns(env):
 
 # --- failures and retries -------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 async def test_dead_leader_is_skipped_for_the_next_replica(env, caplog):
     ds = env.sets["l2"]
     dead = refused_address()
@@ -233,6 +239,7 @@ async def test_dead_leader_is_skipped_for_the_next_replica(env, caplog):
         await fake.channel.close()
 
 
+@pytest.mark.slow
 async def test_leaders_are_fetched_again_once_when_all_fail(env):
     ds = env.sets["ip"]
     dead = refused_address()
@@ -252,6 +259,7 @@ async def test_leaders_are_fetched_again_once_when_all_fail(env):
         await fake.channel.close()
 
 
+@pytest.mark.slow
 async def test_every_leader_dead_fails_clearly(env):
     dead = refused_address()
     fake = FakeCoord(env.cluster.addresses.grpc, lambda reply, n: only_dead_leaders(reply, dead))
@@ -272,6 +280,7 @@ async def test_every_leader_dead_fails_clearly(env):
         await fake.channel.close()
 
 
+@pytest.mark.slow
 async def test_request_errors_from_a_node_are_not_retried(env):
     ds = env.sets["l2"]
     proxy = RecordingProxy(env.cluster.addresses.grpc)
@@ -287,6 +296,7 @@ async def test_request_errors_from_a_node_are_not_retried(env):
 
 # --- query and count ----------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 async def test_query_with_filter_limit_and_offset(env):
     ds = env.sets["l2"]
     query = {"age": {"$lt": 20}, "tag": {"$ne": "red"}}
@@ -311,6 +321,7 @@ async def test_query_with_filter_limit_and_offset(env):
         int((ds.columns["tag"] == "red").sum())
 
 
+@pytest.mark.slow
 async def test_strong_reads_see_a_row_written_just_before(env):
     """A row appended to the channel (as the write path will: the coordinator's writer, a timestamp of its
     oracle) is seen by the next Strong read; the coordinator's time ticks let the leaders' tsafe pass it."""
@@ -346,6 +357,7 @@ async def test_strong_reads_see_a_row_written_just_before(env):
 
 # --- errors ---------------------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 async def test_errors_are_milvus_errors_with_clear_reasons(env):
     proxy = env.proxy
     xq = queries(1)

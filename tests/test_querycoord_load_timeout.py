@@ -28,7 +28,7 @@ from tests.querycoord_support import (Coord, assert_search_matches, checker_roun
                                       import_partition, left_as_found, partition_ids)
 from tests.querynode_support import RemoteNode, import_collection
 
-pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 LOAD_TIMEOUT_S = 4.0     # querycoord.load_timeout_s of the cluster: what the stuck loads run under
 
@@ -128,6 +128,7 @@ async def wait_no_tasks(cluster, cid: int, segments: set[int] | None = None) -> 
     assert left() == []
 
 
+@pytest.mark.slow
 async def test_load_collection_times_out_and_a_repaired_load_succeeds(env):
     cluster, coord, ds, both = env
     cid = ds.collection_id
@@ -182,6 +183,7 @@ async def test_load_collection_times_out_and_a_repaired_load_succeeds(env):
     assert reply.status.code == 101     # the failures of the earlier load were cleared by the new one
 
 
+@pytest.mark.slow
 async def test_load_partitions_timeout_removes_only_the_stalled_partition(env):
     cluster, coord, ds, both = env
     cid = ds.collection_id
@@ -250,6 +252,7 @@ async def test_load_partitions_timeout_removes_only_the_stalled_partition(env):
     assert persisted_keys(cluster, cid) == []
 
 
+@pytest.mark.slow
 async def test_load_partitions_timeout_of_every_partition_removes_the_collection(env):
     cluster, coord, ds, both = env
     cid = ds.collection_id
@@ -290,8 +293,9 @@ async def test_a_task_cancelled_before_it_starts_frees_its_key():
     task = SegmentTask(1, 11, SegmentRef(5, 2, "ch", 1, 0), target=2)
     assert scheduler.add(task) and not scheduler.add(task)
     assert scheduler.cancel_collection(1) == 1      # same tick: the task has not started
-    await asyncio.sleep(0.05)
-    assert scheduler.tasks(1) == [] and not scheduler.has(task.key) and Executor.runs == 0
+    # the key is freed when the task ended; had it not been cancelled, it would have run by then
+    await poll_until(lambda: not scheduler.has(task.key), 5, 0.01, "the cancelled task's key freed")
+    assert scheduler.tasks(1) == [] and Executor.runs == 0
     assert scheduler.add(task)
     await poll_until(lambda: not scheduler.has(task.key), 5, 0.01, "task done")
     assert Executor.runs == 1
