@@ -1,10 +1,12 @@
 # The README's two commands: `make serve` and `make test`. Both build .venv from nothing.
+# `make test` is the full suite (what CI runs through .ci/run); `make test-fast` leaves out the tests
+# marked `slow` (they start processes or clusters) for the edit-test loop.
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv serve test protos bench clean
+.PHONY: venv serve test test-fast protos bench clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -19,6 +21,9 @@ serve: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q $(ARGS)
+
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -m "not slow" $(ARGS)
 
 protos: $(STAMP)
 	$(PY) scripts/gen_protos.py

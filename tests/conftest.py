@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import multiprocessing.process
+import platform
+import subprocess
 import time
 from pathlib import Path
 
@@ -66,6 +70,53 @@ def aio_channel(address: str) -> grpc.aio.Channel:
     return grpc.aio.insecure_channel(address)
 
 
+# --- the fast lane starts no process ---------------------------------------------------------------
+# `make test-fast` runs `-m "not slow"`; a test that starts a process (a subprocess, a Dask worker or
+# nanny) must carry the marker, or the inner loop slowly becomes the full suite again. Enforced here
+# rather than trusted: the test fails naming the marker it lacks.
+
+class UnmarkedProcessStart(RuntimeError):
+    pass
+
+
+# Dask's version report asks platform.processor(), which runs `uname -p` once and caches the answer:
+# asked here, before any test, it is no process start of the test that first builds a Dask worker.
+platform.processor()
+
+
+@contextlib.contextmanager
+def _processes_refused(item):
+    """Yields the refusals made, so a test that swallowed the exception still fails."""
+    refusals: list[str] = []
+    if item.get_closest_marker("slow") is not None:
+        yield refusals
+        return
+
+    def refuse(*args, **kwargs):
+        refusals.append(f"{item.nodeid} starts a process: mark it @pytest.mark.slow")
+        raise UnmarkedProcessStart(refusals[-1])
+
+    patch = pytest.MonkeyPatch()
+    patch.setattr(subprocess.Popen, "_execute_child", refuse)
+    patch.setattr(multiprocessing.process.BaseProcess, "start", refuse)
+    try:
+        yield refusals
+    finally:
+        patch.undo()
+
+
+def _fail_refused(outcome, refusals: list[str]) -> None:
+    if refusals and outcome.exception is None:
+        outcome.force_exception(UnmarkedProcessStart(refusals[0]))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item):
+    with _processes_refused(item) as refusals:
+        outcome = yield
+    _fail_refused(outcome, refusals)
+
+
 # --- hang diagnostics -------------------------------------------------------------------------------
 # faulthandler (pyproject's faulthandler_timeout) shows threads only; a hung async test is an await
 # that never completes while every thread idles, so this prints each asyncio task's whole await chain.
@@ -109,6 +160,8 @@ def pytest_runtest_call(item):
     timer.daemon = True
     timer.start()
     try:
-        yield
+        with _processes_refused(item) as refusals:
+            outcome = yield
+        _fail_refused(outcome, refusals)
     finally:
         timer.cancel()

@@ -79,7 +79,8 @@ class Dataset:
         return np.asarray([index[k] for k in keys.tolist()], dtype=np.int64)
 
 
-def _table(n: int, seed: int, pk: str, str_pk: bool) -> tuple[pa.Table, np.ndarray, np.ndarray, dict]:
+def random_table(n: int, seed: int, pk: str, str_pk: bool) -> tuple[pa.Table, np.ndarray, np.ndarray, dict]:
+    """Rows to import: the table, and its keys, vectors and scalar columns as numpy for the references."""
     rng = np.random.default_rng(seed)
     vectors = rng.standard_normal((n, DIM)).astype(np.float32)
     pks = np.asarray([f"k{i:05d}" for i in range(n)]) if str_pk else np.arange(n, dtype=np.int64) * 3 + 1
@@ -94,7 +95,7 @@ def import_collection(root: Path, name: str, *, metric: str, index: str, index_p
                       n: int = 2000, shards: int = 2, segment_rows: int = 450, str_pk: bool = False,
                       seed: int = 1) -> Dataset:
     pk = "key" if str_pk else "pk"
-    table, pks, vectors, cols = _table(n, seed, pk, str_pk)
+    table, pks, vectors, cols = random_table(n, seed, pk, str_pk)
     src = root / f"{name}.parquet"
     pq.write_table(table, src)
     data_dir = root / "data"
@@ -250,3 +251,22 @@ def assert_same_knn(D_ref: np.ndarray, K_ref: np.ndarray, D: np.ndarray, K: np.n
             if a != b:
                 tied = np.abs(d - d[j]) <= tol
                 assert tied.sum() > 1, f"query {i} rank {j}: {b!r} instead of {a!r} (score {d[j]})"
+
+
+class RemoteNode:
+    """A node of a cluster, addressed by id over gRPC (what the coordinator and proxies do)."""
+
+    def __init__(self, node_id: int, address: str) -> None:
+        self.node_id, self.address = node_id, address
+        self.stub = query_coord_pb2_grpc.QueryNodeStub(grpc.aio.insecure_channel(address))
+
+    async def call(self, method, request):
+        return await getattr(self.stub, method)(request, metadata=(("serverid", str(self.node_id)),), timeout=60)
+
+    async def stream(self, method, request):
+        return [r async for r in getattr(self.stub, method)(request, metadata=(("serverid", str(self.node_id)),),
+                                                           timeout=60)]
+
+    async def load(self, ds, segment_ids, **kw):
+        status = await self.call("LoadSegments", load_request(ds, segment_ids, **kw))
+        assert status.code == 0, status

@@ -8,7 +8,6 @@ import re
 import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 
@@ -18,22 +17,7 @@ import pytest
 
 from vecgrid.cli import main, parse_resources
 from vecgrid.proto import milvus_pb2, query_coord_pb2, query_coord_pb2_grpc
-
-VECGRID = [sys.executable, "-m", "vecgrid.cli"]
-
-
-def _run(args, **kw):
-    return subprocess.run(VECGRID + args, capture_output=True, text=True, timeout=60, **kw)
-
-
-def _assert_one_line_error(result, *fragments):
-    assert result.returncode != 0
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("vecgrid: error: ")
-    assert "Traceback" not in result.stderr
-    for fragment in fragments:
-        assert fragment in lines[0]
+from tests.cli_support import VECGRID, assert_one_line_error, run_in_process, run_process
 
 
 @pytest.mark.slow
@@ -84,34 +68,45 @@ def _read_until(proc, marker: str, timeout: float) -> str:
     pytest.fail("vecgrid serve did not come up:\n" + "".join(out))
 
 
-def test_unknown_flag_is_one_line_and_exit_2():
-    result = _run(["serve", "--no-such-flag"])
+def test_unknown_flag_is_one_line_and_exit_2(capsys):
+    result = run_in_process(["serve", "--no-such-flag"], capsys)
     assert result.returncode == 2
-    _assert_one_line_error(result, "--no-such-flag")
+    assert_one_line_error(result, "--no-such-flag")
 
 
-def test_unknown_command_is_one_line():
-    _assert_one_line_error(_run(["frobnicate"]), "frobnicate")
+def test_unknown_command_is_one_line(capsys):
+    assert_one_line_error(run_in_process(["frobnicate"], capsys), "frobnicate")
 
 
-def test_unreadable_config_file_is_one_line(tmp_path):
-    _assert_one_line_error(_run(["serve", "--config", str(tmp_path / "missing.toml")]), "missing.toml")
+def test_unreadable_config_file_is_one_line(tmp_path, capsys):
+    assert_one_line_error(run_in_process(["serve", "--config", str(tmp_path / "missing.toml")], capsys),
+                          "missing.toml")
     bad = tmp_path / "bad.toml"
     bad.write_text("this is = = not toml")
-    _assert_one_line_error(_run(["serve", "--config", str(bad)]), "not valid TOML")
+    assert_one_line_error(run_in_process(["serve", "--config", str(bad)], capsys), "not valid TOML")
     unknown = tmp_path / "unknown.toml"
     unknown.write_text("[querycoord]\nportt = 1\n")
-    _assert_one_line_error(_run(["serve", "--config", str(unknown)]), "querycoord.portt")
+    assert_one_line_error(run_in_process(["serve", "--config", str(unknown)], capsys), "querycoord.portt")
 
 
+@pytest.mark.slow
+def test_a_real_process_exits_2_with_one_line_for_bad_input(tmp_path):
+    """What the in-process tests check, through ``python -m vecgrid.cli``: stderr and the exit status."""
+    result = run_process(["serve", "--no-such-flag"])
+    assert result.returncode == 2
+    assert_one_line_error(result, "--no-such-flag")
+    assert_one_line_error(run_process(["serve", "--config", str(tmp_path / "missing.toml")]), "missing.toml")
+
+
+@pytest.mark.slow
 def test_port_in_use_is_one_line(tmp_path):
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        result = _run(["serve", "--data-dir", str(tmp_path), "--coord-port", str(port),
-                       "--http-port", "0", "--dashboard-port", "0"])
-    _assert_one_line_error(result, f"127.0.0.1:{port}", "querycoord gRPC")
+        result = run_process(["serve", "--data-dir", str(tmp_path), "--coord-port", str(port),
+                              "--http-port", "0", "--dashboard-port", "0"])
+    assert_one_line_error(result, f"127.0.0.1:{port}", "querycoord gRPC")
 
 
 def test_bad_resources_flag():

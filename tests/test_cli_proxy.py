@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from dataclasses import dataclass
 
 import numpy as np
 import pytest
@@ -15,20 +14,12 @@ import pytest_asyncio
 
 from vecgrid.deploy import EmbeddedCluster
 from vecgrid.proto import milvus_pb2, query_coord_pb2 as Q
-from tests.querycoord_support import Coord
+from tests.cli_support import Result, assert_one_line_error
+from tests.proxy_support import dense_hits, refused_address
+from tests.querycoord_support import Coord, fast_settings, left_as_found
 from tests.querynode_support import DIM, assert_same_knn, import_collection, reference_search
-from tests.test_cli import _assert_one_line_error
-from tests.test_proxy import dense, refused_address
-from tests.test_querycoord_load import fast_settings
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]
-
-
-@dataclass
-class Result:
-    returncode: int
-    stdout: str
-    stderr: str
 
 
 async def vecgrid(*args: str, timeout: float = 120) -> Result:
@@ -40,7 +31,7 @@ async def vecgrid(*args: str, timeout: float = 120) -> Result:
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def env(tmp_path_factory):
+async def cluster_env(tmp_path_factory):
     root = tmp_path_factory.mktemp("cli")
     books = import_collection(root, "books", metric="L2", index="FLAT", n=900, shards=2, segment_rows=150, seed=12)
     pairs = import_collection(root, "pairs", metric="IP", index="FLAT", n=300, shards=1, segment_rows=100, seed=13)
@@ -48,6 +39,13 @@ async def env(tmp_path_factory):
     await asyncio.wait_for(cluster.start(), 120)
     yield cluster, Coord(cluster.addresses.grpc, cluster.coord), books, pairs, root
     await asyncio.wait_for(cluster.stop(), 60)
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def env(cluster_env):
+    """The module's cluster, given back to the next test as this one found it."""
+    async with left_as_found(cluster_env[1], cluster_env[0].coord):
+        yield cluster_env
 
 
 async def test_load_status_search_release(env):
@@ -83,7 +81,7 @@ async def test_load_status_search_release(env):
     assert found.returncode == 0, found.stderr
     hits = json.loads(found.stdout)
     mask = (books.columns["age"] < 30) & (books.columns["tag"] != "red")
-    assert_same_knn(*reference_search(books, xq, 5, mask), *dense(hits, 5))
+    assert_same_knn(*reference_search(books, xq, 5, mask), *dense_hits(hits, 5))
     assert all(set(h["entity"]) == {"age", "tag"} and h["entity"]["age"] < 30 for row in hits for h in row)
 
     np.save(root / "one.npy", xq[0])  # a single vector is one query
@@ -94,7 +92,7 @@ async def test_load_status_search_release(env):
     assert gone.returncode == 0 and gone.stdout.strip() == "collection books released"
     reply = await coord.call("ShowCollections", Q.ShowCollectionsRequest(collectionIDs=[books.collection_id]))
     assert reply.status.code == 101
-    _assert_one_line_error(await vecgrid("search", "books", "--vectors", str(root / "q.npy"), *addr),
+    assert_one_line_error(await vecgrid("search", "books", "--vectors", str(root / "q.npy"), *addr),
                            "collection not loaded")
     again = await vecgrid("release", "books", *addr)  # releasing what is not loaded succeeds, as in Milvus
     assert again.returncode == 0
@@ -116,18 +114,18 @@ async def test_errors_are_one_line(env):
     cluster, _, _, _, root = env
     addr = ["--coord", cluster.addresses.grpc]
     np.save(root / "q2.npy", np.zeros((1, DIM), np.float32))
-    _assert_one_line_error(await vecgrid("load", "nope", *addr), "collection not found")
-    _assert_one_line_error(await vecgrid("load", "pairs", "--replicas", "3", *addr),
+    assert_one_line_error(await vecgrid("load", "nope", *addr), "collection not found")
+    assert_one_line_error(await vecgrid("load", "pairs", "--replicas", "3", *addr),
                            "resource group node not enough")
-    _assert_one_line_error(await vecgrid("load", "pairs", "--resource-group", "rg9", *addr),
+    assert_one_line_error(await vecgrid("load", "pairs", "--resource-group", "rg9", *addr),
                            "resource group not found")
-    _assert_one_line_error(await vecgrid("search", "pairs", "--vectors", str(root / "q2.npy"),
+    assert_one_line_error(await vecgrid("search", "pairs", "--vectors", str(root / "q2.npy"),
                                          "--filter", '{"colour": "red"}', *addr), "has no field 'colour'")
     bad = await vecgrid("search", "pairs", "--vectors", str(root / "q2.npy"), "--filter", "{age: 3}", *addr)
-    _assert_one_line_error(bad, "--filter is not JSON")
+    assert_one_line_error(bad, "--filter is not JSON")
     assert bad.returncode == 2
-    _assert_one_line_error(await vecgrid("search", "pairs", "--vectors", str(root / "missing.npy"), *addr),
+    assert_one_line_error(await vecgrid("search", "pairs", "--vectors", str(root / "missing.npy"), *addr),
                            "cannot read --vectors")
-    _assert_one_line_error(await vecgrid("load", "pairs", "--replicas", "0", *addr), "--replicas must be 1 or more")
-    _assert_one_line_error(await vecgrid("status", "--coord", refused_address()), "service unavailable",
+    assert_one_line_error(await vecgrid("load", "pairs", "--replicas", "0", *addr), "--replicas must be 1 or more")
+    assert_one_line_error(await vecgrid("status", "--coord", refused_address()), "service unavailable",
                            "ListQueryNode at")

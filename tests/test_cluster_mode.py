@@ -99,8 +99,7 @@ async def test_kill_9_of_the_coordinator_keeps_loaded_collections_served(tmp_pat
     """Cluster mode, coordinator SIGKILLed after a load: a new one over the same data dir serves the
     collection at once, and the nodes keep their segments (same versions: nothing loaded again)."""
     from tests.querycoord_support import Coord, assert_search_matches
-    from tests.querynode_support import import_collection
-    from tests.test_delegator_localcluster import RemoteNode
+    from tests.querynode_support import RemoteNode, import_collection
 
     ds = import_collection(tmp_path, "k9", metric="L2", index="FLAT", n=800, shards=2, segment_rows=200, seed=3)
     port, coord_port = _free_port(), _free_port()

@@ -9,18 +9,26 @@ import pytest_asyncio
 
 from vecgrid.deploy import EmbeddedCluster
 from vecgrid.proto import milvus_pb2, query_coord_pb2, query_coord_pb2_grpc, rg_pb2
-from tests.conftest import aio_channel, embedded_settings, poll_until
+from tests.conftest import aio_channel, embedded_settings
+from tests.querycoord_support import Coord, left_as_found
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]
 DEFAULT = "__default_resource_group"
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def stub(tmp_path_factory):
+async def cluster(tmp_path_factory):
     cluster = EmbeddedCluster(embedded_settings(tmp_path_factory.mktemp("data")))
     await asyncio.wait_for(cluster.start(), 120)
-    yield query_coord_pb2_grpc.QueryCoordStub(aio_channel(cluster.addresses.grpc))
+    yield cluster
     await asyncio.wait_for(cluster.stop(), 60)
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def stub(cluster):
+    """QueryCoord's stub; the groups, transfers and suspended nodes a test leaves are given back after it."""
+    async with left_as_found(Coord(cluster.addresses.grpc), cluster.coord):
+        yield query_coord_pb2_grpc.QueryCoordStub(aio_channel(cluster.addresses.grpc))
 
 
 def config(requests, limits):

@@ -5,126 +5,18 @@ proxy sends them (``from_shard_leader=False``)."""
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import time
 
-import grpc
 import numpy as np
-import pyarrow as pa
 import pytest
 
 from vecgrid.cluster.querynode import search as search_mod
 from vecgrid.gpu import exprs as E
-from vecgrid.gpu.results import from_search_result_data
-from vecgrid.proto import data_coord_pb2, msg_pb2, query_coord_pb2 as Q, schema_pb2
-from vecgrid.storage.dml import DeleteBatch, InsertBatch, TimeTick
-from vecgrid.storage.layout import DataDir
-from vecgrid.storage.wal import MessageKind, Wal
-from tests.querynode_support import (DIM, TAGS, NodeHarness, assert_same_knn, dense, import_collection,
-                                     load_request, query_request, reference_search, search_request)
-
-K = 10
-LEADER, WORKER = 7, 8
-GROWING_SEGMENT = 990001
-
-
-class Cluster:
-    """Leader + worker nodes, one watched channel, and a WAL writer for that channel."""
-
-    def __init__(self, ds, leader, worker, writer):
-        self.ds, self.leader, self.worker, self.writer = ds, leader, worker, writer
-        self.ts = ds.import_ts + (1 << 18)
-        self.partition = ds.summary["segments"][0]["partition_id"]
-        self.full = ds          # ds plus the growing rows
-        self.deleted: set = set()
-
-    def next_ts(self) -> int:
-        self.ts += 1 << 18
-        return self.ts
-
-    def insert(self, n: int, seed: int) -> int:
-        rng = np.random.default_rng(seed)
-        vectors = rng.standard_normal((n, DIM)).astype(np.float32)
-        start = int(self.full.pks.max()) + 1
-        pks = np.arange(start, start + n, dtype=np.int64)
-        age = (np.arange(n) % 97).astype(np.int32)
-        tag = np.asarray([TAGS[i % 5] for i in range(n)])
-        score = rng.uniform(0, 1, n)
-        ts = self.next_ts()
-        batch = InsertBatch(self.ds.collection_id, self.partition, GROWING_SEGMENT, pa.array(pks, pa.int64()),
-                            np.full(n, ts, np.uint64), pa.record_batch({
-                                "vec": pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1)), DIM),
-                                "age": pa.array(age), "tag": pa.array(tag), "score": pa.array(score)}))
-        self.writer.append(MessageKind.INSERT, ts, batch.encode())
-        self.writer.sync()
-        cols = {"age": np.concatenate([self.full.columns["age"], age]),
-                "tag": np.concatenate([self.full.columns["tag"], tag]),
-                "score": np.concatenate([self.full.columns["score"], score])}
-        self.full = dataclasses.replace(self.full, pks=np.concatenate([self.full.pks, pks]),
-                                        vectors=np.concatenate([self.full.vectors, vectors]), columns=cols)
-        return ts
-
-    def delete(self, pks) -> int:
-        ts = self.next_ts()
-        self.writer.append(MessageKind.DELETE, ts, DeleteBatch(
-            self.ds.collection_id, -1, pa.array(list(pks), pa.int64()), np.full(len(pks), ts, np.uint64)).encode())
-        self.writer.sync()
-        self.deleted |= set(int(p) for p in pks)
-        return ts
-
-    def tick(self, ts: int | None = None) -> int:
-        ts = ts or self.next_ts()
-        self.writer.append(MessageKind.TIMETICK, ts, TimeTick(ts).encode())
-        self.writer.sync()
-        return ts
-
-    def mask(self, age_below=None, tags=None) -> np.ndarray:
-        m = ~np.isin(self.full.pks, list(self.deleted))
-        if age_below is not None:
-            m &= self.full.columns["age"] < age_below
-        if tags is not None:
-            m &= np.isin(self.full.columns["tag"], tags)
-        return m
-
-
-async def make_cluster(tmp_path, metric: str) -> Cluster:
-    ds = import_collection(tmp_path, f"deleg_{metric.lower()}", metric=metric, index="FLAT", n=600, shards=1,
-                           segment_rows=150, seed=3)
-    (channel,) = ds.channels
-    writer = Wal(DataDir(ds.data_dir).wal_root).open_writer(channel, fsync="always")
-    leader = await NodeHarness(ds.data_dir, LEADER).start()
-    worker = await NodeHarness(ds.data_dir, WORKER).start()
-    template = load_request(ds)
-    watch = Q.WatchDmChannelsRequest(
-        nodeID=LEADER, collectionID=ds.collection_id, schema=template.schema, load_meta=template.load_meta,
-        index_info_list=template.index_info_list, version=1,
-        infos=[data_coord_pb2.VchannelInfo(collectionID=ds.collection_id, channelName=channel)])
-    watch.base.properties[f"vecgrid.node_address.{WORKER}"] = worker.node.address
-    status = await leader.call("WatchDmChannels", watch)
-    assert status.code == 0, status
-    segs = ds.segment_ids
-    for dst, ids in ((LEADER, segs[::2]), (WORKER, segs[1::2])):
-        await leader.load(ds, ids, dst_node_id=dst, need_transfer=True, version=5)
-    return Cluster(ds, leader, worker, writer)
-
-
-async def close(c: Cluster) -> None:
-    await c.leader.stop()
-    await c.worker.stop()
-    c.writer.close()
-
-
-def _search(c: Cluster, xq, expr=None, guarantee=0, **kw):
-    req = search_request(c.ds, xq, K, expr=expr, from_shard_leader=False, scope=Q.All, **kw)
-    req.req.guarantee_timestamp = guarantee
-    return req
-
-
-async def search(c: Cluster, xq, expr=None, guarantee=0):
-    reply = await c.leader.call("Search", _search(c, xq, expr, guarantee))
-    assert reply.status.code == 0, reply.status
-    return reply, from_search_result_data(reply.sliced_blob)
+from vecgrid.proto import msg_pb2, query_coord_pb2 as Q, schema_pb2
+from tests.delegator_support import (GROWING_SEGMENT, LEADER, WORKER, K, close, leader_search_request, make_cluster,
+                                     search)
+from tests.querynode_support import DIM, assert_same_knn, dense, query_request, reference_search, search_request
 
 
 @pytest.mark.parametrize("metric", ["L2", "IP", "COSINE"])
@@ -212,14 +104,14 @@ async def test_errors_and_strong_consistency(tmp_path):
         # strong consistency: waits for a time tick past the guarantee timestamp
         c.insert(20, seed=2)
         future_ts = c.ts + (3 << 18)
-        pending = asyncio.ensure_future(c.leader.call("Search", _search(c, xq, guarantee=future_ts)))
+        pending = asyncio.ensure_future(c.leader.call("Search", leader_search_request(c, xq, guarantee=future_ts)))
         await asyncio.sleep(0.4)
         assert not pending.done()
         c.tick(future_ts)
         reply = await asyncio.wait_for(pending, 10)
         assert reply.status.code == 0 and reply.channels_mvcc[c.ds.channels[0]] >= future_ts
         # ... and times out with 10001 when none arrives
-        req = _search(c, xq, guarantee=c.ts + (100 << 18))
+        req = leader_search_request(c, xq, guarantee=c.ts + (100 << 18))
         req.req.timeout_timestamp = (int(time.time() * 1000) + 300) << 18
         reply = await c.leader.call("Search", req)
         assert reply.status.code == 10001 and "guarantee timestamp" in reply.status.reason
@@ -230,17 +122,17 @@ async def test_errors_and_strong_consistency(tmp_path):
         sync = Q.SyncDistributionRequest(collectionID=c.ds.collection_id, channel=c.ds.channels[0], actions=[
             Q.SyncAction(type=Q.Set, segmentID=424243, nodeID=WORKER, version=9)])
         assert (await c.leader.call("SyncDistribution", sync)).code == 0
-        reply = await c.leader.call("Search", _search(c, xq))
+        reply = await c.leader.call("Search", leader_search_request(c, xq))
         assert reply.status.code != 0 and f"worker({WORKER}) query failed" in reply.status.reason
         # Remove with the node wildcard fixes the view
         sync = Q.SyncDistributionRequest(collectionID=c.ds.collection_id, channel=c.ds.channels[0], actions=[
             Q.SyncAction(type=Q.Remove, segmentID=424243, nodeID=-1)])
         assert (await c.leader.call("SyncDistribution", sync)).code == 0
-        assert (await c.leader.call("Search", _search(c, xq))).status.code == 0
+        assert (await c.leader.call("Search", leader_search_request(c, xq))).status.code == 0
         # an unknown worker in the view -> the request fails naming it
         sync.actions[0].CopyFrom(Q.SyncAction(type=Q.Set, segmentID=424244, nodeID=99, version=1))
         await c.leader.call("SyncDistribution", sync)
-        reply = await c.leader.call("Search", _search(c, xq))
+        reply = await c.leader.call("Search", leader_search_request(c, xq))
         assert "worker(99) query failed" in reply.status.reason
         # UpdateVersion sets the target version; unknown type -> 5
         sync = Q.SyncDistributionRequest(collectionID=c.ds.collection_id, channel=c.ds.channels[0], actions=[
@@ -272,7 +164,7 @@ async def test_errors_and_strong_consistency(tmp_path):
 
         # UnsubDmChannel stops the delegator: a search waiting for tsafe then answers "channel not found"
         # at once (the client asks for the leaders again), not a timeout naming tsafe 0
-        waiting = asyncio.ensure_future(c.leader.call("Search", _search(c, xq, guarantee=c.ts + (100 << 18))))
+        waiting = asyncio.ensure_future(c.leader.call("Search", leader_search_request(c, xq, guarantee=c.ts + (100 << 18))))
         await asyncio.sleep(0.3)
         assert not waiting.done()
         started = time.monotonic()
@@ -281,7 +173,7 @@ async def test_errors_and_strong_consistency(tmp_path):
         reply = await asyncio.wait_for(waiting, 5)
         assert reply.status.code == 500 and "stopped while the request waited" in reply.status.reason
         assert time.monotonic() - started < 5
-        reply = await c.leader.call("Search", _search(c, xq))
+        reply = await c.leader.call("Search", leader_search_request(c, xq))
         assert reply.status.code == 500
     finally:
         await close(c)

@@ -15,34 +15,15 @@ from vecgrid.proto import data_coord_pb2, query_coord_pb2 as Q, query_coord_pb2_
 from vecgrid.storage.layout import DataDir
 from vecgrid.storage.wal import Wal
 from tests.conftest import aio_channel, embedded_settings, poll_until
-from tests.querynode_support import (DIM, assert_same_knn, dense, import_collection, load_request, query_request,
-                                     reference_search)
-from tests.test_delegator_fanout import K, Cluster, search
+from tests.delegator_support import K, Cluster, search
+from tests.querynode_support import (DIM, RemoteNode, assert_same_knn, dense, import_collection, load_request,
+                                     query_request, reference_search)
 
 pytestmark = [pytest.mark.slow]
 
 
 async def _equals(awaitable, expected) -> bool:
     return (await awaitable) == expected
-
-
-class RemoteNode:
-    """A node of the cluster, addressed by id over gRPC (what the coordinator and proxies do)."""
-
-    def __init__(self, node_id: int, address: str) -> None:
-        self.node_id, self.address = node_id, address
-        self.stub = query_coord_pb2_grpc.QueryNodeStub(aio_channel(address))
-
-    async def call(self, method, request):
-        return await getattr(self.stub, method)(request, metadata=(("serverid", str(self.node_id)),), timeout=60)
-
-    async def stream(self, method, request):
-        return [r async for r in getattr(self.stub, method)(request, metadata=(("serverid", str(self.node_id)),),
-                                                           timeout=60)]
-
-    async def load(self, ds, segment_ids, **kw):
-        status = await self.call("LoadSegments", load_request(ds, segment_ids, **kw))
-        assert status.code == 0, status
 
 
 async def test_two_nodes_in_a_local_cluster(tmp_path):

@@ -7,7 +7,7 @@ import asyncio
 import numpy as np
 
 from vecgrid.cluster.querynode.pk_stats import PkStats
-from tests.test_delegator_fanout import close, make_cluster
+from tests.delegator_support import close, make_cluster
 
 
 def test_bloom_filter_never_misses_and_rarely_passes_absent_keys():

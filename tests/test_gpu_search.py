@@ -364,8 +364,10 @@ print(json.dumps({"load": rss1 - rss0, "release": rss1 - rss2, "used": used, "af
 """
 
 
+@pytest.mark.slow
 def test_flat_memory_and_release(ds, pks, mgr, tmp_path):
-    """A loaded FLAT segment holds ~1x the raw vectors (no second copy); release gives it back."""
+    """A loaded FLAT segment holds ~1x the raw vectors (no second copy); release gives it back (RSS, measured
+    in a fresh process)."""
     import json
     import subprocess
     import sys
@@ -384,7 +386,12 @@ def test_flat_memory_and_release(ds, pks, mgr, tmp_path):
     assert m["after"] == 0
     assert m["release"] >= 0.9 * raw, m["release"] / raw  # the memory is back with the OS
 
-    # in process: accounting returns to where it was and a released segment refuses searches
+
+def test_flat_accounting_and_release(ds, pks, mgr, tmp_path):
+    """In process: accounting returns to where it was and a released segment refuses searches."""
+    n = 50_000
+    path = tmp_path / "seg.idx"
+    path.write_bytes(build.build_index_file(ds.xb[:n], "FLAT", "L2"))
     host_before = mgr.host.used_bytes
     seg = load_segment(path, pks[:n], manager=mgr, segment_id=50)
     assert seg.placement == "CPU" and mgr.host.used_bytes - host_before == seg.memory_bytes()

@@ -21,10 +21,9 @@ from vecgrid.deploy import EmbeddedCluster
 from vecgrid.proto import query_coord_pb2 as Q
 from vecgrid.storage import segment_files
 from tests.conftest import poll_until
-from tests.querycoord_support import Coord, assert_search_matches
+from tests.querycoord_support import (INDEX_CHECKER, Coord, assert_search_matches, checker_rounds, corrupted,
+                                      fast_settings, left_as_found)
 from tests.querynode_support import NodeHarness, catalog, import_collection
-from tests.test_querycoord_load import fast_settings
-from tests.test_querycoord_load_timeout import corrupted
 
 pytest.importorskip("faiss")
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -69,15 +68,34 @@ async def test_node_saves_what_it_built_and_refuses_what_it_does_not_hold(tmp_pa
 # --- a cluster ----------------------------------------------------------------------------------------------
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def env(tmp_path_factory):
+async def cluster_env(tmp_path_factory):
     root = tmp_path_factory.mktemp("persist")
     ds = import_collection(root, "persist", n=1000, shards=2, segment_rows=250, seed=11, **INDEX)
     settings = fast_settings(ds.data_dir, workers=2)
     settings.set("querycoord.check_index_interval_s", 0.3)
     cluster = EmbeddedCluster(settings)
     await asyncio.wait_for(cluster.start(), 120)
+    cluster.import_root = root
     yield cluster, Coord(cluster.addresses.grpc, cluster.coord), ds
     await asyncio.wait_for(cluster.stop(), 60)
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def env(cluster_env):
+    """The module's cluster, given back to the next test as this one found it."""
+    cluster, coord, _ = cluster_env
+    async with left_as_found(coord, cluster.coord):
+        yield cluster_env
+
+
+async def saved_builds(cluster, coord: Coord, ds) -> dict[int, object]:
+    """Every segment's index saved, as a first load leaves it; loads and releases once if not so yet (the
+    tests that need saved files do not depend on the test that saves them first)."""
+    if set(live_builds(cluster, ds)) != set(ds.segment_ids):
+        await coord.load(ds.collection_id)
+        await poll_until(lambda: set(live_builds(cluster, ds)) == set(ds.segment_ids), 60, what="every index saved")
+        await coord.ok("ReleaseCollection", Q.ReleaseCollectionRequest(collectionID=ds.collection_id))
+    return live_builds(cluster, ds)
 
 
 def live_builds(cluster, ds) -> dict[int, object]:
@@ -94,7 +112,10 @@ def served(cluster, ds) -> list[Q.FieldIndexInfo]:
 
 @pytest.mark.slow
 async def test_first_load_builds_then_one_save_per_segment_is_recorded(env):
-    cluster, coord, ds = env
+    """On a collection of its own: the module's collection may already have its indexes saved."""
+    cluster, coord, _ = env
+    ds = import_collection(cluster.import_root, "persist_first", n=1000, shards=2, segment_rows=250, seed=12,
+                           **INDEX)
     cid = ds.collection_id
     cat = cluster.coord.catalog
     assert live_builds(cluster, ds) == {}
@@ -116,7 +137,9 @@ async def test_first_load_builds_then_one_save_per_segment_is_recorded(env):
         (f,) = b.files
         assert list(b.index_file_keys) == [f.path] == [cat.segment_files_record(sid).index_path(ds.vec_fid)]
         segment_files.verify_file(ds.data_dir, file_info(f))
-    await asyncio.sleep(1.5)  # several checker rounds: the other replica's copy is not saved again
+    # several index checker rounds: the other replica's copy is not saved again
+    await checker_rounds(cluster.coord, 3, [INDEX_CHECKER])
+    assert cluster.coord.scheduler.tasks(cid) == []
     every = cat.list_segment_indexes(cid, include_deleted=True)
     assert sorted(b.segmentID for b in every) == sorted(ds.segment_ids)
     await assert_search_matches(coord, ds, replica_index=0)
@@ -128,7 +151,7 @@ async def test_first_load_builds_then_one_save_per_segment_is_recorded(env):
 async def test_later_loads_read_the_saved_files(env):
     cluster, coord, ds = env
     cid = ds.collection_id
-    builds = live_builds(cluster, ds)
+    builds = await saved_builds(cluster, coord, ds)
     assert set(builds) == set(ds.segment_ids)
     await coord.load(cid)
 
@@ -139,8 +162,8 @@ async def test_later_loads_read_the_saved_files(env):
             for sid, b in builds.items())
     await poll_until(from_files, 30, what="every segment served from its saved file")
     await assert_search_matches(coord, ds)
-    await asyncio.sleep(1.0)  # nothing is saved again
-    assert live_builds(cluster, ds) == builds
+    await checker_rounds(cluster.coord, 3, [INDEX_CHECKER])  # nothing is saved again
+    assert cluster.coord.scheduler.tasks(cid) == [] and live_builds(cluster, ds) == builds
     await coord.ok("ReleaseCollection", Q.ReleaseCollectionRequest(collectionID=cid))
 
 
@@ -149,7 +172,7 @@ async def test_a_corrupted_saved_index_fails_the_load_with_604(env):
     cluster, coord, ds = env
     cid = ds.collection_id
     victim = ds.segment_ids[0]
-    (f,) = live_builds(cluster, ds)[victim].files
+    (f,) = (await saved_builds(cluster, coord, ds))[victim].files
     with corrupted(Path(ds.data_dir, f.path)):
         await coord.ok("LoadCollection", Q.LoadCollectionRequest(collectionID=cid))
 

@@ -570,6 +570,7 @@ def qc():
 # ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_generated_files_are_fresh(tmp_path):
     pytest.importorskip("grpc_tools", reason="grpcio-tools (dev extra) is needed to regenerate the stubs")
     out = tmp_path / "gen"

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import socket
 from dataclasses import dataclass
 
 import grpc
@@ -21,13 +20,13 @@ from vecgrid.cluster.proxy.proxy import Proxy, guarantee_timestamp
 from vecgrid.deploy import EmbeddedCluster
 from vecgrid.gpu import exprs as E
 from vecgrid.proto import common_pb2, query_coord_pb2 as Q, query_coord_pb2_grpc, schema_pb2
-from vecgrid.storage.dml import InsertBatch
+from vecgrid.storage.dml import DeleteBatch, InsertBatch
 from vecgrid.storage.wal import MessageKind
-from tests.querycoord_support import Coord
+from tests.proxy_support import dense_hits, refused_address
+from tests.querycoord_support import Coord, fast_settings, left_as_found
 from tests.querynode_support import DIM, Dataset, assert_same_knn, import_collection, reference_search
-from tests.test_querycoord_load import fast_settings
 
-pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 K = 10
 GROWING_SEGMENT = 990_777
@@ -42,7 +41,7 @@ class Env:
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def env(tmp_path_factory):
+async def cluster_env(tmp_path_factory):
     root = tmp_path_factory.mktemp("proxy")
     sets = {
         "l2": import_collection(root, "l2", metric="L2", index="FLAT", n=1200, shards=2, segment_rows=200, seed=5),
@@ -66,18 +65,15 @@ async def env(tmp_path_factory):
     await asyncio.wait_for(cluster.stop(), 60)
 
 
+@pytest_asyncio.fixture(loop_scope="module")
+async def env(cluster_env):
+    """The module's cluster, given back to the next test as this one found it."""
+    async with left_as_found(cluster_env.coord, cluster_env.cluster.coord):
+        yield cluster_env
+
+
 def queries(n: int = 6, seed: int = 1) -> np.ndarray:
     return np.random.default_rng(seed).standard_normal((n, DIM)).astype(np.float32)
-
-
-def dense(hits: list[list[dict]], k: int = K) -> tuple[np.ndarray, np.ndarray]:
-    D = np.full((len(hits), k), np.nan, dtype=np.float32)
-    keys = np.empty((len(hits), k), dtype=object)
-    keys[:] = None
-    for i, row in enumerate(hits):
-        for j, hit in enumerate(row):
-            D[i, j], keys[i, j] = hit["distance"], hit["id"]
-    return D, keys
 
 
 def row_of(ds: Dataset) -> dict:
@@ -119,13 +115,6 @@ async def serve_fake(fake: FakeCoord) -> tuple[grpc.aio.Server, str]:
     return server, f"127.0.0.1:{port}"
 
 
-def refused_address() -> str:
-    """An address nothing listens on: connections are refused at once."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return f"127.0.0.1:{s.getsockname()[1]}"
-
-
 DEAD_NODE = 999_999
 
 
@@ -146,18 +135,20 @@ def only_dead_leaders(reply: Q.GetShardLeadersResponse, dead: str) -> Q.GetShard
 
 # --- search ------------------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["l2", "ip", "cos"])
 async def test_search_equals_numpy(env, name):
     ds = env.sets[name]
     xq = queries()
     hits = await env.proxy.search(name, xq, limit=K)
     assert len(hits) == len(xq) and all(len(h) == K for h in hits)
-    assert_same_knn(*reference_search(ds, xq, K), *dense(hits))
+    assert_same_knn(*reference_search(ds, xq, K), *dense_hits(hits))
     for row in hits:  # best first in the metric's direction
         d = [h["distance"] for h in row]
         assert d == sorted(d, reverse=name != "l2")
 
 
+@pytest.mark.slow
 async def test_search_merges_both_channels(env):
     ds = env.sets["l2"]
     shards = await env.proxy.shard_leaders(ds.collection_id)
@@ -170,16 +161,17 @@ async def test_search_merges_both_channels(env):
     xq = queries(20, seed=4)
     hits = await env.proxy.search("l2", xq, limit=K)
     assert {channel_of[h["id"]] for row in hits for h in row} == set(ds.channels)
-    assert_same_knn(*reference_search(ds, xq, K), *dense(hits))
+    assert_same_knn(*reference_search(ds, xq, K), *dense_hits(hits))
 
 
+@pytest.mark.slow
 async def test_search_with_filter_and_output_fields(env):
     ds = env.sets["cos"]
     xq = queries(5, seed=2)
     query = {"age": {"$lt": 40}, "$or": [{"tag": "red"}, {"tag": {"$in": ["blue", "gold"]}}], "score": {"$ne": 2}}
     mask = (ds.columns["age"] < 40) & np.isin(ds.columns["tag"], ["red", "blue", "gold"])
     hits = await env.proxy.search("cos", xq, limit=K, filter=query, output_fields=["age", "tag", "score", "vec"])
-    assert_same_knn(*reference_search(ds, xq, K, mask), *dense(hits))
+    assert_same_knn(*reference_search(ds, xq, K, mask), *dense_hits(hits))
     rows = row_of(ds)
     for row in hits:
         for hit in row:
@@ -191,17 +183,19 @@ async def test_search_with_filter_and_output_fields(env):
             assert isinstance(hit["entity"]["age"], int) and isinstance(hit["distance"], float)
 
 
+@pytest.mark.slow
 async def test_search_offset_and_plan_expr(env):
     ds = env.sets["ip"]
     xq = queries(4, seed=3)
     D, keys = reference_search(ds, xq, 8)
     hits = await env.proxy.search("ip", xq, limit=5, offset=3)
-    assert_same_knn(D[:, 3:8], keys[:, 3:8], *dense(hits, 5))
+    assert_same_knn(D[:, 3:8], keys[:, 3:8], *dense_hits(hits, 5))
     expr = E.compare(E.column(ds.fid("age"), schema_pb2.Int32), ">=", 50)  # a ready plan.Expr works too
     hits = await env.proxy.search("ip", xq, limit=K, filter=expr)
-    assert_same_knn(*reference_search(ds, xq, K, ds.columns["age"] >= 50), *dense(hits))
+    assert_same_knn(*reference_search(ds, xq, K, ds.columns["age"] >= 50), *dense_hits(hits))
 
 
+@pytest.mark.slow
 async def test_replicas_take_turns(env):
     ds = env.sets["l2"]
     proxy = RecordingProxy(env.cluster.addresses.grpc)
@@ -210,7 +204,7 @@ async def test_replicas_take_turns(env):
         assert all(len(s.leaders) == 2 for s in shards) and len({a for s in shards for _, a in s.leaders}) == 2
         for seed in range(4):
             xq = queries(2, seed=seed)
-            assert_same_knn(*reference_search(ds, xq, K), *dense(await proxy.search("l2", xq, limit=K)))
+            assert_same_knn(*reference_search(ds, xq, K), *dense_hits(await proxy.search("l2", xq, limit=K)))
         # two channels x four searches, alternating between the two replicas' leaders of each channel
         assert len(proxy.sent) == 8
         assert {a: proxy.sent.count(a) for a in set(proxy.sent)} == {a: 4 for _, a in shards[0].leaders}
@@ -220,6 +214,7 @@ async def test_replicas_take_turns(env):
 
 # --- failures and retries -------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 async def test_dead_leader_is_skipped_for_the_next_replica(env, caplog):
     ds = env.sets["l2"]
     dead = refused_address()
@@ -230,7 +225,7 @@ async def test_dead_leader_is_skipped_for_the_next_replica(env, caplog):
         caplog.set_level(logging.WARNING, logger="vecgrid.cluster.proxy.proxy")
         for seed in range(3):
             xq = queries(3, seed=10 + seed)
-            assert_same_knn(*reference_search(ds, xq, K), *dense(await proxy.search("l2", xq, limit=K)))
+            assert_same_knn(*reference_search(ds, xq, K), *dense_hits(await proxy.search("l2", xq, limit=K)))
         assert proxy.sent[:2] == [dead, dead]  # first turn of each channel: the dead leader, then the next
         assert proxy.sent.count(dead) == 2
         assert len(proxy.sent) == 2 * 3 + 2
@@ -244,6 +239,7 @@ async def test_dead_leader_is_skipped_for_the_next_replica(env, caplog):
         await fake.channel.close()
 
 
+@pytest.mark.slow
 async def test_leaders_are_fetched_again_once_when_all_fail(env):
     ds = env.sets["ip"]
     dead = refused_address()
@@ -253,7 +249,7 @@ async def test_leaders_are_fetched_again_once_when_all_fail(env):
     proxy = Proxy(address, catalog=env.cluster.coord.catalog)
     try:
         xq = queries(3, seed=21)
-        assert_same_knn(*reference_search(ds, xq, K), *dense(await proxy.search("ip", xq, limit=K)))
+        assert_same_knn(*reference_search(ds, xq, K), *dense_hits(await proxy.search("ip", xq, limit=K)))
         assert fake.calls == 2
         await proxy.search("ip", xq, limit=K)
         assert fake.calls == 2  # the fresh leaders are cached
@@ -263,6 +259,7 @@ async def test_leaders_are_fetched_again_once_when_all_fail(env):
         await fake.channel.close()
 
 
+@pytest.mark.slow
 async def test_every_leader_dead_fails_clearly(env):
     dead = refused_address()
     fake = FakeCoord(env.cluster.addresses.grpc, lambda reply, n: only_dead_leaders(reply, dead))
@@ -283,6 +280,7 @@ async def test_every_leader_dead_fails_clearly(env):
         await fake.channel.close()
 
 
+@pytest.mark.slow
 async def test_request_errors_from_a_node_are_not_retried(env):
     ds = env.sets["l2"]
     proxy = RecordingProxy(env.cluster.addresses.grpc)
@@ -298,6 +296,7 @@ async def test_request_errors_from_a_node_are_not_retried(env):
 
 # --- query and count ----------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 async def test_query_with_filter_limit_and_offset(env):
     ds = env.sets["l2"]
     query = {"age": {"$lt": 20}, "tag": {"$ne": "red"}}
@@ -322,6 +321,7 @@ async def test_query_with_filter_limit_and_offset(env):
         int((ds.columns["tag"] == "red").sum())
 
 
+@pytest.mark.slow
 async def test_strong_reads_see_a_row_written_just_before(env):
     """A row appended to the channel (as the write path will: the coordinator's writer, a timestamp of its
     oracle) is seen by the next Strong read; the coordinator's time ticks let the leaders' tsafe pass it."""
@@ -347,10 +347,17 @@ async def test_strong_reads_see_a_row_written_just_before(env):
     assert await env.proxy.count("fresh", guarantee_timestamp=ts) == len(ds.pks) + 1
     assert await env.proxy.count("fresh", consistency="Eventually") in (len(ds.pks), len(ds.pks) + 1)
     assert await env.proxy.count("fresh", consistency=None) in (len(ds.pks), len(ds.pks) + 1)  # Bounded
+    # deleted again: the collection holds what the other tests expect
+    ts = coord.catalog.allocate_timestamp()
+    coord.ticker.writer(ds.channels[0]).append(MessageKind.DELETE, ts, DeleteBatch(
+        ds.collection_id, -1, pa.array([pk], pa.int64()), np.full(1, ts, np.uint64)).encode())
+    assert await env.proxy.count("fresh") == len(ds.pks)
+    assert await env.proxy.query("fresh", filter={"tag": "new"}) == []
 
 
 # --- errors ---------------------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 async def test_errors_are_milvus_errors_with_clear_reasons(env):
     proxy = env.proxy
     xq = queries(1)

@@ -11,9 +11,9 @@ import pytest_asyncio
 
 from vecgrid.cluster.querycoord.meta.replica_manager import channel_nodes
 from vecgrid.deploy import EmbeddedCluster
-from tests.querycoord_support import Coord, assert_search_matches
+from tests.querycoord_support import (BALANCE_CHECKER, CHANNEL_CHECKER, SEGMENT_CHECKER, Coord, assert_search_matches,
+                                      checker_rounds, fast_settings)
 from tests.querynode_support import import_collection
-from tests.test_querycoord_load import fast_settings
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]
 
@@ -49,6 +49,7 @@ async def test_each_channel_is_served_by_its_own_nodes(env):
             sorted(owner.get(n) == c.channel for n, c in dist.channels(cid)) == [True, True]
     assert confined()     # placed there by the channel and segment checkers from the start
     await assert_search_matches(coord, ds)
-    await asyncio.sleep(1.0)   # a few balance rounds: the balancer moves nothing off them
-    assert confined()
+    # a few balance rounds: the balancer moves nothing off them (a move under way would be a task)
+    await checker_rounds(cluster.coord, 3, [BALANCE_CHECKER, SEGMENT_CHECKER, CHANNEL_CHECKER])
+    assert cluster.coord.scheduler.tasks(cid) == [] and confined()
     await assert_search_matches(coord, ds)

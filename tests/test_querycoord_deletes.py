@@ -31,10 +31,9 @@ from vecgrid.storage.flush import flush_channel
 from vecgrid.storage.layout import DataDir
 from vecgrid.storage.wal import MessageKind
 from tests.conftest import poll_until
-from tests.querycoord_support import Coord
-from tests.querynode_support import assert_same_knn, import_collection, query_request, reference_search, search_request
-from tests.test_delegator_localcluster import RemoteNode
-from tests.test_querycoord_load import fast_settings
+from tests.querycoord_support import Coord, fast_settings
+from tests.querynode_support import (RemoteNode, assert_same_knn, import_collection, query_request, reference_search,
+                                     search_request)
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]
 

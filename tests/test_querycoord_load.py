@@ -13,34 +13,27 @@ import pytest_asyncio
 
 from vecgrid.deploy import EmbeddedCluster
 from vecgrid.proto import milvus_pb2, query_coord_pb2 as Q
-from tests.conftest import embedded_settings, poll_until
-from tests.querycoord_support import Coord, assert_search_matches
+from tests.conftest import poll_until
+from tests.querycoord_support import Coord, assert_search_matches, fast_settings, left_as_found
 from tests.querynode_support import import_collection
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]
 
-FAST = {
-    "querycoord.check_channel_interval_s": 0.3, "querycoord.check_segment_interval_s": 0.3,
-    "querycoord.check_balance_interval_s": 0.5, "querycoord.check_leader_interval_s": 0.3,
-    "querycoord.dist_pull_interval_s": 0.2, "querycoord.collection_observer_interval_s": 0.1,
-}
-
-
-def fast_settings(data_dir, workers: int = 3):
-    s = embedded_settings(data_dir, workers=workers)
-    for key, value in FAST.items():
-        s.set(key, value)
-    return s
-
-
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def env(tmp_path_factory):
+async def cluster_env(tmp_path_factory):
     root = tmp_path_factory.mktemp("qc")
     ds = import_collection(root, "books", metric="L2", index="FLAT", n=1200, shards=2, segment_rows=200, seed=4)
     cluster = EmbeddedCluster(fast_settings(ds.data_dir))
     await asyncio.wait_for(cluster.start(), 120)
     yield cluster, Coord(cluster.addresses.grpc, cluster.coord), ds
     await asyncio.wait_for(cluster.stop(), 60)
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def env(cluster_env):
+    """The module's cluster, given back to the next test as this one found it."""
+    async with left_as_found(cluster_env[1], cluster_env[0].coord):
+        yield cluster_env
 
 
 
@@ -225,8 +218,7 @@ async def test_time_ticks_let_strong_searches_through(env):
     cid = ds.collection_id
     await coord.load(cid)
     from vecgrid.cluster.querynode.delegator import hybrid_now
-    from tests.querynode_support import search_request
-    from tests.test_delegator_localcluster import RemoteNode
+    from tests.querynode_support import RemoteNode, search_request
     (shard, *_) = await coord.leaders(cid)
     node = RemoteNode(shard.node_ids[0], shard.node_addrs[0])
     xq = np.zeros((1, ds.vectors.shape[1]), np.float32)

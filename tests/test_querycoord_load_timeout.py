@@ -24,13 +24,11 @@ from vecgrid.cluster.querycoord.meta.target_manager import Scope
 from vecgrid.deploy import EmbeddedCluster
 from vecgrid.proto import milvus_pb2, query_coord_pb2 as Q
 from tests.conftest import poll_until
-from tests.querycoord_support import Coord, assert_search_matches
-from tests.querynode_support import import_collection
-from tests.test_delegator_localcluster import RemoteNode
-from tests.test_querycoord_load import fast_settings
-from tests.test_querycoord_ops import import_partition, partition_ids
+from tests.querycoord_support import (Coord, assert_search_matches, checker_rounds, corrupted, fast_settings,
+                                      import_partition, left_as_found, partition_ids)
+from tests.querynode_support import RemoteNode, import_collection
 
-pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 LOAD_TIMEOUT_S = 4.0     # querycoord.load_timeout_s of the cluster: what the stuck loads run under
 
@@ -48,7 +46,7 @@ def patient(cluster, seconds: float = 120.0):
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def env(tmp_path_factory):
+async def cluster_env(tmp_path_factory):
     root = tmp_path_factory.mktemp("timeout")
     ds = import_collection(root, "stuck", metric="L2", index="FLAT", n=600, shards=2, segment_rows=200, seed=8)
     both = import_partition(ds, root, "p1", 400)
@@ -61,6 +59,13 @@ async def env(tmp_path_factory):
     await asyncio.wait_for(cluster.stop(), 60)
 
 
+@pytest_asyncio.fixture(loop_scope="module")
+async def env(cluster_env):
+    """The module's cluster, given back to the next test as this one found it."""
+    async with left_as_found(cluster_env[1], cluster_env[0].coord):
+        yield cluster_env
+
+
 def segment_file(cluster, cid: int, segment_id: int) -> Path:
     seg = cluster.coord.catalog.get_segment(segment_id)
     return Path(cluster.settings.common.data_dir, "segments", str(cid), str(seg.partitionID), str(segment_id),
@@ -69,19 +74,6 @@ def segment_file(cluster, cid: int, segment_id: int) -> Path:
 
 def segments_of_partition(cluster, cid: int, pid: int) -> list[int]:
     return sorted(s.ID for s in cluster.coord.catalog.list_segments(cid) if s.partitionID == pid)
-
-
-@contextlib.contextmanager
-def corrupted(path: Path):
-    """One flipped byte: the checksum the coordinator sends with LoadSegments no longer matches (604)."""
-    raw = path.read_bytes()
-    bad = bytearray(raw)
-    bad[len(bad) // 2] ^= 0xFF
-    path.write_bytes(bytes(bad))
-    try:
-        yield
-    finally:
-        path.write_bytes(raw)
 
 
 def persisted_keys(cluster, cid: int) -> list[str]:
@@ -122,12 +114,21 @@ async def wait_cancelled(coord: Coord, cid: int) -> tuple[list[int], float]:
     return seen, time.monotonic() - start
 
 
-async def wait_no_tasks(cluster, cid: int) -> None:
-    await poll_until(lambda: not cluster.coord.scheduler.tasks(cid), 15, what="no tasks left")
-    await asyncio.sleep(1.0)    # several checker rounds: nothing new is scheduled for it
-    assert cluster.coord.scheduler.tasks(cid) == []
+async def wait_no_tasks(cluster, cid: int, segments: set[int] | None = None) -> None:
+    """No task is left for the collection (for ``segments`` of it, while the rest stays loaded and may be
+    balanced), and after every checker looked again none is proposed."""
+    def left() -> list:
+        tasks = cluster.coord.scheduler.tasks(cid)
+        if segments is None:
+            return tasks
+        return [t for t in tasks if getattr(t, "segment", None) is not None and t.segment.segment_id in segments
+                or getattr(t, "segment_id", None) in segments]
+    await poll_until(lambda: not left(), 15, what="no tasks left")
+    await checker_rounds(cluster.coord, 3)    # every checker looked again: nothing new is scheduled for them
+    assert left() == []
 
 
+@pytest.mark.slow
 async def test_load_collection_times_out_and_a_repaired_load_succeeds(env):
     cluster, coord, ds, both = env
     cid = ds.collection_id
@@ -182,6 +183,7 @@ async def test_load_collection_times_out_and_a_repaired_load_succeeds(env):
     assert reply.status.code == 101     # the failures of the earlier load were cleared by the new one
 
 
+@pytest.mark.slow
 async def test_load_partitions_timeout_removes_only_the_stalled_partition(env):
     cluster, coord, ds, both = env
     cid = ds.collection_id
@@ -231,7 +233,7 @@ async def test_load_partitions_timeout_removes_only_the_stalled_partition(env):
         async def p1_released():
             return not (await node_holdings(cluster, cid))[0] & set(p1_segments)
         await poll_until(p1_released, 20, 0.2, "nodes released p1")
-        await wait_no_tasks(cluster, cid)
+        await wait_no_tasks(cluster, cid, set(p1_segments))
 
         async def serving():
             reply = await coord.call("GetShardLeaders", Q.GetShardLeadersRequest(collectionID=cid))
@@ -250,6 +252,7 @@ async def test_load_partitions_timeout_removes_only_the_stalled_partition(env):
     assert persisted_keys(cluster, cid) == []
 
 
+@pytest.mark.slow
 async def test_load_partitions_timeout_of_every_partition_removes_the_collection(env):
     cluster, coord, ds, both = env
     cid = ds.collection_id
@@ -290,8 +293,9 @@ async def test_a_task_cancelled_before_it_starts_frees_its_key():
     task = SegmentTask(1, 11, SegmentRef(5, 2, "ch", 1, 0), target=2)
     assert scheduler.add(task) and not scheduler.add(task)
     assert scheduler.cancel_collection(1) == 1      # same tick: the task has not started
-    await asyncio.sleep(0.05)
-    assert scheduler.tasks(1) == [] and not scheduler.has(task.key) and Executor.runs == 0
+    # the key is freed when the task ended; had it not been cancelled, it would have run by then
+    await poll_until(lambda: not scheduler.has(task.key), 5, 0.01, "the cancelled task's key freed")
+    assert scheduler.tasks(1) == [] and Executor.runs == 0
     assert scheduler.add(task)
     await poll_until(lambda: not scheduler.has(task.key), 5, 0.01, "task done")
     assert Executor.runs == 1

@@ -4,42 +4,24 @@ LocalCluster; searches after each step equal a numpy reference over the loaded p
 from __future__ import annotations
 
 import asyncio
-from dataclasses import replace
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 import pytest_asyncio
 
 from vecgrid.deploy import EmbeddedCluster
 from vecgrid.proto import milvus_pb2, query_coord_pb2 as Q, rg_pb2
-from vecgrid.storage.bulk_import import ImportOptions, bulk_import
 from tests.conftest import poll_until
-from tests.querycoord_support import Coord, assert_search_matches
-from tests.querynode_support import _table, import_collection
-from tests.test_querycoord_load import fast_settings
+from tests.querycoord_support import (Coord, assert_search_matches, fast_settings, import_partition, left_as_found,
+                                      partition_ids)
+from tests.querynode_support import import_collection
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]
 
 DEFAULT_RG = "__default_resource_group"
 
 
-def import_partition(ds, root, partition: str, n: int, key_offset: int = 10_000_000):
-    """Rows with their own keys into ``partition``; returns the dataset of the old and the new rows."""
-    table, pks, vectors, cols = _table(n, key_offset % 1000, "pk", False)
-    pks = pks + key_offset
-    table = table.set_column(0, "pk", pa.array(pks))
-    src = root / f"{partition}-{key_offset}.parquet"
-    pq.write_table(table, src)
-    bulk_import(ds.data_dir, [str(src)], ImportOptions(collection=ds.name, primary_key="pk", metric=ds.metric,
-                                                       index=ds.index, shards=2, segment_rows=200,
-                                                       partition=partition))
-    return replace(ds, pks=np.concatenate([ds.pks, pks]), vectors=np.concatenate([ds.vectors, vectors]))
-
-
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def env(tmp_path_factory):
+async def cluster_env(tmp_path_factory):
     root = tmp_path_factory.mktemp("ops")
     ds = import_collection(root, "ops", metric="IP", index="FLAT", n=800, shards=2, segment_rows=200, seed=5)
     both = import_partition(ds, root, "p1", 400)
@@ -52,9 +34,11 @@ async def env(tmp_path_factory):
     await asyncio.wait_for(cluster.stop(), 60)
 
 
-def partition_ids(cluster, cid):
-    coll = cluster.coord.catalog.get_collection(cid)
-    return {p.partitionName: p.partitionID for p in coll.partitions}
+@pytest_asyncio.fixture(loop_scope="module")
+async def env(cluster_env):
+    """The module's cluster, given back to the next test as this one found it."""
+    async with left_as_found(cluster_env[1], cluster_env[0].coord):
+        yield cluster_env
 
 
 async def test_partitions(env):
@@ -103,13 +87,16 @@ async def test_new_partition_of_a_loaded_collection(env):
     cid = ds.collection_id
     await coord.load(cid)
     created = cluster.coord.catalog.create_partition(cid, "p2")
-    await coord.ok("SyncNewCreatedPartition", Q.SyncNewCreatedPartitionRequest(collectionID=cid,
-                                                                               partitionID=created.partitionID))
-    shown = await coord.ok("ShowPartitions", Q.ShowPartitionsRequest(collectionID=cid,
-                                                                     partitionIDs=[created.partitionID]))
-    assert list(shown.inMemory_percentages) == [100]
-    await assert_search_matches(coord, both)
-    await coord.ok("ReleaseCollection", Q.ReleaseCollectionRequest(collectionID=cid))
+    try:
+        await coord.ok("SyncNewCreatedPartition", Q.SyncNewCreatedPartitionRequest(
+            collectionID=cid, partitionID=created.partitionID))
+        shown = await coord.ok("ShowPartitions", Q.ShowPartitionsRequest(collectionID=cid,
+                                                                         partitionIDs=[created.partitionID]))
+        assert list(shown.inMemory_percentages) == [100]
+        await assert_search_matches(coord, both)
+        await coord.ok("ReleaseCollection", Q.ReleaseCollectionRequest(collectionID=cid))
+    finally:
+        assert cluster.coord.catalog.drop_partition(cid, "p2")  # the other tests know two partitions
 
 
 async def test_replicas_in_resource_groups(env):
@@ -189,11 +176,14 @@ async def test_transfer_channel_and_load_balance(env):
 
 
 async def test_segments_imported_into_a_loaded_collection_are_served(env):
-    cluster, coord, ds, both = env
-    cid = ds.collection_id
+    """On a collection of its own: the rows it imports would change what the other tests search."""
+    cluster, coord, _, _ = env
+    own = import_collection(cluster.import_root, "ops_imported", metric="IP", index="FLAT", n=400, shards=2,
+                            segment_rows=200, seed=15)
+    cid = own.collection_id
     await coord.load(cid)
     version = cluster.coord.targets.current(cid).version
-    more = import_partition(both, cluster.import_root, "_default", 300, key_offset=20_000_000)
+    more = import_partition(own, cluster.import_root, "_default", 300, key_offset=20_000_000)
 
     async def served():
         current = cluster.coord.targets.current(cid)

@@ -360,22 +360,41 @@ def test_load_info_from_the_catalog(ds):
 async def test_a_cancelled_duplicate_load_leaves_the_first_one_alone(qn, ds, monkeypatch):
     """A second LoadSegments of a segment being loaded waits for the first; when that waiter is cancelled
     (its client went away) the first load must finish normally (a gather of the shared future cancelled
-    it, and the first request then failed with InvalidStateError)."""
+    it, and the first request then failed with InvalidStateError).  Events, not timing, put the cancel
+    exactly there: the first load is inside its worker thread and the second waits on its future."""
     import asyncio
-    import time as _time
+    import threading
 
-    slow = qn.node.loader._load_batch
+    loading, finish = threading.Event(), threading.Event()
+    real_load = qn.node.loader._load_batch
 
-    def load_slowly(*args, **kwargs):
-        _time.sleep(0.5)
-        return slow(*args, **kwargs)
-    monkeypatch.setattr(qn.node.loader, "_load_batch", load_slowly)
+    def load_when_told(*args, **kwargs):
+        loading.set()
+        if not finish.wait(30):
+            raise TimeoutError("the test never let the load finish")
+        return real_load(*args, **kwargs)
+    monkeypatch.setattr(qn.node.loader, "_load_batch", load_when_told)
     req = load_request(ds, ds.segment_ids[:1])
     first = asyncio.ensure_future(qn.node.load_segments(req))
-    await asyncio.sleep(0.1)
-    second = asyncio.ensure_future(qn.node.load_segments(req))
-    await asyncio.sleep(0.1)
-    second.cancel()
-    status = await asyncio.wait_for(first, 10)
+    try:
+        assert await asyncio.to_thread(loading.wait, 30), "the first load never started"
+
+        waiting = asyncio.Event()
+        real_wait = qn.node.loader._wait_for_loads
+
+        async def wait_noted(ids):
+            waiting.set()   # runs on into real_wait, which suspends on the first load's future
+            await real_wait(ids)
+        monkeypatch.setattr(qn.node.loader, "_wait_for_loads", wait_noted)
+        second = asyncio.ensure_future(qn.node.load_segments(req))
+        async with asyncio.timeout(30):
+            await waiting.wait()
+        assert not second.done()
+        second.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await second
+    finally:
+        finish.set()
+    status = await asyncio.wait_for(first, 30)
     assert status.code == 0, status
     assert ds.segment_ids[0] in qn.node.segments

@@ -64,6 +64,7 @@ def test_non_async_method_is_rejected_at_class_creation():
                 return None
 
 
+@pytest.mark.slow
 def test_vecgrid_imports_without_faiss_and_names_the_extra():
     code = (
         "import sys; sys.modules['faiss'] = None\n"

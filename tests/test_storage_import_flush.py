@@ -117,6 +117,7 @@ def test_bad_inputs_are_clear_errors(tmp_path):
         bulk_import(str(tmp_path / "d"), [str(tmp_path / "novec.parquet")], ImportOptions(collection="c3"))
 
 
+@pytest.mark.slow
 def test_cli_prints_json_summary_last_and_one_line_errors(tmp_path, npy_inputs):
     files, _ = npy_inputs
     cmd = [sys.executable, "-m", "vecgrid.cli", "import", "--data-dir", str(tmp_path / "d"), "--collection", "docs"]

@@ -145,6 +145,7 @@ def test_threads_share_one_store(store):
     assert store.get("counter") == b"300"
 
 
+@pytest.mark.slow
 def test_processes_share_one_file(tmp_path):
     path = tmp_path / "shared.db"
     SQLiteMetaStore(path).close()

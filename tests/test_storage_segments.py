@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import signal
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pyarrow as pa
@@ -33,39 +31,11 @@ from vecgrid.storage.segment_files import (
     write_deltalog,
     write_segment,
 )
+from tests.storage_support import DIM, all_types_table
 
 pytestmark = pytest.mark.timeout(60)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DIM = 16
-
-
-def all_types_table(n: int, seed: int = 0) -> pa.Table:
-    """One column per Milvus field type vecgrid stores, with nulls in the nullable scalars."""
-    rng = np.random.default_rng(seed)
-    mask = rng.random(n) < 0.1
-
-    def nullable(values, type_):
-        return pa.array(values, type=type_, mask=mask)
-
-    docs = [json.dumps({"i": i, "tags": ["a", "b"][: i % 3], "x": None}) for i in range(n)]
-    return pa.table(
-        {
-            "pk": pa.array(np.arange(n, dtype=np.int64) * 3),
-            "flag": nullable(rng.random(n) < 0.5, pa.bool_()),
-            "i8": nullable(rng.integers(-128, 127, n, dtype=np.int8), pa.int8()),
-            "i16": nullable(rng.integers(-(2**15), 2**15 - 1, n, dtype=np.int16), pa.int16()),
-            "i32": nullable(rng.integers(-(2**31), 2**31 - 1, n, dtype=np.int32), pa.int32()),
-            "i64": pa.array(rng.integers(-(2**63), 2**63 - 1, n, dtype=np.int64)),
-            "f32": nullable(rng.standard_normal(n).astype(np.float32), pa.float32()),
-            "f64": pa.array(rng.standard_normal(n)),
-            "name": pa.array([None if m else f"name-{i}-\u00e9" for i, m in enumerate(mask)]),
-            "json_str": pa.array(docs),
-            "json_bin": pa.array([d.encode() for d in docs], type=pa.binary()),
-            "json_ext": pa.array(docs, type=pa.json_(pa.utf8())),
-            "vector": pa.FixedSizeListArray.from_arrays(pa.array(rng.random(n * DIM, dtype=np.float32)), DIM),
-        }
-    )
 
 
 @pytest.fixture
@@ -232,48 +202,71 @@ def test_failure_mid_write_leaves_nothing(tmp_path, table, monkeypatch):
 
 
 _CHILD_SEGMENTS = """
-import sys
+import os, sys, threading
 sys.path.insert(0, {repo!r})
-sys.path.insert(0, {tests!r})
-from test_storage_segments import all_types_table
-from vecgrid.storage.segment_files import write_segment
+from tests.storage_support import all_types_table
+from vecgrid.storage import segment_files as sf
+
 table = all_types_table(20000, seed=5)
-print("ready", flush=True)
-for seg in range(1, 10**6):
-    files = write_segment({root!r}, 1, 2, seg, table, row_group_size=2000)
-    print(files.to_json(), flush=True)
+print(sf.write_segment({root!r}, 1, 2, 1, table, row_group_size=2000).to_json(), flush=True)
+
+# The second write stops for good at {point!r} and says so: the parent kills it exactly there.
+def stop_here():
+    print("at {point}", flush=True)
+    threading.Event().wait()
+
+if {point!r} == "mid-data":   # some row groups through the writer, the temporary file incomplete
+    write = sf._CountingHashWriter.write
+    def write_then_stop(self, b):
+        n = write(self, b)
+        if self.size > 256 << 10:
+            stop_here()
+        return n
+    sf._CountingHashWriter.write = write_then_stop
+else:
+    replace = os.replace
+    def replace_around_stop(src, dst):
+        if {point!r} == "before-publish":   # the temporary file complete and fsynced, not renamed
+            stop_here()
+        replace(src, dst)
+        stop_here()                          # after-publish: renamed, the directory not yet synced
+    os.replace = replace_around_stop
+sf.write_segment({root!r}, 1, 2, 2, table, row_group_size=2000)
+print("finished", flush=True)
 """
 
 
-def test_kill_9_mid_write_leaves_nothing_a_reader_accepts(tmp_path):
+@pytest.mark.slow
+@pytest.mark.parametrize("point", ["mid-data", "before-publish", "after-publish"])
+def test_kill_9_mid_write_leaves_nothing_a_reader_accepts(tmp_path, point):
+    """kill -9 at a chosen point of a segment write (the child stops there and says so): what the writer
+    returned before is intact, and what the interrupted write left is either absent or complete; a
+    reader given the record a finished write would have produced never gets partial data, and
+    temporary files never carry the published name and are swept."""
     root = str(tmp_path / "root")
     table = all_types_table(20000, seed=5)
-    script = _CHILD_SEGMENTS.format(repo=REPO, tests=os.path.dirname(os.path.abspath(__file__)), root=root)
+    script = _CHILD_SEGMENTS.format(repo=REPO, root=root, point=point)
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
-    assert proc.stdout.readline().strip() == "ready"
-    published = [SegmentFiles.from_json(proc.stdout.readline())]
-    time.sleep(0.037)  # land somewhere inside a later write
-    os.kill(proc.pid, signal.SIGKILL)
-    rest, _ = proc.communicate(timeout=10)
-    published += [SegmentFiles.from_json(line) for line in rest.splitlines() if line.startswith("{")]
-    for files in published:  # everything the writer returned is intact
-        assert read_segment(files).equals(table)
-    # The segment being written when the process died: whatever is on disk is either absent or a
-    # complete file; a reader given the record a finished write would have produced never gets
-    # partial data, and temporary files never carry the published name.
-    in_flight = max(f.segment_id for f in published) + 1
-    seg_dir = os.path.join(root, "segments/1/2", str(in_flight))
-    names = os.listdir(seg_dir) if os.path.isdir(seg_dir) else []
-    assert all(n == "data.parquet" or (n.startswith(".data.parquet.") and n.endswith(".tmp")) for n in names), names
-    # What a finished write would have recorded:
-    reference = write_segment(tmp_path / "ref", 1, 2, in_flight, table, row_group_size=2000)
-    would_be = dataclasses.replace(reference, root=root)
-    if "data.parquet" in names:
+    try:
+        published = SegmentFiles.from_json(proc.stdout.readline())
+        assert proc.stdout.readline().strip() == f"at {point}"
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.communicate(timeout=10)
+    assert read_segment(published).equals(table)   # everything the writer returned is intact
+
+    seg_dir = os.path.join(root, "segments/1/2/2")
+    names = sorted(os.listdir(seg_dir))
+    reference = write_segment(tmp_path / "ref", 1, 2, 2, table, row_group_size=2000)
+    would_be = dataclasses.replace(reference, root=root)   # what a finished write would have recorded
+    temps = [f"segments/1/2/2/{n}" for n in names if n.endswith(".tmp")]
+    if point == "after-publish":
+        assert names == ["data.parquet"]
         assert read_segment(would_be).equals(table)
     else:
+        assert len(names) == 1 and names[0].startswith(".data.parquet.") and names[0].endswith(".tmp"), names
         with pytest.raises(CorruptSegmentError):
             read_segment(would_be)
-    temps = [f"segments/1/2/{in_flight}/{n}" for n in names if n.endswith(".tmp")]
     assert sweep_temp_files(root, older_than_s=0) == temps
     assert not any(n.endswith(".tmp") for _, _, ns in os.walk(root) for n in ns)
 

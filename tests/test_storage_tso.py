@@ -177,6 +177,7 @@ def _run_and_kill(tmp_path, min_lines: int) -> list[tuple[int, int]]:
     return out
 
 
+@pytest.mark.slow
 def test_monotonic_across_kill_9(tmp_path):
     handed_out = _run_and_kill(tmp_path, min_lines=3000)
     max_ts = max(ts for ts, _ in handed_out)
@@ -223,6 +224,7 @@ def test_id_allocators_sharing_a_key_never_collide(store):
     assert len(set(everything)) == len(everything) == 900
 
 
+@pytest.mark.slow
 def test_id_allocator_across_processes(tmp_path):
     db = tmp_path / "ids.db"
     SQLiteMetaStore(db).close()

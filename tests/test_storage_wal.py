@@ -136,6 +136,16 @@ def test_single_writer_lock(tmp_path):
     w = wal.open_writer(CH)
     with pytest.raises(WalLockedError, match=str(os.getpid())):
         wal.open_writer(CH)
+    w.close()
+    with pytest.raises(WalClosedError):
+        w.append(MessageKind.INSERT, 1, b"x")
+    wal.open_writer(CH).close()  # free again
+
+
+@pytest.mark.slow
+def test_single_writer_lock_holds_across_processes(tmp_path):
+    wal = Wal(tmp_path)
+    w = wal.open_writer(CH)
     script = textwrap.dedent(
         f"""
         import sys
@@ -152,9 +162,6 @@ def test_single_writer_lock(tmp_path):
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=30).stdout
     assert out.startswith("locked")
     w.close()
-    with pytest.raises(WalClosedError):
-        w.append(MessageKind.INSERT, 1, b"x")
-    wal.open_writer(CH).close()  # free again
 
 
 def test_invalid_arguments(tmp_path):
@@ -329,6 +336,7 @@ threading.Event().wait()
 """
 
 
+@pytest.mark.slow
 def test_kill_9_mid_append_loses_no_acknowledged_record(tmp_path):
     root = str(tmp_path / "wal")
     script = _CHILD_WRITER.format(repo=REPO, root=root, ch=CH)
@@ -380,7 +388,12 @@ w.close()
 """
 
 
-def test_reader_in_another_process_sees_appends_within_50ms(tmp_path):
+@pytest.mark.slow
+def test_reader_in_another_process_tails_the_appends(tmp_path):
+    """A reader in another process sees each record while the writer is still appending: it waits on
+    the committed mark (no record read twice, none skipped). The latency (target p90 < 50 ms) is a
+    benchmark figure (bench/storage.py, wal_tail_p90_ms); here the bound is only that of being
+    tailed at all: seen well before the writer's last append."""
     root = str(tmp_path / "wal")
     n = 40
     script = _CHILD_TAILED.format(repo=REPO, root=root, ch=CH, n=n)
@@ -393,37 +406,35 @@ def test_reader_in_another_process_sees_appends_within_50ms(tmp_path):
         while len(seen) < n:
             rec = reader.read(timeout=10)
             assert rec is not None, "reader saw nothing for 10 s"
+            assert rec.offset == len(seen)
             seen[rec.offset] = time.time()
     out, _ = proc.communicate(timeout=20)
     acked = {int(a): float(b) for a, b in (line.split() for line in out.splitlines())}
     assert sorted(acked) == sorted(seen) == list(range(n))
-    delays = sorted(seen[k] - acked[k] for k in acked)  # negative: seen before the child printed
-    # The reader polls the committed mark every 5 ms; allow for scheduling noise on a busy box.
-    assert delays[int(0.9 * n)] < 0.05, delays
-    assert delays[-1] < 0.25, delays
+    # the first record was read while the child still had most of its appends (30 ms apart) to make
+    assert seen[0] < acked[n // 2], (seen[0], acked[n // 2])
 
 
 def test_in_process_reader_is_woken_by_the_writer(tmp_path):
     wal = Wal(tmp_path)
     w = wal.open_writer(CH)
-    reader = wal.open_reader(CH, "latest", poll_interval=1.0)  # polling alone would be far too slow
-    delays = []
+    # polling alone would wait an hour: each read below returns only if the append woke it
+    reader = wal.open_reader(CH, "latest", poll_interval=3600.0)
 
     def produce() -> None:
         for i in range(20):
             time.sleep(0.01)
             w.append(MessageKind.TIMETICK, i, b"")
-            delays.append(time.monotonic())
 
     t = threading.Thread(target=produce)
     t.start()
     got = []
     for _ in range(20):
-        rec = reader.read(timeout=5)
-        got.append((rec.offset, time.monotonic()))
+        rec = reader.read(timeout=30)
+        assert rec is not None, "an append did not wake the reader"
+        got.append(rec.offset)
     t.join()
-    assert [g[0] for g in got] == list(range(20))
-    assert max(g[1] - d for g, d in zip(got, delays)) < 0.05
+    assert got == list(range(20))
     assert reader.read(timeout=0.05) is None
     reader.close()
     w.close()

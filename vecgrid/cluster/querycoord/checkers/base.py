@@ -48,19 +48,32 @@ class Checker:
 
 
 class CheckerController:
+    """Runs each checker in its own loop task on the coordinator's event loop.
+
+    The loop owns every piece of state here: the loop tasks, the wake-ups and the round counts
+    (``rounds``) are read and written only from coroutines and callbacks on that loop.  A round is
+    counted when ``check()`` returned and its tasks went to the scheduler; a round that raised is
+    counted apart (``failed_rounds``) with its error kept (``last_error``), so "N rounds ran and
+    proposed nothing" can be awaited (``wait_rounds``) and a checker that keeps failing is visible.
+    """
+
     def __init__(self, checkers: list[Checker]) -> None:
         self.checkers = {c.id: c for c in checkers}
         self._wake = {c.id: Wakeup() for c in checkers}
-        self._loops: list[asyncio.Task] = []
+        self._loops: dict[int, asyncio.Task] = {}
+        self._rounds = {c.id: 0 for c in checkers}
+        self._failed_rounds = {c.id: 0 for c in checkers}
+        self._last_error: dict[int, BaseException] = {}
+        self._round_ended = asyncio.Condition()
 
     def start(self) -> None:
-        self._loops = [asyncio.ensure_future(self._loop(c)) for c in self.checkers.values()]
+        self._loops = {cid: asyncio.ensure_future(self._loop(c)) for cid, c in self.checkers.items()}
 
     async def stop(self) -> None:
-        for t in self._loops:
+        for t in self._loops.values():
             t.cancel()
-        await asyncio.gather(*self._loops, return_exceptions=True)
-        self._loops = []
+        await asyncio.gather(*self._loops.values(), return_exceptions=True)
+        self._loops = {}
 
     def poke(self, checker_id: int | None = None) -> None:
         """Run every checker (or only ``checker_id``) now (Milvus's "manual check" after a job or an
@@ -75,14 +88,48 @@ class CheckerController:
             added += checker.ctx.scheduler.add(task)
         return added
 
+    # --- what the loops did (diagnostics, and tests that wait for rounds instead of sleeping) ----
+
+    def rounds(self, checker_id: int) -> int:
+        """Rounds of the checker that completed since the controller was made."""
+        self.get(checker_id)
+        return self._rounds[checker_id]
+
+    def failed_rounds(self, checker_id: int) -> int:
+        self.get(checker_id)
+        return self._failed_rounds[checker_id]
+
+    def last_error(self, checker_id: int) -> BaseException | None:
+        return self._last_error.get(checker_id)
+
+    def loop_task(self, checker_id: int) -> asyncio.Task | None:
+        """The checker's loop task while started (to tell a loop that ended from one that waits)."""
+        return self._loops.get(checker_id)
+
+    async def wait_rounds(self, checker_id: int, n: int, *, poke: bool = True) -> None:
+        """Return once ``n`` more rounds of the checker completed than had when called (each poked to run
+        now unless ``poke`` is false).  No deadline of its own: callers bound it with ``asyncio.timeout``."""
+        target = self.rounds(checker_id) + n
+        async with self._round_ended:
+            while self._rounds[checker_id] < target:
+                if poke:
+                    self._wake[checker_id].poke()
+                await self._round_ended.wait()
+
     async def _loop(self, checker: Checker) -> None:
         wake = self._wake[checker.id]
         while True:
             await wake.wait(checker.interval_s)
             try:
                 self.run_once(checker)
-            except Exception:  # noqa: BLE001 - one bad round must not stop the checker
+            except Exception as e:  # noqa: BLE001 - one bad round must not stop the checker
                 log.exception("%s failed", checker.name)
+                self._failed_rounds[checker.id] += 1
+                self._last_error[checker.id] = e
+            else:
+                self._rounds[checker.id] += 1
+            async with self._round_ended:
+                self._round_ended.notify_all()
 
     # --- ListCheckers / ActivateChecker / DeactivateChecker -----------------------------------
 

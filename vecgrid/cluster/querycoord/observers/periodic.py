@@ -27,6 +27,11 @@ class Periodic:
             await asyncio.gather(self._task, return_exceptions=True)
             self._task = None
 
+    @property
+    def loop_task(self) -> asyncio.Task | None:
+        """The loop's task while started (to tell a loop that ended from one that waits)."""
+        return self._task
+
     def poke(self) -> None:
         self._wake.poke()
 
