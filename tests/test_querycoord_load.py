@@ -224,7 +224,7 @@ async def test_time_ticks_let_strong_searches_through(env):
     cluster, coord, ds = env
     cid = ds.collection_id
     await coord.load(cid)
-    from vecgrid.cluster.querynode.delegator import hybrid_now
+    from vecgrid.storage.tso import hybrid_now
     from tests.querynode_support import search_request
     from tests.test_delegator_localcluster import RemoteNode
     (shard, *_) = await coord.leaders(cid)

@@ -12,10 +12,12 @@ A delegator is made by ``WatchDmChannels`` and ended by ``UnsubDmChannel``.  It 
 Reads (``Search`` / ``Query`` / ``QueryStream`` / ``GetStatistics`` from a proxy) wait until
 the channel's tsafe reaches the request's ``guarantee_timestamp``, fix the MVCC timestamp
 (the request's, else tsafe), snapshot the view and fan out in parallel: one
-``*Segments`` sub-request with scope Historical per worker node (in-process for this node,
-gRPC with ``serverid`` metadata for the others) plus one over its own growing segments
-(scope Streaming).  The first failing sub-call fails the request
-(``worker(N) query failed: ...``).
+``*Segments`` sub-request with scope Historical per worker node, through that node's
+:class:`~vecgrid.cluster.querynode.worker.Worker` (in-process for this node, gRPC with
+``serverid`` metadata for the others), plus one over its own growing segments (scope
+Streaming).  The first failing sub-call fails the request (``worker(N) query failed: ...``).
+The delegator knows nothing of the QueryNode that runs it: the node hands it its workers,
+collections, loader and a change callback.
 
 Deletes read from the channel are applied to the growing segments by the pipeline and
 forwarded here (:meth:`ShardDelegator.forward_delete`, on the pipeline thread, which blocks
@@ -42,7 +44,8 @@ coordinator (``vecgrid.coord_address`` in the request's ``base.properties``, els
 
 Peer addresses: requests may carry ``vecgrid.node_address.<id>`` = ``host:port`` in
 ``base.properties`` (WatchDmChannels, LoadSegments, SyncDistribution, ...); the node
-registers them with its :class:`~vecgrid.cluster.querynode.peers.PeerClients`.
+registers them with its :class:`~vecgrid.cluster.querynode.peers.PeerClients`, which its
+:class:`~vecgrid.cluster.querynode.worker.Workers` use.
 """
 
 from __future__ import annotations
@@ -53,50 +56,38 @@ import logging
 import os
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any, AsyncIterator, Awaitable, Callable, Sequence
 
-import grpc
 import numpy as np
 
 from vecgrid import errors
-from vecgrid.common.keys import node_addresses
 from vecgrid.cluster.querynode import retrieve as retrieve_mod
 from vecgrid.cluster.querynode import search as search_mod
-from vecgrid.cluster.querynode.collections import Collection
+from vecgrid.cluster.querynode.collections import Collection, CollectionManager
+from vecgrid.cluster.querynode.loader import SegmentLoader
 from vecgrid.cluster.querynode.pk_stats import PkStats
 from vecgrid.cluster.querynode.pipeline import ChannelPipeline
 from vecgrid.cluster.querynode.reduce import INLINE_MERGE_HITS, merge_retrieve, merge_search
 from vecgrid.cluster.querynode.segments import ALL_PARTITIONS
+from vecgrid.cluster.querynode.worker import Workers, row_count_statistics, total_row_count
 from vecgrid.gpu.plan import parse_query_plan
-from vecgrid.proto import (common_pb2, data_coord_pb2, internal_pb2, msg_pb2, query_coord_pb2,
-                           schema_pb2)
+from vecgrid.proto import data_coord_pb2, internal_pb2, msg_pb2, query_coord_pb2, schema_pb2
 from vecgrid.storage.layout import DataDir
 from vecgrid.storage.remote_reader import RemoteChannelReader
+from vecgrid.storage.tso import parse_ts
 from vecgrid.storage.wal import Position, Wal
-
-if TYPE_CHECKING:
-    from vecgrid.cluster.querynode.node import QueryNode
 
 log = logging.getLogger(__name__)
 Q = query_coord_pb2
 MAX_TS = int(np.iinfo(np.uint64).max)
 DEFAULT_TSAFE_WAIT_S = 10.0      # wait for tsafe when the request has no timeout_timestamp
-SUB_CALL_TIMEOUT_S = 120.0
 DELETE_FORWARD_TIMEOUT_S = 60.0
 
 
-def physical_ms(ts: int) -> int:
-    return int(ts) >> 18
-
-
-def hybrid_now() -> int:
-    return int(time.time() * 1000) << 18
-
-
-def learn_peers(node: "QueryNode", base: common_pb2.MsgBase) -> None:
-    """Register ``vecgrid.node_address.<id>`` properties of a request's ``base`` as peers."""
-    for node_id, address in node_addresses(base.properties).items():
-        node.register_peer(node_id, address)
+def query_limit(req: internal_pb2.RetrieveRequest) -> int:
+    """The row limit of a Query (the plan's, else the request's; -1: none), for merging its parts."""
+    plan = parse_query_plan(req.serialized_expr_plan)
+    return plan.limit if plan.limit and plan.limit > 0 else (req.limit if req.limit > 0 else -1)
 
 
 # --- growing segments seen as sealed ones by the worker-side search / retrieve code -------------
@@ -158,9 +149,19 @@ class L0Deletes:
 # --- the delegator ---------------------------------------------------------------------------------
 
 class ShardDelegator:
-    def __init__(self, node: "QueryNode", collection_id: int, channel: str, *, version: int = 0,
-                 replica_id: int = 0) -> None:
-        self.node = node
+    """The leader of one channel.  Its collaborators come from the node that watches the channel:
+    ``workers`` reach every node of the view (this one included), ``collections`` and ``loader``
+    are the node's, and ``on_change`` tells the node its distribution changed (lastModifyTs)."""
+
+    def __init__(self, collection_id: int, channel: str, *, workers: Workers, collections: CollectionManager,
+                 loader: SegmentLoader, data_dir: str, stream_chunk_bytes: int,
+                 on_change: Callable[[], None], version: int = 0, replica_id: int = 0) -> None:
+        self.workers = workers
+        self.collections = collections
+        self.loader = loader
+        self.data_dir = data_dir
+        self.stream_chunk_bytes = stream_chunk_bytes
+        self._on_change = on_change
         self.collection_id = collection_id
         self.channel = channel
         self.version = version or time.time_ns()
@@ -188,7 +189,7 @@ class ShardDelegator:
         seek = info.seek_position if info.HasField("seek_position") and len(info.seek_position.msgID) else None
         self.seek_position = seek
         start = Position.from_msg_position(seek) if seek is not None else "earliest"
-        wal = Wal(DataDir(self.node.settings.common.data_dir).wal_root)
+        wal = Wal(DataDir(self.data_dir).wal_root)
         if os.path.isdir(wal.channel_dir(self.channel)):
             reader = wal.open_reader(self.channel, start)
         else:
@@ -211,8 +212,13 @@ class ShardDelegator:
         return self.pipeline.tsafe if self.pipeline is not None else 0
 
     @property
+    def node_id(self) -> int:
+        """This node's id (the leader's own sub-requests and growing rows)."""
+        return self.workers.local.node_id
+
+    @property
     def collection(self) -> Collection:
-        return self.node.collections.require(self.collection_id)
+        return self.collections.require(self.collection_id)
 
     # --- views -----------------------------------------------------------------------------------
 
@@ -244,7 +250,7 @@ class ShardDelegator:
             return f"the pipeline of channel {self.channel} failed: {self.pipeline.error}"
         ts = self.pipeline.tsafe
         if ts:
-            lag = time.time() - physical_ms(ts) / 1000.0
+            lag = time.time() - parse_ts(ts)[0] / 1000.0
             if lag >= max_lag_s:
                 return f"tsafe of channel {self.channel} lags {lag:.0f} s behind wall clock (max {max_lag_s:.0f} s)"
         return None
@@ -282,7 +288,7 @@ class ShardDelegator:
             raise errors.ServiceUnavailable(f"the pipeline of channel {self.channel} failed: {pipeline.error}")
         if guarantee and pipeline.tsafe < guarantee:
             if timeout_ts:
-                timeout = max(0.0, physical_ms(timeout_ts) / 1000.0 - time.time())
+                timeout = max(0.0, parse_ts(timeout_ts)[0] / 1000.0 - time.time())
             else:
                 timeout = DEFAULT_TSAFE_WAIT_S
             if not await asyncio.to_thread(pipeline.wait_tsafe, guarantee, timeout):
@@ -299,8 +305,8 @@ class ShardDelegator:
         return pipeline.tsafe
 
     async def _fan_out(self, calls: list[tuple[int, Awaitable[Any]]]) -> list[Any]:
-        """The results of ``calls`` (from :meth:`_call`), in order.  Calls to peers are already on
-        their way; this node's own work starts here, on the loop when tiny (see
+        """The results of ``calls`` (``(node id, awaitable)``, from the workers), in order.  Calls to
+        peers are already on their way; this node's own work starts here, on the loop when tiny (see
         :func:`~vecgrid.cluster.querynode.search.run_search`), so the workers search meanwhile."""
         tasks = [asyncio.ensure_future(c) for _, c in calls]
         try:
@@ -314,41 +320,6 @@ class ShardDelegator:
                 raise type(e)(f"worker({failed}) query failed: {e}") from None
             raise errors.UnexpectedError(f"worker({failed}) query failed: {e}") from None
         return done
-
-    def _send(self, node_id: int, method: str, req: Any) -> Awaitable[Any]:
-        """Start ``method`` on peer ``node_id`` now and return an awaitable of its checked reply.
-
-        The gRPC call is created here, not when the result is first awaited, so its request goes
-        out on the next loop iteration, ahead of whatever this node then computes itself."""
-        call = None
-        if self.node.peers.knows(node_id):
-            call = getattr(self.node.peers.stub(node_id), method)(
-                req, metadata=self.node.peers.metadata(node_id), timeout=SUB_CALL_TIMEOUT_S)
-        return self._reply(node_id, method, call)
-
-    @staticmethod
-    async def _reply(node_id: int, method: str, call: Any) -> Any:
-        """The reply of a call from :meth:`_send` (``None``: no address known); a failed Status raises."""
-        if call is None:
-            raise errors.NodeNotFound(f"no address known for worker node {node_id}", node=node_id)
-        try:
-            reply = await call
-        except grpc.aio.AioRpcError as e:
-            raise errors.ServiceUnavailable(f"{method} on node {node_id}: {e.code().name} {e.details()}") from None
-        status = reply if isinstance(reply, common_pb2.Status) else reply.status
-        if status.code or status.error_code:
-            raise errors.from_remote(status.code or 65535, status.reason)
-        return reply
-
-    async def _remote(self, node_id: int, method: str, req: Any) -> Any:
-        """Call ``method`` on worker ``node_id``; a failed Status (the reply's or the reply itself) raises."""
-        return await self._send(node_id, method, req)
-
-    def _call(self, node_id: int, method: str, local: Callable[[Any], Awaitable[Any]], sub: Any) -> Awaitable[Any]:
-        """``local(sub)`` for this node, else ``method`` sent to the peer right away (see :meth:`_send`)."""
-        if node_id == self.node.node_id:
-            return local(sub)
-        return self._send(node_id, method, sub)
 
     def _sub(self, req: Any, node_id: int, segment_ids: Sequence[int], scope: int, mvcc: int) -> Any:
         sub = type(req)()
@@ -370,14 +341,13 @@ class ShardDelegator:
 
     async def search(self, req: Q.SearchRequest) -> internal_pb2.SearchResults:
         coll, partitions, mvcc = await self._prepare(req)
-        calls: list[tuple[int, Awaitable[Any]]] = []
-        for node_id, sids in self._by_node(partitions).items():
-            calls.append((node_id, self._call(node_id, "SearchSegments", self.node.search_segments,
-                                              self._sub(req, node_id, sids, Q.Historical, mvcc))))
+        calls: list[tuple[int, Awaitable[Any]]] = [
+            (node_id, self.workers.get(node_id).search_segments(self._sub(req, node_id, sids, Q.Historical, mvcc)))
+            for node_id, sids in self._by_node(partitions).items()]
         growing = self._growing(partitions)
-        sub = self._sub(req, self.node.node_id, [], Q.Streaming, mvcc)
+        sub = self._sub(req, self.node_id, [], Q.Streaming, mvcc)
         if growing or not calls:  # an empty channel still answers
-            calls.append((self.node.node_id, search_mod.run_search(coll, growing, sub.req, [self.channel])))
+            calls.append((self.node_id, search_mod.run_search(coll, growing, sub.req, [self.channel])))
         parts = await self._fan_out(calls)
         if sub.req.nq * sub.req.topk * len(parts) <= INLINE_MERGE_HITS:
             out = merge_search(parts, sub.req, [self.channel], coll.pk_field.name)  # cheaper than a thread hop
@@ -386,10 +356,6 @@ class ShardDelegator:
         out.channels_mvcc[self.channel] = mvcc
         return out
 
-    def _query_limit(self, req: internal_pb2.RetrieveRequest) -> int:
-        plan = parse_query_plan(req.serialized_expr_plan)
-        return plan.limit if plan.limit and plan.limit > 0 else (req.limit if req.limit > 0 else -1)
-
     def _growing_query(self, coll: Collection, growing: list[GrowingView],
                        req: Q.QueryRequest) -> internal_pb2.RetrieveResults:
         found = retrieve_mod.retrieve(coll, growing, req.req)
@@ -397,14 +363,13 @@ class ShardDelegator:
 
     async def query(self, req: Q.QueryRequest) -> internal_pb2.RetrieveResults:
         coll, partitions, mvcc = await self._prepare(req)
-        calls: list[tuple[int, Awaitable[Any]]] = []
-        for node_id, sids in self._by_node(partitions).items():
-            calls.append((node_id, self._call(node_id, "QuerySegments", self.node.query_segments,
-                                              self._sub(req, node_id, sids, Q.Historical, mvcc))))
-        sub = self._sub(req, self.node.node_id, [], Q.Streaming, mvcc)
-        calls.append((self.node.node_id, asyncio.to_thread(self._growing_query, coll, self._growing(partitions), sub)))
+        calls: list[tuple[int, Awaitable[Any]]] = [
+            (node_id, self.workers.get(node_id).query_segments(self._sub(req, node_id, sids, Q.Historical, mvcc)))
+            for node_id, sids in self._by_node(partitions).items()]
+        sub = self._sub(req, self.node_id, [], Q.Streaming, mvcc)
+        calls.append((self.node_id, asyncio.to_thread(self._growing_query, coll, self._growing(partitions), sub)))
         parts = await self._fan_out(calls)
-        limit = self._query_limit(req.req)
+        limit = query_limit(req.req)
         return await asyncio.to_thread(merge_retrieve, parts, sub.req, [self.channel], limit)
 
     async def query_stream(self, req: Q.QueryRequest) -> AsyncIterator[internal_pb2.RetrieveResults]:
@@ -413,26 +378,13 @@ class ShardDelegator:
         for node_id, sids in self._by_node(partitions).items():
             sub = self._sub(req, node_id, sids, Q.Historical, mvcc)
             try:
-                if node_id == self.node.node_id:
-                    async for msg in self.node.query_stream_segments(sub):
-                        yield msg
-                else:
-                    if not self.node.peers.knows(node_id):
-                        raise errors.NodeNotFound(f"no address known for worker node {node_id}", node=node_id)
-                    call = self.node.peers.stub(node_id).QueryStreamSegments(
-                        sub, metadata=self.node.peers.metadata(node_id), timeout=SUB_CALL_TIMEOUT_S)
-                    async for msg in call:
-                        if msg.status.code or msg.status.error_code:
-                            raise errors.from_remote(msg.status.code or 65535, msg.status.reason)
-                        yield msg
+                async for msg in self.workers.get(node_id).query_stream_segments(sub):
+                    yield msg
             except errors.MilvusError as e:
                 raise type(e)(f"worker({node_id}) query failed: {e}") from None
-            except grpc.aio.AioRpcError as e:
-                raise errors.ServiceUnavailable(
-                    f"worker({node_id}) query failed: {e.code().name} {e.details()}") from None
-        sub = self._sub(req, self.node.node_id, [], Q.Streaming, mvcc)
+        sub = self._sub(req, self.node_id, [], Q.Streaming, mvcc)
         found = await asyncio.to_thread(retrieve_mod.retrieve, coll, self._growing(partitions), sub.req)
-        chunks = retrieve_mod.retrieve_chunks(found, sub.req, [self.channel], self.node.stream_chunk_bytes)
+        chunks = retrieve_mod.retrieve_chunks(found, sub.req, [self.channel], self.stream_chunk_bytes)
         while (msg := await asyncio.to_thread(next, chunks, None)) is not None:
             yield msg
 
@@ -449,19 +401,14 @@ class ShardDelegator:
             sub.dml_channels[:] = [self.channel]
             sub.segmentIDs[:] = sids
             sub.req.travel_timestamp = mvcc
-            calls.append((node_id, self._call(node_id, "GetStatistics", self.node.get_statistics, sub)))
+            calls.append((node_id, self.workers.get(node_id).get_statistics(sub)))
         growing = self._growing(partitions)
         ts = mvcc or None
 
-        async def local_rows() -> internal_pb2.GetStatisticsResponse:
-            rows = await asyncio.to_thread(lambda: sum(g.visible_rows(ts) for g in growing))
-            return internal_pb2.GetStatisticsResponse(status=common_pb2.Status(), stats=[
-                common_pb2.KeyValuePair(key="row_count", value=str(rows))])
-        calls.append((self.node.node_id, local_rows()))
-        parts = await self._fan_out(calls)
-        total = sum(int(kv.value) for p in parts for kv in p.stats if kv.key == "row_count")
-        return internal_pb2.GetStatisticsResponse(status=common_pb2.Status(), stats=[
-            common_pb2.KeyValuePair(key="row_count", value=str(total))])
+        async def growing_rows() -> internal_pb2.GetStatisticsResponse:
+            return row_count_statistics(await asyncio.to_thread(lambda: sum(g.visible_rows(ts) for g in growing)))
+        calls.append((self.node_id, growing_rows()))
+        return row_count_statistics(total_row_count(await self._fan_out(calls)))
 
     # --- distribution --------------------------------------------------------------------------
 
@@ -469,7 +416,7 @@ class ShardDelegator:
         """Load on the worker (``dst_nodeID``; L0 segments on this node), then record them."""
         groups: dict[int, list[Q.SegmentLoadInfo]] = {}
         for info in req.infos:
-            dst = self.node.node_id if info.level == data_coord_pb2.L0 else req.dst_nodeID
+            dst = self.node_id if info.level == data_coord_pb2.L0 else req.dst_nodeID
             groups.setdefault(dst, []).append(info)
         for dst, infos in groups.items():
             fwd = Q.LoadSegmentsRequest()
@@ -479,16 +426,13 @@ class ShardDelegator:
             fwd.base.targetID = dst
             del fwd.infos[:]
             fwd.infos.extend(infos)
-            if dst == self.node.node_id:
-                await self.node.load_segments(fwd)
-            else:
-                await self._remote(dst, "LoadSegments", fwd)
+            await self.workers.get(dst).load_segments(fwd)
             if req.load_scope == Q.Full:
                 await self._adopt(dst, req.version, infos)
             else:
                 for info in infos:
                     self.sealed[info.segmentID] = SealedEntry(dst, req.version, info.partitionID)
-        self.node._touch()
+        self._on_change()
 
     async def _adopt(self, node_id: int, version: int, infos: Sequence[Q.SegmentLoadInfo]) -> None:
         """Start serving sealed segments just loaded on ``node_id``: pk statistics for delete routing,
@@ -528,11 +472,9 @@ class ShardDelegator:
             fwd.nodeID = node_id
             fwd.base.targetID = node_id
             fwd.segmentIDs[:] = sids
-            if node_id == self.node.node_id:
-                await self.node.release_segments(fwd)
-            elif self.node.peers.knows(node_id):
-                await self._remote(node_id, "ReleaseSegments", fwd)
-        self.node._touch()
+            if self.workers.knows(node_id):
+                await self.workers.get(node_id).release_segments(fwd)
+        self._on_change()
         return
 
     async def sync_distribution(self, req: Q.SyncDistributionRequest) -> None:
@@ -563,7 +505,7 @@ class ShardDelegator:
                 self.partition_stats.update(dict(action.partition_stats_versions))
             else:
                 raise errors.ServiceInternal(f"unexpected action type {action.type}")
-        self.node._touch()
+        self._on_change()
 
     def sync_replica_segments(self, req: Q.SyncReplicaSegmentsRequest) -> None:
         self.sealed = {}
@@ -571,7 +513,7 @@ class ShardDelegator:
             for i, sid in enumerate(rs.segment_ids):
                 version = rs.versions[i] if i < len(rs.versions) else 0
                 self.sealed[sid] = SealedEntry(rs.node_id, version, rs.partition_id)
-        self.node._touch()
+        self._on_change()
 
     # --- delete forwarding ---------------------------------------------------------------------
 
@@ -590,13 +532,13 @@ class ShardDelegator:
 
     async def _record_pk_stats(self, infos) -> None:
         """Build the pk statistics that route deletes (L0 segments hold deletes, not rows)."""
-        coll = self.node.collections.require(self.collection_id)
+        coll = self.collection
         rows = [i for i in infos if i.level != data_coord_pb2.L0]
 
         def build():
             out = {}
             for info in rows:
-                keys = self.node.loader.read_primary_keys(coll, info)
+                keys = self.loader.read_primary_keys(coll, info)
                 if keys is not None:
                     out[info.segmentID] = PkStats(keys)
             return out
@@ -629,18 +571,7 @@ class ShardDelegator:
             req = Q.DeleteBatchRequest(collection_id=self.collection_id, partition_id=-1, vchannel_name=self.channel,
                                        segment_ids=sids, primary_keys=ids, timestamps=ts, scope=Q.Historical)
             req.base.targetID = node_id
-            if node_id == self.node.node_id:
-                await self.node.delete_batch(req)
-                return
-            try:
-                await self._remote(node_id, "DeleteBatch", req)
-            except errors.ServiceUnavailable as e:
-                if "UNIMPLEMENTED" not in str(e):
-                    raise
-                for sid in sids:
-                    await self._remote(node_id, "Delete", Q.DeleteRequest(
-                        collection_id=self.collection_id, partition_id=-1, vchannel_name=self.channel,
-                        segment_id=sid, primary_keys=ids, timestamps=ts, scope=Q.Historical))
+            await self.workers.get(node_id).delete_batch(req)
         await asyncio.gather(*(one(n, s) for n, s in groups.items()))
 
     async def _add_l0(self, node_id: int, infos: Sequence[Q.SegmentLoadInfo]) -> None:
@@ -649,7 +580,7 @@ class ShardDelegator:
         on a worker (not through this leader) never see the deletes of a flush (Milvus 2.4: the
         delegator applies its L0 deletions to every sealed segment of the channel)."""
         def read() -> list[tuple[Q.SegmentLoadInfo, tuple[np.ndarray, np.ndarray] | None]]:
-            return [(i, self.node.loader.read_deltalogs(i, {}).arrays()) for i in infos]
+            return [(i, self.loader.read_deltalogs(i, {}).arrays()) for i in infos]
         found = await asyncio.to_thread(read)
         for info, arrays in found:
             pks, ts = arrays if arrays is not None else (np.empty(0, np.int64), np.empty(0, np.uint64))

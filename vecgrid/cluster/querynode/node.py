@@ -47,13 +47,14 @@ from vecgrid.cluster.lifecycle import StateCode
 from vecgrid.cluster.querynode import retrieve as retrieve_mod
 from vecgrid.cluster.querynode import search as search_mod
 from vecgrid.cluster.querynode.collections import Collection, CollectionManager
-from vecgrid.cluster.querynode.delegator import MAX_TS, ShardDelegator, learn_peers
+from vecgrid.cluster.querynode.delegator import MAX_TS, ShardDelegator, query_limit
 from vecgrid.cluster.querynode.index_saver import SaveIndexRequest, save_segment_indexes
 from vecgrid.cluster.querynode.loader import SegmentLoader
 from vecgrid.cluster.querynode.peers import PeerClients
 from vecgrid.cluster.querynode.reduce import merge_retrieve, merge_search
 from vecgrid.cluster.querynode.segments import ALL_PARTITIONS, DeleteLog, SealedSegment, SegmentManager
-from vecgrid.common.keys import COORD_ADDRESS_KEY, checksums_from_properties
+from vecgrid.cluster.querynode.worker import LocalWorker, Workers, row_count_statistics, total_row_count
+from vecgrid.common.keys import COORD_ADDRESS_KEY, checksums_from_properties, node_addresses
 from vecgrid.config import Settings
 from vecgrid.gpu.results import primary_keys
 from vecgrid.proto import (common_pb2, data_coord_pb2, internal_pb2, query_coord_pb2, schema_pb2)
@@ -82,6 +83,12 @@ def _sealed_scope(scope: int) -> bool:
     return scope != Q.Streaming
 
 
+def learn_peers(node: "QueryNode", base: common_pb2.MsgBase) -> None:
+    """Register ``vecgrid.node_address.<id>`` properties of a request's ``base`` as peers."""
+    for node_id, address in node_addresses(base.properties).items():
+        node.register_peer(node_id, address)
+
+
 LABEL_ENV_PREFIX = "MILVUS_SERVER_LABEL_"
 
 
@@ -100,6 +107,8 @@ class QueryNode(Component):
         self.collections = CollectionManager(on_change=self._touch)
         self.segments = SegmentManager()
         self.peers = PeerClients()
+        #: how this node's delegators reach every node of their views, this one included
+        self.workers = Workers(LocalWorker(self), self.peers)
         self.loader = SegmentLoader(settings.common.data_dir, self.devices)
         #: QueryStream chunk limit (bytes of one RetrieveResults)
         self.stream_chunk_bytes = settings.querynode.stream_chunk_bytes
@@ -267,7 +276,10 @@ class QueryNode(Component):
                     if sid not in excluded:
                         known = req.segment_infos.get(sid)
                         excluded[sid] = (known.dml_position.timestamp if known is not None else 0) or MAX_TS
-                d = ShardDelegator(self, coll.id, info.channelName, version=req.version, replica_id=req.replicaID)
+                d = ShardDelegator(coll.id, info.channelName, workers=self.workers, collections=self.collections,
+                                   loader=self.loader, data_dir=self.settings.common.data_dir,
+                                   stream_chunk_bytes=self.stream_chunk_bytes, on_change=self._touch,
+                                   version=req.version, replica_id=req.replicaID)
                 d.partition_stats.update(dict(info.partition_stats_versions))
                 d.start(info, coll.schema, metric, excluded, only, coord)
                 started.append(d)
@@ -629,16 +641,12 @@ class QueryNode(Component):
             self.collections.require(req.req.collectionID)
             parts = await asyncio.gather(*(d.get_statistics(req) for d in
                                            self._delegators(req.dml_channels, "statistics")))
-            total = sum(int(kv.value) for p in parts for kv in p.stats if kv.key == "row_count")
-            return internal_pb2.GetStatisticsResponse(status=_ok(), stats=[common_pb2.KeyValuePair(
-                key="row_count", value=str(total))])
+            return row_count_statistics(total_row_count(parts))
         inner = req.req
         coll = self.collections.require(inner.collectionID)
         segments = self._select(coll, inner.partitionIDs, req.segmentIDs, req.scope, req.dml_channels)
         ts = search_mod.mvcc_timestamp(inner.travel_timestamp)
-        rows = await asyncio.to_thread(lambda: sum(s.visible_rows(ts) for s in segments))
-        return internal_pb2.GetStatisticsResponse(status=_ok(), stats=[common_pb2.KeyValuePair(
-            key="row_count", value=str(rows))])
+        return row_count_statistics(await asyncio.to_thread(lambda: sum(s.visible_rows(ts) for s in segments)))
 
     async def search_segments(self, req: Q.SearchRequest) -> internal_pb2.SearchResults:
         """SearchSegments: search the listed sealed segments (all of the collection's when none)."""
@@ -686,8 +694,7 @@ class QueryNode(Component):
         parts = await asyncio.gather(*(d.query(req) for d in delegators))
         if len(parts) == 1:
             return parts[0]
-        return await asyncio.to_thread(merge_retrieve, parts, req.req, list(req.dml_channels),
-                                       delegators[0]._query_limit(req.req))
+        return await asyncio.to_thread(merge_retrieve, parts, req.req, list(req.dml_channels), query_limit(req.req))
 
     async def query_stream_segments(self, req: Q.QueryRequest) -> AsyncIterator[internal_pb2.RetrieveResults]:
         """QueryStreamSegments: the rows of :meth:`query_segments` in messages of at most
