@@ -37,6 +37,13 @@ on another node, and sends a newly adopted L0 segment's deletes to the sealed se
 in the view.  A node applies the L0 segments it holds itself to its own segments, so the node
 holding an L0 segment is skipped.
 
+Who owns what: every piece of delegator state — the view (``sealed``, ``pk_stats``,
+``_l0``, ``target_version``, ``partition_stats``), the delete replay buffer and its sequence
+numbers, ``pipeline`` — belongs to the node's event loop.  The pipeline thread never touches
+it: :meth:`ShardDelegator.forward_delete` hands each delete to the loop
+(``run_coroutine_threadsafe``) and waits there.  The growing segments belong to the
+pipeline (see :mod:`.pipeline`); the delegator reads them only through its snapshots.
+
 Where the WAL comes from: the local WAL when ``<data_dir>/wal/<channel>`` exists on this
 host, else :class:`~vecgrid.storage.remote_reader.RemoteChannelReader` against the
 coordinator (``vecgrid.coord_address`` in the request's ``base.properties``, else
@@ -204,8 +211,7 @@ class ShardDelegator:
         if self.pipeline is not None:
             pipeline, self.pipeline = self.pipeline, None
             await asyncio.to_thread(pipeline.stop)
-            for g in list(pipeline.growing.values()):
-                g.release()
+            # its growing segments are dropped with it, not released: a read may still be searching one
 
     @property
     def tsafe(self) -> int:
@@ -227,15 +233,15 @@ class ShardDelegator:
         for sid, e in self.sealed.items():
             view.segment_dist[sid].CopyFrom(Q.SegmentDist(nodeID=e.node_id, version=e.version))
         if self.pipeline is not None:
-            growing = list(self.pipeline.growing.items())
-            view.growing_segmentIDs.extend(sid for sid, _ in growing)
-            for sid, _ in growing:
+            growing = self.pipeline.growing_segments()
+            view.growing_segmentIDs.extend(sid for sid, _, _ in growing)
+            for sid, _, _ in growing:
                 pos = view.growing_segments[sid]
                 pos.channel_name = self.channel
                 pos.timestamp = self.tsafe
                 if self.seek_position is not None:
                     pos.msgID = self.seek_position.msgID
-            view.num_of_growing_rows = self.pipeline.num_growing_rows
+            view.num_of_growing_rows = sum(g.num_rows for _, _, g in growing)
         for pid, v in self.partition_stats.items():
             view.partition_stats_versions[pid] = v
         return view
@@ -258,9 +264,8 @@ class ShardDelegator:
     def _growing(self, partitions: set[int] | None) -> list[GrowingView]:
         if self.pipeline is None:
             return []
-        parts = self.pipeline.growing_partition
-        return [GrowingView(sid, parts.get(sid, -1), g) for sid, g in list(self.pipeline.growing.items())
-                if partitions is None or parts.get(sid, -1) in partitions]
+        return [GrowingView(sid, part, g) for sid, part, g in self.pipeline.growing_segments()
+                if partitions is None or part in partitions]
 
     def _by_node(self, partitions: set[int] | None) -> dict[int, list[int]]:
         out: dict[int, list[int]] = {}
@@ -518,17 +523,23 @@ class ShardDelegator:
     # --- delete forwarding ---------------------------------------------------------------------
 
     def forward_delete(self, pks: np.ndarray, timestamps: np.ndarray) -> None:
-        """Pipeline thread: apply the deletes on every node holding a sealed segment of the channel
-        and wait for it (so tsafe only advances once they are visible)."""
-        self._deletes.append((next(self._delete_seq), pks, timestamps))
+        """Pipeline thread: hand the deletes to the loop, which buffers them and applies them on every
+        node holding a sealed segment of the channel, and wait for it (so tsafe only advances once
+        they are visible)."""
         if self._loop is None or self._loop.is_closed():
             return
-        fut = asyncio.run_coroutine_threadsafe(self._forward(pks, timestamps), self._loop)
+        fut = asyncio.run_coroutine_threadsafe(self._channel_delete(pks, timestamps), self._loop)
         try:
             fut.result(DELETE_FORWARD_TIMEOUT_S)
         except Exception:  # noqa: BLE001 - logged; the pipeline goes on
             self.failed_forwards += 1
             log.exception("forwarding deletes of %s failed", self.channel)
+
+    async def _channel_delete(self, pks: np.ndarray, timestamps: np.ndarray) -> None:
+        """On the loop (the owner of the replay buffer): keep a delete read from the channel for the
+        segments loaded later, then apply it to the view's."""
+        self._deletes.append((next(self._delete_seq), pks, timestamps))
+        await self._forward(pks, timestamps)
 
     async def _record_pk_stats(self, infos) -> None:
         """Build the pk statistics that route deletes (L0 segments hold deletes, not rows)."""

@@ -15,6 +15,22 @@ stream for a node on another host) from a seek position, on its own thread:
 * **tsafe**: after each message the channel's safe timestamp advances to the
   message's timestamp (time ticks included).  A search with a guarantee timestamp
   waits until tsafe reaches it (:meth:`wait_tsafe`).
+
+Who owns what
+-------------
+* The **consumer thread** alone reads the log, writes ``_tsafe``, ``records``,
+  ``_applying`` and ``error`` (others only read those single references) and writes
+  rows and deletes into the growing segments.
+* ``_lock`` guards the three maps the event loop changes too: ``growing``,
+  ``growing_partition`` and ``excluded``.  The thread takes it to decide where an
+  insert goes (and to open a segment), the loop to exclude segments and to snapshot
+  them (:meth:`growing_segments`, :attr:`num_growing_rows`).  It is held for map
+  operations only — never across an insert, a delete or a forward — so the loop never
+  waits for the thread's work.  An insert decided just before an exclusion lands in the
+  segment the exclusion dropped: harmless, that segment is garbage.
+* Excluded segments are dropped, not released: a read may still be searching one, and
+  the thread may still be appending to it; each is freed with its last reference.
+* ``_cond`` wakes the tsafe waiters.
 """
 
 from __future__ import annotations
@@ -49,6 +65,7 @@ class ChannelPipeline:
         self.schema = schema
         self.metric = metric
         self.partitions = set(partitions) if partitions else None  # None: every partition
+        self._lock = threading.Lock()   # guards growing, growing_partition and excluded (see the module doc)
         self.excluded = dict(excluded or {})  # segment id -> timestamp up to which it is sealed
         self.forward_delete = forward_delete
         self.growing: dict[int, GrowingSegment] = {}
@@ -108,17 +125,22 @@ class ChannelPipeline:
     # --- exclusion (segments sealed elsewhere) -----------------------------------------------
 
     def exclude(self, segments: dict[int, int]) -> None:
-        """Stop taking inserts for ``segments`` (id -> sealed-up-to timestamp) and drop their growing rows."""
-        self.excluded.update(segments)
-        for segment_id in segments:
-            growing = self.growing.pop(segment_id, None)
-            self.growing_partition.pop(segment_id, None)
-            if growing is not None:
-                growing.release()
+        """Stop taking inserts for ``segments`` (id -> sealed-up-to timestamp) and drop their growing
+        rows (from any thread; the segments are not released, see the module doc)."""
+        with self._lock:
+            self.excluded.update(segments)
+            for segment_id in segments:
+                self.growing.pop(segment_id, None)
+                self.growing_partition.pop(segment_id, None)
+
+    def growing_segments(self) -> list[tuple[int, int, GrowingSegment]]:
+        """A snapshot of ``(segment id, partition id, segment)`` of the growing segments."""
+        with self._lock:
+            return [(sid, self.growing_partition[sid], g) for sid, g in self.growing.items()]
 
     @property
     def num_growing_rows(self) -> int:
-        return sum(g.num_rows for g in self.growing.values())
+        return sum(g.num_rows for _, _, g in self.growing_segments())
 
     # --- the consumer thread ---------------------------------------------------------------
 
@@ -156,17 +178,18 @@ class ChannelPipeline:
     def _insert(self, batch: InsertBatch) -> None:
         if self.partitions is not None and batch.partition_id not in self.partitions:
             return
-        sealed_up_to = self.excluded.get(batch.segment_id)
-        keep = np.ones(batch.num_rows, dtype=bool) if sealed_up_to is None else batch.timestamps > sealed_up_to
-        if not keep.any():
-            return
-        growing = self.growing.get(batch.segment_id)
-        if growing is None:
-            growing = GrowingSegment(self._dim, self.metric, segment_id=batch.segment_id,
-                                     field_id=self._vector.fieldID, schema=self.schema,
-                                     pk_field_id=self._pk.fieldID)
-            self.growing[batch.segment_id] = growing
-            self.growing_partition[batch.segment_id] = batch.partition_id
+        with self._lock:
+            sealed_up_to = self.excluded.get(batch.segment_id)
+            keep = np.ones(batch.num_rows, dtype=bool) if sealed_up_to is None else batch.timestamps > sealed_up_to
+            if not keep.any():
+                return
+            growing = self.growing.get(batch.segment_id)
+            if growing is None:
+                growing = GrowingSegment(self._dim, self.metric, segment_id=batch.segment_id,
+                                         field_id=self._vector.fieldID, schema=self.schema,
+                                         pk_field_id=self._pk.fieldID)
+                self.growing[batch.segment_id] = growing
+                self.growing_partition[batch.segment_id] = batch.partition_id
         table = pa.Table.from_batches([batch.columns]).filter(pa.array(keep))
         vectors = np.stack(table.column(self._vector.name).to_numpy(zero_copy_only=False)).astype(np.float32) \
             if table.num_rows else np.zeros((0, self._dim), np.float32)
@@ -179,7 +202,7 @@ class ChannelPipeline:
         if self.partitions is not None and batch.partition_id not in self.partitions and batch.partition_id >= 0:
             return
         pks = np.asarray(batch.primary_keys.to_numpy(zero_copy_only=False))
-        for growing in self.growing.values():
+        for _, _, growing in self.growing_segments():
             growing.delete(pks, batch.timestamps)
         if self.forward_delete is not None:
             self.forward_delete(pks, batch.timestamps)
