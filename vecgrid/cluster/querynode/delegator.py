@@ -20,15 +20,26 @@ The delegator knows nothing of the QueryNode that runs it: the node hands it its
 collections, loader and a change callback.
 
 Deletes read from the channel are applied to the growing segments by the pipeline and
-forwarded here (:meth:`ShardDelegator.forward_delete`, on the pipeline thread, which blocks
-until every node holding a sealed segment of the channel applied them, so tsafe never passes
-a delete that is not visible everywhere).  As Milvus's default ``FilterByBF`` policy, only the
+forwarded here (:meth:`ShardDelegator.forward_delete`; the pipeline thread waits until every
+node whose sealed segments may hold the keys applied them, so **tsafe never passes a delete
+that is not visible everywhere**).  As Milvus's default ``FilterByBF`` policy, only the
 sealed segments whose pk statistics (:mod:`.pk_stats`: a bloom filter + key range built when
 the leader records the segment) may hold a key get it, with one ``DeleteBatch`` per node;
 segments known only from SyncDistribution (no statistics) get every delete.  A peer answering
 UNIMPLEMENTED gets per-segment ``Delete`` calls instead.  Deletes are also
 kept in a buffer (trimmed at each UpdateVersion checkpoint) and replayed onto segments the
 delegator loads later.
+
+A DeleteBatch is not done until its reply says every segment applied it: an error, a timeout,
+``failed_ids`` and ``missing_ids`` are retried with backoff (:class:`DeleteRetry`), and the
+view is read again before each attempt — a segment answered missing has moved (the delete
+goes to its new node) or left the view (nothing to do: a later copy gets the buffer).  When the
+budget runs out the leader becomes **unserviceable** (as Milvus marks such segments offline):
+the pipeline fails with tsafe short of the delete, reads are refused with the retriable
+``ServiceUnavailable`` (a proxy tries another replica), ``health_problem`` says why, and the
+node leaves the leader out of GetDataDistribution, so the coordinator's channel checker watches
+the channel again — on this node ``WatchDmChannels`` then replaces the delegator with a fresh
+one, whose catch-up sends the buffered deletes to every segment that joins its view.
 
 **L0 segments** (a flushed channel's deletes, loaded on the leader) are applied here too, as
 Milvus 2.4's delegator does (``loadStreamDelete`` with ``GetLevel0Deletions``): the delegator
@@ -58,12 +69,13 @@ registers them with its :class:`~vecgrid.cluster.querynode.peers.PeerClients`, w
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import itertools
 import logging
 import os
 import time
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -88,7 +100,16 @@ log = logging.getLogger(__name__)
 Q = query_coord_pb2
 MAX_TS = int(np.iinfo(np.uint64).max)
 DEFAULT_TSAFE_WAIT_S = 10.0      # wait for tsafe when the request has no timeout_timestamp
-DELETE_FORWARD_TIMEOUT_S = 60.0
+
+
+@dataclass(frozen=True)
+class DeleteRetry:
+    """How long a leader keeps trying to apply a delete on the nodes of its view."""
+
+    deadline_s: float = 30.0        # after this the channel is marked unserviceable
+    call_timeout_s: float = 10.0    # one DeleteBatch attempt
+    first_backoff_s: float = 0.05
+    max_backoff_s: float = 2.0
 
 
 def query_limit(req: internal_pb2.RetrieveRequest) -> int:
@@ -184,7 +205,8 @@ class ShardDelegator:
         self._delete_seq = itertools.count(1)
         self._l0: dict[int, L0Deletes] = {}   # L0 segments of the view: applied to every sealed segment
         self._loop: asyncio.AbstractEventLoop | None = None
-        self.failed_forwards = 0
+        self._failure: str | None = None   # why a delete may be missing from the view: unserviceable
+        self.delete_retry = DeleteRetry()
 
     # --- lifecycle -----------------------------------------------------------------------------
 
@@ -204,8 +226,15 @@ class ShardDelegator:
             reader = RemoteChannelReader(coord_address, self.channel, start)
         self.pipeline = ChannelPipeline(self.channel, reader, self.collection_id, schema, metric,
                                         partitions=partitions or None, excluded=excluded,
-                                        forward_delete=self.forward_delete)
+                                        forward_delete=self.forward_delete, on_failure=self._pipeline_failed)
         self.pipeline.start()
+
+    def _pipeline_failed(self, _: Exception) -> None:
+        """Pipeline thread: the leader is unserviceable now; tell the node (on the loop) that its
+        distribution changed, so the coordinator sees the channel unwatched at its next pull."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._on_change)
 
     async def stop(self) -> None:
         if self.pipeline is not None:
@@ -249,11 +278,25 @@ class ShardDelegator:
     def channel_info(self) -> Q.ChannelVersionInfo:
         return Q.ChannelVersionInfo(channel=self.channel, collection=self.collection_id, version=self.version)
 
+    @property
+    def serviceable(self) -> bool:
+        """Whether this leader may serve reads: consuming its channel, every delete of the view applied
+        (Milvus's ``Serviceable()``; GetDataDistribution leaves an unserviceable leader out)."""
+        return self.pipeline is not None and self.unserviceable_reason() is None
+
+    def unserviceable_reason(self) -> str | None:
+        if self._failure is not None:
+            return f"channel {self.channel} is not serviceable: {self._failure}"
+        if self.pipeline is not None and self.pipeline.error is not None:
+            return f"channel {self.channel} is not serviceable: its pipeline failed: {self.pipeline.error}"
+        return None
+
     def health_problem(self, max_lag_s: float) -> str | None:
         if self.pipeline is None:
             return None
-        if self.pipeline.error is not None:
-            return f"the pipeline of channel {self.channel} failed: {self.pipeline.error}"
+        reason = self.unserviceable_reason()
+        if reason is not None:
+            return reason
         ts = self.pipeline.tsafe
         if ts:
             lag = time.time() - parse_ts(ts)[0] / 1000.0
@@ -289,8 +332,7 @@ class ShardDelegator:
         pipeline = self.pipeline
         if pipeline is None:
             raise errors.ChannelNotFound("the delegator is stopped", channel=self.channel)
-        if pipeline.error is not None:
-            raise errors.ServiceUnavailable(f"the pipeline of channel {self.channel} failed: {pipeline.error}")
+        self._check_serviceable()
         if guarantee and pipeline.tsafe < guarantee:
             if timeout_ts:
                 timeout = max(0.0, parse_ts(timeout_ts)[0] / 1000.0 - time.time())
@@ -301,13 +343,18 @@ class ShardDelegator:
                     # unwatched meanwhile (the channel moved): the caller asks for the leaders again
                     raise errors.ChannelNotFound("the delegator stopped while the request waited for tsafe",
                                                  channel=self.channel)
-                if pipeline.error is not None:
-                    raise errors.ServiceUnavailable(f"the pipeline of channel {self.channel} failed: "
-                                                    f"{pipeline.error}")
+                self._check_serviceable()
                 raise errors.Timeout(f"tsafe of channel {self.channel} ({pipeline.tsafe}) did not reach the "
                                      f"guarantee timestamp {guarantee} within {timeout:.1f} s "
                                      f"({pipeline.lag_reason()})", channel=self.channel)
+            self._check_serviceable()   # it may have failed while the request waited
         return pipeline.tsafe
+
+    def _check_serviceable(self) -> None:
+        """Refuse a read with a retriable error (the proxy tries another replica)."""
+        reason = self.unserviceable_reason()
+        if reason is not None:
+            raise errors.ServiceUnavailable(reason)
 
     async def _fan_out(self, calls: list[tuple[int, Awaitable[Any]]]) -> list[Any]:
         """The results of ``calls`` (``(node id, awaitable)``, from the workers), in order.  Calls to
@@ -522,24 +569,33 @@ class ShardDelegator:
 
     # --- delete forwarding ---------------------------------------------------------------------
 
-    def forward_delete(self, pks: np.ndarray, timestamps: np.ndarray) -> None:
-        """Pipeline thread: hand the deletes to the loop, which buffers them and applies them on every
-        node holding a sealed segment of the channel, and wait for it (so tsafe only advances once
-        they are visible)."""
-        if self._loop is None or self._loop.is_closed():
-            return
-        fut = asyncio.run_coroutine_threadsafe(self._channel_delete(pks, timestamps), self._loop)
-        try:
-            fut.result(DELETE_FORWARD_TIMEOUT_S)
-        except Exception:  # noqa: BLE001 - logged; the pipeline goes on
-            self.failed_forwards += 1
-            log.exception("forwarding deletes of %s failed", self.channel)
+    def forward_delete(self, pks: np.ndarray, timestamps: np.ndarray) -> "concurrent.futures.Future[None]":
+        """Pipeline thread: hand deletes read from the channel to the loop, which buffers them and
+        applies them on every node of the view that may hold the keys; the pipeline waits on the
+        returned future (tsafe stays short of the deletes until they are visible)."""
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            raise RuntimeError(f"the event loop of the delegator of {self.channel} is gone")
+        return asyncio.run_coroutine_threadsafe(self._channel_delete(pks, timestamps), loop)
 
     async def _channel_delete(self, pks: np.ndarray, timestamps: np.ndarray) -> None:
         """On the loop (the owner of the replay buffer): keep a delete read from the channel for the
-        segments loaded later, then apply it to the view's."""
+        segments loaded later, then apply it to the view's; one that cannot be applied makes the
+        channel unserviceable (and fails the pipeline, which waits for this)."""
         self._deletes.append((next(self._delete_seq), pks, timestamps))
-        await self._forward(pks, timestamps)
+        try:
+            await self._deliver(self._delete_request(pks, timestamps), self._may_hold(self.sealed, pks),
+                                self._view_node, f"deletes at ts {int(np.max(timestamps))}")
+        except Exception as e:
+            self._lost(e)
+            raise
+
+    def _lost(self, error: Exception) -> None:
+        """A delete that the view's segments may need did not reach them: stop serving."""
+        if self._failure is None:
+            self._failure = str(error)
+            log.error("channel %s is not serviceable: %s", self.channel, error)
+            self._on_change()   # the distribution drops this leader: the coordinator watches the channel again
 
     async def _record_pk_stats(self, infos) -> None:
         """Build the pk statistics that route deletes (L0 segments hold deletes, not rows)."""
@@ -555,20 +611,17 @@ class ShardDelegator:
             return out
         self.pk_stats.update(await asyncio.to_thread(build))
 
-    def _affected(self, groups: dict[int, list[int]], pks: np.ndarray) -> dict[int, list[int]]:
-        """Only the segments whose pk statistics may hold one of ``pks`` (all where none are known)."""
-        out = {}
-        for node_id, sids in groups.items():
-            hit = [sid for sid in sids if sid not in self.pk_stats or self.pk_stats[sid].might_contain(pks).any()]
-            if hit:
-                out[node_id] = hit
-        return out
+    def _may_hold(self, segments: Iterable[int], pks: np.ndarray) -> set[int]:
+        """Of ``segments``, those whose pk statistics may hold one of ``pks`` (all where none are known)."""
+        return {sid for sid in segments if sid not in self.pk_stats or self.pk_stats[sid].might_contain(pks).any()}
 
-    async def _forward(self, pks: np.ndarray, timestamps: np.ndarray,
-                       groups: dict[int, list[int]] | None = None) -> None:
-        groups = self._affected(self._by_node(None) if groups is None else groups, pks)
-        if not groups:
-            return
+    def _view_node(self, segment_id: int) -> int | None:
+        """Where the view routes a segment now (None: no longer in the view)."""
+        entry = self.sealed.get(segment_id)
+        return None if entry is None else entry.node_id
+
+    def _delete_request(self, pks: np.ndarray, timestamps: np.ndarray) -> Q.DeleteBatchRequest:
+        """A DeleteBatch of ``pks`` without segments or target (filled per node)."""
         ids = schema_pb2.IDs()
         if pks.dtype.kind in "UOS":
             ids.str_id.data.extend([str(v) for v in pks.tolist()])
@@ -577,13 +630,73 @@ class ShardDelegator:
         ts = np.asarray(timestamps, np.uint64).tolist()
         if len(ts) == 1 and len(pks) > 1:
             ts = ts * len(pks)
+        return Q.DeleteBatchRequest(collection_id=self.collection_id, partition_id=-1, vchannel_name=self.channel,
+                                    primary_keys=ids, timestamps=ts, scope=Q.Historical)
 
-        async def one(node_id: int, sids: list[int]) -> None:
-            req = Q.DeleteBatchRequest(collection_id=self.collection_id, partition_id=-1, vchannel_name=self.channel,
-                                       segment_ids=sids, primary_keys=ids, timestamps=ts, scope=Q.Historical)
-            req.base.targetID = node_id
-            await self.workers.get(node_id).delete_batch(req)
-        await asyncio.gather(*(one(n, s) for n, s in groups.items()))
+    async def _deliver(self, template: Q.DeleteBatchRequest, segments: set[int],
+                       locate: Callable[[int], int | None], what: str, *, missing_is_final: bool = False) -> None:
+        """Apply ``template``'s deletes to ``segments``, each on the node ``locate`` names at the time
+        (None: nothing to do for it any more), one DeleteBatch per node, until every segment applied
+        them.  An error, a timeout, ``failed_ids`` and ``missing_ids`` are retried with backoff for
+        :attr:`delete_retry`'s budget, ``locate`` asked again each time (a segment answered missing
+        has moved or left the view: the view says where it is now); then this raises.  With
+        ``missing_is_final`` (segments about to join the view, on the node that just loaded them),
+        a missing segment raises at once."""
+        policy = self.delete_retry
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + policy.deadline_s
+        backoff = policy.first_backoff_s
+        pending = set(segments)
+        attempt = 0
+        while True:
+            groups: dict[int, list[int]] = {}
+            for sid in sorted(pending):
+                node_id = locate(sid)
+                if node_id is None:
+                    pending.discard(sid)
+                else:
+                    groups.setdefault(node_id, []).append(sid)
+            if not groups:
+                return
+            attempt += 1
+            outcomes = await asyncio.gather(*(self._delete_on(template, node_id, sids, policy.call_timeout_s)
+                                              for node_id, sids in groups.items()))
+            problems = []
+            for node_id, (applied, missing, problem) in zip(groups, outcomes):
+                pending -= applied
+                if problem is not None:
+                    problems.append(problem)
+                if missing and missing_is_final:
+                    raise errors.SegmentNotLoaded(f"{what}: node {node_id} does not hold segments {sorted(missing)}",
+                                                  segment=min(missing))
+            if not pending:
+                return
+            if loop.time() + backoff > deadline:
+                raise errors.ServiceUnavailable(f"{what} not applied after {attempt} attempt(s) in "
+                                                f"{policy.deadline_s:g} s: " + "; ".join(problems))
+            log.warning("%s of channel %s, attempt %d: %s; retrying", what, self.channel, attempt, "; ".join(problems))
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, policy.max_backoff_s)
+
+    async def _delete_on(self, template: Q.DeleteBatchRequest, node_id: int, segments: list[int],
+                         timeout_s: float) -> tuple[set[int], set[int], str | None]:
+        """One DeleteBatch attempt on ``node_id``: ``(applied, missing, what went wrong)``."""
+        req = Q.DeleteBatchRequest()
+        req.CopyFrom(template)
+        req.segment_ids[:] = segments
+        req.base.targetID = node_id
+        try:
+            async with asyncio.timeout(timeout_s):
+                reply = await self.workers.get(node_id).delete_batch(req)
+        except TimeoutError:
+            return set(), set(), f"node {node_id} did not answer within {timeout_s:g} s (segments {segments})"
+        except errors.MilvusError as e:
+            return set(), set(), f"node {node_id} failed (segments {segments}): {e}"
+        failed, missing = set(reply.failed_ids), set(reply.missing_ids)
+        problems = ([f"failed on segments {sorted(failed)}"] if failed else []) + \
+            ([f"does not hold segments {sorted(missing)}"] if missing else [])
+        problem = f"node {node_id} " + " and ".join(problems) if problems else None
+        return set(segments) - failed - missing, missing, problem
 
     async def _add_l0(self, node_id: int, infos: Sequence[Q.SegmentLoadInfo]) -> None:
         """Keep the deletes of L0 segments just loaded on ``node_id`` and send them to the sealed
@@ -596,24 +709,35 @@ class ShardDelegator:
         for info, arrays in found:
             pks, ts = arrays if arrays is not None else (np.empty(0, np.int64), np.empty(0, np.uint64))
             entry = self._l0[info.segmentID] = L0Deletes(node_id, info.partitionID, pks, ts)
-            groups = self._l0_targets(entry)   # taken right after the entry is kept: no await between
-            if groups and len(pks):
-                await self._forward(pks, ts, groups)
+            targets = self._l0_targets(entry)   # taken right after the entry is kept: no await between
+            if not targets or not len(pks):
+                continue
 
-    def _l0_targets(self, entry: L0Deletes) -> dict[int, list[int]]:
+            def locate(sid: int, holder: int = entry.node_id) -> int | None:
+                where = self._view_node(sid)
+                return None if where == holder else where   # a node applies the L0 segments it holds
+            try:
+                await self._deliver(self._delete_request(pks, ts), self._may_hold(targets, pks), locate,
+                                    f"the deletes of L0 segment {info.segmentID}")
+            except Exception as e:
+                self._lost(e)   # segments of the view lack them
+                raise
+
+    def _l0_targets(self, entry: L0Deletes) -> set[int]:
         """The sealed segments of the view on other nodes than ``entry``'s that its deletes reach."""
-        out: dict[int, list[int]] = {}
-        for sid, e in list(self.sealed.items()):
-            if e.node_id != entry.node_id and sid not in self._l0 and \
-                    entry.partition_id in (ALL_PARTITIONS, e.partition_id):
-                out.setdefault(e.node_id, []).append(sid)
-        return out
+        return {sid for sid, e in list(self.sealed.items())
+                if e.node_id != entry.node_id and sid not in self._l0
+                and entry.partition_id in (ALL_PARTITIONS, e.partition_id)}
 
     async def _catch_up(self, node_id: int, infos: Sequence[Q.SegmentLoadInfo]) -> None:
         """Send segments about to join the view (just loaded on ``node_id``) the channel's buffered
         deletes and the view's L0 deletes, until none arrived meanwhile: a delete forwarded, or an L0
         segment adopted, during these awaits went to a view without them."""
         rows = [i for i in infos if i.level != data_coord_pb2.L0]
+        joining = [i.segmentID for i in infos]
+
+        def on_node(_: int) -> int:
+            return node_id
         sent_seq, sent_l0 = 0, set()
         while True:
             deletes = [(n, p, t) for n, p, t in list(self._deletes) if n > sent_seq]
@@ -622,11 +746,14 @@ class ShardDelegator:
                 return
             for n, pks, ts in deletes:
                 sent_seq = max(sent_seq, n)
-                await self._forward(pks, ts, {node_id: [i.segmentID for i in infos]})
+                await self._deliver(self._delete_request(pks, ts), self._may_hold(joining, pks), on_node,
+                                    f"buffered deletes at ts {int(np.max(ts))}", missing_is_final=True)
             for sid, entry in l0:
                 sent_l0.add(sid)
                 if entry.node_id == node_id or not len(entry.pks):
                     continue  # a node applies the L0 segments it holds to its own segments itself
                 sids = [i.segmentID for i in rows if entry.partition_id in (ALL_PARTITIONS, i.partitionID)]
                 if sids:
-                    await self._forward(entry.pks, entry.timestamps, {node_id: sids})
+                    await self._deliver(self._delete_request(entry.pks, entry.timestamps),
+                                        self._may_hold(sids, entry.pks), on_node,
+                                        f"the deletes of L0 segment {sid}", missing_is_final=True)

@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import os
 import json
+import logging
 import socket
 import time
 from typing import Any, AsyncIterator, Iterable, Sequence
@@ -60,6 +61,7 @@ from vecgrid.gpu.results import primary_keys
 from vecgrid.proto import (common_pb2, data_coord_pb2, internal_pb2, query_coord_pb2, schema_pb2)
 from vecgrid.storage.segment_files import FileInfo
 
+log = logging.getLogger(__name__)
 ROLE = "querynode"
 Q = query_coord_pb2
 FORWARD_TIMEOUT_S = 300.0  # a forwarded LoadSegments (Milvus's segment task timeout is 120 s)
@@ -240,7 +242,9 @@ class QueryNode(Component):
         return out
 
     async def watch_dm_channels(self, req: Q.WatchDmChannelsRequest) -> common_pb2.Status:
-        """WatchDmChannels: a delegator per VchannelInfo (an already watched channel is left as is)."""
+        """WatchDmChannels: a delegator per VchannelInfo.  An already watched channel is left as is,
+        unless its delegator is not serviceable (a delete it could not apply, a failed pipeline): the
+        coordinator watches such a channel again, and a fresh delegator replaces it."""
         self.lifecycle.check_healthy()
         learn_peers(self, req.base)
         if not len(req.infos):
@@ -267,7 +271,8 @@ class QueryNode(Component):
         started = []
         try:
             for info in req.infos:
-                if info.channelName in self.delegators:
+                current = self.delegators.get(info.channelName)
+                if current is not None and current.serviceable:
                     continue
                 excluded: dict[int, int] = {}
                 for seg in list(info.flushedSegments) + list(info.dropped_segments) + list(req.exclude_infos):
@@ -288,7 +293,12 @@ class QueryNode(Component):
                 await d.stop()
             raise
         for d in started:
+            replaced = self.delegators.get(d.channel)
             self.delegators[d.channel] = d
+            if replaced is not None:
+                log.warning("channel %s: replacing its unserviceable delegator (%s)", d.channel,
+                            replaced.unserviceable_reason())
+                await replaced.stop()
         self._touch()
         return _ok()
 
@@ -619,11 +629,13 @@ class QueryNode(Component):
         return Q.GetSegmentInfoResponse(status=_ok(), infos=[s.segment_info(self.node_id) for s in segments])
 
     async def get_data_distribution(self, req: Q.GetDataDistributionRequest) -> Q.GetDataDistributionResponse:
-        """Sealed segments with versions; one channel + one leader view per delegator.
+        """Sealed segments with versions; one channel + one leader view per serviceable delegator
+        (as Milvus 2.4, an unserviceable one is left out: the coordinator sees the channel unwatched
+        and watches it again, see :meth:`watch_dm_channels`).
 
         Always the full answer (also when ``lastUpdateTs`` is current)."""
         self._check_serving_or_stopping()
-        delegators = list(self.delegators.values())
+        delegators = [d for d in self.delegators.values() if d.serviceable]
         return Q.GetDataDistributionResponse(
             status=_ok(), nodeID=self.node_id,
             segments=[s.version_info() for s in self.segments.list()],
@@ -743,7 +755,14 @@ class QueryNode(Component):
         async with self._lock():
             results = await asyncio.gather(*(asyncio.to_thread(s.delete, pks, ts) for s in targets),
                                            return_exceptions=True)
-        failed = [s.segment_id for s, r in zip(targets, results) if isinstance(r, BaseException)]
+        failed = []
+        for seg, result in zip(targets, results):
+            if isinstance(result, BaseException):
+                failed.append(seg.segment_id)
+                log.warning("DeleteBatch on channel %s: the delete of segment %d failed", req.vchannel_name,
+                            seg.segment_id, exc_info=result)
+        if missing:
+            log.info("DeleteBatch on channel %s: segments %s are not on this node", req.vchannel_name, missing)
         if len(failed) < len(targets):
             self._touch()
         return Q.DeleteBatchResponse(status=_ok(), failed_ids=failed, missing_ids=missing)

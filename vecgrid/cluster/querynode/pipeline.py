@@ -11,7 +11,9 @@ stream for a node on another host) from a seek position, on its own thread:
   :class:`~vecgrid.gpu.growing.GrowingSegment` per growing segment id);
 * **delete**: primary keys are deleted from every growing segment and handed to
   ``forward_delete`` — the shard leader forwards them to the nodes that hold the
-  channel's sealed segments;
+  channel's sealed segments.  The thread waits until they are applied everywhere (that
+  is what holds tsafe back); the wait ends when the pipeline stops (the forward is then
+  cancelled) and a forward that fails fails the pipeline, tsafe still short of the delete;
 * **tsafe**: after each message the channel's safe timestamp advances to the
   message's timestamp (time ticks included).  A search with a guarantee timestamp
   waits until tsafe reaches it (:meth:`wait_tsafe`).
@@ -31,10 +33,14 @@ Who owns what
 * Excluded segments are dropped, not released: a read may still be searching one, and
   the thread may still be appending to it; each is freed with its last reference.
 * ``_cond`` wakes the tsafe waiters.
+
+A failed pipeline (``error`` set, reported through ``on_failure``) consumes nothing more and
+drops its growing segments: the channel has to be watched again.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
 import threading
 import time
@@ -50,7 +56,12 @@ from vecgrid.storage.wal import ChannelReader, WalError
 
 log = logging.getLogger(__name__)
 
-DeleteForwarder = Callable[[np.ndarray, np.ndarray], None]
+#: ``(pks, timestamps)`` -> a future of the forward to wait for, or None when it is done already
+DeleteForwarder = Callable[[np.ndarray, np.ndarray], "concurrent.futures.Future[None] | None"]
+
+
+class _Stopped(Exception):
+    """The pipeline stopped while the thread waited for a forward (not a failure)."""
 
 
 class ChannelPipeline:
@@ -59,6 +70,7 @@ class ChannelPipeline:
                  partitions: Iterable[int] | None = None,
                  excluded: dict[int, int] | None = None,
                  forward_delete: DeleteForwarder | None = None,
+                 on_failure: Callable[[Exception], None] | None = None,
                  poll_s: float = 0.05) -> None:
         self.channel = channel
         self.collection_id = collection_id
@@ -68,6 +80,7 @@ class ChannelPipeline:
         self._lock = threading.Lock()   # guards growing, growing_partition and excluded (see the module doc)
         self.excluded = dict(excluded or {})  # segment id -> timestamp up to which it is sealed
         self.forward_delete = forward_delete
+        self.on_failure = on_failure          # called on the consumer thread once ``error`` is set
         self.growing: dict[int, GrowingSegment] = {}
         self.growing_partition: dict[int, int] = {}
         self.error: Exception | None = None
@@ -91,11 +104,16 @@ class ChannelPipeline:
         return self
 
     def stop(self) -> None:
+        """Stop consuming and wait for the thread to end (blocking: call it off the event loop).
+
+        The join is unbounded on purpose: every wait of the thread ends within ``poll_s`` of the
+        stop (a read, a forward in flight — cancelled), so nothing of the channel outlives it."""
         self._stop.set()
-        self._thread.join(timeout=5)
-        self._reader.close()
         with self._cond:
             self._cond.notify_all()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join()
+        self._reader.close()
 
     # --- tsafe -----------------------------------------------------------------------------
 
@@ -158,12 +176,22 @@ class ChannelPipeline:
                     self.records += 1
                     self._tsafe = max(self._tsafe, record.timestamp)
                     self._cond.notify_all()
-        except (WalError, Exception) as e:  # noqa: BLE001 - reported through .error and health
+        except _Stopped:
+            return
+        except (WalError, Exception) as e:  # noqa: BLE001 - reported through .error, on_failure and health
             if not self._stop.is_set():
-                log.exception("pipeline of %s stopped", self.channel)
-                self.error = e
-                with self._cond:
-                    self._cond.notify_all()
+                self._fail(e)
+
+    def _fail(self, error: Exception) -> None:
+        log.error("the pipeline of %s failed: %s", self.channel, error, exc_info=error)
+        self.error = error
+        with self._lock:   # it serves nothing more: free the growing rows now
+            self.growing.clear()
+            self.growing_partition.clear()
+        with self._cond:
+            self._cond.notify_all()
+        if self.on_failure is not None:
+            self.on_failure(error)
 
     def _apply(self, message) -> None:
         if isinstance(message, TimeTick):
@@ -205,4 +233,22 @@ class ChannelPipeline:
         for _, _, growing in self.growing_segments():
             growing.delete(pks, batch.timestamps)
         if self.forward_delete is not None:
-            self.forward_delete(pks, batch.timestamps)
+            self._wait_forward(self.forward_delete(pks, batch.timestamps))
+
+    def _wait_forward(self, forward: "concurrent.futures.Future[None] | None") -> None:
+        """Block until the forward is done (its failure raised), or until the pipeline stops: then
+        it is cancelled and the thread ends without passing the delete."""
+        if forward is None:
+            return
+        while True:
+            try:
+                forward.result(timeout=self._poll_s)
+                return
+            except concurrent.futures.TimeoutError:
+                if self._stop.is_set():
+                    forward.cancel()
+                    raise _Stopped() from None
+            except concurrent.futures.CancelledError:
+                if self._stop.is_set():
+                    raise _Stopped() from None
+                raise RuntimeError("the forward of a delete was cancelled") from None
