@@ -112,6 +112,10 @@ class DeleteRetry:
     max_backoff_s: float = 2.0
 
 
+#: the budget of new delegators (a process-wide knob: tests shorten it in worker processes)
+DEFAULT_DELETE_RETRY = DeleteRetry()
+
+
 def query_limit(req: internal_pb2.RetrieveRequest) -> int:
     """The row limit of a Query (the plan's, else the request's; -1: none), for merging its parts."""
     plan = parse_query_plan(req.serialized_expr_plan)
@@ -206,7 +210,7 @@ class ShardDelegator:
         self._l0: dict[int, L0Deletes] = {}   # L0 segments of the view: applied to every sealed segment
         self._loop: asyncio.AbstractEventLoop | None = None
         self._failure: str | None = None   # why a delete may be missing from the view: unserviceable
-        self.delete_retry = DeleteRetry()
+        self.delete_retry = DEFAULT_DELETE_RETRY
 
     # --- lifecycle -----------------------------------------------------------------------------
 
