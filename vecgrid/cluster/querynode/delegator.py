@@ -80,6 +80,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, Sequence
 import numpy as np
 
 from vecgrid import errors
+from vecgrid.cluster.gather import gather_all
 from vecgrid.cluster.querynode import retrieve as retrieve_mod
 from vecgrid.cluster.querynode import search as search_mod
 from vecgrid.cluster.querynode.collections import Collection, CollectionManager
@@ -363,19 +364,18 @@ class ShardDelegator:
     async def _fan_out(self, calls: list[tuple[int, Awaitable[Any]]]) -> list[Any]:
         """The results of ``calls`` (``(node id, awaitable)``, from the workers), in order.  Calls to
         peers are already on their way; this node's own work starts here, on the loop when tiny (see
-        :func:`~vecgrid.cluster.querynode.search.run_search`), so the workers search meanwhile."""
-        tasks = [asyncio.ensure_future(c) for _, c in calls]
+        :func:`~vecgrid.cluster.querynode.search.run_search`), so the workers search meanwhile.
+
+        The first failure fails the read, naming its node (``worker(N) query failed: ...``), once
+        every other call is cancelled and awaited; a cancel of the read propagates as it is."""
+        tasks = [(node_id, asyncio.ensure_future(call)) for node_id, call in calls]
         try:
-            done = await asyncio.gather(*tasks)
-        except BaseException as e:
-            for t in tasks:
-                t.cancel()
-            failed = next((n for (n, _), t in zip(calls, tasks) if t.done() and not t.cancelled()
-                           and t.exception() is not None), None)
+            return await gather_all(task for _, task in tasks)
+        except Exception as e:
+            node_id = next((n for n, t in tasks if t.done() and not t.cancelled() and t.exception() is e), None)
             if isinstance(e, errors.MilvusError):
-                raise type(e)(f"worker({failed}) query failed: {e}") from None
-            raise errors.UnexpectedError(f"worker({failed}) query failed: {e}") from None
-        return done
+                raise type(e)(f"worker({node_id}) query failed: {e}") from None
+            raise errors.UnexpectedError(f"worker({node_id}) query failed: {e}") from None
 
     def _sub(self, req: Any, node_id: int, segment_ids: Sequence[int], scope: int, mvcc: int) -> Any:
         sub = type(req)()

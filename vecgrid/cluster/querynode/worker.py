@@ -20,6 +20,7 @@ remote workers, both owned by the node's event loop.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, AsyncIterator, Awaitable, Protocol, Sequence
 
 import grpc
@@ -145,7 +146,14 @@ class RemoteWorker:
             req, metadata=self._peers.metadata(self._node_id), timeout=self.timeout_s)
 
     def _unary(self, method: str, req: Any) -> Awaitable[Any]:
-        return self._reply(method, self._start(method, req))
+        """The checked reply of ``method``, as a task owning the call: cancelling the task cancels the
+        RPC, even before the task first ran (a coroutine cancelled then never awaits its call, which
+        would run on to its deadline)."""
+        call = self._start(method, req)
+        task = asyncio.ensure_future(self._reply(method, call))
+        if call is not None:
+            task.add_done_callback(lambda t: call.cancel() if t.cancelled() else None)
+        return task
 
     async def _reply(self, method: str, call: Any) -> Any:
         if call is None:
