@@ -227,7 +227,6 @@ class ShardDelegator:
         if os.path.isdir(wal.channel_dir(self.channel)):
             reader = wal.open_reader(self.channel, start)
         else:
-
             reader = RemoteChannelReader(coord_address, self.channel, start)
         self.pipeline = ChannelPipeline(self.channel, reader, self.collection_id, schema, metric,
                                         partitions=partitions or None, excluded=excluded,
@@ -242,10 +241,12 @@ class ShardDelegator:
             loop.call_soon_threadsafe(self._on_change)
 
     async def stop(self) -> None:
+        """Stop consuming the channel; returns once the pipeline thread ended (a forward it waited
+        for is cancelled).  Its growing segments are dropped with it, not released: a read may
+        still be searching one."""
         if self.pipeline is not None:
             pipeline, self.pipeline = self.pipeline, None
             await asyncio.to_thread(pipeline.stop)
-            # its growing segments are dropped with it, not released: a read may still be searching one
 
     @property
     def tsafe(self) -> int:

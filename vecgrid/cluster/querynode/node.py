@@ -44,6 +44,7 @@ import psutil
 from vecgrid import errors
 from vecgrid.cluster import sysinfo
 from vecgrid.cluster.component import Component
+from vecgrid.cluster.gather import gather_all
 from vecgrid.cluster.lifecycle import StateCode
 from vecgrid.cluster.querynode import retrieve as retrieve_mod
 from vecgrid.cluster.querynode import search as search_mod
@@ -651,8 +652,7 @@ class QueryNode(Component):
         self.lifecycle.check_healthy()
         if not req.from_shard_leader:
             self.collections.require(req.req.collectionID)
-            parts = await asyncio.gather(*(d.get_statistics(req) for d in
-                                           self._delegators(req.dml_channels, "statistics")))
+            parts = await gather_all(d.get_statistics(req) for d in self._delegators(req.dml_channels, "statistics"))
             return row_count_statistics(total_row_count(parts))
         inner = req.req
         coll = self.collections.require(inner.collectionID)
@@ -677,7 +677,7 @@ class QueryNode(Component):
         delegators = self._delegators(req.dml_channels, "search")
         if len(delegators) == 1:  # a proxy sends one request per channel: no task, no merge
             return await delegators[0].search(req)
-        parts = await asyncio.gather(*(d.search(req) for d in delegators))
+        parts = await gather_all(d.search(req) for d in delegators)
         out = await asyncio.to_thread(merge_search, parts, req.req, list(req.dml_channels), coll.pk_field.name)
         for p in parts:
             out.channels_mvcc.update(dict(p.channels_mvcc))
@@ -703,7 +703,7 @@ class QueryNode(Component):
         self.lifecycle.check_healthy()
         self.collections.require(req.req.collectionID)
         delegators = self._delegators(req.dml_channels, "query")
-        parts = await asyncio.gather(*(d.query(req) for d in delegators))
+        parts = await gather_all(d.query(req) for d in delegators)
         if len(parts) == 1:
             return parts[0]
         return await asyncio.to_thread(merge_retrieve, parts, req.req, list(req.dml_channels), query_limit(req.req))
