@@ -8,19 +8,10 @@ import numpy as np
 import pyarrow as pa
 
 from vecgrid.cluster.querynode.pipeline import ChannelPipeline
-from vecgrid.proto import common_pb2, schema_pb2
 from vecgrid.storage.dml import DeleteBatch, InsertBatch, TimeTick
 from vecgrid.storage.wal import MessageKind, Wal
 
-DIM = 8
-COLL = 7
-SCHEMA = schema_pb2.CollectionSchema(name="c", fields=[
-    schema_pb2.FieldSchema(fieldID=100, name="pk", data_type=schema_pb2.Int64, is_primary_key=True),
-    schema_pb2.FieldSchema(fieldID=101, name="v", data_type=schema_pb2.FloatVector,
-                           type_params=[common_pb2.KeyValuePair(key="dim", value=str(DIM))]),
-    schema_pb2.FieldSchema(fieldID=102, name="age", data_type=schema_pb2.Int64),
-])
-
+from tests.pipeline_support import COLL, DIM, SCHEMA
 
 def _insert(writer, partition, segment, pks, ts, vectors):
     batch = InsertBatch(COLL, partition, segment, pa.array(pks, pa.int64()), np.full(len(pks), ts, np.uint64),

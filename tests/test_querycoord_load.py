@@ -217,7 +217,7 @@ async def test_time_ticks_let_strong_searches_through(env):
     cluster, coord, ds = env
     cid = ds.collection_id
     await coord.load(cid)
-    from vecgrid.cluster.querynode.delegator import hybrid_now
+    from vecgrid.storage.tso import hybrid_now
     from tests.querynode_support import RemoteNode, search_request
     (shard, *_) = await coord.leaders(cid)
     node = RemoteNode(shard.node_ids[0], shard.node_addrs[0])

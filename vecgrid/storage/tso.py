@@ -71,6 +71,12 @@ def physical_ms_now() -> int:
     return time.time_ns() // 1_000_000
 
 
+def hybrid_now() -> int:
+    """The hybrid timestamp of the wall clock now (logical 0), for a reader with no TSO at hand: a
+    guarantee timestamp that waits for everything written so far."""
+    return compose_ts(physical_ms_now(), 0)
+
+
 def _encode_int(value: int) -> bytes:
     # Decimal ASCII: readable with any KV browser (etcdctl get, sqlite3) when debugging.
     return str(value).encode("ascii")

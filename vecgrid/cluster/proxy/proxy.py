@@ -49,6 +49,7 @@ import numpy as np
 from vecgrid import errors
 from vecgrid.common.keys import server_id_metadata
 from vecgrid.common.limits import GRPC_MESSAGE_OPTIONS
+from vecgrid.cluster.gather import gather_all
 from vecgrid.cluster.proxy.catalog_access import CatalogSource, CollectionMeta, LocalCatalog, RemoteCatalog, unary_call
 from vecgrid.cluster.proxy.filters import compile_filter
 from vecgrid.cluster.querynode.reduce import INLINE_MERGE_HITS, merge_retrieve, merge_search
@@ -322,7 +323,7 @@ class Proxy:
                     self.invalidate(meta.id)
                     raise failed.error from None
 
-        return shards, await _gather(one(s) for s in shards)
+        return shards, await gather_all(one(s) for s in shards)
 
     async def _on_leaders(self, shard: Shard, method: str, req: Any) -> Any:
         """``method`` on the channel's leaders, starting with the next one in turn, until one answers."""
@@ -364,18 +365,6 @@ async def _off_loop(fn: Callable[[], Any], hits: int) -> Any:
     """Run a merge on the loop when it is small (a thread hop costs more), else in a thread: the REST
     app's loop must only await."""
     return fn() if hits <= INLINE_MERGE_HITS else await asyncio.to_thread(fn)
-
-
-async def _gather(calls: Any) -> list[Any]:
-    """All results, or the first failure with the other calls cancelled (not left running)."""
-    tasks = [asyncio.ensure_future(c) for c in calls]
-    try:
-        return await asyncio.gather(*tasks)
-    except BaseException:
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise
 
 
 def _query_request(inner: internal_pb2.RetrieveRequest) -> Callable[[str, int], Q.QueryRequest]:

@@ -12,21 +12,34 @@ A delegator is made by ``WatchDmChannels`` and ended by ``UnsubDmChannel``.  It 
 Reads (``Search`` / ``Query`` / ``QueryStream`` / ``GetStatistics`` from a proxy) wait until
 the channel's tsafe reaches the request's ``guarantee_timestamp``, fix the MVCC timestamp
 (the request's, else tsafe), snapshot the view and fan out in parallel: one
-``*Segments`` sub-request with scope Historical per worker node (in-process for this node,
-gRPC with ``serverid`` metadata for the others) plus one over its own growing segments
-(scope Streaming).  The first failing sub-call fails the request
-(``worker(N) query failed: ...``).
+``*Segments`` sub-request with scope Historical per worker node, through that node's
+:class:`~vecgrid.cluster.querynode.worker.Worker` (in-process for this node, gRPC with
+``serverid`` metadata for the others), plus one over its own growing segments (scope
+Streaming).  The first failing sub-call fails the request (``worker(N) query failed: ...``).
+The delegator knows nothing of the QueryNode that runs it: the node hands it its workers,
+collections, loader and a change callback.
 
 Deletes read from the channel are applied to the growing segments by the pipeline and
-forwarded here (:meth:`ShardDelegator.forward_delete`, on the pipeline thread, which blocks
-until every node holding a sealed segment of the channel applied them, so tsafe never passes
-a delete that is not visible everywhere).  As Milvus's default ``FilterByBF`` policy, only the
+forwarded here (:meth:`ShardDelegator.forward_delete`; the pipeline thread waits until every
+node whose sealed segments may hold the keys applied them, so **tsafe never passes a delete
+that is not visible everywhere**).  As Milvus's default ``FilterByBF`` policy, only the
 sealed segments whose pk statistics (:mod:`.pk_stats`: a bloom filter + key range built when
 the leader records the segment) may hold a key get it, with one ``DeleteBatch`` per node;
 segments known only from SyncDistribution (no statistics) get every delete.  A peer answering
 UNIMPLEMENTED gets per-segment ``Delete`` calls instead.  Deletes are also
 kept in a buffer (trimmed at each UpdateVersion checkpoint) and replayed onto segments the
 delegator loads later.
+
+A DeleteBatch is not done until its reply says every segment applied it: an error, a timeout,
+``failed_ids`` and ``missing_ids`` are retried with backoff (:class:`DeleteRetry`), and the
+view is read again before each attempt — a segment answered missing has moved (the delete
+goes to its new node) or left the view (nothing to do: a later copy gets the buffer).  When the
+budget runs out the leader becomes **unserviceable** (as Milvus marks such segments offline):
+the pipeline fails with tsafe short of the delete, reads are refused with the retriable
+``ServiceUnavailable`` (a proxy tries another replica), ``health_problem`` says why, and the
+node leaves the leader out of GetDataDistribution, so the coordinator's channel checker watches
+the channel again — on this node ``WatchDmChannels`` then replaces the delegator with a fresh
+one, whose catch-up sends the buffered deletes to every segment that joins its view.
 
 **L0 segments** (a flushed channel's deletes, loaded on the leader) are applied here too, as
 Milvus 2.4's delegator does (``loadStreamDelete`` with ``GetLevel0Deletions``): the delegator
@@ -35,6 +48,13 @@ on another node, and sends a newly adopted L0 segment's deletes to the sealed se
 in the view.  A node applies the L0 segments it holds itself to its own segments, so the node
 holding an L0 segment is skipped.
 
+Who owns what: every piece of delegator state — the view (``sealed``, ``pk_stats``,
+``_l0``, ``target_version``, ``partition_stats``), the delete replay buffer and its sequence
+numbers, ``pipeline`` — belongs to the node's event loop.  The pipeline thread never touches
+it: :meth:`ShardDelegator.forward_delete` hands each delete to the loop
+(``run_coroutine_threadsafe``) and waits there.  The growing segments belong to the
+pipeline (see :mod:`.pipeline`); the delegator reads them only through its snapshots.
+
 Where the WAL comes from: the local WAL when ``<data_dir>/wal/<channel>`` exists on this
 host, else :class:`~vecgrid.storage.remote_reader.RemoteChannelReader` against the
 coordinator (``vecgrid.coord_address`` in the request's ``base.properties``, else
@@ -42,61 +62,65 @@ coordinator (``vecgrid.coord_address`` in the request's ``base.properties``, els
 
 Peer addresses: requests may carry ``vecgrid.node_address.<id>`` = ``host:port`` in
 ``base.properties`` (WatchDmChannels, LoadSegments, SyncDistribution, ...); the node
-registers them with its :class:`~vecgrid.cluster.querynode.peers.PeerClients`.
+registers them with its :class:`~vecgrid.cluster.querynode.peers.PeerClients`, which its
+:class:`~vecgrid.cluster.querynode.worker.Workers` use.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import itertools
 import logging
 import os
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, Sequence
 
-import grpc
 import numpy as np
 
 from vecgrid import errors
-from vecgrid.common.keys import node_addresses
+from vecgrid.cluster.gather import gather_all
 from vecgrid.cluster.querynode import retrieve as retrieve_mod
 from vecgrid.cluster.querynode import search as search_mod
-from vecgrid.cluster.querynode.collections import Collection
+from vecgrid.cluster.querynode.collections import Collection, CollectionManager
+from vecgrid.cluster.querynode.loader import SegmentLoader
 from vecgrid.cluster.querynode.pk_stats import PkStats
 from vecgrid.cluster.querynode.pipeline import ChannelPipeline
 from vecgrid.cluster.querynode.reduce import INLINE_MERGE_HITS, merge_retrieve, merge_search
 from vecgrid.cluster.querynode.segments import ALL_PARTITIONS
+from vecgrid.cluster.querynode.worker import Workers, row_count_statistics, total_row_count
 from vecgrid.gpu.plan import parse_query_plan
-from vecgrid.proto import (common_pb2, data_coord_pb2, internal_pb2, msg_pb2, query_coord_pb2,
-                           schema_pb2)
+from vecgrid.proto import data_coord_pb2, internal_pb2, msg_pb2, query_coord_pb2, schema_pb2
 from vecgrid.storage.layout import DataDir
 from vecgrid.storage.remote_reader import RemoteChannelReader
+from vecgrid.storage.tso import parse_ts
 from vecgrid.storage.wal import Position, Wal
-
-if TYPE_CHECKING:
-    from vecgrid.cluster.querynode.node import QueryNode
 
 log = logging.getLogger(__name__)
 Q = query_coord_pb2
 MAX_TS = int(np.iinfo(np.uint64).max)
 DEFAULT_TSAFE_WAIT_S = 10.0      # wait for tsafe when the request has no timeout_timestamp
-SUB_CALL_TIMEOUT_S = 120.0
-DELETE_FORWARD_TIMEOUT_S = 60.0
 
 
-def physical_ms(ts: int) -> int:
-    return int(ts) >> 18
+@dataclass(frozen=True)
+class DeleteRetry:
+    """How long a leader keeps trying to apply a delete on the nodes of its view."""
+
+    deadline_s: float = 30.0        # after this the channel is marked unserviceable
+    call_timeout_s: float = 10.0    # one DeleteBatch attempt
+    first_backoff_s: float = 0.05
+    max_backoff_s: float = 2.0
 
 
-def hybrid_now() -> int:
-    return int(time.time() * 1000) << 18
+#: the budget of new delegators (a process-wide knob: tests shorten it in worker processes)
+DEFAULT_DELETE_RETRY = DeleteRetry()
 
 
-def learn_peers(node: "QueryNode", base: common_pb2.MsgBase) -> None:
-    """Register ``vecgrid.node_address.<id>`` properties of a request's ``base`` as peers."""
-    for node_id, address in node_addresses(base.properties).items():
-        node.register_peer(node_id, address)
+def query_limit(req: internal_pb2.RetrieveRequest) -> int:
+    """The row limit of a Query (the plan's, else the request's; -1: none), for merging its parts."""
+    plan = parse_query_plan(req.serialized_expr_plan)
+    return plan.limit if plan.limit and plan.limit > 0 else (req.limit if req.limit > 0 else -1)
 
 
 # --- growing segments seen as sealed ones by the worker-side search / retrieve code -------------
@@ -158,9 +182,19 @@ class L0Deletes:
 # --- the delegator ---------------------------------------------------------------------------------
 
 class ShardDelegator:
-    def __init__(self, node: "QueryNode", collection_id: int, channel: str, *, version: int = 0,
-                 replica_id: int = 0) -> None:
-        self.node = node
+    """The leader of one channel.  Its collaborators come from the node that watches the channel:
+    ``workers`` reach every node of the view (this one included), ``collections`` and ``loader``
+    are the node's, and ``on_change`` tells the node its distribution changed (lastModifyTs)."""
+
+    def __init__(self, collection_id: int, channel: str, *, workers: Workers, collections: CollectionManager,
+                 loader: SegmentLoader, data_dir: str, stream_chunk_bytes: int,
+                 on_change: Callable[[], None], version: int = 0, replica_id: int = 0) -> None:
+        self.workers = workers
+        self.collections = collections
+        self.loader = loader
+        self.data_dir = data_dir
+        self.stream_chunk_bytes = stream_chunk_bytes
+        self._on_change = on_change
         self.collection_id = collection_id
         self.channel = channel
         self.version = version or time.time_ns()
@@ -176,7 +210,8 @@ class ShardDelegator:
         self._delete_seq = itertools.count(1)
         self._l0: dict[int, L0Deletes] = {}   # L0 segments of the view: applied to every sealed segment
         self._loop: asyncio.AbstractEventLoop | None = None
-        self.failed_forwards = 0
+        self._failure: str | None = None   # why a delete may be missing from the view: unserviceable
+        self.delete_retry = DEFAULT_DELETE_RETRY
 
     # --- lifecycle -----------------------------------------------------------------------------
 
@@ -188,31 +223,43 @@ class ShardDelegator:
         seek = info.seek_position if info.HasField("seek_position") and len(info.seek_position.msgID) else None
         self.seek_position = seek
         start = Position.from_msg_position(seek) if seek is not None else "earliest"
-        wal = Wal(DataDir(self.node.settings.common.data_dir).wal_root)
+        wal = Wal(DataDir(self.data_dir).wal_root)
         if os.path.isdir(wal.channel_dir(self.channel)):
             reader = wal.open_reader(self.channel, start)
         else:
-
             reader = RemoteChannelReader(coord_address, self.channel, start)
         self.pipeline = ChannelPipeline(self.channel, reader, self.collection_id, schema, metric,
                                         partitions=partitions or None, excluded=excluded,
-                                        forward_delete=self.forward_delete)
+                                        forward_delete=self.forward_delete, on_failure=self._pipeline_failed)
         self.pipeline.start()
 
+    def _pipeline_failed(self, _: Exception) -> None:
+        """Pipeline thread: the leader is unserviceable now; tell the node (on the loop) that its
+        distribution changed, so the coordinator sees the channel unwatched at its next pull."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._on_change)
+
     async def stop(self) -> None:
+        """Stop consuming the channel; returns once the pipeline thread ended (a forward it waited
+        for is cancelled).  Its growing segments are dropped with it, not released: a read may
+        still be searching one."""
         if self.pipeline is not None:
             pipeline, self.pipeline = self.pipeline, None
             await asyncio.to_thread(pipeline.stop)
-            for g in list(pipeline.growing.values()):
-                g.release()
 
     @property
     def tsafe(self) -> int:
         return self.pipeline.tsafe if self.pipeline is not None else 0
 
     @property
+    def node_id(self) -> int:
+        """This node's id (the leader's own sub-requests and growing rows)."""
+        return self.workers.local.node_id
+
+    @property
     def collection(self) -> Collection:
-        return self.node.collections.require(self.collection_id)
+        return self.collections.require(self.collection_id)
 
     # --- views -----------------------------------------------------------------------------------
 
@@ -221,15 +268,15 @@ class ShardDelegator:
         for sid, e in self.sealed.items():
             view.segment_dist[sid].CopyFrom(Q.SegmentDist(nodeID=e.node_id, version=e.version))
         if self.pipeline is not None:
-            growing = list(self.pipeline.growing.items())
-            view.growing_segmentIDs.extend(sid for sid, _ in growing)
-            for sid, _ in growing:
+            growing = self.pipeline.growing_segments()
+            view.growing_segmentIDs.extend(sid for sid, _, _ in growing)
+            for sid, _, _ in growing:
                 pos = view.growing_segments[sid]
                 pos.channel_name = self.channel
                 pos.timestamp = self.tsafe
                 if self.seek_position is not None:
                     pos.msgID = self.seek_position.msgID
-            view.num_of_growing_rows = self.pipeline.num_growing_rows
+            view.num_of_growing_rows = sum(g.num_rows for _, _, g in growing)
         for pid, v in self.partition_stats.items():
             view.partition_stats_versions[pid] = v
         return view
@@ -237,14 +284,28 @@ class ShardDelegator:
     def channel_info(self) -> Q.ChannelVersionInfo:
         return Q.ChannelVersionInfo(channel=self.channel, collection=self.collection_id, version=self.version)
 
+    @property
+    def serviceable(self) -> bool:
+        """Whether this leader may serve reads: consuming its channel, every delete of the view applied
+        (Milvus's ``Serviceable()``; GetDataDistribution leaves an unserviceable leader out)."""
+        return self.pipeline is not None and self.unserviceable_reason() is None
+
+    def unserviceable_reason(self) -> str | None:
+        if self._failure is not None:
+            return f"channel {self.channel} is not serviceable: {self._failure}"
+        if self.pipeline is not None and self.pipeline.error is not None:
+            return f"channel {self.channel} is not serviceable: its pipeline failed: {self.pipeline.error}"
+        return None
+
     def health_problem(self, max_lag_s: float) -> str | None:
         if self.pipeline is None:
             return None
-        if self.pipeline.error is not None:
-            return f"the pipeline of channel {self.channel} failed: {self.pipeline.error}"
+        reason = self.unserviceable_reason()
+        if reason is not None:
+            return reason
         ts = self.pipeline.tsafe
         if ts:
-            lag = time.time() - physical_ms(ts) / 1000.0
+            lag = time.time() - parse_ts(ts)[0] / 1000.0
             if lag >= max_lag_s:
                 return f"tsafe of channel {self.channel} lags {lag:.0f} s behind wall clock (max {max_lag_s:.0f} s)"
         return None
@@ -252,9 +313,8 @@ class ShardDelegator:
     def _growing(self, partitions: set[int] | None) -> list[GrowingView]:
         if self.pipeline is None:
             return []
-        parts = self.pipeline.growing_partition
-        return [GrowingView(sid, parts.get(sid, -1), g) for sid, g in list(self.pipeline.growing.items())
-                if partitions is None or parts.get(sid, -1) in partitions]
+        return [GrowingView(sid, part, g) for sid, part, g in self.pipeline.growing_segments()
+                if partitions is None or part in partitions]
 
     def _by_node(self, partitions: set[int] | None) -> dict[int, list[int]]:
         out: dict[int, list[int]] = {}
@@ -278,11 +338,10 @@ class ShardDelegator:
         pipeline = self.pipeline
         if pipeline is None:
             raise errors.ChannelNotFound("the delegator is stopped", channel=self.channel)
-        if pipeline.error is not None:
-            raise errors.ServiceUnavailable(f"the pipeline of channel {self.channel} failed: {pipeline.error}")
+        self._check_serviceable()
         if guarantee and pipeline.tsafe < guarantee:
             if timeout_ts:
-                timeout = max(0.0, physical_ms(timeout_ts) / 1000.0 - time.time())
+                timeout = max(0.0, parse_ts(timeout_ts)[0] / 1000.0 - time.time())
             else:
                 timeout = DEFAULT_TSAFE_WAIT_S
             if not await asyncio.to_thread(pipeline.wait_tsafe, guarantee, timeout):
@@ -290,65 +349,34 @@ class ShardDelegator:
                     # unwatched meanwhile (the channel moved): the caller asks for the leaders again
                     raise errors.ChannelNotFound("the delegator stopped while the request waited for tsafe",
                                                  channel=self.channel)
-                if pipeline.error is not None:
-                    raise errors.ServiceUnavailable(f"the pipeline of channel {self.channel} failed: "
-                                                    f"{pipeline.error}")
+                self._check_serviceable()
                 raise errors.Timeout(f"tsafe of channel {self.channel} ({pipeline.tsafe}) did not reach the "
                                      f"guarantee timestamp {guarantee} within {timeout:.1f} s "
                                      f"({pipeline.lag_reason()})", channel=self.channel)
+            self._check_serviceable()   # it may have failed while the request waited
         return pipeline.tsafe
 
+    def _check_serviceable(self) -> None:
+        """Refuse a read with a retriable error (the proxy tries another replica)."""
+        reason = self.unserviceable_reason()
+        if reason is not None:
+            raise errors.ServiceUnavailable(reason)
+
     async def _fan_out(self, calls: list[tuple[int, Awaitable[Any]]]) -> list[Any]:
-        """The results of ``calls`` (from :meth:`_call`), in order.  Calls to peers are already on
-        their way; this node's own work starts here, on the loop when tiny (see
-        :func:`~vecgrid.cluster.querynode.search.run_search`), so the workers search meanwhile."""
-        tasks = [asyncio.ensure_future(c) for _, c in calls]
+        """The results of ``calls`` (``(node id, awaitable)``, from the workers), in order.  Calls to
+        peers are already on their way; this node's own work starts here, on the loop when tiny (see
+        :func:`~vecgrid.cluster.querynode.search.run_search`), so the workers search meanwhile.
+
+        The first failure fails the read, naming its node (``worker(N) query failed: ...``), once
+        every other call is cancelled and awaited; a cancel of the read propagates as it is."""
+        tasks = [(node_id, asyncio.ensure_future(call)) for node_id, call in calls]
         try:
-            done = await asyncio.gather(*tasks)
-        except BaseException as e:
-            for t in tasks:
-                t.cancel()
-            failed = next((n for (n, _), t in zip(calls, tasks) if t.done() and not t.cancelled()
-                           and t.exception() is not None), None)
+            return await gather_all(task for _, task in tasks)
+        except Exception as e:
+            node_id = next((n for n, t in tasks if t.done() and not t.cancelled() and t.exception() is e), None)
             if isinstance(e, errors.MilvusError):
-                raise type(e)(f"worker({failed}) query failed: {e}") from None
-            raise errors.UnexpectedError(f"worker({failed}) query failed: {e}") from None
-        return done
-
-    def _send(self, node_id: int, method: str, req: Any) -> Awaitable[Any]:
-        """Start ``method`` on peer ``node_id`` now and return an awaitable of its checked reply.
-
-        The gRPC call is created here, not when the result is first awaited, so its request goes
-        out on the next loop iteration, ahead of whatever this node then computes itself."""
-        call = None
-        if self.node.peers.knows(node_id):
-            call = getattr(self.node.peers.stub(node_id), method)(
-                req, metadata=self.node.peers.metadata(node_id), timeout=SUB_CALL_TIMEOUT_S)
-        return self._reply(node_id, method, call)
-
-    @staticmethod
-    async def _reply(node_id: int, method: str, call: Any) -> Any:
-        """The reply of a call from :meth:`_send` (``None``: no address known); a failed Status raises."""
-        if call is None:
-            raise errors.NodeNotFound(f"no address known for worker node {node_id}", node=node_id)
-        try:
-            reply = await call
-        except grpc.aio.AioRpcError as e:
-            raise errors.ServiceUnavailable(f"{method} on node {node_id}: {e.code().name} {e.details()}") from None
-        status = reply if isinstance(reply, common_pb2.Status) else reply.status
-        if status.code or status.error_code:
-            raise errors.from_remote(status.code or 65535, status.reason)
-        return reply
-
-    async def _remote(self, node_id: int, method: str, req: Any) -> Any:
-        """Call ``method`` on worker ``node_id``; a failed Status (the reply's or the reply itself) raises."""
-        return await self._send(node_id, method, req)
-
-    def _call(self, node_id: int, method: str, local: Callable[[Any], Awaitable[Any]], sub: Any) -> Awaitable[Any]:
-        """``local(sub)`` for this node, else ``method`` sent to the peer right away (see :meth:`_send`)."""
-        if node_id == self.node.node_id:
-            return local(sub)
-        return self._send(node_id, method, sub)
+                raise type(e)(f"worker({node_id}) query failed: {e}") from None
+            raise errors.UnexpectedError(f"worker({node_id}) query failed: {e}") from None
 
     def _sub(self, req: Any, node_id: int, segment_ids: Sequence[int], scope: int, mvcc: int) -> Any:
         sub = type(req)()
@@ -370,14 +398,13 @@ class ShardDelegator:
 
     async def search(self, req: Q.SearchRequest) -> internal_pb2.SearchResults:
         coll, partitions, mvcc = await self._prepare(req)
-        calls: list[tuple[int, Awaitable[Any]]] = []
-        for node_id, sids in self._by_node(partitions).items():
-            calls.append((node_id, self._call(node_id, "SearchSegments", self.node.search_segments,
-                                              self._sub(req, node_id, sids, Q.Historical, mvcc))))
+        calls: list[tuple[int, Awaitable[Any]]] = [
+            (node_id, self.workers.get(node_id).search_segments(self._sub(req, node_id, sids, Q.Historical, mvcc)))
+            for node_id, sids in self._by_node(partitions).items()]
         growing = self._growing(partitions)
-        sub = self._sub(req, self.node.node_id, [], Q.Streaming, mvcc)
+        sub = self._sub(req, self.node_id, [], Q.Streaming, mvcc)
         if growing or not calls:  # an empty channel still answers
-            calls.append((self.node.node_id, search_mod.run_search(coll, growing, sub.req, [self.channel])))
+            calls.append((self.node_id, search_mod.run_search(coll, growing, sub.req, [self.channel])))
         parts = await self._fan_out(calls)
         if sub.req.nq * sub.req.topk * len(parts) <= INLINE_MERGE_HITS:
             out = merge_search(parts, sub.req, [self.channel], coll.pk_field.name)  # cheaper than a thread hop
@@ -386,10 +413,6 @@ class ShardDelegator:
         out.channels_mvcc[self.channel] = mvcc
         return out
 
-    def _query_limit(self, req: internal_pb2.RetrieveRequest) -> int:
-        plan = parse_query_plan(req.serialized_expr_plan)
-        return plan.limit if plan.limit and plan.limit > 0 else (req.limit if req.limit > 0 else -1)
-
     def _growing_query(self, coll: Collection, growing: list[GrowingView],
                        req: Q.QueryRequest) -> internal_pb2.RetrieveResults:
         found = retrieve_mod.retrieve(coll, growing, req.req)
@@ -397,14 +420,13 @@ class ShardDelegator:
 
     async def query(self, req: Q.QueryRequest) -> internal_pb2.RetrieveResults:
         coll, partitions, mvcc = await self._prepare(req)
-        calls: list[tuple[int, Awaitable[Any]]] = []
-        for node_id, sids in self._by_node(partitions).items():
-            calls.append((node_id, self._call(node_id, "QuerySegments", self.node.query_segments,
-                                              self._sub(req, node_id, sids, Q.Historical, mvcc))))
-        sub = self._sub(req, self.node.node_id, [], Q.Streaming, mvcc)
-        calls.append((self.node.node_id, asyncio.to_thread(self._growing_query, coll, self._growing(partitions), sub)))
+        calls: list[tuple[int, Awaitable[Any]]] = [
+            (node_id, self.workers.get(node_id).query_segments(self._sub(req, node_id, sids, Q.Historical, mvcc)))
+            for node_id, sids in self._by_node(partitions).items()]
+        sub = self._sub(req, self.node_id, [], Q.Streaming, mvcc)
+        calls.append((self.node_id, asyncio.to_thread(self._growing_query, coll, self._growing(partitions), sub)))
         parts = await self._fan_out(calls)
-        limit = self._query_limit(req.req)
+        limit = query_limit(req.req)
         return await asyncio.to_thread(merge_retrieve, parts, sub.req, [self.channel], limit)
 
     async def query_stream(self, req: Q.QueryRequest) -> AsyncIterator[internal_pb2.RetrieveResults]:
@@ -413,26 +435,13 @@ class ShardDelegator:
         for node_id, sids in self._by_node(partitions).items():
             sub = self._sub(req, node_id, sids, Q.Historical, mvcc)
             try:
-                if node_id == self.node.node_id:
-                    async for msg in self.node.query_stream_segments(sub):
-                        yield msg
-                else:
-                    if not self.node.peers.knows(node_id):
-                        raise errors.NodeNotFound(f"no address known for worker node {node_id}", node=node_id)
-                    call = self.node.peers.stub(node_id).QueryStreamSegments(
-                        sub, metadata=self.node.peers.metadata(node_id), timeout=SUB_CALL_TIMEOUT_S)
-                    async for msg in call:
-                        if msg.status.code or msg.status.error_code:
-                            raise errors.from_remote(msg.status.code or 65535, msg.status.reason)
-                        yield msg
+                async for msg in self.workers.get(node_id).query_stream_segments(sub):
+                    yield msg
             except errors.MilvusError as e:
                 raise type(e)(f"worker({node_id}) query failed: {e}") from None
-            except grpc.aio.AioRpcError as e:
-                raise errors.ServiceUnavailable(
-                    f"worker({node_id}) query failed: {e.code().name} {e.details()}") from None
-        sub = self._sub(req, self.node.node_id, [], Q.Streaming, mvcc)
+        sub = self._sub(req, self.node_id, [], Q.Streaming, mvcc)
         found = await asyncio.to_thread(retrieve_mod.retrieve, coll, self._growing(partitions), sub.req)
-        chunks = retrieve_mod.retrieve_chunks(found, sub.req, [self.channel], self.node.stream_chunk_bytes)
+        chunks = retrieve_mod.retrieve_chunks(found, sub.req, [self.channel], self.stream_chunk_bytes)
         while (msg := await asyncio.to_thread(next, chunks, None)) is not None:
             yield msg
 
@@ -449,19 +458,14 @@ class ShardDelegator:
             sub.dml_channels[:] = [self.channel]
             sub.segmentIDs[:] = sids
             sub.req.travel_timestamp = mvcc
-            calls.append((node_id, self._call(node_id, "GetStatistics", self.node.get_statistics, sub)))
+            calls.append((node_id, self.workers.get(node_id).get_statistics(sub)))
         growing = self._growing(partitions)
         ts = mvcc or None
 
-        async def local_rows() -> internal_pb2.GetStatisticsResponse:
-            rows = await asyncio.to_thread(lambda: sum(g.visible_rows(ts) for g in growing))
-            return internal_pb2.GetStatisticsResponse(status=common_pb2.Status(), stats=[
-                common_pb2.KeyValuePair(key="row_count", value=str(rows))])
-        calls.append((self.node.node_id, local_rows()))
-        parts = await self._fan_out(calls)
-        total = sum(int(kv.value) for p in parts for kv in p.stats if kv.key == "row_count")
-        return internal_pb2.GetStatisticsResponse(status=common_pb2.Status(), stats=[
-            common_pb2.KeyValuePair(key="row_count", value=str(total))])
+        async def growing_rows() -> internal_pb2.GetStatisticsResponse:
+            return row_count_statistics(await asyncio.to_thread(lambda: sum(g.visible_rows(ts) for g in growing)))
+        calls.append((self.node_id, growing_rows()))
+        return row_count_statistics(total_row_count(await self._fan_out(calls)))
 
     # --- distribution --------------------------------------------------------------------------
 
@@ -469,7 +473,7 @@ class ShardDelegator:
         """Load on the worker (``dst_nodeID``; L0 segments on this node), then record them."""
         groups: dict[int, list[Q.SegmentLoadInfo]] = {}
         for info in req.infos:
-            dst = self.node.node_id if info.level == data_coord_pb2.L0 else req.dst_nodeID
+            dst = self.node_id if info.level == data_coord_pb2.L0 else req.dst_nodeID
             groups.setdefault(dst, []).append(info)
         for dst, infos in groups.items():
             fwd = Q.LoadSegmentsRequest()
@@ -479,16 +483,13 @@ class ShardDelegator:
             fwd.base.targetID = dst
             del fwd.infos[:]
             fwd.infos.extend(infos)
-            if dst == self.node.node_id:
-                await self.node.load_segments(fwd)
-            else:
-                await self._remote(dst, "LoadSegments", fwd)
+            await self.workers.get(dst).load_segments(fwd)
             if req.load_scope == Q.Full:
                 await self._adopt(dst, req.version, infos)
             else:
                 for info in infos:
                     self.sealed[info.segmentID] = SealedEntry(dst, req.version, info.partitionID)
-        self.node._touch()
+        self._on_change()
 
     async def _adopt(self, node_id: int, version: int, infos: Sequence[Q.SegmentLoadInfo]) -> None:
         """Start serving sealed segments just loaded on ``node_id``: pk statistics for delete routing,
@@ -528,11 +529,9 @@ class ShardDelegator:
             fwd.nodeID = node_id
             fwd.base.targetID = node_id
             fwd.segmentIDs[:] = sids
-            if node_id == self.node.node_id:
-                await self.node.release_segments(fwd)
-            elif self.node.peers.knows(node_id):
-                await self._remote(node_id, "ReleaseSegments", fwd)
-        self.node._touch()
+            if self.workers.knows(node_id):
+                await self.workers.get(node_id).release_segments(fwd)
+        self._on_change()
         return
 
     async def sync_distribution(self, req: Q.SyncDistributionRequest) -> None:
@@ -563,7 +562,7 @@ class ShardDelegator:
                 self.partition_stats.update(dict(action.partition_stats_versions))
             else:
                 raise errors.ServiceInternal(f"unexpected action type {action.type}")
-        self.node._touch()
+        self._on_change()
 
     def sync_replica_segments(self, req: Q.SyncReplicaSegmentsRequest) -> None:
         self.sealed = {}
@@ -571,51 +570,63 @@ class ShardDelegator:
             for i, sid in enumerate(rs.segment_ids):
                 version = rs.versions[i] if i < len(rs.versions) else 0
                 self.sealed[sid] = SealedEntry(rs.node_id, version, rs.partition_id)
-        self.node._touch()
+        self._on_change()
 
     # --- delete forwarding ---------------------------------------------------------------------
 
-    def forward_delete(self, pks: np.ndarray, timestamps: np.ndarray) -> None:
-        """Pipeline thread: apply the deletes on every node holding a sealed segment of the channel
-        and wait for it (so tsafe only advances once they are visible)."""
+    def forward_delete(self, pks: np.ndarray, timestamps: np.ndarray) -> "concurrent.futures.Future[None]":
+        """Pipeline thread: hand deletes read from the channel to the loop, which buffers them and
+        applies them on every node of the view that may hold the keys; the pipeline waits on the
+        returned future (tsafe stays short of the deletes until they are visible)."""
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            raise RuntimeError(f"the event loop of the delegator of {self.channel} is gone")
+        return asyncio.run_coroutine_threadsafe(self._channel_delete(pks, timestamps), loop)
+
+    async def _channel_delete(self, pks: np.ndarray, timestamps: np.ndarray) -> None:
+        """On the loop (the owner of the replay buffer): keep a delete read from the channel for the
+        segments loaded later, then apply it to the view's; one that cannot be applied makes the
+        channel unserviceable (and fails the pipeline, which waits for this)."""
         self._deletes.append((next(self._delete_seq), pks, timestamps))
-        if self._loop is None or self._loop.is_closed():
-            return
-        fut = asyncio.run_coroutine_threadsafe(self._forward(pks, timestamps), self._loop)
         try:
-            fut.result(DELETE_FORWARD_TIMEOUT_S)
-        except Exception:  # noqa: BLE001 - logged; the pipeline goes on
-            self.failed_forwards += 1
-            log.exception("forwarding deletes of %s failed", self.channel)
+            await self._deliver(self._delete_request(pks, timestamps), self._may_hold(self.sealed, pks),
+                                self._view_node, f"deletes at ts {int(np.max(timestamps))}")
+        except Exception as e:
+            self._lost(e)
+            raise
+
+    def _lost(self, error: Exception) -> None:
+        """A delete that the view's segments may need did not reach them: stop serving."""
+        if self._failure is None:
+            self._failure = str(error)
+            log.error("channel %s is not serviceable: %s", self.channel, error)
+            self._on_change()   # the distribution drops this leader: the coordinator watches the channel again
 
     async def _record_pk_stats(self, infos) -> None:
         """Build the pk statistics that route deletes (L0 segments hold deletes, not rows)."""
-        coll = self.node.collections.require(self.collection_id)
+        coll = self.collection
         rows = [i for i in infos if i.level != data_coord_pb2.L0]
 
         def build():
             out = {}
             for info in rows:
-                keys = self.node.loader.read_primary_keys(coll, info)
+                keys = self.loader.read_primary_keys(coll, info)
                 if keys is not None:
                     out[info.segmentID] = PkStats(keys)
             return out
         self.pk_stats.update(await asyncio.to_thread(build))
 
-    def _affected(self, groups: dict[int, list[int]], pks: np.ndarray) -> dict[int, list[int]]:
-        """Only the segments whose pk statistics may hold one of ``pks`` (all where none are known)."""
-        out = {}
-        for node_id, sids in groups.items():
-            hit = [sid for sid in sids if sid not in self.pk_stats or self.pk_stats[sid].might_contain(pks).any()]
-            if hit:
-                out[node_id] = hit
-        return out
+    def _may_hold(self, segments: Iterable[int], pks: np.ndarray) -> set[int]:
+        """Of ``segments``, those whose pk statistics may hold one of ``pks`` (all where none are known)."""
+        return {sid for sid in segments if sid not in self.pk_stats or self.pk_stats[sid].might_contain(pks).any()}
 
-    async def _forward(self, pks: np.ndarray, timestamps: np.ndarray,
-                       groups: dict[int, list[int]] | None = None) -> None:
-        groups = self._affected(self._by_node(None) if groups is None else groups, pks)
-        if not groups:
-            return
+    def _view_node(self, segment_id: int) -> int | None:
+        """Where the view routes a segment now (None: no longer in the view)."""
+        entry = self.sealed.get(segment_id)
+        return None if entry is None else entry.node_id
+
+    def _delete_request(self, pks: np.ndarray, timestamps: np.ndarray) -> Q.DeleteBatchRequest:
+        """A DeleteBatch of ``pks`` without segments or target (filled per node)."""
         ids = schema_pb2.IDs()
         if pks.dtype.kind in "UOS":
             ids.str_id.data.extend([str(v) for v in pks.tolist()])
@@ -624,24 +635,73 @@ class ShardDelegator:
         ts = np.asarray(timestamps, np.uint64).tolist()
         if len(ts) == 1 and len(pks) > 1:
             ts = ts * len(pks)
+        return Q.DeleteBatchRequest(collection_id=self.collection_id, partition_id=-1, vchannel_name=self.channel,
+                                    primary_keys=ids, timestamps=ts, scope=Q.Historical)
 
-        async def one(node_id: int, sids: list[int]) -> None:
-            req = Q.DeleteBatchRequest(collection_id=self.collection_id, partition_id=-1, vchannel_name=self.channel,
-                                       segment_ids=sids, primary_keys=ids, timestamps=ts, scope=Q.Historical)
-            req.base.targetID = node_id
-            if node_id == self.node.node_id:
-                await self.node.delete_batch(req)
+    async def _deliver(self, template: Q.DeleteBatchRequest, segments: set[int],
+                       locate: Callable[[int], int | None], what: str, *, missing_is_final: bool = False) -> None:
+        """Apply ``template``'s deletes to ``segments``, each on the node ``locate`` names at the time
+        (None: nothing to do for it any more), one DeleteBatch per node, until every segment applied
+        them.  An error, a timeout, ``failed_ids`` and ``missing_ids`` are retried with backoff for
+        :attr:`delete_retry`'s budget, ``locate`` asked again each time (a segment answered missing
+        has moved or left the view: the view says where it is now); then this raises.  With
+        ``missing_is_final`` (segments about to join the view, on the node that just loaded them),
+        a missing segment raises at once."""
+        policy = self.delete_retry
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + policy.deadline_s
+        backoff = policy.first_backoff_s
+        pending = set(segments)
+        attempt = 0
+        while True:
+            groups: dict[int, list[int]] = {}
+            for sid in sorted(pending):
+                node_id = locate(sid)
+                if node_id is None:
+                    pending.discard(sid)
+                else:
+                    groups.setdefault(node_id, []).append(sid)
+            if not groups:
                 return
-            try:
-                await self._remote(node_id, "DeleteBatch", req)
-            except errors.ServiceUnavailable as e:
-                if "UNIMPLEMENTED" not in str(e):
-                    raise
-                for sid in sids:
-                    await self._remote(node_id, "Delete", Q.DeleteRequest(
-                        collection_id=self.collection_id, partition_id=-1, vchannel_name=self.channel,
-                        segment_id=sid, primary_keys=ids, timestamps=ts, scope=Q.Historical))
-        await asyncio.gather(*(one(n, s) for n, s in groups.items()))
+            attempt += 1
+            outcomes = await asyncio.gather(*(self._delete_on(template, node_id, sids, policy.call_timeout_s)
+                                              for node_id, sids in groups.items()))
+            problems = []
+            for node_id, (applied, missing, problem) in zip(groups, outcomes):
+                pending -= applied
+                if problem is not None:
+                    problems.append(problem)
+                if missing and missing_is_final:
+                    raise errors.SegmentNotLoaded(f"{what}: node {node_id} does not hold segments {sorted(missing)}",
+                                                  segment=min(missing))
+            if not pending:
+                return
+            if loop.time() + backoff > deadline:
+                raise errors.ServiceUnavailable(f"{what} not applied after {attempt} attempt(s) in "
+                                                f"{policy.deadline_s:g} s: " + "; ".join(problems))
+            log.warning("%s of channel %s, attempt %d: %s; retrying", what, self.channel, attempt, "; ".join(problems))
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, policy.max_backoff_s)
+
+    async def _delete_on(self, template: Q.DeleteBatchRequest, node_id: int, segments: list[int],
+                         timeout_s: float) -> tuple[set[int], set[int], str | None]:
+        """One DeleteBatch attempt on ``node_id``: ``(applied, missing, what went wrong)``."""
+        req = Q.DeleteBatchRequest()
+        req.CopyFrom(template)
+        req.segment_ids[:] = segments
+        req.base.targetID = node_id
+        try:
+            async with asyncio.timeout(timeout_s):
+                reply = await self.workers.get(node_id).delete_batch(req)
+        except TimeoutError:
+            return set(), set(), f"node {node_id} did not answer within {timeout_s:g} s (segments {segments})"
+        except errors.MilvusError as e:
+            return set(), set(), f"node {node_id} failed (segments {segments}): {e}"
+        failed, missing = set(reply.failed_ids), set(reply.missing_ids)
+        problems = ([f"failed on segments {sorted(failed)}"] if failed else []) + \
+            ([f"does not hold segments {sorted(missing)}"] if missing else [])
+        problem = f"node {node_id} " + " and ".join(problems) if problems else None
+        return set(segments) - failed - missing, missing, problem
 
     async def _add_l0(self, node_id: int, infos: Sequence[Q.SegmentLoadInfo]) -> None:
         """Keep the deletes of L0 segments just loaded on ``node_id`` and send them to the sealed
@@ -649,29 +709,40 @@ class ShardDelegator:
         on a worker (not through this leader) never see the deletes of a flush (Milvus 2.4: the
         delegator applies its L0 deletions to every sealed segment of the channel)."""
         def read() -> list[tuple[Q.SegmentLoadInfo, tuple[np.ndarray, np.ndarray] | None]]:
-            return [(i, self.node.loader.read_deltalogs(i, {}).arrays()) for i in infos]
+            return [(i, self.loader.read_deltalogs(i, {}).arrays()) for i in infos]
         found = await asyncio.to_thread(read)
         for info, arrays in found:
             pks, ts = arrays if arrays is not None else (np.empty(0, np.int64), np.empty(0, np.uint64))
             entry = self._l0[info.segmentID] = L0Deletes(node_id, info.partitionID, pks, ts)
-            groups = self._l0_targets(entry)   # taken right after the entry is kept: no await between
-            if groups and len(pks):
-                await self._forward(pks, ts, groups)
+            targets = self._l0_targets(entry)   # taken right after the entry is kept: no await between
+            if not targets or not len(pks):
+                continue
 
-    def _l0_targets(self, entry: L0Deletes) -> dict[int, list[int]]:
+            def locate(sid: int, holder: int = entry.node_id) -> int | None:
+                where = self._view_node(sid)
+                return None if where == holder else where   # a node applies the L0 segments it holds
+            try:
+                await self._deliver(self._delete_request(pks, ts), self._may_hold(targets, pks), locate,
+                                    f"the deletes of L0 segment {info.segmentID}")
+            except Exception as e:
+                self._lost(e)   # segments of the view lack them
+                raise
+
+    def _l0_targets(self, entry: L0Deletes) -> set[int]:
         """The sealed segments of the view on other nodes than ``entry``'s that its deletes reach."""
-        out: dict[int, list[int]] = {}
-        for sid, e in list(self.sealed.items()):
-            if e.node_id != entry.node_id and sid not in self._l0 and \
-                    entry.partition_id in (ALL_PARTITIONS, e.partition_id):
-                out.setdefault(e.node_id, []).append(sid)
-        return out
+        return {sid for sid, e in list(self.sealed.items())
+                if e.node_id != entry.node_id and sid not in self._l0
+                and entry.partition_id in (ALL_PARTITIONS, e.partition_id)}
 
     async def _catch_up(self, node_id: int, infos: Sequence[Q.SegmentLoadInfo]) -> None:
         """Send segments about to join the view (just loaded on ``node_id``) the channel's buffered
         deletes and the view's L0 deletes, until none arrived meanwhile: a delete forwarded, or an L0
         segment adopted, during these awaits went to a view without them."""
         rows = [i for i in infos if i.level != data_coord_pb2.L0]
+        joining = [i.segmentID for i in infos]
+
+        def on_node(_: int) -> int:
+            return node_id
         sent_seq, sent_l0 = 0, set()
         while True:
             deletes = [(n, p, t) for n, p, t in list(self._deletes) if n > sent_seq]
@@ -680,11 +751,14 @@ class ShardDelegator:
                 return
             for n, pks, ts in deletes:
                 sent_seq = max(sent_seq, n)
-                await self._forward(pks, ts, {node_id: [i.segmentID for i in infos]})
+                await self._deliver(self._delete_request(pks, ts), self._may_hold(joining, pks), on_node,
+                                    f"buffered deletes at ts {int(np.max(ts))}", missing_is_final=True)
             for sid, entry in l0:
                 sent_l0.add(sid)
                 if entry.node_id == node_id or not len(entry.pks):
                     continue  # a node applies the L0 segments it holds to its own segments itself
                 sids = [i.segmentID for i in rows if entry.partition_id in (ALL_PARTITIONS, i.partitionID)]
                 if sids:
-                    await self._forward(entry.pks, entry.timestamps, {node_id: sids})
+                    await self._deliver(self._delete_request(entry.pks, entry.timestamps),
+                                        self._may_hold(sids, entry.pks), on_node,
+                                        f"the deletes of L0 segment {sid}", missing_is_final=True)

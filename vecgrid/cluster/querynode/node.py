@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import os
 import json
+import logging
 import socket
 import time
 from typing import Any, AsyncIterator, Sequence
@@ -43,22 +44,25 @@ import psutil
 from vecgrid import errors
 from vecgrid.cluster import sysinfo
 from vecgrid.cluster.component import Component
+from vecgrid.cluster.gather import gather_all
 from vecgrid.cluster.lifecycle import StateCode
 from vecgrid.cluster.querynode import retrieve as retrieve_mod
 from vecgrid.cluster.querynode import search as search_mod
 from vecgrid.cluster.querynode.collections import Collection, CollectionManager
-from vecgrid.cluster.querynode.delegator import MAX_TS, ShardDelegator, learn_peers
+from vecgrid.cluster.querynode.delegator import MAX_TS, ShardDelegator, query_limit
 from vecgrid.cluster.querynode.index_saver import SaveIndexRequest, save_segment_indexes
 from vecgrid.cluster.querynode.loader import SegmentLoader
 from vecgrid.cluster.querynode.peers import PeerClients
 from vecgrid.cluster.querynode.reduce import merge_retrieve, merge_search
 from vecgrid.cluster.querynode.segments import ALL_PARTITIONS, SealedSegment, SegmentManager
-from vecgrid.common.keys import COORD_ADDRESS_KEY, checksums_from_properties
+from vecgrid.cluster.querynode.worker import LocalWorker, Workers, row_count_statistics, total_row_count
+from vecgrid.common.keys import COORD_ADDRESS_KEY, checksums_from_properties, node_addresses
 from vecgrid.config import Settings
 from vecgrid.gpu.results import primary_keys
 from vecgrid.proto import (common_pb2, internal_pb2, query_coord_pb2, schema_pb2)
 from vecgrid.storage.segment_files import FileInfo
 
+log = logging.getLogger(__name__)
 ROLE = "querynode"
 Q = query_coord_pb2
 FORWARD_TIMEOUT_S = 300.0  # a forwarded LoadSegments (Milvus's segment task timeout is 120 s)
@@ -82,6 +86,12 @@ def _sealed_scope(scope: int) -> bool:
     return scope != Q.Streaming
 
 
+def learn_peers(node: "QueryNode", base: common_pb2.MsgBase) -> None:
+    """Register ``vecgrid.node_address.<id>`` properties of a request's ``base`` as peers."""
+    for node_id, address in node_addresses(base.properties).items():
+        node.register_peer(node_id, address)
+
+
 LABEL_ENV_PREFIX = "MILVUS_SERVER_LABEL_"
 
 
@@ -100,6 +110,8 @@ class QueryNode(Component):
         self.collections = CollectionManager(on_change=self._touch)
         self.segments = SegmentManager()
         self.peers = PeerClients()
+        #: how this node's delegators reach every node of their views, this one included
+        self.workers = Workers(LocalWorker(self), self.peers)
         self.loader = SegmentLoader(settings.common.data_dir, self.devices, self.segments, self.collections,
                                     self._lock, self._touch)
         #: QueryStream chunk limit (bytes of one RetrieveResults)
@@ -232,7 +244,9 @@ class QueryNode(Component):
         return out
 
     async def watch_dm_channels(self, req: Q.WatchDmChannelsRequest) -> common_pb2.Status:
-        """WatchDmChannels: a delegator per VchannelInfo (an already watched channel is left as is)."""
+        """WatchDmChannels: a delegator per VchannelInfo.  An already watched channel is left as is,
+        unless its delegator is not serviceable (a delete it could not apply, a failed pipeline): the
+        coordinator watches such a channel again, and a fresh delegator replaces it."""
         self.lifecycle.check_healthy()
         learn_peers(self, req.base)
         if not len(req.infos):
@@ -259,7 +273,8 @@ class QueryNode(Component):
         started = []
         try:
             for info in req.infos:
-                if info.channelName in self.delegators:
+                current = self.delegators.get(info.channelName)
+                if current is not None and current.serviceable:
                     continue
                 excluded: dict[int, int] = {}
                 for seg in list(info.flushedSegments) + list(info.dropped_segments) + list(req.exclude_infos):
@@ -268,7 +283,10 @@ class QueryNode(Component):
                     if sid not in excluded:
                         known = req.segment_infos.get(sid)
                         excluded[sid] = (known.dml_position.timestamp if known is not None else 0) or MAX_TS
-                d = ShardDelegator(self, coll.id, info.channelName, version=req.version, replica_id=req.replicaID)
+                d = ShardDelegator(coll.id, info.channelName, workers=self.workers, collections=self.collections,
+                                   loader=self.loader, data_dir=self.settings.common.data_dir,
+                                   stream_chunk_bytes=self.stream_chunk_bytes, on_change=self._touch,
+                                   version=req.version, replica_id=req.replicaID)
                 d.partition_stats.update(dict(info.partition_stats_versions))
                 d.start(info, coll.schema, metric, excluded, only, coord)
                 started.append(d)
@@ -277,7 +295,12 @@ class QueryNode(Component):
                 await d.stop()
             raise
         for d in started:
+            replaced = self.delegators.get(d.channel)
             self.delegators[d.channel] = d
+            if replaced is not None:
+                log.warning("channel %s: replacing its unserviceable delegator (%s)", d.channel,
+                            replaced.unserviceable_reason())
+                await replaced.stop()
         self._touch()
         return _ok()
 
@@ -475,11 +498,13 @@ class QueryNode(Component):
         return Q.GetSegmentInfoResponse(status=_ok(), infos=[s.segment_info(self.node_id) for s in segments])
 
     async def get_data_distribution(self, req: Q.GetDataDistributionRequest) -> Q.GetDataDistributionResponse:
-        """Sealed segments with versions; one channel + one leader view per delegator.
+        """Sealed segments with versions; one channel + one leader view per serviceable delegator
+        (as Milvus 2.4, an unserviceable one is left out: the coordinator sees the channel unwatched
+        and watches it again, see :meth:`watch_dm_channels`).
 
         Always the full answer (also when ``lastUpdateTs`` is current)."""
         self._check_serving_or_stopping()
-        delegators = list(self.delegators.values())
+        delegators = [d for d in self.delegators.values() if d.serviceable]
         return Q.GetDataDistributionResponse(
             status=_ok(), nodeID=self.node_id,
             segments=[s.version_info() for s in self.segments.list()],
@@ -495,18 +520,13 @@ class QueryNode(Component):
         self.lifecycle.check_healthy()
         if not req.from_shard_leader:
             self.collections.require(req.req.collectionID)
-            parts = await asyncio.gather(*(d.get_statistics(req) for d in
-                                           self._delegators(req.dml_channels, "statistics")))
-            total = sum(int(kv.value) for p in parts for kv in p.stats if kv.key == "row_count")
-            return internal_pb2.GetStatisticsResponse(status=_ok(), stats=[common_pb2.KeyValuePair(
-                key="row_count", value=str(total))])
+            parts = await gather_all(d.get_statistics(req) for d in self._delegators(req.dml_channels, "statistics"))
+            return row_count_statistics(total_row_count(parts))
         inner = req.req
         coll = self.collections.require(inner.collectionID)
         segments = self._select(coll, inner.partitionIDs, req.segmentIDs, req.scope, req.dml_channels)
         ts = search_mod.mvcc_timestamp(inner.travel_timestamp)
-        rows = await asyncio.to_thread(lambda: sum(s.visible_rows(ts) for s in segments))
-        return internal_pb2.GetStatisticsResponse(status=_ok(), stats=[common_pb2.KeyValuePair(
-            key="row_count", value=str(rows))])
+        return row_count_statistics(await asyncio.to_thread(lambda: sum(s.visible_rows(ts) for s in segments)))
 
     async def search_segments(self, req: Q.SearchRequest) -> internal_pb2.SearchResults:
         """SearchSegments: search the listed sealed segments (all of the collection's when none)."""
@@ -525,7 +545,7 @@ class QueryNode(Component):
         delegators = self._delegators(req.dml_channels, "search")
         if len(delegators) == 1:  # a proxy sends one request per channel: no task, no merge
             return await delegators[0].search(req)
-        parts = await asyncio.gather(*(d.search(req) for d in delegators))
+        parts = await gather_all(d.search(req) for d in delegators)
         out = await asyncio.to_thread(merge_search, parts, req.req, list(req.dml_channels), coll.pk_field.name)
         for p in parts:
             out.channels_mvcc.update(dict(p.channels_mvcc))
@@ -551,11 +571,10 @@ class QueryNode(Component):
         self.lifecycle.check_healthy()
         self.collections.require(req.req.collectionID)
         delegators = self._delegators(req.dml_channels, "query")
-        parts = await asyncio.gather(*(d.query(req) for d in delegators))
+        parts = await gather_all(d.query(req) for d in delegators)
         if len(parts) == 1:
             return parts[0]
-        return await asyncio.to_thread(merge_retrieve, parts, req.req, list(req.dml_channels),
-                                       delegators[0]._query_limit(req.req))
+        return await asyncio.to_thread(merge_retrieve, parts, req.req, list(req.dml_channels), query_limit(req.req))
 
     async def query_stream_segments(self, req: Q.QueryRequest) -> AsyncIterator[internal_pb2.RetrieveResults]:
         """QueryStreamSegments: the rows of :meth:`query_segments` in messages of at most
@@ -604,7 +623,14 @@ class QueryNode(Component):
         async with self._lock():
             results = await asyncio.gather(*(asyncio.to_thread(s.delete, pks, ts) for s in targets),
                                            return_exceptions=True)
-        failed = [s.segment_id for s, r in zip(targets, results) if isinstance(r, BaseException)]
+        failed = []
+        for seg, result in zip(targets, results):
+            if isinstance(result, BaseException):
+                failed.append(seg.segment_id)
+                log.warning("DeleteBatch on channel %s: the delete of segment %d failed", req.vchannel_name,
+                            seg.segment_id, exc_info=result)
+        if missing:
+            log.info("DeleteBatch on channel %s: segments %s are not on this node", req.vchannel_name, missing)
         if len(failed) < len(targets):
             self._touch()
         return Q.DeleteBatchResponse(status=_ok(), failed_ids=failed, missing_ids=missing)

@@ -1,9 +1,12 @@
 """gRPC clients from one QueryNode to the others (a shard leader calls its workers).
 
-A node learns its peers' addresses from whoever knows them (the coordinator, in
-milestone 2 with the delegators; tests call :meth:`PeerClients.register`).  Every
-call carries the target node id in the ``serverid`` metadata key, as Milvus's
-clients do, so a call that reaches the wrong process is refused there.
+A node learns its peers' addresses from the coordinator's requests
+(``vecgrid.node_address.<id>`` in ``base.properties``; tests call
+:meth:`PeerClients.register`).  :class:`~vecgrid.cluster.querynode.worker.RemoteWorker`
+makes the calls; every call carries the target node id in the ``serverid`` metadata key,
+as Milvus's clients do, so a call that reaches the wrong process is refused there.
+
+All state (addresses, open channels, channels being closed) is owned by the node's event loop.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ class PeerClients:
     def __init__(self) -> None:
         self._addresses: dict[int, str] = {}
         self._channels: dict[int, tuple[str, grpc.aio.Channel, object]] = {}
+        self._closing: set[asyncio.Task] = set()   # channels of peers that moved, closing
 
     def register(self, node_id: int, address: str) -> None:
         self._addresses[int(node_id)] = address
@@ -44,7 +48,9 @@ class PeerClients:
         entry = self._channels.get(node_id)
         if entry is None or entry[0] != address:
             if entry is not None:  # the peer moved: close the old channel in the background
-                asyncio.ensure_future(entry[1].close())
+                closing = asyncio.ensure_future(entry[1].close())
+                self._closing.add(closing)
+                closing.add_done_callback(self._closing.discard)
             channel = grpc.aio.insecure_channel(address, options=GRPC_MESSAGE_OPTIONS)
             entry = (address, channel, query_coord_pb2_grpc.QueryNodeStub(channel))
             self._channels[node_id] = entry
@@ -58,3 +64,4 @@ class PeerClients:
         for _, channel, _ in self._channels.values():
             await channel.close()
         self._channels.clear()
+        await asyncio.gather(*self._closing)

@@ -11,14 +11,36 @@ stream for a node on another host) from a seek position, on its own thread:
   :class:`~vecgrid.gpu.growing.GrowingSegment` per growing segment id);
 * **delete**: primary keys are deleted from every growing segment and handed to
   ``forward_delete`` — the shard leader forwards them to the nodes that hold the
-  channel's sealed segments;
+  channel's sealed segments.  The thread waits until they are applied everywhere (that
+  is what holds tsafe back); the wait ends when the pipeline stops (the forward is then
+  cancelled) and a forward that fails fails the pipeline, tsafe still short of the delete;
 * **tsafe**: after each message the channel's safe timestamp advances to the
   message's timestamp (time ticks included).  A search with a guarantee timestamp
   waits until tsafe reaches it (:meth:`wait_tsafe`).
+
+Who owns what
+-------------
+* The **consumer thread** alone reads the log, writes ``_tsafe``, ``records``,
+  ``_applying`` and ``error`` (others only read those single references) and writes
+  rows and deletes into the growing segments.
+* ``_lock`` guards the three maps the event loop changes too: ``growing``,
+  ``growing_partition`` and ``excluded``.  The thread takes it to decide where an
+  insert goes (and to open a segment), the loop to exclude segments and to snapshot
+  them (:meth:`growing_segments`, :attr:`num_growing_rows`).  It is held for map
+  operations only — never across an insert, a delete or a forward — so the loop never
+  waits for the thread's work.  An insert decided just before an exclusion lands in the
+  segment the exclusion dropped: harmless, that segment is garbage.
+* Excluded segments are dropped, not released: a read may still be searching one, and
+  the thread may still be appending to it; each is freed with its last reference.
+* ``_cond`` wakes the tsafe waiters.
+
+A failed pipeline (``error`` set, reported through ``on_failure``) consumes nothing more and
+drops its growing segments: the channel has to be watched again.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
 import threading
 import time
@@ -34,7 +56,12 @@ from vecgrid.storage.wal import ChannelReader, WalError
 
 log = logging.getLogger(__name__)
 
-DeleteForwarder = Callable[[np.ndarray, np.ndarray], None]
+#: ``(pks, timestamps)`` -> a future of the forward to wait for, or None when it is done already
+DeleteForwarder = Callable[[np.ndarray, np.ndarray], "concurrent.futures.Future[None] | None"]
+
+
+class _Stopped(Exception):
+    """The pipeline stopped while the thread waited for a forward (not a failure)."""
 
 
 class ChannelPipeline:
@@ -43,14 +70,17 @@ class ChannelPipeline:
                  partitions: Iterable[int] | None = None,
                  excluded: dict[int, int] | None = None,
                  forward_delete: DeleteForwarder | None = None,
+                 on_failure: Callable[[Exception], None] | None = None,
                  poll_s: float = 0.05) -> None:
         self.channel = channel
         self.collection_id = collection_id
         self.schema = schema
         self.metric = metric
         self.partitions = set(partitions) if partitions else None  # None: every partition
+        self._lock = threading.Lock()   # guards growing, growing_partition and excluded (see the module doc)
         self.excluded = dict(excluded or {})  # segment id -> timestamp up to which it is sealed
         self.forward_delete = forward_delete
+        self.on_failure = on_failure          # called on the consumer thread once ``error`` is set
         self.growing: dict[int, GrowingSegment] = {}
         self.growing_partition: dict[int, int] = {}
         self.error: Exception | None = None
@@ -74,11 +104,16 @@ class ChannelPipeline:
         return self
 
     def stop(self) -> None:
+        """Stop consuming and wait for the thread to end (blocking: call it off the event loop).
+
+        The join is unbounded on purpose: every wait of the thread ends within ``poll_s`` of the
+        stop (a read, a forward in flight — cancelled), so nothing of the channel outlives it."""
         self._stop.set()
-        self._thread.join(timeout=5)
-        self._reader.close()
         with self._cond:
             self._cond.notify_all()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join()
+        self._reader.close()
 
     # --- tsafe -----------------------------------------------------------------------------
 
@@ -108,17 +143,22 @@ class ChannelPipeline:
     # --- exclusion (segments sealed elsewhere) -----------------------------------------------
 
     def exclude(self, segments: dict[int, int]) -> None:
-        """Stop taking inserts for ``segments`` (id -> sealed-up-to timestamp) and drop their growing rows."""
-        self.excluded.update(segments)
-        for segment_id in segments:
-            growing = self.growing.pop(segment_id, None)
-            self.growing_partition.pop(segment_id, None)
-            if growing is not None:
-                growing.release()
+        """Stop taking inserts for ``segments`` (id -> sealed-up-to timestamp) and drop their growing
+        rows (from any thread; the segments are not released, see the module doc)."""
+        with self._lock:
+            self.excluded.update(segments)
+            for segment_id in segments:
+                self.growing.pop(segment_id, None)
+                self.growing_partition.pop(segment_id, None)
+
+    def growing_segments(self) -> list[tuple[int, int, GrowingSegment]]:
+        """A snapshot of ``(segment id, partition id, segment)`` of the growing segments."""
+        with self._lock:
+            return [(sid, self.growing_partition[sid], g) for sid, g in self.growing.items()]
 
     @property
     def num_growing_rows(self) -> int:
-        return sum(g.num_rows for g in self.growing.values())
+        return sum(g.num_rows for _, _, g in self.growing_segments())
 
     # --- the consumer thread ---------------------------------------------------------------
 
@@ -136,12 +176,22 @@ class ChannelPipeline:
                     self.records += 1
                     self._tsafe = max(self._tsafe, record.timestamp)
                     self._cond.notify_all()
-        except (WalError, Exception) as e:  # noqa: BLE001 - reported through .error and health
+        except _Stopped:
+            return
+        except (WalError, Exception) as e:  # noqa: BLE001 - reported through .error, on_failure and health
             if not self._stop.is_set():
-                log.exception("pipeline of %s stopped", self.channel)
-                self.error = e
-                with self._cond:
-                    self._cond.notify_all()
+                self._fail(e)
+
+    def _fail(self, error: Exception) -> None:
+        log.error("the pipeline of %s failed: %s", self.channel, error, exc_info=error)
+        self.error = error
+        with self._lock:   # it serves nothing more: free the growing rows now
+            self.growing.clear()
+            self.growing_partition.clear()
+        with self._cond:
+            self._cond.notify_all()
+        if self.on_failure is not None:
+            self.on_failure(error)
 
     def _apply(self, message) -> None:
         if isinstance(message, TimeTick):
@@ -156,17 +206,18 @@ class ChannelPipeline:
     def _insert(self, batch: InsertBatch) -> None:
         if self.partitions is not None and batch.partition_id not in self.partitions:
             return
-        sealed_up_to = self.excluded.get(batch.segment_id)
-        keep = np.ones(batch.num_rows, dtype=bool) if sealed_up_to is None else batch.timestamps > sealed_up_to
-        if not keep.any():
-            return
-        growing = self.growing.get(batch.segment_id)
-        if growing is None:
-            growing = GrowingSegment(self._dim, self.metric, segment_id=batch.segment_id,
-                                     field_id=self._vector.fieldID, schema=self.schema,
-                                     pk_field_id=self._pk.fieldID)
-            self.growing[batch.segment_id] = growing
-            self.growing_partition[batch.segment_id] = batch.partition_id
+        with self._lock:
+            sealed_up_to = self.excluded.get(batch.segment_id)
+            keep = np.ones(batch.num_rows, dtype=bool) if sealed_up_to is None else batch.timestamps > sealed_up_to
+            if not keep.any():
+                return
+            growing = self.growing.get(batch.segment_id)
+            if growing is None:
+                growing = GrowingSegment(self._dim, self.metric, segment_id=batch.segment_id,
+                                         field_id=self._vector.fieldID, schema=self.schema,
+                                         pk_field_id=self._pk.fieldID)
+                self.growing[batch.segment_id] = growing
+                self.growing_partition[batch.segment_id] = batch.partition_id
         table = pa.Table.from_batches([batch.columns]).filter(pa.array(keep))
         vectors = np.stack(table.column(self._vector.name).to_numpy(zero_copy_only=False)).astype(np.float32) \
             if table.num_rows else np.zeros((0, self._dim), np.float32)
@@ -179,7 +230,25 @@ class ChannelPipeline:
         if self.partitions is not None and batch.partition_id not in self.partitions and batch.partition_id >= 0:
             return
         pks = np.asarray(batch.primary_keys.to_numpy(zero_copy_only=False))
-        for growing in self.growing.values():
+        for _, _, growing in self.growing_segments():
             growing.delete(pks, batch.timestamps)
         if self.forward_delete is not None:
-            self.forward_delete(pks, batch.timestamps)
+            self._wait_forward(self.forward_delete(pks, batch.timestamps))
+
+    def _wait_forward(self, forward: "concurrent.futures.Future[None] | None") -> None:
+        """Block until the forward is done (its failure raised), or until the pipeline stops: then
+        it is cancelled and the thread ends without passing the delete."""
+        if forward is None:
+            return
+        while True:
+            try:
+                forward.result(timeout=self._poll_s)
+                return
+            except concurrent.futures.TimeoutError:
+                if self._stop.is_set():
+                    forward.cancel()
+                    raise _Stopped() from None
+            except concurrent.futures.CancelledError:
+                if self._stop.is_set():
+                    raise _Stopped() from None
+                raise RuntimeError("the forward of a delete was cancelled") from None
