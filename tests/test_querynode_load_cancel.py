@@ -153,3 +153,42 @@ async def test_work_under_the_dml_lock_runs_to_its_end_before_the_cancel_lands()
     with pytest.raises(asyncio.CancelledError):
         await caller
     assert finished == [True] and not lock.locked()
+
+
+class _FailingRelease:
+    released = False
+
+    def release(self):
+        raise RuntimeError("device fault while freeing")
+
+
+async def test_a_failed_release_of_abandoned_segments_makes_the_node_unhealthy(qn):
+    """Nobody awaits the release of a cancelled load's segments: when it fails, their budget is lost
+    for good, so the node must say so in CheckHealth instead of only logging it."""
+    node = qn.node
+    assert node.health_reasons() == []
+    node.loader._threads.discard([_FailingRelease()])
+    await poll_until(lambda: node.health_reasons() != [], 30, 0.02, "the failed release in CheckHealth")
+    (reason,) = node.health_reasons()
+    assert "releasing 1 abandoned segment(s) failed" in reason and "device fault while freeing" in reason
+
+
+async def test_work_under_the_dml_lock_that_fails_after_the_cancel_makes_the_node_unhealthy(qn):
+    """Deletes applied under the DML lock for a caller that was cancelled meanwhile: if they fail, the
+    node's segments may lack deletes and nobody is left to retry, so the node turns unhealthy."""
+    node = qn.node
+    entered, go = threading.Event(), threading.Event()
+
+    def apply_deletes():
+        entered.set()
+        assert go.wait(60)
+        raise ValueError("bad deltalog")
+
+    caller = asyncio.ensure_future(node.loader._threads.run_to_end(apply_deletes))
+    await poll_until(entered.is_set, 30, 0.01, "the thread to start")
+    caller.cancel()
+    go.set()
+    with pytest.raises(asyncio.CancelledError):
+        await caller
+    (reason,) = node.health_reasons()
+    assert "apply_deletes failed after its caller was cancelled" in reason and "bad deltalog" in reason

@@ -392,6 +392,9 @@ class LoadThreads:
 
     def __init__(self) -> None:
         self._releases: set[asyncio.Task] = set()
+        #: failures nobody was left to see (a release that lost budget, deletes a cancelled caller
+        #: left half applied): the node reports them in CheckHealth until it is restarted
+        self.problems: list[str] = []
 
     async def run(self, fn: Callable[..., list[SealedSegment]], *args: Any,
                   settle: Callable[[], None] | None = None) -> list[SealedSegment]:
@@ -423,12 +426,11 @@ class LoadThreads:
         self._releases.add(release)
         release.add_done_callback(self._releases.discard)
 
-    @staticmethod
-    async def _release(segments: list[SealedSegment], settle: Callable[[], None] | None) -> None:
+    async def _release(self, segments: list[SealedSegment], settle: Callable[[], None] | None) -> None:
         try:
             await asyncio.to_thread(release_all, segments)
-        except Exception:  # noqa: BLE001 - nobody awaits this: the log and a leaked budget are the trace
-            log.error("releasing %d abandoned segment(s) failed", len(segments), exc_info=True)
+        except Exception as e:  # noqa: BLE001 - nobody awaits this: the budget is lost, the node says so
+            self._unhealthy(f"releasing {len(segments)} abandoned segment(s) failed: {type(e).__name__}: {e}", e)
         finally:
             if settle is not None:
                 settle()
@@ -446,11 +448,16 @@ class LoadThreads:
             except asyncio.CancelledError:
                 cancelled = True
         if cancelled:
-            if work.exception() is not None:  # its caller is gone: the log is the only one left to tell
-                log.error("%s failed after its caller was cancelled", getattr(fn, "__name__", fn),
-                          exc_info=work.exception())
+            error = work.exception()
+            if error is not None:  # its caller is gone: nobody retries, so the node turns unhealthy
+                self._unhealthy(f"{getattr(fn, '__name__', fn)} failed after its caller was cancelled: "
+                                f"{type(error).__name__}: {error}", error)
             raise asyncio.CancelledError
         return work.result()
+
+    def _unhealthy(self, problem: str, error: BaseException) -> None:
+        log.error("%s", problem, exc_info=error)
+        self.problems.append(problem)
 
     @property
     def releasing(self) -> int:
@@ -500,6 +507,11 @@ class SegmentLoader:
     def loading(self) -> set[int]:
         """Segments whose load has not settled (served or released) yet."""
         return set(self._loading)
+
+    @property
+    def problems(self) -> list[str]:
+        """Failures of abandoned work that left this node unfit to serve (for CheckHealth)."""
+        return list(self._threads.problems)
 
     async def close(self) -> None:
         await self._threads.close()

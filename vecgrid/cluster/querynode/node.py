@@ -357,6 +357,7 @@ class QueryNode(Component):
         """Why this node is unhealthy; empty when healthy.  Raises when not serving at all."""
         self.lifecycle.check_healthy()
         problems = [p for d in list(self.delegators.values()) if (p := d.health_problem(self.max_tt_delay_s))]
+        problems += self.loader.problems
         if not problems:
             return []
         msgs = [{"role": ROLE, "node_id": self.node_id,
