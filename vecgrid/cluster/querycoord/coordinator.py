@@ -1,9 +1,10 @@
 """The QueryCoord component: wiring of the coordinator's parts, as Milvus's ``server.go``.
 
-It owns the session layer (nodes from Dask membership, gRPC clients to them), the
-observers, and — as later parts land — meta, targets, distribution, checkers,
-balancer, task scheduler and jobs.  The gRPC servicer calls one method here per
-RPC; nothing in this class encodes protobuf replies.
+It builds and owns every part of the coordinator — the session layer (nodes from Dask
+membership, gRPC clients to them), meta (collections, replicas, resource groups, targets), the
+distribution, the checkers and the balancer, the task scheduler, jobs, observers, time ticks and
+WAL retention — and hands them to each other through :class:`.context.CheckerContext`.  The gRPC
+servicer calls one method here per RPC; nothing in this class encodes protobuf replies.
 """
 
 from __future__ import annotations
