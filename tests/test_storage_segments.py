@@ -205,7 +205,7 @@ _CHILD_SEGMENTS = """
 import os, sys, threading
 sys.path.insert(0, {repo!r})
 from tests.storage_support import all_types_table
-from vecgrid.storage import segment_files as sf
+from vecgrid.storage import backend, segment_files as sf
 
 table = all_types_table(20000, seed=5)
 print(sf.write_segment({root!r}, 1, 2, 1, table, row_group_size=2000).to_json(), flush=True)
@@ -216,13 +216,13 @@ def stop_here():
     threading.Event().wait()
 
 if {point!r} == "mid-data":   # some row groups through the writer, the temporary file incomplete
-    write = sf._CountingHashWriter.write
+    write = backend._CountingHashWriter.write
     def write_then_stop(self, b):
         n = write(self, b)
         if self.size > 256 << 10:
             stop_here()
         return n
-    sf._CountingHashWriter.write = write_then_stop
+    backend._CountingHashWriter.write = write_then_stop
 else:
     replace = os.replace
     def replace_around_stop(src, dst):
