@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from vecgrid import errors
-from vecgrid.gpu.merge import TopK, merge_topk, round_scores
 from vecgrid.gpu.columns import FieldColumn
+from vecgrid.gpu.merge import TopK, merge_topk, round_scores
 from vecgrid.gpu.results import (decode_placeholder_group, encode_placeholder_group, from_search_result_data, merge_search_results, to_search_result_data)
 from vecgrid.proto import common_pb2, schema_pb2
 

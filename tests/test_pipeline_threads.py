@@ -22,7 +22,7 @@ from tests.pipeline_support import COLL, DIM as PIPELINE_DIM, SCHEMA
 from tests.delegator_support import K, close, make_cluster, search
 
 NEW_SEGMENTS = 30       # growing segments each batch of the stream opens (one row each)
-STREAM_BATCHES = 50
+STREAM_BATCHES = 20     # enough: without the pipeline's lock the first test fails within a second
 
 
 def _segment_id(batch: int, j: int) -> int:

@@ -21,9 +21,9 @@ import pytest
 import pytest_asyncio
 
 from vecgrid import errors
+from vecgrid.cluster.querycoord.meta.target_manager import segment_refs
 from vecgrid.deploy import EmbeddedCluster
 from vecgrid.gpu import exprs as E
-from vecgrid.cluster.querycoord.meta.target_manager import segment_refs
 from vecgrid.gpu.results import from_search_result_data
 from vecgrid.proto import data_coord_pb2, query_coord_pb2 as Q, schema_pb2
 from vecgrid.storage.dml import DeleteBatch

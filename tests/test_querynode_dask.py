@@ -10,8 +10,8 @@ from distributed import Client, LocalCluster
 
 from vecgrid.cluster.querynode import tasks
 from vecgrid.cluster.querynode.session import assign_node_id, describe_querynode
-from vecgrid.deploy import QueryNodePlugin
 from vecgrid.config import Settings
+from vecgrid.deploy import QueryNodePlugin
 from vecgrid.proto import query_coord_pb2 as Q, query_coord_pb2_grpc
 from tests.querynode_support import import_collection, load_request
 

@@ -8,9 +8,9 @@ import sys
 import pytest
 
 from vecgrid import errors
+from vecgrid.errors import raise_for_status
 from vecgrid.proto import query_coord_pb2, query_coord_pb2_grpc
 from vecgrid.rpc.service import milvus_servicer, pending_methods
-from vecgrid.errors import raise_for_status
 from vecgrid.rpc.status import success, to_status
 
 SERVICE = query_coord_pb2.DESCRIPTOR.services_by_name["QueryCoord"]

@@ -23,9 +23,9 @@ import numpy as np
 
 from vecgrid import errors
 from vecgrid.gpu.build import normalize_rows
+from vecgrid.gpu.columns import FieldColumn
 from vecgrid.gpu.merge import MAX_TOPK, TopK, larger_is_better
 from vecgrid.gpu.rows import RowStore, _Grow, fields_from_schema
-from vecgrid.gpu.columns import FieldColumn
 from vecgrid.proto import plan_pb2, schema_pb2
 
 __all__ = ["brute_force_knn", "GrowingSegment"]

@@ -67,12 +67,12 @@ import numpy as np
 from vecgrid import errors
 from vecgrid.gpu import require_faiss
 from vecgrid.gpu.build import GPU_MOVABLE, normalize_rows, read_index_file, serialize_index
+from vecgrid.gpu.columns import FieldColumn
 from vecgrid.gpu.device import (Device, DeviceManager, cupy_module, default_manager, faiss_has_gpu,
                                 gpu_resources, trim_host_heap)
 from vecgrid.gpu.growing import GrowingSegment, brute_force_knn
 from vecgrid.gpu.merge import MAX_TOPK, TopK, merge_topk
 from vecgrid.gpu.plan import parse_search_plan
-from vecgrid.gpu.columns import FieldColumn
 from vecgrid.gpu.results import decode_placeholder_group, to_search_result_data
 from vecgrid.gpu.rows import RowStore, fields_from_schema
 from vecgrid.proto import plan_pb2, schema_pb2

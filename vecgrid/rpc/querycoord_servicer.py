@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from vecgrid import errors
-from vecgrid.cluster.querycoord.job.jobs import LoadRequest
 from vecgrid.cluster.querycoord.coordinator import QueryCoord
-from vecgrid.rpc import common
+from vecgrid.cluster.querycoord.job.jobs import LoadRequest
 from vecgrid.proto import milvus_pb2, query_coord_pb2, query_coord_pb2_grpc, schema_pb2
+from vecgrid.rpc import common
 from vecgrid.rpc.server import GrpcServer
 from vecgrid.rpc.service import milvus_servicer
 from vecgrid.rpc.status import success

@@ -20,11 +20,11 @@ from typing import Callable
 import grpc
 from google.protobuf import message_factory
 
-from vecgrid.common.keys import SERVER_ID_KEY
 from vecgrid import errors
 from vecgrid.cluster.querynode.node import ROLE, QueryNode
-from vecgrid.rpc import common
+from vecgrid.common.keys import SERVER_ID_KEY
 from vecgrid.proto import query_coord_pb2, query_coord_pb2_grpc
+from vecgrid.rpc import common
 from vecgrid.rpc.server import GrpcServer
 from vecgrid.rpc.service import milvus_servicer
 

@@ -47,16 +47,16 @@ import grpc
 import numpy as np
 
 from vecgrid import errors
-from vecgrid.common.keys import server_id_metadata
-from vecgrid.common.limits import GRPC_MESSAGE_OPTIONS
 from vecgrid.cluster.gather import gather_all
 from vecgrid.cluster.proxy.catalog_access import CatalogSource, CollectionMeta, LocalCatalog, RemoteCatalog, unary_call
 from vecgrid.cluster.proxy.filters import compile_filter
 from vecgrid.cluster.querynode.reduce import INLINE_MERGE_HITS, merge_retrieve, merge_search
 from vecgrid.cluster.querynode.retrieve import COUNT_FIELD
+from vecgrid.common.keys import server_id_metadata
+from vecgrid.common.limits import GRPC_MESSAGE_OPTIONS
 from vecgrid.gpu import exprs as E
-from vecgrid.gpu.merge import MAX_TOPK
 from vecgrid.gpu.columns import FieldColumn
+from vecgrid.gpu.merge import MAX_TOPK
 from vecgrid.gpu.results import encode_placeholder_group, field_data_to_column, from_search_result_data
 from vecgrid.proto import (common_pb2, internal_pb2, plan_pb2, query_coord_pb2 as Q, query_coord_pb2_grpc,
                            schema_pb2)

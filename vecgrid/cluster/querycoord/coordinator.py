@@ -15,42 +15,42 @@ import logging
 
 from distributed import Client
 
+from vecgrid import errors
 from vecgrid.cluster import sysinfo
+from vecgrid.cluster.component import Component
+from vecgrid.cluster.lifecycle import StateCode
 from vecgrid.cluster.querycoord import reports
 from vecgrid.cluster.querycoord.balance import balancer_named
 from vecgrid.cluster.querycoord.checkers.balance_checker import BalanceChecker
 from vecgrid.cluster.querycoord.checkers.base import CheckerController
-from vecgrid.cluster.querycoord.context import CheckerContext
 from vecgrid.cluster.querycoord.checkers.channel_checker import ChannelChecker
 from vecgrid.cluster.querycoord.checkers.index_checker import IndexChecker
 from vecgrid.cluster.querycoord.checkers.leader_checker import LeaderChecker
 from vecgrid.cluster.querycoord.checkers.segment_checker import SegmentChecker
-from vecgrid.cluster.component import Component
+from vecgrid.cluster.querycoord.context import CheckerContext
 from vecgrid.cluster.querycoord.dist.cluster_view import LiveClusterView
 from vecgrid.cluster.querycoord.dist.dist_handler import DistController
 from vecgrid.cluster.querycoord.dist.distribution import DistributionManager
 from vecgrid.cluster.querycoord.job.jobs import Jobs, LoadRequest
-from vecgrid.cluster.lifecycle import StateCode
 from vecgrid.cluster.querycoord.manual_balance import ManualBalance
 from vecgrid.cluster.querycoord.meta.collection_manager import CollectionManager
 from vecgrid.cluster.querycoord.meta.failed_load_cache import FailedLoadCache
 from vecgrid.cluster.querycoord.meta.replica_manager import ReplicaManager
+from vecgrid.cluster.querycoord.meta.resource_manager import ResourceManager
 from vecgrid.cluster.querycoord.meta.target_manager import TargetManager
 from vecgrid.cluster.querycoord.observers.collection_observer import CollectionObserver
 from vecgrid.cluster.querycoord.observers.health_observer import HealthObserver
 from vecgrid.cluster.querycoord.observers.target_observer import TargetObserver
+from vecgrid.cluster.querycoord.session.cluster import NodeClients
+from vecgrid.cluster.querycoord.session.membership import DaskMembership
+from vecgrid.cluster.querycoord.session.node_manager import NodeInfo, NodeManager
+from vecgrid.cluster.querycoord.session.registry import NodeIdRegistry
 from vecgrid.cluster.querycoord.task.executor import DaskExecutor
 from vecgrid.cluster.querycoord.task.scheduler import TaskScheduler
 from vecgrid.cluster.querycoord.task.task import NO_NODE, IndexSaveTask, SegmentTask, Task
 from vecgrid.cluster.querycoord.timetick import TimeTicker
 from vecgrid.cluster.querycoord.wal_retention import WalRetention
-from vecgrid.cluster.querycoord.session.cluster import NodeClients
-from vecgrid.cluster.querycoord.session.membership import DaskMembership
-from vecgrid.cluster.querycoord.session.node_manager import NodeInfo, NodeManager
-from vecgrid.cluster.querycoord.session.registry import NodeIdRegistry
 from vecgrid.config import Settings
-from vecgrid import errors
-from vecgrid.cluster.querycoord.meta.resource_manager import ResourceManager
 from vecgrid.proto import common_pb2, milvus_pb2, query_coord_pb2, rg_pb2
 from vecgrid.storage.kv import MetaStore
 from vecgrid.storage.layout import DataDir

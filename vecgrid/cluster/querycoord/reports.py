@@ -9,12 +9,12 @@ import copy
 from dataclasses import dataclass
 from typing import Callable
 
-from vecgrid.common.keys import PLACEMENT_PARAM
 from vecgrid import errors
 from vecgrid.cluster.querycoord.context import CheckerContext
 from vecgrid.cluster.querycoord.dist.leaders import leader_of, replica_nodes, view_problem
 from vecgrid.cluster.querycoord.meta.failed_load_cache import FailedLoadCache
 from vecgrid.cluster.querycoord.meta.target_manager import Scope, segment_refs
+from vecgrid.common.keys import PLACEMENT_PARAM
 from vecgrid.proto import common_pb2, milvus_pb2, query_coord_pb2 as Q
 
 

@@ -29,8 +29,8 @@ from vecgrid.cluster.querynode.collections import Collection
 from vecgrid.cluster.querynode.output_fields import fetch_columns, resolve_output_fields
 from vecgrid.cluster.querynode.search import mvcc_timestamp
 from vecgrid.cluster.querynode.segments import SealedSegment
-from vecgrid.gpu.plan import parse_query_plan
 from vecgrid.gpu.columns import FieldColumn
+from vecgrid.gpu.plan import parse_query_plan
 from vecgrid.gpu.results import column_to_field_data
 from vecgrid.proto import common_pb2, internal_pb2, schema_pb2
 

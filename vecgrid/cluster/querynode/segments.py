@@ -20,8 +20,8 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from vecgrid.common.keys import PLACEMENT_PARAM
 from vecgrid import errors
+from vecgrid.common.keys import PLACEMENT_PARAM
 from vecgrid.proto import common_pb2, data_coord_pb2, query_coord_pb2
 
 ALL_PARTITIONS = -1  # an L0 segment of partition -1 deletes in every partition of its channel

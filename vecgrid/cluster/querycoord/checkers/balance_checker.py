@@ -12,9 +12,9 @@ from __future__ import annotations
 from vecgrid.cluster.querycoord.balance import ReplicaNodes
 from vecgrid.cluster.querycoord.checkers.base import Checker
 from vecgrid.cluster.querycoord.meta.replica_manager import channel_nodes
+from vecgrid.cluster.querycoord.meta.target_manager import Scope
 from vecgrid.cluster.querycoord.session.node_manager import NORMAL
 from vecgrid.cluster.querycoord.task.task import ChannelTask, Priority, SegmentTask, Task
-from vecgrid.cluster.querycoord.meta.target_manager import Scope
 
 NAME = "balance_checker"
 

@@ -12,9 +12,9 @@ import asyncio
 import grpc
 
 from vecgrid import errors
+from vecgrid.cluster.querycoord.session.node_manager import NodeInfo, NodeManager
 from vecgrid.common.keys import server_id_metadata
 from vecgrid.common.limits import GRPC_MESSAGE_OPTIONS
-from vecgrid.cluster.querycoord.session.node_manager import NodeInfo, NodeManager
 from vecgrid.proto import query_coord_pb2_grpc
 
 

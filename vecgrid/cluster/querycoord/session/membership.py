@@ -27,9 +27,9 @@ from typing import Any
 
 from distributed import Client
 
-from vecgrid.cluster.querynode.session import TOPIC, assign_node_id, describe_querynode
 from vecgrid.cluster.querycoord.session.node_manager import NodeInfo, NodeManager
 from vecgrid.cluster.querycoord.session.registry import NodeIdRegistry
+from vecgrid.cluster.querynode.session import TOPIC, assign_node_id, describe_querynode
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,6 @@ from typing import Any, Callable
 
 from distributed import Client, Future
 
-from vecgrid.common.keys import COORD_ADDRESS_KEY, NODE_ADDRESS_KEY
 from vecgrid import errors
 from vecgrid.cluster.querycoord.dist.distribution import DistributionManager
 from vecgrid.cluster.querycoord.dist.leaders import leader_of
@@ -35,10 +34,11 @@ from vecgrid.cluster.querycoord.meta.collection_manager import CollectionManager
 from vecgrid.cluster.querycoord.meta.index_builds import record_saved_indexes
 from vecgrid.cluster.querycoord.meta.replica_manager import ReplicaManager
 from vecgrid.cluster.querycoord.meta.target_manager import Scope, TargetManager
-from vecgrid.cluster.querynode import tasks as node_tasks
-from vecgrid.cluster.querynode.index_saver import SaveIndexRequest
 from vecgrid.cluster.querycoord.session.node_manager import NodeInfo, NodeManager
 from vecgrid.cluster.querycoord.task.task import NO_NODE, ChannelTask, IndexSaveTask, LeaderTask, SegmentTask
+from vecgrid.cluster.querynode import tasks as node_tasks
+from vecgrid.cluster.querynode.index_saver import SaveIndexRequest
+from vecgrid.common.keys import COORD_ADDRESS_KEY, NODE_ADDRESS_KEY
 from vecgrid.proto import common_pb2, data_coord_pb2, query_coord_pb2 as Q
 from vecgrid.storage.catalog import Catalog
 
