@@ -28,7 +28,7 @@ from tests.conftest import poll_until
 from tests.querynode_support import assert_same_knn, dense, load_request, query_request, reference_search, search_request
 from tests.delegator_support import LEADER, WORKER, K, close, make_cluster
 
-FAST = DeleteRetry(deadline_s=1.0, call_timeout_s=0.3, first_backoff_s=0.02, max_backoff_s=0.1)
+FAST = DeleteRetry(deadline_s=0.5, call_timeout_s=0.15, first_backoff_s=0.02, max_backoff_s=0.1)
 PATIENT = DeleteRetry(deadline_s=30.0, call_timeout_s=0.5, first_backoff_s=0.02, max_backoff_s=0.2)
 MODES = ["error", "failed", "missing", "hang"]
 
