@@ -423,8 +423,7 @@ class QueryNode(Component):
         except Exception as e:  # noqa: BLE001 - grpc errors of an unreachable peer
             raise errors.ServiceUnavailable(f"forwarding LoadSegments to node {req.dst_nodeID} at "
                                             f"{self.peers.address(req.dst_nodeID)} failed: {e}") from None
-        if status.code or status.error_code:
-            raise errors.from_remote(status.code or 65535, status.reason)
+        errors.raise_for_status(status)
         return _ok()
 
     async def _release(self, segments: list[SealedSegment]) -> None:

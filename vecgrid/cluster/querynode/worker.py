@@ -224,9 +224,7 @@ class RemoteWorker:
 
 def _checked(reply: Any) -> Any:
     """``reply`` when its Status (or the reply itself, a Status) is success; else its error, raised."""
-    status = reply if isinstance(reply, common_pb2.Status) else reply.status
-    if status.code or status.error_code:
-        raise errors.from_remote(status.code or 65535, status.reason)
+    errors.raise_for_status(reply if isinstance(reply, common_pb2.Status) else reply.status)
     return reply
 
 
