@@ -74,7 +74,10 @@ class PrioritySlots:
 class TaskScheduler:
     """Tasks by key (``_tasks``) and the asyncio task running each (``_running``), plus every run
     still alive, also after its task ended while it pulls the distribution (``_live``: what
-    :meth:`stop` cancels).  Owned by the coordinator's event loop."""
+    :meth:`stop` cancels).  A key stays taken (``_settling``) from the end of its task until that pull
+    ended: before it, the distribution does not show the task's result yet, and a checker that saw
+    neither would do the work again (Milvus ends a task only once the distribution shows it).
+    Owned by the coordinator's event loop."""
 
     def __init__(self, executor: DaskExecutor, refresh: Callable[[set[int]], Awaitable[None]],
                  segment_timeout_s: float, channel_timeout_s: float, *, execution_cap: int = EXECUTION_CAP) -> None:
@@ -85,6 +88,7 @@ class TaskScheduler:
         self._tasks: dict[tuple, Task] = {}
         self._running: dict[tuple, asyncio.Task] = {}
         self._live: set[asyncio.Task] = set()
+        self._settling: set[tuple] = set()
         self._slots = PrioritySlots(execution_cap)
         self._stopped = False
         self.failures: dict[tuple, str] = {}   # last failure per key, for diagnostics
@@ -99,7 +103,7 @@ class TaskScheduler:
     def add(self, task: Task) -> bool:
         """Start ``task`` unless one with its key is in flight (or the scheduler stopped); returns
         whether it was added."""
-        if self._stopped or task.key in self._tasks:
+        if self._stopped or self.has(task.key):
             return False
         self._tasks[task.key] = task
         running = self._running[task.key] = asyncio.ensure_future(self._run(task))
@@ -122,18 +126,23 @@ class TaskScheduler:
         return self._slots.waiting
 
     async def _run(self, task: Task) -> None:
+        settles = not isinstance(task, IndexSaveTask)  # a save moves nothing: no distribution to pull
         try:
             error = await self._execute(task)
-        finally:  # the key is free once the task ended, also when cancelled
+            if settles:
+                self._settling.add(task.key)
+        finally:  # the task has ended, also when cancelled: it no longer counts as work in flight
             self._forget(task.key, task)
-        for listener in self._on_done:
-            listener(task, error)
-        if isinstance(task, IndexSaveTask):
-            return  # a save moves nothing: no distribution to pull, no checker to wake
         try:
-            await self._refresh(task.nodes)
-        except Exception:  # noqa: BLE001 - the periodic pull catches up
-            log.debug("refreshing the distribution after %s failed", task, exc_info=True)
+            for listener in self._on_done:
+                listener(task, error)
+            if settles:
+                try:
+                    await self._refresh(task.nodes)
+                except Exception:  # noqa: BLE001 - the periodic pull catches up
+                    log.debug("refreshing the distribution after %s failed", task, exc_info=True)
+        finally:
+            self._settling.discard(task.key)
 
     async def _execute(self, task: Task) -> Exception | None:
         """Run ``task`` in a slot; returns its failure.  A cancel propagates (no failure to record)."""
@@ -155,7 +164,8 @@ class TaskScheduler:
     # --- queries (checkers and the balancer's view) -------------------------------------------
 
     def has(self, key: tuple) -> bool:
-        return key in self._tasks
+        """Whether a task with ``key`` is in flight, or ended and its nodes' distribution is being pulled."""
+        return key in self._tasks or key in self._settling
 
     def tasks(self, collection_id: int | None = None) -> list[Task]:
         return [t for t in self._tasks.values() if collection_id is None or t.collection_id == collection_id]
