@@ -118,11 +118,8 @@ async def test_a_node_refusing_deletes_makes_the_coordinator_watch_the_channel_a
 
         await client.run(_configure_node, True, RETRY, workers=[qc.nodes.get(holder).worker])
         (channel,) = ds.channels
-        writer = qc.ticker.writer(channel)
-        ts = qc.catalog.allocate_timestamp()
-        writer.append(MessageKind.DELETE, ts, DeleteBatch(cid, -1, pa.array([victim], pa.int64()),
-                                                          np.array([ts], np.uint64)).encode())
-        writer.sync()
+        ts = qc.appenders.require(channel).append(lambda ts: [(MessageKind.DELETE, DeleteBatch(
+            cid, -1, pa.array([victim], pa.int64()), np.array([ts], np.uint64)).encode())]).timestamp
         served = 0
 
         async def read_checked() -> bool:

@@ -330,13 +330,12 @@ async def test_strong_reads_see_a_row_written_just_before(env):
     partition = ds.summary["segments"][0]["partition_id"]
     vec = np.full((1, DIM), 50.0, dtype=np.float32)  # far from every imported row
     pk = int(ds.pks.max()) + 1000
-    ts = coord.catalog.allocate_timestamp()
-    batch = InsertBatch(ds.collection_id, partition, GROWING_SEGMENT, pa.array([pk], pa.int64()),
-                        np.full(1, ts, np.uint64), pa.record_batch({
-                            "vec": pa.FixedSizeListArray.from_arrays(pa.array(vec.reshape(-1)), DIM),
-                            "age": pa.array(np.asarray([7], np.int32)), "tag": pa.array(["new"]),
-                            "score": pa.array([0.5])}))
-    coord.ticker.writer(ds.channels[0]).append(MessageKind.INSERT, ts, batch.encode())
+    columns = pa.record_batch({"vec": pa.FixedSizeListArray.from_arrays(pa.array(vec.reshape(-1)), DIM),
+                               "age": pa.array(np.asarray([7], np.int32)), "tag": pa.array(["new"]),
+                               "score": pa.array([0.5])})
+    ts = coord.appenders.require(ds.channels[0]).append(lambda ts: [(MessageKind.INSERT, InsertBatch(
+        ds.collection_id, partition, GROWING_SEGMENT, pa.array([pk], pa.int64()), np.full(1, ts, np.uint64),
+        columns).encode())]).timestamp
     hits = await env.proxy.search("fresh", vec, limit=1, output_fields=["tag"])  # Strong by default
     assert hits[0][0]["id"] == pk and hits[0][0]["distance"] == pytest.approx(0.0)
     assert hits[0][0]["entity"] == {"tag": "new"}
@@ -348,9 +347,8 @@ async def test_strong_reads_see_a_row_written_just_before(env):
     assert await env.proxy.count("fresh", consistency="Eventually") in (len(ds.pks), len(ds.pks) + 1)
     assert await env.proxy.count("fresh", consistency=None) in (len(ds.pks), len(ds.pks) + 1)  # Bounded
     # deleted again: the collection holds what the other tests expect
-    ts = coord.catalog.allocate_timestamp()
-    coord.ticker.writer(ds.channels[0]).append(MessageKind.DELETE, ts, DeleteBatch(
-        ds.collection_id, -1, pa.array([pk], pa.int64()), np.full(1, ts, np.uint64)).encode())
+    coord.appenders.require(ds.channels[0]).append(lambda ts: [(MessageKind.DELETE, DeleteBatch(
+        ds.collection_id, -1, pa.array([pk], pa.int64()), np.full(1, ts, np.uint64)).encode())])
     assert await env.proxy.count("fresh") == len(ds.pks)
     assert await env.proxy.query("fresh", filter={"tag": "new"}) == []
 

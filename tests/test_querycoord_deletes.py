@@ -87,13 +87,8 @@ class Env:
         new_l0 = []
         for ch in ds.channels:
             rows = np.concatenate([ds.rows_of_segment(s)[offset:offset + per_segment] for s in ds.segments_of(ch)])
-            writer = qc.ticker.writer(ch)
-            assert writer is not None
-            ts = qc.catalog.allocate_timestamp()
-            batch = DeleteBatch(self.cid, -1, pa.array(ds.pks[rows].tolist(), pa.int64()),
-                                np.full(len(rows), ts, np.uint64))
-            writer.append(MessageKind.DELETE, ts, batch.encode())
-            writer.sync()
+            qc.appenders.require(ch).append(lambda ts: [(MessageKind.DELETE, DeleteBatch(
+                self.cid, -1, pa.array(ds.pks[rows].tolist(), pa.int64()), np.full(len(rows), ts, np.uint64)).encode())])
             up_to = qc.catalog.allocate_timestamp()
             root = DataDir(ds.data_dir).segment_root
             result = await asyncio.to_thread(flush_channel, qc.catalog, qc.ticker.wal, root, ch, up_to)

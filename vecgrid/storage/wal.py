@@ -575,6 +575,18 @@ class WalWriter:
         self, records: Iterable[tuple[MessageKind | int, int, bytes | bytearray | memoryview]]
     ) -> list[Position]:
         """Append records in order with one write; returns their positions once all are durable."""
+        positions = self.write_many(records)
+        if positions:
+            self.wait_durable(positions[-1].offset + 1)
+        return positions
+
+    def write_many(
+        self, records: Iterable[tuple[MessageKind | int, int, bytes | bytearray | memoryview]]
+    ) -> list[Position]:
+        """Write records in order with one write and return their positions at once, before they are
+        durable: :meth:`wait_durable` (``positions[-1].offset + 1``) before acknowledging them.  A caller
+        that must order records by something it decides under its own lock (timestamps) writes under
+        that lock and waits outside it, so that concurrent writers still share one sync."""
         prepared: list[tuple[int, int, memoryview, int]] = []
         for kind, timestamp, payload in records:
             kind = int(kind)
@@ -598,13 +610,18 @@ class WalWriter:
                 self._publish(end)
             else:
                 self._durable_cond.notify_all()  # wake the sync thread
-                while self._durable_offset < end:
-                    if self._failed is not None:
-                        raise WalError(f"WAL channel {self.channel!r} failed: {self._failed}") from self._failed
-                    self._durable_cond.wait()
         if self.fsync_policy != "group":
             self._signal.notify()
         return positions
+
+    def wait_durable(self, end: int) -> None:
+        """Block until every record below offset ``end`` is durable; raises :class:`WalError` if a sync
+        failed (the records may be lost: never acknowledge them)."""
+        with self._lock:
+            while self._durable_offset < end:
+                if self._failed is not None:
+                    raise WalError(f"WAL channel {self.channel!r} failed: {self._failed}") from self._failed
+                self._durable_cond.wait()
 
     def _check_usable(self) -> None:
         if self._closed:

@@ -50,6 +50,7 @@ from vecgrid.cluster.querycoord.task.scheduler import TaskScheduler
 from vecgrid.cluster.querycoord.task.task import NO_NODE, IndexSaveTask, SegmentTask, Task
 from vecgrid.cluster.querycoord.timetick import TimeTicker
 from vecgrid.cluster.querycoord.wal_retention import WalRetention
+from vecgrid.cluster.streaming import ChannelAppenders
 from vecgrid.config import Settings
 from vecgrid.proto import common_pb2, milvus_pb2, query_coord_pb2, rg_pb2
 from vecgrid.storage.kv import MetaStore
@@ -116,7 +117,8 @@ class QueryCoord(Component):
         self.jobs = Jobs(self.ctx, self.resources, self.executor, settings, self._poke, self._pull_target)
         self.manual = ManualBalance(self.ctx, q.segment_task_timeout_s)
         wal = Wal(DataDir(settings.common.data_dir).wal_root)
-        self.ticker = TimeTicker(wal, self.catalog, self.collections, q.time_tick_interval_s)
+        self.appenders = ChannelAppenders(wal, self.catalog.allocate_timestamp, self.catalog.allocate_segment_id)
+        self.ticker = TimeTicker(self.appenders, self.catalog, self.collections, q.time_tick_interval_s)
         self.wal_retention = WalRetention(wal, self.catalog, self.collections, self.targets,
                                           q.checkpoint_interval_s, self._pull_target)
         self._reconciling = True
@@ -207,6 +209,7 @@ class QueryCoord(Component):
         await self.collection_observer.stop()
         await self.wal_retention.stop()
         await self.ticker.stop()
+        await asyncio.to_thread(self.appenders.close)
         await self.target_observer.stop()
         await self.checkers.stop()
         await self.scheduler.stop()

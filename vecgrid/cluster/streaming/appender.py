@@ -1,0 +1,157 @@
+"""One appender per DML channel: the only place records are stamped and logged, so that a channel's
+records are in timestamp order.
+
+A record's timestamp comes from the coordinator's oracle.  If two writers took timestamps and then
+appended in the other order, a shard leader would pass tsafe beyond the later-appended record's
+timestamp before reading it, and a read at that timestamp would miss it.  So :meth:`ChannelAppender.append`
+takes the timestamp, builds the payloads with it and writes them under the channel's lock, and waits
+for durability outside it (writers of one channel still share a group commit).  Writes, time ticks
+and the flush barrier all go through here.
+
+Read-your-writes: :attr:`ChannelAppender.acknowledged_ts` is the timestamp of the newest durable
+record.  Every write acknowledged to a client has a timestamp at or below it, so a Strong read that
+waits for a leader's tsafe to reach it (not a fresh oracle timestamp, which only the next time tick
+would pass) sees every acknowledged write and costs nothing on a channel the leader has caught up
+with.  Until this process has appended to a channel it does not know that timestamp, and a Strong
+read takes a fresh one.
+
+Who owns what: ``_lock`` (one per channel) guards the writer's order, the segment assigner and the
+sealed list; ``acknowledged_ts`` is written under ``_ack_lock`` and read without it (one reference).
+:class:`ChannelAppenders` opens appenders under its own lock.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+from vecgrid.cluster.streaming.segment_assign import SealedChannel, SegmentAssigner
+from vecgrid.storage.wal import MessageKind, Position, Wal, WalLockedError, WalWriter
+
+log = logging.getLogger(__name__)
+
+RETRY_LOCKED_S = 10.0
+
+Record = tuple[MessageKind | int, bytes | bytearray | memoryview]
+
+
+@dataclass(frozen=True)
+class Appended:
+    """A durable append: its timestamp and the records' positions."""
+
+    timestamp: int
+    positions: list[Position]
+
+
+class ChannelAppender:
+    """The appender of one channel; see the module doc."""
+
+    def __init__(self, writer: WalWriter, allocate_timestamp: Callable[[], int],
+                 allocate_segment_id: Callable[[], int]) -> None:
+        self.channel = writer.channel
+        self.writer = writer
+        self._allocate_ts = allocate_timestamp
+        self._lock = threading.Lock()
+        self._ack_lock = threading.Lock()
+        self.segments = SegmentAssigner(allocate_segment_id)
+        self.acknowledged_ts = 0
+
+    def append(self, build: Callable[[int], Iterable[Record]]) -> Appended:
+        """Stamp, build and log records; returns once they are durable.  ``build(ts)`` runs under the
+        channel's lock with the write's timestamp and returns the ``(kind, payload)`` records; it may
+        assign growing segments (:attr:`segments`).  A failure anywhere writes nothing that is
+        acknowledged: it raises."""
+        with self._lock:
+            ts = self._allocate_ts()
+            positions = self.writer.write_many([(kind, ts, payload) for kind, payload in build(ts)])
+        return self._acknowledge(ts, positions)
+
+    def seal(self, build: Callable[[int], Iterable[Record]] = lambda ts: ()) -> tuple[Appended, SealedChannel]:
+        """Close the channel's open growing segments at a fresh timestamp (the flush barrier: every row
+        of a sealed segment is at or below it, every later row is in another segment), logging what
+        ``build(ts)`` returns (a time tick, so that readers see the barrier)."""
+        with self._lock:
+            ts = self._allocate_ts()
+            sealed = self.segments.seal()
+            positions = self.writer.write_many([(kind, ts, payload) for kind, payload in build(ts)])
+        return self._acknowledge(ts, positions), sealed
+
+    def handed_off(self, sealed: SealedChannel) -> None:
+        with self._lock:
+            self.segments.handed_off(sealed)
+
+    def stats(self) -> tuple[int, int, int, float]:
+        """(open rows, open bytes, growing bytes, seconds since the last insert) of the channel."""
+        with self._lock:
+            s = self.segments
+            idle = time.monotonic() - s.last_write if s.last_write else float("inf")
+            return s.rows, s.bytes, s.growing_bytes, idle
+
+    def _acknowledge(self, ts: int, positions: list[Position]) -> Appended:
+        if positions:
+            self.writer.wait_durable(positions[-1].offset + 1)
+            with self._ack_lock:
+                self.acknowledged_ts = max(self.acknowledged_ts, ts)
+        return Appended(ts, positions)
+
+
+class ChannelAppenders:
+    """The coordinator's appenders, opened on first use.  A channel another process holds open (a bulk
+    tool, a test) has none for ``RETRY_LOCKED_S``: :meth:`get` answers None, :meth:`require` raises."""
+
+    def __init__(self, wal: Wal, allocate_timestamp: Callable[[], int],
+                 allocate_segment_id: Callable[[], int]) -> None:
+        self.wal = wal
+        self._allocate_ts = allocate_timestamp
+        self._allocate_segment_id = allocate_segment_id
+        self._appenders: dict[str, ChannelAppender] = {}
+        self._locked_until: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def get(self, channel: str) -> ChannelAppender | None:
+        with self._lock:
+            a = self._appenders.get(channel)
+            if a is not None:
+                return a
+            if time.monotonic() < self._locked_until.get(channel, 0.0):
+                return None
+            try:
+                writer = self.wal.open_writer(channel)
+            except WalLockedError:
+                log.info("channel %s is held by another writer; not appending to it from here for now", channel)
+                self._locked_until[channel] = time.monotonic() + RETRY_LOCKED_S
+                return None
+            a = self._appenders[channel] = ChannelAppender(writer, self._allocate_ts, self._allocate_segment_id)
+            return a
+
+    def require(self, channel: str) -> ChannelAppender:
+        a = self.get(channel)
+        if a is None:
+            raise WalLockedError(f"channel {channel} is held by another writer")
+        return a
+
+    def opened(self) -> dict[str, ChannelAppender]:
+        with self._lock:
+            return dict(self._appenders)
+
+    def acknowledged_ts(self, channel: str) -> int:
+        """The newest durable timestamp this process logged on ``channel``; 0 when it logged none."""
+        with self._lock:
+            a = self._appenders.get(channel)
+        return a.acknowledged_ts if a is not None else 0
+
+    def drop(self, channel: str) -> None:
+        """Close a channel's appender (its collection was dropped)."""
+        with self._lock:
+            a = self._appenders.pop(channel, None)
+        if a is not None:
+            a.writer.close()
+
+    def close(self) -> None:
+        with self._lock:
+            appenders, self._appenders = list(self._appenders.values()), {}
+        for a in appenders:
+            a.writer.close()
