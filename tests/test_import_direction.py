@@ -2,10 +2,12 @@
 
 The layers, lowest first (a module may import its own layer's package and the layers below it):
 
-    common (with vecgrid.errors, vecgrid.config) ← proto ← storage ← gpu ← cluster (shared parts)
-    ← cluster.querynode ← cluster.querycoord | cluster.proxy ← rpc | http | client ← deploy ← cli
+    common (with vecgrid.errors, vecgrid.config) ← proto ← storage ← gpu ← cluster (shared parts:
+    streaming, ...) ← cluster.querynode | cluster.datanode ← cluster.querycoord | cluster.datacoord |
+    cluster.proxy ← rpc | http | client ← deploy ← cli
 
-Layers on one rank (``querycoord`` and ``proxy``; ``rpc``, ``http`` and ``client``) do not import
+Layers on one rank (``querynode`` and ``datanode``; ``querycoord``, ``datacoord`` and ``proxy``;
+``rpc``, ``http`` and ``client``) do not import
 each other.  Every import counts for the direction, a lazy one inside a
 function too: a lazy import hides a dependency, it does not remove it.  For cycles, the imports
 made when a module is loaded count (module level, ``TYPE_CHECKING`` blocks included: a type-only
@@ -33,7 +35,9 @@ LAYERS = [
     (3, "vecgrid.gpu"),
     (4, "vecgrid.cluster"),
     (5, "vecgrid.cluster.querynode"),
+    (5, "vecgrid.cluster.datanode"),
     (6, "vecgrid.cluster.querycoord"),
+    (6, "vecgrid.cluster.datacoord"),
     (6, "vecgrid.cluster.proxy"),
     (7, "vecgrid.rpc"),
     (7, "vecgrid.http"),

@@ -94,6 +94,33 @@ class QueryNodeSettings:
     gpu_memory_fraction: float = 0.8
     # Largest message QueryStream sends; a big query result goes out as several.
     stream_chunk_bytes: int = 4 * 1024 * 1024
+    # Growing (not yet flushed) data a node may hold as shard leader; a write that would pass it is
+    # refused with Milvus's quota error (code 9) until a flush frees memory.
+    max_growing_mb: float = 1024.0
+
+
+@dataclass
+class DataCoordSettings:
+    # A channel's growing data is sealed and flushed at this many rows or megabytes (Milvus:
+    # dataCoord.segment.maxSize 1024 MB, sealProportion 0.12), or after this long without writes.
+    segment_max_rows: int = 1_000_000
+    segment_max_mb: float = 512.0
+    flush_idle_s: float = 600.0
+    # How often the seal, compaction, index-build and garbage-collection policies look.
+    check_interval_s: float = 1.0
+    # Mix compaction: segments below this fraction of segment_max_rows are small; a partition and
+    # channel with at least compaction_min_segments of them is compacted.  A segment with more than
+    # compaction_deleted_ratio of its rows deleted is compacted on its own (Milvus: 0.2).
+    compaction_small_proportion: float = 0.5
+    compaction_min_segments: int = 4
+    compaction_deleted_ratio: float = 0.2
+    # L0 compaction: a channel's L0 segments are compacted once there are this many (Milvus: 10).
+    l0_compaction_min_segments: int = 4
+    # Deadline of one index build or compaction task before it is redone elsewhere.
+    task_timeout_s: float = 600.0
+    # Files no catalog entry and no target names are removed after this long (Milvus: gc.dropTolerance 1 d).
+    gc_retention_s: float = 3600.0
+    gc_interval_s: float = 600.0
 
 
 @dataclass
@@ -115,6 +142,7 @@ class Settings:
     common: CommonSettings = field(default_factory=CommonSettings)
     querycoord: QueryCoordSettings = field(default_factory=QueryCoordSettings)
     querynode: QueryNodeSettings = field(default_factory=QueryNodeSettings)
+    datacoord: DataCoordSettings = field(default_factory=DataCoordSettings)
     http: HTTPSettings = field(default_factory=HTTPSettings)
     dask: DaskSettings = field(default_factory=DaskSettings)
 
