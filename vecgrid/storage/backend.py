@@ -10,7 +10,9 @@ backend; fsspec and s3fs are imported only for URL roots.  Every path is relativ
   :class:`FileInfo` (size and checksum, computed while writing);
 * :meth:`Storage.read_verified` / :meth:`Storage.verify` check a file against its
   :class:`FileInfo` before anything decodes it, raising :class:`CorruptSegmentError` on a
-  missing, truncated or altered file.
+  missing, truncated or altered file;
+* :meth:`Storage.list_files`, :meth:`Storage.remove_file` and :meth:`Storage.remove_empty_dir`
+  are the garbage collector's: what is stored, and removing what nothing names.
 
 The segment file format (:mod:`vecgrid.storage.segment_files`) and the QueryNode's segment loader
 both read and write through these backends.
@@ -170,6 +172,18 @@ class Storage:
     def sweep_temp(self, rel: str, older_than_s: float) -> list[str]:
         raise NotImplementedError
 
+    def list_files(self, rel: str) -> list[str]:
+        """Every file under ``rel`` (temporary ones of writes in flight included), root-relative;
+        ``[]`` when ``rel`` does not exist."""
+        raise NotImplementedError
+
+    def remove_file(self, rel: str) -> bool:
+        """Remove one file; ``False`` when it was already gone."""
+        raise NotImplementedError
+
+    def remove_empty_dir(self, rel: str) -> None:
+        """Remove directory ``rel`` if it is empty (a writer that just created a file in it keeps it)."""
+
     # -- verified reads ----------------------------------------------------------------------
     def check_size(self, info: FileInfo) -> None:
         actual = self.size(info.path)
@@ -280,6 +294,27 @@ class LocalStorage(Storage):
         with contextlib.suppress(FileNotFoundError):
             fsync_dir(os.path.dirname(path))
 
+    def list_files(self, rel: str) -> list[str]:
+        out = []
+        for dirpath, _dirs, names in os.walk(self._abs(rel)):
+            out += [os.path.relpath(os.path.join(dirpath, n), self.root).replace(os.sep, "/") for n in names]
+        return sorted(out)
+
+    def remove_file(self, rel: str) -> bool:
+        path = self._abs(rel)
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            return False
+        fsync_dir(os.path.dirname(path))
+        return True
+
+    def remove_empty_dir(self, rel: str) -> None:
+        path = self._abs(rel)
+        with contextlib.suppress(FileNotFoundError, OSError):  # not empty (ENOTEMPTY) or gone: keep it
+            os.rmdir(path)
+            fsync_dir(os.path.dirname(path))
+
     def sweep_temp(self, rel: str, older_than_s: float) -> list[str]:
         removed = []
         cutoff = time.time() - older_than_s
@@ -352,6 +387,22 @@ class FsspecStorage(Storage):
 
     def sweep_temp(self, rel: str, older_than_s: float) -> list[str]:
         return []  # object-store writes leave no temporary names
+
+    def list_files(self, rel: str) -> list[str]:
+        base = self._abs(rel)
+        try:
+            found = self.fs.find(base)
+        except FileNotFoundError:
+            return []
+        prefix = self.base.strip("/") + "/"  # fsspec gives paths with or without a leading "/"
+        return sorted(p.lstrip("/")[len(prefix):] for p in found if p.lstrip("/").startswith(prefix))
+
+    def remove_file(self, rel: str) -> bool:
+        try:
+            self.fs.rm_file(self._abs(rel))
+        except FileNotFoundError:
+            return False
+        return True
 
 
 def canonical_root(root: str | os.PathLike[str]) -> str:
