@@ -41,7 +41,7 @@ def scripted_build(req: IndexBuildRequest):
     mode = BEHAVIOUR.get("mode")
     if mode == "block" and len(CALLS) == 1:
         GATES["first"].wait(60)
-    elif mode == "fail-once" and len(CALLS) == 1:
+    elif mode == "fail-once" and len(CALLS) == 1 or mode == "fail-always":
         raise errors.IoFailed("injected write failure", segment=req.segment_id)
     return build_segment_index(req)
 
@@ -110,26 +110,42 @@ async def test_a_failed_build_is_retried_by_dask_under_the_same_key(flushed, das
 
 
 async def test_a_build_past_its_deadline_is_proposed_again_and_the_late_file_never_recorded(
-        flushed, dask, scripted):
+        flushed, dask, scripted, caplog):
     ds, cat, sid = flushed
     _, client = dask
     scripted["mode"] = "block"
     builder = IndexBuilder(cat, client, _settings(ds, timeout_s=1.0))
     builder.start()
     try:
-        failure = await poll_until(lambda: builder.failures.get((sid, ds.vec_fid)), 30, what="the deadline passed")
-        assert "deadline" in failure
         (build,) = await poll_until(lambda: _builds(cat, ds, sid), 30, what="the build proposed again and recorded")
-        await poll_until(lambda: builder.failures == {}, 10, what="the failure cleared by the success")
     finally:
         await asyncio.wait_for(builder.stop(), 10)
     late, again = CALLS[0], CALLS[1]
+    (failed,) = [r.getMessage() for r in caplog.records if r.name == index_builder.__name__]
+    assert f"build-index-{sid}-field-{ds.vec_fid}-build-{late} passed its deadline of 1.0 s" in failed
+    assert builder.failures == {}   # cleared by the success
     assert late != again and build.index_file_keys[0].endswith(f"_{again}.bin")
     GATES["first"].set()   # the late attempt now writes its own file: nobody records it
     await poll_until(lambda: any(p.endswith(f"_{late}.bin") for p in segment_files.list_stored_files(ds.data_dir)),
                      30, what="the late attempt wrote its file")
     (still,) = _builds(cat, ds, sid)
     assert still.buildID == build.buildID and list(still.index_file_keys) == list(build.index_file_keys)
+
+
+async def test_a_failing_build_stays_a_failure_until_its_segment_is_dropped(flushed, dask, scripted):
+    ds, cat, sid = flushed
+    _, client = dask
+    scripted["mode"] = "fail-always"
+    builder = IndexBuilder(cat, client, _settings(ds), retries=0)
+    builder.start()
+    try:
+        await poll_until(lambda: len(set(CALLS)) >= 3, 30, what="the build proposed again round after round")
+        assert "injected write failure" in builder.failures[(sid, ds.vec_fid)]
+        cat.drop_segment(sid)
+        await poll_until(lambda: builder.failures == {}, 30, what="the failure of a dropped segment forgotten")
+        assert _builds(cat, ds, sid) == []
+    finally:
+        await asyncio.wait_for(builder.stop(), 10)
 
 
 async def test_builds_go_to_gpu_workers_when_the_cluster_has_them(flushed, dask, scripted):

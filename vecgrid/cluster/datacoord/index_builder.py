@@ -20,8 +20,8 @@ whose field's live index has no build, and submits one Dask task per segment and
   through the QueryCoord's index checker (an Index-scope reload).
 
 Who owns what: the round loop and every build run on the event loop that called :meth:`start`;
-``_builds`` (segment and field -> the asyncio task awaiting its Dask task) and ``failures`` are read
-and written only there.  Catalog reads and writes run in worker threads (``asyncio.to_thread``).
+``_builds`` (segment and field -> the asyncio task awaiting its Dask task), ``_ended_during_scan`` and
+``failures`` are read and written only there.  Catalog reads and writes run in worker threads (``asyncio.to_thread``).
 A failure is never dropped: it stays in ``failures`` (the last error per segment and field) until a
 later build of it succeeds, and the build is proposed again every round.
 """
@@ -86,6 +86,7 @@ class IndexBuilder(Periodic):
         self.retries = retries
         self.max_in_flight = max_in_flight
         self._builds: dict[tuple[int, int], asyncio.Task] = {}
+        self._ended_during_scan: set[tuple[int, int]] = set()   # builds that ended since the round began
         self.failures: dict[tuple[int, int], str] = {}
         self.recorded = 0   # builds recorded since start (diagnostics)
 
@@ -105,12 +106,17 @@ class IndexBuilder(Periodic):
         return set(self._builds)
 
     async def round(self) -> None:
+        self._ended_during_scan = set()
         found, refused = await asyncio.to_thread(self.pending)
+        # a build that ended while the catalog was read may be recorded already: next round decides
+        busy = set(self._builds) | self._ended_during_scan
+        wanted = {p.key for p in found} | set(refused) | busy
+        self.failures = {key: why for key, why in self.failures.items() if key in wanted}  # dropped meanwhile
         for key, why in refused.items():
             if key not in self.failures:
                 log.error("index of segment %d field %d cannot be built: %s", *key, why)
             self.failures[key] = why
-        pending = [p for p in found if p.key not in self._builds]
+        pending = [p for p in found if p.key not in busy]
         room = self.max_in_flight - len(self._builds)
         if not pending or room <= 0:
             return
@@ -123,6 +129,7 @@ class IndexBuilder(Periodic):
     def _ended(self, key: tuple[int, int], task: asyncio.Task) -> None:
         if self._builds.get(key) is task:
             del self._builds[key]
+        self._ended_during_scan.add(key)
         if task.cancelled():
             return
         error = task.exception()
