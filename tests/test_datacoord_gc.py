@@ -54,7 +54,7 @@ def env(tmp_path):
 
 
 def stored(ds) -> set[str]:
-    return set(segment_files.list_stored_files(ds.data_dir))
+    return {f.path for f in segment_files.list_stored_files(ds.data_dir)}
 
 
 def named_by_catalog(cat, ds) -> set[str]:
@@ -110,6 +110,27 @@ def test_a_file_written_just_now_waits_a_whole_retention(env):
     result = gc.sweep(set())
     assert result.removed == [] and result.unnamed == []
     assert fresh.data.path in stored(ds)
+
+
+def test_a_file_written_again_under_an_unnamed_name_gets_a_fresh_retention(env):
+    """An index dropped and created again: the node saves the new index where the old, unnamed file lay
+    (``index_<field>.bin``), and the coordinator records it a moment later.  The old file's clock must
+    not carry over to the new file."""
+    ds, cat, gc, clock, _ = env
+    sid = ds.segment_ids[0]
+    seg = cat.get_segment(sid)
+    path = segment_files.index_path(ds.collection_id, seg.partitionID, sid, ds.vec_fid)
+    segment_files.put_file(ds.data_dir, path, b"old index")
+    gc.sweep(set())
+    clock.now += RETENTION - 1
+    assert path in gc.sweep(set()).unnamed
+    segment_files.put_file(ds.data_dir, path, b"the new index, not recorded yet")
+    clock.now += 1
+    result = gc.sweep(set())
+    assert result.removed == [] and path in result.unnamed
+    assert Path(ds.data_dir, path).read_bytes() == b"the new index, not recorded yet"
+    clock.now += RETENTION
+    assert gc.sweep(set()).removed == [path]   # never recorded after all: it goes in its turn
 
 
 def test_dropped_segments_stay_while_a_target_names_them_then_go_and_are_purged(env):

@@ -56,7 +56,7 @@ async def test_a_compacted_away_segment_stays_while_targeted_then_goes(tmp_path)
 
         seen_targeted = 0
         while victim in segments_in_targets(qc):               # a target still routes searches to it
-            assert victim_files <= set(segment_files.list_stored_files(ds.data_dir))
+            assert victim_files <= {f.path for f in segment_files.list_stored_files(ds.data_dir)}
             seen_targeted += 1
             await asyncio.sleep(0.05)
         assert seen_targeted > 0
@@ -65,11 +65,11 @@ async def test_a_compacted_away_segment_stays_while_targeted_then_goes(tmp_path)
             try:
                 cat.get_segment(victim)
             except errors.SegmentNotFound:
-                return not victim_files & set(segment_files.list_stored_files(ds.data_dir))
+                return not victim_files & {f.path for f in segment_files.list_stored_files(ds.data_dir)}
             return False
         await poll_until(collected, 60, what="the compacted-away segment removed and purged")
         assert gc.failures == {}
-        stored = set(segment_files.list_stored_files(ds.data_dir))
+        stored = {f.path for f in segment_files.list_stored_files(ds.data_dir)}
         for sid in [*ds.segment_ids[1:], new.segment_id]:
             assert {f.path for f in cat.segment_files(sid)} <= stored
         await poll_until(lambda: victim not in {s.ID for _, s in qc.dist.segments(ds.collection_id)}

@@ -126,7 +126,7 @@ async def test_a_build_past_its_deadline_is_proposed_again_and_the_late_file_nev
     assert builder.failures == {}   # cleared by the success
     assert late != again and build.index_file_keys[0].endswith(f"_{again}.bin")
     GATES["first"].set()   # the late attempt now writes its own file: nobody records it
-    await poll_until(lambda: any(p.endswith(f"_{late}.bin") for p in segment_files.list_stored_files(ds.data_dir)),
+    await poll_until(lambda: any(f.path.endswith(f"_{late}.bin") for f in segment_files.list_stored_files(ds.data_dir)),
                      30, what="the late attempt wrote its file")
     (still,) = _builds(cat, ds, sid)
     assert still.buildID == build.buildID and list(still.index_file_keys) == list(build.index_file_keys)

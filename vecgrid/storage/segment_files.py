@@ -64,12 +64,14 @@ from .backend import (
     FileInfo,
     SegmentStorageError,
     StorageBackendUnavailableError,
+    StoredFile,
     canonical_root,
     open_storage,
 )
 
 __all__ = [
     "FileInfo",
+    "StoredFile",
     "SegmentFiles",
     "SegmentStorageError",
     "CorruptSegmentError",
@@ -535,8 +537,8 @@ def sweep_temp_files(root: str | os.PathLike[str], *, older_than_s: float = 3600
     return open_storage(root).sweep_temp("segments", older_than_s)
 
 
-def list_stored_files(root: str | os.PathLike[str]) -> list[str]:
-    """Every file under the root's ``segments/`` (temporary ones included), root-relative."""
+def list_stored_files(root: str | os.PathLike[str]) -> list[StoredFile]:
+    """Every file under the root's ``segments/`` (temporary ones included), by root-relative path."""
     return open_storage(root).list_files(SEGMENTS_DIR)
 
 

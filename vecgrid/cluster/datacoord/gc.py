@@ -13,7 +13,8 @@ dropped indexes.  Here every ``datacoord.gc_interval_s`` a sweep:
    state: ``segments_in_targets()`` is injected, and called on the event loop);
 3. a file not named is *unnamed since* the first sweep that saw it so; it is removed once it stayed
    unnamed for ``datacoord.gc_retention_s``.  A file that is named again (a flush publishing what it
-   wrote) is forgotten.  So the files of Dropped segments (compaction sources), of failed flush or
+   wrote) is forgotten, and so is one replaced by another file under its name (another size or
+   modification time: a node saving an index again where an unnamed one lay).  So the files of Dropped segments (compaction sources), of failed flush or
    compaction attempts, of index builds of dropped indexes and of overtaken builds all go, and a
    file written just now — by a flush or build in flight — is never removed before the retention
    passed: it is younger than the clock that protects it;
@@ -75,7 +76,8 @@ class GarbageCollector(Periodic):
         self.root = root if root is not None else DataDir(settings.common.data_dir).segment_root
         self.retention_s = settings.datacoord.gc_retention_s
         self._clock = clock
-        self._unnamed_since: dict[str, float] = {}    # path -> when a sweep first saw it unnamed
+        # path -> (size and time of the file, when a sweep first saw it unnamed)
+        self._unnamed_since: dict[str, tuple[tuple[int, float | None], float]] = {}
         self._dropped_since: dict[int, float] = {}    # Dropped segment no target names -> first seen so
         self.last: Sweep | None = None
         self.failures: dict[str, str] = {}            # path -> why its removal failed
@@ -90,7 +92,7 @@ class GarbageCollector(Periodic):
         now = self._clock()
         out = Sweep()
         # listed before the catalog is read: a file published in between is named, not removed
-        stored = segment_files.list_stored_files(self.root)
+        stored = {f.path: f for f in segment_files.list_stored_files(self.root)}
         out.files = len(stored)
         located = {p: where for p in stored if (where := segment_files.segment_of_path(p)) is not None}
         by_segment: dict[int, list[str]] = {}
@@ -98,9 +100,15 @@ class GarbageCollector(Periodic):
             by_segment.setdefault(sid, []).append(path)
         named, dropped = self._named({cid for cid, _, _ in located.values()}, in_targets)
         unnamed = [p for p in located if p not in named]
-        self._unnamed_since = {p: self._unnamed_since.get(p, now) for p in unnamed}
+        clocks = {}
         for path in unnamed:
-            if now - self._unnamed_since[path] < self.retention_s:
+            identity = (stored[path].size, stored[path].mtime)
+            known = self._unnamed_since.get(path)
+            # the clock restarts when another file was written under the name (size or time changed)
+            clocks[path] = known if known is not None and known[0] == identity else (identity, now)
+        self._unnamed_since = clocks
+        for path in unnamed:
+            if now - self._unnamed_since[path][1] < self.retention_s:
                 out.unnamed.append(path)
                 continue
             try:
