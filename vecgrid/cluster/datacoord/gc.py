@@ -107,6 +107,7 @@ class GarbageCollector(Periodic):
             # the clock restarts when another file was written under the name (size or time changed)
             clocks[path] = known if known is not None and known[0] == identity else (identity, now)
         self._unnamed_since = clocks
+        self.failures = {p: why for p, why in self.failures.items() if p in clocks}   # gone or named again
         for path in unnamed:
             if now - self._unnamed_since[path][1] < self.retention_s:
                 out.unnamed.append(path)
