@@ -11,7 +11,7 @@ import asyncio
 import pytest
 
 from vecgrid.cluster.querycoord.checkers.base import Checker, CheckerController
-from vecgrid.cluster.querycoord.observers.periodic import Periodic
+from vecgrid.cluster.periodic import Periodic
 from vecgrid.cluster.wakeup import Wakeup
 from tests.conftest import poll_until
 
@@ -136,7 +136,7 @@ async def test_a_dask_task_cancelled_on_its_worker_is_a_failure_not_a_cancel():
     from distributed import Client, LocalCluster
 
     from vecgrid import errors
-    from vecgrid.cluster.querycoord.task.executor import task_result
+    from vecgrid.cluster.dask_futures import task_result
 
     async def cancelled_on_the_worker():
         raise asyncio.CancelledError()
@@ -159,7 +159,7 @@ async def test_a_cancelled_result_fetch_leaves_the_dask_client_working():
 
     from distributed import Client, LocalCluster, wait
 
-    from vecgrid.cluster.querycoord.task.executor import task_result
+    from vecgrid.cluster.dask_futures import task_result
 
     async def value():
         return 42

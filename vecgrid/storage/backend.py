@@ -10,7 +10,9 @@ backend; fsspec and s3fs are imported only for URL roots.  Every path is relativ
   :class:`FileInfo` (size and checksum, computed while writing);
 * :meth:`Storage.read_verified` / :meth:`Storage.verify` check a file against its
   :class:`FileInfo` before anything decodes it, raising :class:`CorruptSegmentError` on a
-  missing, truncated or altered file.
+  missing, truncated or altered file;
+* :meth:`Storage.list_files`, :meth:`Storage.remove_file` and :meth:`Storage.remove_empty_dir`
+  are the garbage collector's: what is stored, and removing what nothing names.
 
 The segment file format (:mod:`vecgrid.storage.segment_files`) and the QueryNode's segment loader
 both read and write through these backends.
@@ -36,7 +38,7 @@ from .fsutil import fsync_dir
 
 __all__ = [
     "FileInfo", "SegmentStorageError", "CorruptSegmentError", "StorageBackendUnavailableError",
-    "Hasher", "checksum_of", "algorithm_of", "Storage", "LocalStorage", "FsspecStorage",
+    "Hasher", "checksum_of", "algorithm_of", "Storage", "StoredFile", "LocalStorage", "FsspecStorage",
     "open_storage", "canonical_root",
 ]
 
@@ -143,6 +145,17 @@ class _CountingHashWriter(io.RawIOBase):
         self._f.flush()
 
 
+@dataclass(frozen=True)
+class StoredFile:
+    """A file as listed: root-relative path, size and modification time (seconds since the epoch;
+    None where the backend does not tell).  Size and time tell a file from another one written
+    under the same name."""
+
+    path: str
+    size: int
+    mtime: float | None
+
+
 class Storage:
     """File operations on one storage root (root-relative '/'-separated paths), and reads that
     check a file against its :class:`FileInfo` before anything decodes it."""
@@ -169,6 +182,18 @@ class Storage:
 
     def sweep_temp(self, rel: str, older_than_s: float) -> list[str]:
         raise NotImplementedError
+
+    def list_files(self, rel: str) -> list[StoredFile]:
+        """Every file under ``rel`` (temporary ones of writes in flight included), by path;
+        ``[]`` when ``rel`` does not exist."""
+        raise NotImplementedError
+
+    def remove_file(self, rel: str) -> bool:
+        """Remove one file; ``False`` when it was already gone."""
+        raise NotImplementedError
+
+    def remove_empty_dir(self, rel: str) -> None:
+        """Remove directory ``rel`` if it is empty (a writer that just created a file in it keeps it)."""
 
     # -- verified reads ----------------------------------------------------------------------
     def check_size(self, info: FileInfo) -> None:
@@ -280,6 +305,34 @@ class LocalStorage(Storage):
         with contextlib.suppress(FileNotFoundError):
             fsync_dir(os.path.dirname(path))
 
+    def list_files(self, rel: str) -> list[StoredFile]:
+        out = []
+        for dirpath, _dirs, names in os.walk(self._abs(rel)):
+            for name in names:
+                path = os.path.join(dirpath, name)
+                try:
+                    st = os.stat(path)
+                except FileNotFoundError:  # removed (or renamed into place) while listed
+                    continue
+                out.append(StoredFile(os.path.relpath(path, self.root).replace(os.sep, "/"), st.st_size,
+                                      st.st_mtime))
+        return sorted(out, key=lambda f: f.path)
+
+    def remove_file(self, rel: str) -> bool:
+        path = self._abs(rel)
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            return False
+        fsync_dir(os.path.dirname(path))
+        return True
+
+    def remove_empty_dir(self, rel: str) -> None:
+        path = self._abs(rel)
+        with contextlib.suppress(FileNotFoundError, OSError):  # not empty (ENOTEMPTY) or gone: keep it
+            os.rmdir(path)
+            fsync_dir(os.path.dirname(path))
+
     def sweep_temp(self, rel: str, older_than_s: float) -> list[str]:
         removed = []
         cutoff = time.time() - older_than_s
@@ -352,6 +405,41 @@ class FsspecStorage(Storage):
 
     def sweep_temp(self, rel: str, older_than_s: float) -> list[str]:
         return []  # object-store writes leave no temporary names
+
+    def list_files(self, rel: str) -> list[StoredFile]:
+        try:
+            found = self.fs.find(self._abs(rel), detail=True)
+        except FileNotFoundError:
+            return []
+        prefix = self.base.strip("/") + "/"  # fsspec gives paths with or without a leading "/"
+        out = []
+        for path, info in found.items():
+            path = path.lstrip("/")
+            if path.startswith(prefix):
+                out.append(StoredFile(path[len(prefix):], int(info.get("size") or 0), _mtime(info)))
+        return sorted(out, key=lambda f: f.path)
+
+    def remove_file(self, rel: str) -> bool:
+        try:
+            self.fs.rm_file(self._abs(rel))
+        except FileNotFoundError:
+            return False
+        return True
+
+
+def _mtime(info: Mapping[str, Any]) -> float | None:
+    """A file's modification time from an fsspec info dict (each filesystem names it its own way)."""
+    for key in ("mtime", "LastModified", "last_modified", "updated", "created"):
+        value = info.get(key)
+        if value is None:
+            continue
+        if hasattr(value, "timestamp"):
+            return float(value.timestamp())
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            continue
+    return None
 
 
 def canonical_root(root: str | os.PathLike[str]) -> str:

@@ -16,7 +16,8 @@ On-disk layout
         deltalog.parquet      deleted rows: columns ``pk`` (int64 | utf8) and ``ts`` (uint64);
                               absent when nothing was deleted before sealing
         index_<field_id>.bin  one index file per vector field, written by the index builder
-                              through :func:`put_file` (content opaque here)
+                              through :func:`put_file` (content opaque here); a build that
+                              names itself writes index_<field_id>_<build_id>.bin
         .<name>.<uuid>.tmp    in-flight writes (never read; removable by :func:`sweep_temp_files`)
 
 ``data.parquet`` is written with row groups of ``row_group_size`` rows, Parquet page CRCs, zstd for
@@ -63,12 +64,14 @@ from .backend import (
     FileInfo,
     SegmentStorageError,
     StorageBackendUnavailableError,
+    StoredFile,
     canonical_root,
     open_storage,
 )
 
 __all__ = [
     "FileInfo",
+    "StoredFile",
     "SegmentFiles",
     "SegmentStorageError",
     "CorruptSegmentError",
@@ -85,12 +88,17 @@ __all__ = [
     "verify_file",
     "delete_segment",
     "sweep_temp_files",
+    "list_stored_files",
+    "remove_stored_file",
+    "segment_of_path",
+    "SEGMENTS_DIR",
     "DATA_FILE",
     "DELTALOG_FILE",
     "DEFAULT_ROW_GROUP_SIZE",
     "DEFAULT_CHECKSUM",
 ]
 
+SEGMENTS_DIR: Final = "segments"
 DATA_FILE: Final = "data.parquet"
 DELTALOG_FILE: Final = "deltalog.parquet"
 DEFAULT_ROW_GROUP_SIZE: Final = 65_536
@@ -186,12 +194,17 @@ class SegmentFiles:
 
 def segment_dir(collection_id: int, partition_id: int, segment_id: int) -> str:
     """Root-relative directory of a segment: ``segments/<collection>/<partition>/<segment>``."""
-    return f"segments/{int(collection_id)}/{int(partition_id)}/{int(segment_id)}"
+    return f"{SEGMENTS_DIR}/{int(collection_id)}/{int(partition_id)}/{int(segment_id)}"
 
 
-def index_path(collection_id: int, partition_id: int, segment_id: int, field_id: int) -> str:
-    """Root-relative path of the index file of vector field ``field_id`` of a segment."""
-    return f"{segment_dir(collection_id, partition_id, segment_id)}/index_{int(field_id)}.bin"
+def index_path(collection_id: int, partition_id: int, segment_id: int, field_id: int, *, build_id: int = 0) -> str:
+    """Root-relative path of the index file of vector field ``field_id`` of a segment.
+
+    ``build_id``: the index build the file belongs to, part of the name when non-zero.  Builds that
+    may overlap (a build task past its deadline still running while its successor writes) then never
+    write the same file, so a recorded file is never replaced under its recorded checksum."""
+    name = f"index_{int(field_id)}" if not build_id else f"index_{int(field_id)}_{int(build_id)}"
+    return f"{segment_dir(collection_id, partition_id, segment_id)}/{name}.bin"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -522,3 +535,31 @@ def sweep_temp_files(root: str | os.PathLike[str], *, older_than_s: float = 3600
     Only files older than ``older_than_s`` are removed so that writes in progress are not disturbed.
     """
     return open_storage(root).sweep_temp("segments", older_than_s)
+
+
+def list_stored_files(root: str | os.PathLike[str]) -> list[StoredFile]:
+    """Every file under the root's ``segments/`` (temporary ones included), by root-relative path."""
+    return open_storage(root).list_files(SEGMENTS_DIR)
+
+
+def remove_stored_file(root: str | os.PathLike[str], path: str) -> bool:
+    """Remove one file (garbage collection); its segment directory goes too once empty.  ``False``
+    when it was already gone."""
+    _check_rel(path)
+    storage = open_storage(root)
+    removed = storage.remove_file(path)
+    if segment_of_path(path) is not None:
+        storage.remove_empty_dir(path.rsplit("/", 1)[0])
+    return removed
+
+
+def segment_of_path(path: str) -> tuple[int, int, int] | None:
+    """``(collection, partition, segment)`` of a file in a segment directory
+    (``segments/<c>/<p>/<s>/<name>``), else None."""
+    parts = path.split("/")
+    if len(parts) != 5 or parts[0] != SEGMENTS_DIR:
+        return None
+    try:
+        return int(parts[1]), int(parts[2]), int(parts[3])
+    except ValueError:
+        return None

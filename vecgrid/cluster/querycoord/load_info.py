@@ -9,6 +9,12 @@ in the request's ``base.properties`` as ``vecgrid.checksum.<relative path>`` =
 (:func:`vecgrid.common.keys.checksums_from_properties`).
 
 * :func:`segment_load_info` — one segment's ``SegmentLoadInfo`` and its checksum map;
+  a field whose live index has a build lists its file; a segment the index builder will index
+  (:func:`~vecgrid.cluster.index_builds.built_by_index_builder`: flushed or compacted) lists a
+  field not built yet with ``enable_index=False`` and no file, which the node serves with exact
+  search (an interim FLAT index) until the index checker reloads it with the built file (Milvus
+  serves an unindexed segment by brute force or an interim index the same way); any other
+  segment (bulk-imported) lists nothing for it and the node builds the index at load;
 * :func:`index_info_list` — the collection's live ``IndexInfo``\\ s;
 * :func:`load_segments_request` — a complete ``LoadSegmentsRequest`` for some segments.
 
@@ -19,6 +25,7 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping
 
+from vecgrid.cluster.index_builds import built_by_index_builder
 from vecgrid.common.keys import checksum_properties
 from vecgrid.proto import common_pb2, index_coord_pb2, query_coord_pb2
 from vecgrid.storage.catalog import Catalog
@@ -50,16 +57,24 @@ def segment_load_info(catalog: Catalog, segment_id: int, *,
         info.delta_position.CopyFrom(seg.dml_position)
         info.flush_time = seg.dml_position.timestamp
     by_index = {i.indexID: i for i in (indexes if indexes is not None else index_info_list(catalog, coll.id))}
+    built = set()
     for build in catalog.list_segment_indexes(seg.collectionID, segment_id=seg.ID):
         index = by_index.get(build.indexID)
         if index is None:  # a build of an index that is no longer live
             continue
+        built.add(index.indexID)
         info.index_infos.append(query_coord_pb2.FieldIndexInfo(
             fieldID=index.fieldID, enable_index=True, index_name=index.index_name, indexID=index.indexID,
             buildID=build.buildID, index_params=list(index.index_params), index_file_paths=list(build.index_file_keys),
             index_size=sum(f.size for f in build.files) or int(build.serialize_size),
             index_version=build.index_version, num_rows=build.num_rows or seg.num_of_rows,
             current_index_version=build.current_index_version, index_store_version=build.index_store_version))
+    if built_by_index_builder(seg):
+        for index in by_index.values():
+            if index.indexID not in built:  # the builder has not built it yet: served exactly until then
+                info.index_infos.append(query_coord_pb2.FieldIndexInfo(
+                    fieldID=index.fieldID, enable_index=False, index_name=index.index_name, indexID=index.indexID,
+                    index_params=list(index.index_params), num_rows=seg.num_of_rows))
     checksums = {f.path: f"{f.checksum_algorithm}:{f.checksum}" for f in catalog.segment_files(seg.ID)
                  if f.checksum_algorithm and f.checksum}
     return info, checksums

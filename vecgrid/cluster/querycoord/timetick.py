@@ -14,8 +14,8 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from vecgrid.cluster.periodic import Periodic
 from vecgrid.cluster.querycoord.meta.collection_manager import CollectionManager
-from vecgrid.cluster.querycoord.observers.periodic import Periodic
 from vecgrid.cluster.streaming import ChannelAppenders
 from vecgrid.storage.catalog import Catalog
 from vecgrid.storage.dml import TimeTick

@@ -19,9 +19,9 @@ import asyncio
 import logging
 from typing import Callable
 
+from vecgrid.cluster.periodic import Periodic
 from vecgrid.cluster.querycoord.meta.collection_manager import CollectionManager
 from vecgrid.cluster.querycoord.meta.target_manager import Scope, TargetManager
-from vecgrid.cluster.querycoord.observers.periodic import Periodic
 from vecgrid.proto import msg_pb2
 from vecgrid.storage.catalog import Catalog
 from vecgrid.storage.flush import advance_idle_checkpoint

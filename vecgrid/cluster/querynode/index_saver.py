@@ -3,10 +3,11 @@
 A bulk-imported segment may carry an index *definition* and no index file; the loader then
 builds the index from the vectors (:mod:`vecgrid.cluster.querynode.loader`).  In Milvus an
 IndexNode builds and DataCoord records a ``SegmentIndex``; here the node that already built
-the index writes it to the segment's storage root (``segment_files.index_path``, atomically,
-with size and checksum) and returns the :class:`~vecgrid.storage.segment_files.FileInfo`\\ s.
-It never touches the catalog: the coordinator records the files
-(:mod:`vecgrid.cluster.querycoord.meta.index_builds`), after checking the index is still the live one.
+the index writes it to the segment's storage root (``segment_files.index_path``, through
+:func:`vecgrid.cluster.index_builds.write_index_file`: atomically, with size and checksum) and returns
+the :class:`~vecgrid.storage.segment_files.FileInfo`\\ s.  It never touches the catalog: the
+coordinator records the files (:mod:`vecgrid.cluster.index_builds`), after checking the index is
+still the live one.
 
 The request and reply are plain Python values (Dask pickles them): this is a Dask task
 handler, not a gRPC method.
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from vecgrid import errors
+from vecgrid.cluster.index_builds import write_index_file
 from vecgrid.cluster.querynode.segments import SealedSegment
 from vecgrid.storage import segment_files
 from vecgrid.storage.segment_files import FileInfo
@@ -46,8 +48,5 @@ def save_segment_indexes(root: str, seg: SealedSegment, fields: Mapping[int, int
                 f"not {index_id}", segment=seg.segment_id, field=fid)
         data = seg.engine(fid).index_file()
         path = segment_files.index_path(seg.collection_id, seg.partition_id, seg.segment_id, fid)
-        try:
-            out[fid] = segment_files.put_file(root, path, data)
-        except (OSError, segment_files.SegmentStorageError) as e:
-            raise errors.IoFailed(f"writing {path}: {e}", segment=seg.segment_id) from None
+        out[fid] = write_index_file(root, path, data, segment_id=seg.segment_id)
     return out

@@ -11,7 +11,12 @@ What a :class:`query.SegmentLoadInfo` points at, relative to the node's storage 
   ``index_file_paths`` is empty the index is **built at load** from the vectors with
   the field's ``index.IndexInfo`` (index type, metric, build params).  The coordinator's
   index checker then has one node save it (:mod:`~vecgrid.cluster.querynode.index_saver`)
-  and records the file, so later loads of the segment read it instead.
+  and records the file, so later loads of the segment read it instead.  An entry with
+  ``enable_index=False`` and no file is a segment whose index DataCoord's index builder has
+  not built yet: it is served with an **interim FLAT index** (exact search, the field's
+  metric) and reported with ``enable_index=False``, until an Index-scope reload brings the
+  built file (:mod:`vecgrid.cluster.querycoord.checkers.index_checker`).  Every index served
+  for real is reported with ``enable_index=True``.
 
 Every file is checked before it is decoded: its size against ``Binlog.log_size`` /
 ``FieldIndexInfo.index_size`` (when non-zero), and its checksum when the request
@@ -109,12 +114,14 @@ class _Columns:
 
 
 class _IndexSpec(NamedTuple):
-    """How one vector field is indexed: the collection's definition, else the load info's."""
+    """How one vector field is indexed: the collection's definition, else the load info's; FLAT
+    while ``interim`` (the index is not built yet: exact search with the definition's metric)."""
 
     index_type: str
     metric: str
     build_params: dict[str, Any]
     field_info: query_coord_pb2.FieldIndexInfo | None   # the load info's entry for the field
+    interim: bool = False
 
 
 class SegmentBuilder:
@@ -310,7 +317,10 @@ class SegmentBuilder:
         if not params:
             raise errors.IndexNotFound(f"vector field {f.name!r} has no index", collection=coll.name or coll.id,
                                        field=f.fieldID)
-        return _IndexSpec(*build.parse_index_params(params), field_info)
+        index_type, metric, build_params = build.parse_index_params(params)
+        if field_info is not None and not field_info.enable_index and not len(field_info.index_file_paths):
+            return _IndexSpec("FLAT", metric, {}, field_info, interim=True)
+        return _IndexSpec(index_type, metric, build_params, field_info)
 
     def _index_bytes(self, sid: int, f: schema_pb2.FieldSchema, spec: _IndexSpec, coll: Collection,
                      columns: _Columns, checksums: Mapping[str, str]
@@ -330,6 +340,7 @@ class SegmentBuilder:
             recorded.fieldID, recorded.index_name, recorded.indexID = fid, index_info.index_name, index_info.indexID
             recorded.index_params.extend(index_info.index_params)
         recorded.num_rows = recorded.num_rows or columns.num_rows
+        recorded.enable_index = not spec.interim
         if field_info is not None and len(field_info.index_file_paths):
             if len(field_info.index_file_paths) != 1:
                 raise _failed(sid, f"field {fid}: index of {len(field_info.index_file_paths)} files; "

@@ -18,10 +18,10 @@ import logging
 import time
 from typing import Callable
 
+from vecgrid.cluster.periodic import Periodic
 from vecgrid.cluster.querycoord.context import CheckerContext
 from vecgrid.cluster.querycoord.dist.leaders import leader_of
 from vecgrid.cluster.querycoord.meta.target_manager import segment_refs
-from vecgrid.cluster.querycoord.observers.periodic import Periodic
 from vecgrid.cluster.querycoord.task.task import NO_NODE, SegmentTask
 from vecgrid.proto import query_coord_pb2 as Q
 

@@ -16,10 +16,10 @@ import asyncio
 import logging
 from typing import Awaitable, Callable
 
+from vecgrid.cluster.periodic import Periodic
 from vecgrid.cluster.querycoord.context import CheckerContext
 from vecgrid.cluster.querycoord.dist.leaders import leader_of, view_problem
 from vecgrid.cluster.querycoord.meta.target_manager import segment_refs
-from vecgrid.cluster.querycoord.observers.periodic import Periodic
 from vecgrid.cluster.querycoord.task.executor import DaskExecutor
 from vecgrid.cluster.querycoord.task.task import LeaderTask
 from vecgrid.proto import query_coord_pb2 as Q

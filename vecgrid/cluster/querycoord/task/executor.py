@@ -19,7 +19,6 @@ checkers find the gap again and retry).  Keys are readable on the dashboard.
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import time
 from typing import Any, Callable
@@ -27,11 +26,12 @@ from typing import Any, Callable
 from distributed import Client, Future
 
 from vecgrid import errors
+from vecgrid.cluster.dask_futures import task_result
+from vecgrid.cluster.index_builds import record_saved_indexes
 from vecgrid.cluster.querycoord.dist.distribution import DistributionManager
 from vecgrid.cluster.querycoord.dist.leaders import leader_of
 from vecgrid.cluster.querycoord.load_info import load_segments_request, segment_load_info
 from vecgrid.cluster.querycoord.meta.collection_manager import CollectionManager
-from vecgrid.cluster.querycoord.meta.index_builds import record_saved_indexes
 from vecgrid.cluster.querycoord.meta.replica_manager import ReplicaManager
 from vecgrid.cluster.querycoord.meta.target_manager import Scope, TargetManager
 from vecgrid.cluster.querycoord.session.node_manager import NodeInfo, NodeManager
@@ -43,35 +43,6 @@ from vecgrid.proto import common_pb2, data_coord_pb2, query_coord_pb2 as Q
 from vecgrid.storage.catalog import Catalog
 
 _serial = itertools.count(1)
-
-
-async def task_result(fut: Future) -> Any:
-    """The value of a Dask task, fetched so that cancelling this await cannot break the client.
-
-    ``Client._gather`` shares one in-flight gather among all callers and forgets it only once it
-    has started; a caller cancelled before that (a release or a node loss cancels the scheduler's
-    tasks) cancelled the shared task, and every later result of that client raised
-    ``CancelledError`` forever (targets never promoted again, every load hung at 0 %).  So the
-    fetch runs shielded; it ends when the future is released (``_finish``) or done.
-
-    A ``CancelledError`` that is not this await's own (``cancelling()``) is the task's: a
-    coroutine its worker cancelled raises it, and re-raised it would cancel the caller's loop.
-    """
-    fetch = asyncio.ensure_future(fut.result())
-    fetch.add_done_callback(_retrieve)
-    try:
-        return await asyncio.shield(fetch)
-    except asyncio.CancelledError:
-        current = asyncio.current_task()
-        if current is not None and current.cancelling():
-            raise
-        raise errors.ServiceUnavailable(f"Dask task {fut.key} was cancelled on its worker") from None
-
-
-def _retrieve(fetch: asyncio.Future) -> None:
-    """Mark an abandoned fetch's outcome as seen (no "exception was never retrieved" warning)."""
-    if not fetch.cancelled():
-        fetch.exception()
 
 
 class DaskExecutor:
