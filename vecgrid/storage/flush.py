@@ -189,3 +189,16 @@ def advance_idle_checkpoint(catalog: Catalog, wal: Wal, channel: str) -> msg_pb2
         return None
     position = msg_pb2.MsgPosition(**last.position.to_msg_position_kwargs())
     return position if catalog.set_channel_checkpoint(channel, position) else None
+
+
+def has_unflushed_dml(catalog: Catalog, wal: Wal, channel: str) -> bool:
+    """Whether the channel's log holds an insert or delete after its checkpoint: rows a process
+    logged before it stopped, which the next flush of the channel seals."""
+    if not os.path.isdir(wal.channel_dir(channel)):
+        return False
+    checkpoint = catalog.get_channel_checkpoint(channel)
+    with wal.open_reader(channel, Position.from_msg_position(checkpoint) if checkpoint is not None else "earliest") as reader:
+        while (record := reader.read(timeout=0)) is not None:
+            if record.kind != MessageKind.TIMETICK:
+                return True
+    return False
