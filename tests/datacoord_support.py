@@ -58,3 +58,89 @@ class Writer:
                 return [(MessageKind.DELETE, batch.encode())]
             newest = max(newest, self.appenders.require(channel).append(build).timestamp)
         return newest
+
+
+# --- a coordinator process to kill -9 -------------------------------------------------------------------
+# Crash tests run the coordinator as its own process over a stock Dask scheduler and `vecgrid worker`s
+# (whose shard leaders outlive it), drive writes and flushes inside it and kill it with
+# VECGRID_CRASH_AT at one of the points below or in vecgrid.storage.flush.  Until the proxy's write API
+# is the way in, the driver writes through the appenders like Writer; "the reply" is its ACK line.
+
+def reply_point(op_index: int) -> str:
+    """The crash point between an op's durable write and its acknowledgement (the ACK line)."""
+    return f"driver.before_reply.{op_index}"
+
+
+def rows_for(pks: list[int], dim: int) -> pa.Table:
+    """Rows of the test collections' schema (pk, vec, age, tag, score); a row's vector follows from its key."""
+    vectors = np.stack([np.random.default_rng(pk).standard_normal(dim).astype(np.float32) for pk in pks])
+    return pa.table({"pk": np.asarray(pks, np.int64),
+                     "vec": pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1)), dim),
+                     "age": np.zeros(len(pks), np.int32), "tag": ["new"] * len(pks), "score": np.zeros(len(pks))})
+
+
+def crash_driver() -> None:
+    """``python -c 'from tests.datacoord_support import crash_driver; crash_driver()' SCHEDULER DATA_DIR PORT
+    COLLECTION_ID DIM OPS``: a coordinator that loads the collection, runs OPS (JSON: ``["insert", [pks]]``,
+    ``["delete", [pks]]``, ``["flush"]``, ``["serve"]``: answer stdin commands ``flush`` / ``handoff`` until
+    ``quit``) and prints one line per step: ``READY addr``, ``PENDING op [pks]`` before a write, ``ACK op
+    [pks]`` after it, ``FLUSHED [ids]``, ``HANDED_OFF``."""
+    import asyncio
+    import json
+    import sys
+
+    scheduler, data_dir, port, cid, dim, ops = sys.argv[1:7]
+    asyncio.run(_drive(scheduler, data_dir, int(port), int(cid), int(dim), json.loads(ops)))
+
+
+def _say(*words) -> None:
+    import json
+    print(" ".join(w if isinstance(w, str) else json.dumps(w) for w in words), flush=True)
+
+
+async def _drive(scheduler: str, data_dir: str, port: int, cid: int, dim: int, ops: list) -> None:
+    import asyncio
+    import sys
+
+    from tests.conftest import poll_until
+    from tests.querycoord_support import FAST, Coord
+    from vecgrid.common.faults import crash_point
+    from vecgrid.config import Settings
+    from vecgrid.deploy import Coordinator
+
+    settings = Settings.load(env={}, overrides={
+        "common.data_dir": data_dir, "common.healthcheck_interval_s": 1.0, "querycoord.port": port,
+        "http.port": 0, "dask.scheduler": scheduler, "datacoord.check_interval_s": 0.1,
+        "datacoord.flush_idle_s": 3600.0, **FAST})
+    coordinator = Coordinator(settings)
+    await coordinator.start(scheduler)
+    try:
+        await coordinator.wait_for_nodes(2)
+        await Coord(coordinator.addresses.grpc, coordinator.coord).load(cid)
+        _say("READY", coordinator.addresses.grpc)
+        writer = Writer(coordinator.coord.appenders, coordinator.coord.catalog, cid)
+        dc = coordinator.datacoord
+
+        async def flush() -> None:
+            _say("FLUSHED", await dc.flush(cid))
+
+        async def handoff() -> None:
+            await poll_until(lambda: dc.flush_policy.handoffs_waiting == 0, 60, what="the hand-off")
+            _say("HANDED_OFF")
+
+        for i, (op, *arg) in enumerate(ops):
+            if op in ("insert", "delete"):
+                _say("PENDING", op, arg[0])
+                if op == "insert":
+                    await asyncio.to_thread(writer.insert, rows_for(arg[0], dim))
+                else:
+                    await asyncio.to_thread(writer.delete, arg[0])
+                crash_point(reply_point(i))
+                _say("ACK", op, arg[0])
+            elif op == "flush":
+                await flush()
+            elif op == "serve":
+                while (line := (await asyncio.to_thread(sys.stdin.readline)).strip()) not in ("quit", ""):
+                    await {"flush": flush, "handoff": handoff}[line]()
+    finally:
+        await coordinator.stop()
