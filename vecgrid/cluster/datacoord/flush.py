@@ -136,12 +136,8 @@ class FlushPolicy(Periodic):
     # --- the policy -------------------------------------------------------------------------------
 
     async def round(self) -> None:
-        due = self.due_channels()
-        results = await asyncio.gather(*(self.flush_channel(ch) for ch in due), return_exceptions=True)
-        for channel, result in zip(due, results):
-            if isinstance(result, BaseException):
-                log.warning("flush of channel %s failed (retried in the next round): %s", channel, result,
-                            exc_info=result)
+        # A failure is kept in the channel's bookkeeping (health, retry next round), logged by _serve.
+        await asyncio.gather(*(self.flush_channel(ch) for ch in self.due_channels()), return_exceptions=True)
         self._hand_off()
 
     def due_channels(self) -> list[str]:
@@ -205,8 +201,13 @@ class FlushPolicy(Periodic):
             except BaseException as e:
                 if state.error is None:
                     state.failing_since = time.monotonic()
+                    log.warning("flush of channel %s failed; retried every %.1f s until it succeeds: %s",
+                                channel, self.interval_s, e, exc_info=e)
                 state.error = e if not isinstance(e, asyncio.CancelledError) else RuntimeError("flush cancelled")
                 raise
+            if state.error is not None:
+                log.info("flush of channel %s succeeded after failing for %.0f s", channel,
+                         time.monotonic() - state.failing_since)
             state.error, state.covered, state.last = None, covers, segments
             return segments
 
@@ -232,7 +233,11 @@ class FlushPolicy(Periodic):
         if segments:
             log.info("channel %s flushed up to ts %d: segments %s", channel, appended.timestamp,
                      [s.ID for s in segments])
-            self.pull_target(coll.id)
+            try:
+                self.pull_target(coll.id)
+            except Exception:  # noqa: BLE001 - published all the same; the target observer pulls at its interval
+                log.warning("collection %d: no next target pulled after the flush of %s; the target observer "
+                            "pulls one at its next interval", coll.id, channel, exc_info=True)
         self._hand_off()
         return covers, segments
 
