@@ -176,7 +176,7 @@ async def test_failed_flush_is_raised_reported_and_retried(make_env, monkeypatch
     await poll_until(lambda: appender.stats()[2] == 0, 10, what="the failed attempt's rows handed off too")
 
 
-async def test_rows_left_by_an_earlier_process_are_flushed_when_idle(make_env, tmp_path):
+async def test_rows_left_by_an_earlier_process_are_flushed_when_idle(make_env):
     first = await make_env(flush_idle_s=3600)
     coll, writer = first.collection(shards=1)
     writer.insert(rows(range(7)))
