@@ -9,7 +9,7 @@ one layer and do not import each other).  It owns
   loops such as compaction, index builds and garbage collection.  A part has ``start()`` (plain or
   async) and ``async stop()``; it may have ``health_problems() -> list[str]``.  Parts start in the
   order added, after the flush policy, and stop in reverse, before it — a compaction never outlives
-  the flushes it reads from.  The part that compacts is added with ``compaction=True`` and must have
+  the flushes it reads from.  ``stop()`` may come without ``start()`` (a start-up that failed).  The part that compacts is added with ``compaction=True`` and must have
   ``async compact(collection_id)``; :meth:`DataCoord.compact` delegates to it.
 
 Stop it before the QueryCoord: its flushes write through the QueryCoord's appenders.
