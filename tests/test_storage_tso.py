@@ -205,6 +205,17 @@ def test_id_allocator(store):
         alloc.allocate(0)
 
 
+def test_id_allocator_tells_ids_it_handed_out(store):
+    alloc = IDAllocator(store, "id/segment", block_size=10, start=100)
+    assert not alloc.handed_out(100)                      # nothing reserved yet
+    first = alloc.allocate()
+    assert alloc.handed_out(first) and not alloc.handed_out(first + 1)   # the rest of the block waits
+    assert not alloc.handed_out(99) and not alloc.handed_out(10_000)
+    other = IDAllocator(store, "id/segment", block_size=10)  # another process's allocator of the key
+    theirs = other.allocate()
+    assert alloc.handed_out(theirs) and other.handed_out(first) and not other.handed_out(theirs + 1)
+
+
 def test_id_allocators_sharing_a_key_never_collide(store):
     allocs = [IDAllocator(store, "id/shared", block_size=7) for _ in range(3)]
     results: list[list[int]] = [[] for _ in allocs]

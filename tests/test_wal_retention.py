@@ -106,3 +106,59 @@ def test_sweep_drops_files_one_sweep_behind_and_keeps_target_seeks(setup):
         wal.open_reader(channel, first[0], inclusive=True)
     with wal.open_reader(channel, Position.from_msg_position(seek)) as reader:    # the seek position is still there
         assert reader.read(timeout=0).timestamp == 300
+
+
+def _load(store, catalog, coll):
+    collections, targets = CollectionManager(store), TargetManager(store, catalog)
+    collections.put(Q.CollectionLoadInfo(collectionID=coll.id, replica_number=1, status=Q.Loaded,
+                                         load_type=Q.LoadCollection),
+                    [Q.PartitionLoadInfo(collectionID=coll.id, partitionID=coll.partitions[0].partitionID,
+                                         status=Q.Loaded)])
+    return collections, targets
+
+
+def test_flushed_channel_files_go_once_no_target_seeks_before_them(setup):
+    """The coordinator's flush leaves the log alone (``trim=False``): a channel watch from the current
+    target's older seek position must still find it.  The retention drops the files once no target
+    seeks before them, also on a channel that is never idle and of a collection that is not loaded."""
+    data, store, catalog, coll, wal, writer = setup
+    channel = coll.vchannels[0]
+    collections, targets = _load(store, catalog, coll)
+    retention = WalRetention(wal, catalog, collections, targets, 60.0)
+    _ticks(writer, 100, 5)
+    writer.sync()
+    retention.sweep()
+    targets.promote(coll.id, targets.pull_next(coll.id, collections.partition_ids(coll.id)))
+    old_seek = Position.from_msg_position(targets.current(coll.id).Channel_targets[0].seek_position)
+    for ts in range(200, 240, 4):            # rows and ticks over many files, then a flush
+        _insert(writer, coll, ts)
+        _ticks(writer, ts + 1, 3)
+    writer.sync()
+    flushed = flush_channel(catalog, wal, data.segment_root, channel, up_to_ts=230, trim=False)
+    new_seek = Position.from_msg_position(flushed.checkpoint)
+    _insert(writer, coll, 300)               # the channel keeps being written: never idle
+    writer.sync()
+    retention.sweep()
+    retention.sweep()
+    with wal.open_reader(channel, old_seek) as reader:     # the current target still seeks there
+        assert reader.read(timeout=0).timestamp == 200
+
+    targets.promote(coll.id, targets.pull_next(coll.id, collections.partition_ids(coll.id)))
+    retention.sweep()
+    with pytest.raises(WalTruncatedError):
+        wal.open_reader(channel, old_seek)
+    with wal.open_reader(channel, new_seek) as reader:
+        assert reader.read(timeout=0).timestamp == 231
+
+    # not loaded: no target, no reader; one sweep after the flush its files go too
+    targets.remove(coll.id)
+    collections.remove(coll.id)
+    _ticks(writer, 301, 20)
+    writer.sync()
+    later = flush_channel(catalog, wal, data.segment_root, channel, up_to_ts=320, trim=False)
+    _ticks(writer, 400, 10)
+    writer.sync()
+    retention.sweep()
+    retention.sweep()
+    firsts = sorted(int(n[:-4]) for n in os.listdir(wal.channel_dir(channel)) if n.endswith(".log"))
+    assert firsts[0] <= Position.from_msg_position(later.checkpoint).offset < firsts[1]

@@ -26,8 +26,10 @@ import tornado.netutil
 from distributed import Client, LocalCluster, Worker
 from distributed.diagnostics.plugin import WorkerPlugin
 
+from vecgrid.cluster.datacoord.component import DataCoord
 from vecgrid.cluster.lifecycle import StateCode
 from vecgrid.cluster.querycoord.coordinator import QueryCoord
+from vecgrid.cluster.querycoord.flush_handoff import FlushHandoff
 from vecgrid.cluster.querynode.node import QueryNode
 from vecgrid.cluster.querynode.session import PLUGIN_NAME, TOPIC
 from vecgrid.config import Settings
@@ -73,6 +75,7 @@ class Coordinator:
         self.deploy_mode = deploy_mode
         self.client: Client | None = None
         self.coord: QueryCoord | None = None
+        self.datacoord: DataCoord | None = None
         self.grpc: GrpcServer | None = None
         self.http: tornado.httpserver.HTTPServer | None = None
         self.addresses = Addresses()
@@ -88,6 +91,7 @@ class Coordinator:
         self._store = data.open_store()
         self.client = await Client(scheduler_address, asynchronous=True, name="vecgrid-coordinator")
         self.coord = QueryCoord(s, self.client, self._store, self.deploy_mode)
+        self.datacoord = data_coord(self.coord, data)
         # Serve gRPC at once: until the coordinator is Healthy it answers Initializing, as Milvus does.
         # The coordinator also streams DML channels to nodes on other hosts (vecgrid.wal.ChannelStream)
         # and lets proxies in other processes read its catalog (vecgrid.catalog.CatalogService).
@@ -100,6 +104,7 @@ class Coordinator:
         self.http.add_sockets(sockets)
         await self.client.register_plugin(QueryNodePlugin(self.node_settings(), self.deploy_mode))
         await self.coord.start()
+        await self.datacoord.start()
         self.addresses.grpc = self.coord.address
         self.addresses.http = f"http://{s.common.host}:{s.http.port}"
         self.addresses.scheduler = scheduler_address
@@ -124,12 +129,22 @@ class Coordinator:
         if self.http is not None:
             self.http.stop()
             await self.http.close_all_connections()
+        if self.datacoord is not None:
+            await self.datacoord.stop()  # before the QueryCoord: it flushes through its appenders
         if self.coord is not None:
             await self.coord.stop()
         if self.client is not None:
             await self.client.close()
         if self._store is not None:
             self._store.close()
+
+
+def data_coord(qc: QueryCoord, data: DataDir) -> DataCoord:
+    """The DataCoord beside ``qc``: its catalog and appenders, and the target hand-off of its flushes."""
+    handoff = FlushHandoff(qc.collections, qc.targets, qc.target_observer)
+    return DataCoord(qc.settings, qc.catalog, qc.appenders, data.segment_root,
+                     pull_target=handoff.pull_target, sealed_copies_serve=handoff.sealed_copies_serve,
+                     node_id=lambda: qc.lifecycle.node_id)
 
 
 class EmbeddedCluster(Coordinator):

@@ -1,4 +1,7 @@
-"""A background loop that runs a round every ``interval_s`` or at once when poked."""
+"""A background loop that runs a round every ``interval_s`` or at once when poked.
+
+Shared by the coordinators' loops (QueryCoord's checkers and observers, DataCoord's policies), which
+sit on one layer and do not import each other."""
 
 from __future__ import annotations
 

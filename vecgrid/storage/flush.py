@@ -11,11 +11,23 @@ DML channel, :func:`flush_channel` reads the WAL from the channel's checkpoint u
   only, partition "all"), which is how Milvus 2.4 carries deletes for rows sealed
   earlier: a query node applies a channel's L0 deletes to all its sealed segments;
 * publishes all of it and the new channel checkpoint in ONE catalog transaction,
-  then drops WAL files that lie entirely before the checkpoint.
+  then (``trim=True``) drops WAL files that lie entirely before the checkpoint.
+
+**Segment ids.**  A sealed segment keeps the id of the growing segment its rows were
+logged into (``InsertBatch.segment_id``) when that id came from the catalog's id
+allocator and the catalog does not know it yet.  That is what makes the handoff exact: a
+shard leader that adopts sealed segment *S* drops its growing rows of segment *S*, so
+every row is served by exactly one copy — no gap, no duplicate.  Any other id gets a
+fresh one, as before: an id nobody allocated (a test's or a legacy writer's constant
+could collide with a later allocation), an id already published (the same growing id
+cut by two flushes at arbitrary timestamps, which the write path's seal barrier never
+does), or an id this flush already used for another partition.
 
 A crash at any point before the publish leaves the catalog and the checkpoint as they
-were, so the next flush reads the same range again; files written by the failed
-attempt are never referenced.
+were, so the next flush reads the same range again (and writes the same segment ids
+over the unreferenced files of the failed attempt).  The crash points
+``flush.before_publish`` and ``flush.after_publish`` (:mod:`vecgrid.common.faults`) let
+tests kill the process there.
 """
 
 from __future__ import annotations
@@ -27,6 +39,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
+from vecgrid import errors
+from vecgrid.common.faults import crash_point
 from vecgrid.proto import data_coord_pb2, msg_pb2
 from vecgrid.storage import segment_files
 from vecgrid.storage.bulk_import import TIMESTAMP_FIELD
@@ -98,8 +112,27 @@ def _own_deletes(rows: pa.Table, pk_name: str, deletes: list[DeleteBatch]) -> tu
     return (pks, tss) if pks else None
 
 
-def flush_channel(catalog: Catalog, wal: Wal, root: str, channel: str, up_to_ts: int) -> FlushResult:
-    """Seal everything logged on ``channel`` with timestamp <= ``up_to_ts`` (see the module doc)."""
+def _sealed_id(catalog: Catalog, growing_id: int, taken: set[int]) -> int:
+    """The id of the sealed segment made of growing segment ``growing_id``'s rows (see the module doc)."""
+    keep = growing_id > 0 and growing_id not in taken and catalog.segment_id_handed_out(growing_id)
+    if keep:
+        try:
+            catalog.get_segment(growing_id)
+            keep = False
+        except errors.SegmentNotFound:
+            pass
+    segment_id = growing_id if keep else catalog.allocate_segment_id()
+    taken.add(segment_id)
+    return segment_id
+
+
+def flush_channel(catalog: Catalog, wal: Wal, root: str, channel: str, up_to_ts: int, *,
+                  trim: bool = True) -> FlushResult:
+    """Seal everything logged on ``channel`` with timestamp <= ``up_to_ts`` (see the module doc).
+
+    ``trim=False`` leaves the log files before the new checkpoint in place, for a caller whose
+    readers may still need them (the coordinator: a channel watch from a target's older seek
+    position); its WAL retention drops them later."""
     coll = catalog.collection_of_channel(channel)
     found = _read_range(wal, channel, catalog.get_channel_checkpoint(channel), up_to_ts)
     if found.last is None:
@@ -107,10 +140,11 @@ def flush_channel(catalog: Catalog, wal: Wal, root: str, channel: str, up_to_ts:
     position = msg_pb2.MsgPosition(**found.last.position.to_msg_position_kwargs())
     pk_name = coll.primary_field.name
     items = []
-    for (partition_id, _growing), batches in sorted(found.inserts.items()):
+    taken: set[int] = set()
+    for (partition_id, growing_id), batches in sorted(found.inserts.items()):
         rows = _rows(coll, batches)
-        record = segment_files.write_segment(root, coll.id, partition_id, catalog.allocate_segment_id(), rows,
-                                             deltalog=_own_deletes(rows, pk_name, found.deletes))
+        record = segment_files.write_segment(root, coll.id, partition_id, _sealed_id(catalog, growing_id, taken),
+                                             rows, deltalog=_own_deletes(rows, pk_name, found.deletes))
         items.append({"record": record, "insert_channel": channel, "checkpoint": position,
                       "dml_position": position})
     if found.deletes:
@@ -121,12 +155,15 @@ def flush_channel(catalog: Catalog, wal: Wal, root: str, channel: str, up_to_ts:
                                              empty, deltalog=(pks, tss))
         items.append({"record": record, "insert_channel": channel, "checkpoint": position,
                       "dml_position": position, "level": data_coord_pb2.L0})
+    crash_point("flush.before_publish")
     if items:
         segments = catalog.publish_segment_records(items)
     else:  # only time ticks in the range: just move the checkpoint
         catalog.set_channel_checkpoint(channel, position)
         segments = []
-    wal.truncate_before(found.last.position)
+    crash_point("flush.after_publish")
+    if trim:
+        wal.truncate_before(found.last.position)
     return FlushResult(segments=segments, checkpoint=position, records=found.count)
 
 
@@ -152,3 +189,16 @@ def advance_idle_checkpoint(catalog: Catalog, wal: Wal, channel: str) -> msg_pb2
         return None
     position = msg_pb2.MsgPosition(**last.position.to_msg_position_kwargs())
     return position if catalog.set_channel_checkpoint(channel, position) else None
+
+
+def has_unflushed_dml(catalog: Catalog, wal: Wal, channel: str) -> bool:
+    """Whether the channel's log holds an insert or delete after its checkpoint: rows a process
+    logged before it stopped, which the next flush of the channel seals."""
+    if not os.path.isdir(wal.channel_dir(channel)):
+        return False
+    checkpoint = catalog.get_channel_checkpoint(channel)
+    with wal.open_reader(channel, Position.from_msg_position(checkpoint) if checkpoint is not None else "earliest") as reader:
+        while (record := reader.read(timeout=0)) is not None:
+            if record.kind != MessageKind.TIMETICK:
+                return True
+    return False

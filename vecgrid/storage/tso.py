@@ -216,3 +216,14 @@ class IDAllocator:
             first = self._next
             self._next += count
             return first
+
+    def handed_out(self, value: int) -> bool:
+        """Whether ``value`` may have been returned by :meth:`allocate` of some allocator of this key:
+        reserved (below the stored mark) and not waiting unused in this allocator's own block.  An id
+        in another process's unused block counts as handed out (this process cannot see that block)."""
+        with self._lock:
+            if self._next <= value < self._end:
+                return False
+            raw = self._store.get(self._key)
+        reserved_end = self._start if raw is None else max(_decode_int(raw, self._key), self._start)
+        return self._start <= value < reserved_end

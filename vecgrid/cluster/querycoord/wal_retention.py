@@ -1,5 +1,5 @@
-"""Keep the DML log of idle channels short: their checkpoints follow the time ticks, and log
-files nothing can need any more are dropped.
+"""Keep the DML log short: checkpoints of idle channels follow the time ticks, and log files
+nothing can need any more are dropped.
 
 The coordinator ticks every channel of every loaded collection (:mod:`.timetick`), so
 even a channel nobody writes to grows.  Every ``interval_s`` this sweep moves the
@@ -8,9 +8,20 @@ checkpoint of each channel whose log holds only ticks after it
 checkpoint up as the channel's seek position, as a Milvus target does after DataNode
 moved it.
 
-Dropping files is one sweep behind, and never past a seek position that a current or
-next target still names: a channel watch started from such a target must find its
-start in the log (a reader that needs a dropped file fails with ``WalTruncatedError``).
+Dropping files is one sweep behind the checkpoint, whoever moved it (this sweep or a
+flush: DataCoord's flush leaves the log alone), and never past a seek position that a
+current or next target still names: a channel watch started from such a target must
+find its start in the log (a reader that needs a dropped file fails with
+``WalTruncatedError``).  Every channel with a log is swept, also of a collection that is
+not loaded (writes and flushes go there too; with no target nothing reads its log).
+
+No race with a flush: the flush publishes its segments and checkpoint in one catalog
+transaction and the checkpoint only moves forward (compare-and-swap), so this sweep either
+sees the rows a flush is sealing (and moves nothing) or only ticks after a checkpoint.
+A file is dropped only below a checkpoint that was published a sweep earlier, below
+which everything is in published segments.
+
+Owned by the sweep's thread: ``_previous`` (one sweep at a time: :meth:`round` awaits it).
 """
 
 from __future__ import annotations
@@ -19,6 +30,7 @@ import asyncio
 import logging
 from typing import Callable
 
+from vecgrid import errors
 from vecgrid.cluster.periodic import Periodic
 from vecgrid.cluster.querycoord.meta.collection_manager import CollectionManager
 from vecgrid.cluster.querycoord.meta.target_manager import Scope, TargetManager
@@ -38,27 +50,37 @@ class WalRetention(Periodic):
         super().__init__(interval_s)
         self.wal, self.catalog, self.collections, self.targets = wal, catalog, collections, targets
         self.on_advance = on_advance
-        self._previous: dict[str, Position] = {}  # checkpoint set by the last sweep, per channel
+        self._previous: dict[str, Position] = {}  # checkpoint seen by the last sweep, per channel
 
     async def round(self) -> None:
         for cid in await asyncio.to_thread(self.sweep):
             self.on_advance(cid)
 
     def sweep(self) -> list[int]:
-        """One pass over the loaded collections; returns those whose checkpoints moved."""
+        """One pass; returns the loaded collections whose checkpoints moved."""
+        loaded = self.collections.ids()
         moved = []
-        for cid in self.collections.ids():
-            seeks = self._seek_positions(cid)
-            advanced = False
-            for channel in self.catalog.get_collection(cid).vchannels:
-                checkpoint = advance_idle_checkpoint(self.catalog, self.wal, channel)
-                self._truncate(channel, seeks.get(channel, []))
-                if checkpoint is not None:
-                    self._previous[channel] = Position.from_msg_position(checkpoint)
-                    advanced = True
-            if advanced:
+        for cid in loaded:
+            advanced = [advance_idle_checkpoint(self.catalog, self.wal, channel)
+                        for channel in self.catalog.get_collection(cid).vchannels]
+            if any(cp is not None for cp in advanced):
                 moved.append(cid)
+        self._trim(set(loaded))
         return moved
+
+    def _trim(self, loaded: set[int]) -> None:
+        """Drop every channel's files before the checkpoint of the previous sweep (and before its
+        targets' seek positions), then remember the checkpoint for the next sweep."""
+        for channel in self.wal.channels():
+            try:
+                cid = self.catalog.collection_of_channel(channel).id
+            except errors.ChannelNotFound:   # dropped collection: its log goes with it, elsewhere
+                self._previous.pop(channel, None)
+                continue
+            self._truncate(channel, self._seek_positions(cid).get(channel, []) if cid in loaded else [])
+            checkpoint = self.catalog.get_channel_checkpoint(channel)
+            if checkpoint is not None:
+                self._previous[channel] = Position.from_msg_position(checkpoint)
 
     def _seek_positions(self, cid: int) -> dict[str, list[Position | None]]:
         """Each channel's seek positions in the current and next targets (None: from the start)."""

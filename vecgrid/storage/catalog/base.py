@@ -137,6 +137,11 @@ class CatalogBase:
     def allocate_segment_id(self) -> int:
         return self._ids.allocate()
 
+    def segment_id_handed_out(self, segment_id: int) -> bool:
+        """Whether ``segment_id`` came from :meth:`allocate_segment_id` (or another allocation of the
+        same id space), as opposed to an id a test or a legacy writer made up."""
+        return self._ids.handed_out(segment_id)
+
     def allocate_timestamp(self) -> int:
         """A fresh hybrid timestamp from the catalog's oracle (time ticks, write requests)."""
         return self._tso.allocate()
