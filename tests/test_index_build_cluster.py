@@ -43,7 +43,14 @@ async def _cluster(tmp_path, name: str):
     settings.set("datacoord.check_interval_s", 0.2)
     cluster = EmbeddedCluster(settings)
     await asyncio.wait_for(cluster.start(), 120)
+    # the cluster's own builder waits: each test starts it once it has seen the segment served exactly
+    await cluster_builder(cluster).stop()
     return cluster, ds
+
+
+def cluster_builder(cluster: EmbeddedCluster) -> IndexBuilder:
+    (builder,) = [p for p in cluster.datacoord.parts if isinstance(p, IndexBuilder)]
+    return builder
 
 
 async def _flush_rows(cluster: EmbeddedCluster, ds, n: int = 300):
@@ -102,7 +109,7 @@ async def test_flushed_segment_is_served_exactly_then_with_the_index_built_on_da
         await poll_until(lambda: answered["interim"] >= 3, 30, what="searches while served exactly")
 
         await _task_log(cluster, "build-index-log")
-        builder = IndexBuilder(qc.catalog, cluster.client, cluster.settings)
+        builder = cluster_builder(cluster)
         builder.start()
         (build,) = await poll_until(lambda: qc.catalog.list_segment_indexes(ds.collection_id, segment_id=sid),
                                     60, what="the index build recorded")
@@ -177,7 +184,7 @@ async def test_a_worker_killed_during_a_build_the_build_is_redone_on_another(tmp
                        .get(other_address, ()))
         await poll_until(holding, 30, what="the other worker's GPU taken")
         await _task_log(cluster, "killed-build-log")
-        builder = IndexBuilder(qc.catalog, client, cluster.settings)
+        builder = cluster_builder(cluster)
         builder.start()
 
         await poll_until(lambda: victim.process is None or victim.process.pid != victim_pid, 60,

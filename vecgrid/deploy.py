@@ -27,6 +27,8 @@ from distributed import Client, LocalCluster, Worker
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from vecgrid.cluster.datacoord.component import DataCoord
+from vecgrid.cluster.datacoord.gc import GarbageCollector
+from vecgrid.cluster.datacoord.index_builder import IndexBuilder
 from vecgrid.cluster.lifecycle import StateCode
 from vecgrid.cluster.querycoord.coordinator import QueryCoord
 from vecgrid.cluster.querycoord.flush_handoff import FlushHandoff
@@ -91,7 +93,7 @@ class Coordinator:
         self._store = data.open_store()
         self.client = await Client(scheduler_address, asynchronous=True, name="vecgrid-coordinator")
         self.coord = QueryCoord(s, self.client, self._store, self.deploy_mode)
-        self.datacoord = data_coord(self.coord, data)
+        self.datacoord = data_coord(self.coord, data, self.client)
         # Serve gRPC at once: until the coordinator is Healthy it answers Initializing, as Milvus does.
         # The coordinator also streams DML channels to nodes on other hosts (vecgrid.wal.ChannelStream)
         # and lets proxies in other processes read its catalog (vecgrid.catalog.CatalogService).
@@ -139,12 +141,16 @@ class Coordinator:
             self._store.close()
 
 
-def data_coord(qc: QueryCoord, data: DataDir) -> DataCoord:
-    """The DataCoord beside ``qc``: its catalog and appenders, and the target hand-off of its flushes."""
+def data_coord(qc: QueryCoord, data: DataDir, client: Client) -> DataCoord:
+    """The DataCoord beside ``qc``: its catalog and appenders, the target hand-off of its flushes, and
+    its parts — index builds and garbage collection on the coordinator's Dask client."""
     handoff = FlushHandoff(qc.collections, qc.targets, qc.target_observer)
-    return DataCoord(qc.settings, qc.catalog, qc.appenders, data.segment_root,
-                     pull_target=handoff.pull_target, sealed_copies_serve=handoff.sealed_copies_serve,
-                     node_id=lambda: qc.lifecycle.node_id)
+    dc = DataCoord(qc.settings, qc.catalog, qc.appenders, data.segment_root,
+                   pull_target=handoff.pull_target, sealed_copies_serve=handoff.sealed_copies_serve,
+                   node_id=lambda: qc.lifecycle.node_id)
+    dc.add_part(IndexBuilder(qc.catalog, client, qc.settings, root=data.segment_root))
+    dc.add_part(GarbageCollector(qc.catalog, qc.settings, handoff.segments_in_targets, root=data.segment_root))
+    return dc
 
 
 class EmbeddedCluster(Coordinator):

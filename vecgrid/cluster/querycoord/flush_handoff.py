@@ -12,6 +12,8 @@ layer and do not import each other; :mod:`vecgrid.deploy` hands these over).
   (or among its dropped ones: a compaction replaced it, and UpdateVersion excluded its growing rows)
   is no longer growing anywhere.  A collection that is not loaded holds no growing rows; a segment
   of a partition that is not loaded has none either.
+* :meth:`FlushHandoff.segments_in_targets` — every segment a current or next target names: garbage
+  collection keeps their files.
 
 Reads the QueryCoord's meta only; runs on the event loop that owns it.
 """
@@ -21,7 +23,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from vecgrid.cluster.querycoord.meta.collection_manager import CollectionManager
-from vecgrid.cluster.querycoord.meta.target_manager import ALL_PARTITIONS, TargetManager, segment_refs
+from vecgrid.cluster.querycoord.meta.target_manager import ALL_PARTITIONS, Scope, TargetManager, segment_refs
 from vecgrid.cluster.querycoord.observers.target_observer import TargetObserver
 from vecgrid.proto import data_coord_pb2
 
@@ -50,3 +52,6 @@ class FlushHandoff:
         for ch in current.Channel_targets:
             served.update(ch.dropped_segmentIDs)
         return all(sid in served for sid in wanted)
+
+    def segments_in_targets(self) -> set[int]:
+        return {sid for cid in self.collections.ids() for sid in self.targets.segments(cid, Scope.CURRENT_OR_NEXT)}
