@@ -48,8 +48,12 @@ on another node, and sends a newly adopted L0 segment's deletes to the sealed se
 in the view.  A node applies the L0 segments it holds itself to its own segments, so the node
 holding an L0 segment is skipped.
 
+**Compactions** hand off through the view: a compaction's result is loaded while its sources still
+serve (the current target names them until the next one is promoted), so while a segment compacted
+from others (``compactionFrom`` of its load info) is in the view, those others are not read.
+
 Who owns what: every piece of delegator state — the view (``sealed``, ``pk_stats``,
-``_l0``, ``target_version``, ``partition_stats``), the delete replay buffer and its sequence
+``_l0``, ``_replaces``, ``target_version``, ``partition_stats``), the delete replay buffer and its sequence
 numbers, ``pipeline`` — belongs to the node's event loop.  The pipeline thread never touches
 it: :meth:`ShardDelegator.forward_delete` hands each delete to the loop
 (``run_coroutine_threadsafe``) and waits there.  The growing segments belong to the
@@ -209,6 +213,8 @@ class ShardDelegator:
         self._deletes: list[tuple[int, np.ndarray, np.ndarray]] = []
         self._delete_seq = itertools.count(1)
         self._l0: dict[int, L0Deletes] = {}   # L0 segments of the view: applied to every sealed segment
+        # segment -> the segments compacted into it (transitively): not read while it is in the view
+        self._replaces: dict[int, frozenset[int]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._failure: str | None = None   # why a delete may be missing from the view: unserviceable
         self.delete_retry = DEFAULT_DELETE_RETRY
@@ -317,9 +323,12 @@ class ShardDelegator:
                 if partitions is None or part in partitions]
 
     def _by_node(self, partitions: set[int] | None) -> dict[int, list[int]]:
+        """The view's readable segments by node: all but those replaced by a compaction result in the view."""
         out: dict[int, list[int]] = {}
-        for sid, e in list(self.sealed.items()):
-            if partitions is None or e.partition_id in partitions or e.partition_id < 0:
+        view = dict(self.sealed)
+        replaced = set().union(*(self._replaces.get(sid, ()) for sid in view))
+        for sid, e in view.items():
+            if sid not in replaced and (partitions is None or e.partition_id in partitions or e.partition_id < 0):
                 out.setdefault(e.node_id, []).append(sid)
         return out
 
@@ -501,10 +510,23 @@ class ShardDelegator:
             await self._add_l0(node_id, l0)
         await self._catch_up(node_id, infos)
         # no await from here on: a delete or L0 segment arriving later sees these entries in the view
+        self._record_compactions(infos)
         for info in infos:
             self.sealed[info.segmentID] = SealedEntry(node_id, version, info.partitionID)
         if self.pipeline is not None:
             self.pipeline.exclude({i.segmentID: MAX_TS for i in infos})  # sealed now: its growing rows go
+
+    def _record_compactions(self, infos: Sequence[Q.SegmentLoadInfo]) -> None:
+        """Remember what segments joining the view were compacted from.  Until the next target is current
+        the view holds a compaction's sources and its result together (both loaded, deletes reaching
+        both), and a read must count their rows once: the result is read, the sources are not — and are
+        again should the result leave the view first (Milvus's delegator reads only its current target
+        version's segments; the sources stay in the view for the coordinator's current target)."""
+        self._replaces = {sid: r for sid, r in self._replaces.items() if sid in self.sealed}
+        for info in infos:
+            if len(info.compactionFrom):
+                sources = frozenset(info.compactionFrom)
+                self._replaces[info.segmentID] = sources.union(*(self._replaces.get(s, ()) for s in sources))
 
     async def release_segments(self, req: Q.ReleaseSegmentsRequest) -> None:
         if req.scope == Q.Streaming:
