@@ -93,3 +93,19 @@ async def test_a_leader_reads_each_row_once_while_a_compaction_hands_off(tmp_pat
         assert await _pks(c) == [k for k in everything if k != victim]
     finally:
         await close(c)
+
+
+async def test_a_result_of_results_hides_sources_its_own_sources_never_loaded_over(tmp_path):
+    """Compactions outpace target promotion: S0 + S1 became R1, which never loaded before R1 + S2 became R2.
+    The leader holds S0, S1, S2 and then R2; it must know R2 replaces S0 and S1 too."""
+    c = await make_cluster(tmp_path, "L2")
+    try:
+        everything = sorted(c.ds.pks.tolist())
+        s0, s1, s2 = c.ds.segment_ids[:3]
+        first = _compact(c, [s0, s1])
+        second = _compact(c, [first, s2])
+        await c.leader.load(c.ds, [second], dst_node_id=WORKER, need_transfer=True, version=6)
+        assert await _count(c) == len(everything)
+        assert await _pks(c) == everything
+    finally:
+        await close(c)

@@ -35,6 +35,7 @@ from typing import Any, Mapping
 import numpy as np
 import pyarrow as pa
 
+from vecgrid.common.faults import crash_point
 from vecgrid.storage import segment_files
 from vecgrid.storage.backend import canonical_root
 from vecgrid.storage.segment_files import DATA_FILE, FileInfo, SegmentFiles
@@ -213,17 +214,18 @@ def _l0_deletes(sources: tuple[DeleteSource, ...], partition_id: int, like: np.n
 def compact_l0(plan: L0Plan) -> L0Result:
     """Rewrite each sealed segment the plan's L0 deletes hit (see the module docstring)."""
     read = {s.segment_id: _read_deletes(s.record) for s in plan.deletes}
-    out = []
+    hits = []
     for seg in plan.sealed:
         pks, ts = _row_keys(seg, plan.pk_name)
         own = Deletes.of([_read_deletes(seg)], pks)
         l0 = Deletes.of([read[s.segment_id] for s in plan.deletes if s.applies_to(seg.partition_id)], pks)
         alive = ~own.hidden(pks, ts)
         useful = l0.select(l0.hiding_any(pks[alive], ts[alive]))
-        if not len(useful):
-            continue
-        out.append(Rewritten(seg.segment_id, _rewrite(plan, seg, own, useful), len(useful)))
-    return L0Result(plan.plan_id, tuple(out))
+        if len(useful):
+            hits.append((seg, own, useful))
+    crash_point("compaction-task")   # a worker lost mid-task: Dask runs it again elsewhere
+    return L0Result(plan.plan_id, tuple(Rewritten(seg.segment_id, _rewrite(plan, seg, own, useful), len(useful))
+                                        for seg, own, useful in hits))
 
 
 def _rewrite(plan: L0Plan, seg: SegmentFiles, own: Deletes, added: Deletes) -> SegmentFiles:
@@ -262,6 +264,7 @@ def compact_mix(plan: MixPlan) -> MixResult:
         hidden = deletes.hidden(pks, ts)
         kept.append(table.filter(pa.array(~hidden)) if hidden.any() else table)
     merged = pa.concat_tables(kept) if kept else None
+    crash_point("compaction-task")   # a worker lost mid-task: Dask runs it again elsewhere
     if merged is None or merged.num_rows == 0:
         return MixResult(plan.plan_id, None, rows_in, 0)
     record = segment_files.write_segment(plan.root, plan.collection_id, plan.partition_id, plan.result_id, merged)

@@ -25,17 +25,42 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping
 
+from vecgrid import errors
 from vecgrid.cluster.index_builds import built_by_index_builder
 from vecgrid.common.keys import checksum_properties
-from vecgrid.proto import common_pb2, index_coord_pb2, query_coord_pb2
+from vecgrid.proto import common_pb2, data_coord_pb2, index_coord_pb2, query_coord_pb2
 from vecgrid.storage.catalog import Catalog
 
-__all__ = ["segment_load_info", "index_info_list", "load_segments_request"]
+__all__ = ["compacted_from", "segment_load_info", "index_info_list", "load_segments_request"]
 
 
 def index_info_list(catalog: Catalog, collection_id: int) -> list[index_coord_pb2.IndexInfo]:
     """The collection's live index definitions (one per indexed vector field)."""
     return list(catalog.describe_index(collection_id))
+
+
+def compacted_from(catalog: Catalog, seg: data_coord_pb2.SegmentInfo) -> list[int]:
+    """Every segment ``seg`` replaces: its ``compactionFrom`` and theirs, as far as the catalog still knows
+    them (a Dropped segment's record stays until garbage collection purges it).
+
+    A shard leader stops reading the segments a compaction result replaces once the result is in its
+    view.  Compactions can follow each other faster than targets are promoted (an L0 compaction
+    rewrites S as S', a merge turns S' into M before S' ever loaded), so the leader must learn that M
+    replaces S too: SegmentLoadInfo.compactionFrom carries the whole ancestry, nearest first."""
+    out: list[int] = []
+    seen = {seg.ID}
+    frontier = list(seg.compactionFrom)
+    while frontier:
+        sid = frontier.pop(0)
+        if sid in seen:
+            continue
+        seen.add(sid)
+        out.append(sid)
+        try:
+            frontier.extend(catalog.get_segment(sid).compactionFrom)
+        except errors.SegmentNotFound:  # purged: long released everywhere
+            continue
+    return out
 
 
 def segment_load_info(catalog: Catalog, segment_id: int, *,
@@ -49,7 +74,7 @@ def segment_load_info(catalog: Catalog, segment_id: int, *,
     info = query_coord_pb2.SegmentLoadInfo(
         segmentID=seg.ID, partitionID=seg.partitionID, collectionID=seg.collectionID, dbID=coll.db_id,
         binlog_paths=list(seg.binlogs), num_of_rows=seg.num_of_rows, statslogs=list(seg.statslogs),
-        deltalogs=list(seg.deltalogs), compactionFrom=list(seg.compactionFrom), insert_channel=seg.insert_channel,
+        deltalogs=list(seg.deltalogs), compactionFrom=compacted_from(catalog, seg), insert_channel=seg.insert_channel,
         level=seg.level, storageVersion=seg.storage_version)
     if seg.HasField("start_position"):
         info.start_position.CopyFrom(seg.start_position)
