@@ -94,7 +94,7 @@ def env(tmp_path):
 
 def test_l0_handler_rewrites_only_the_segments_its_deletes_hide_rows_of(env):
     ch = env.ds.channels[0]
-    hit, missed, *_ = [s.ID for s in env.segments(ch, level=data_coord_pb2.L1)]
+    hit = env.segments(ch, level=data_coord_pb2.L1)[0].ID
     gone = env.keys_of(hit, slice(0, 5))
     l0 = env.delete({ch: gone + [10**12]})[ch]           # one key no segment holds
     sealed = env.segments(ch, level=data_coord_pb2.L1)
@@ -111,7 +111,6 @@ def test_l0_handler_rewrites_only_the_segments_its_deletes_hide_rows_of(env):
     assert bytes(segment_files.get_file(new.root, new.data)) == bytes(segment_files.get_file(old.root, old.data))
     deltalog = segment_files.read_deltalog(new)
     assert sorted(deltalog.column("pk").to_pylist()) == sorted(gone)
-    assert missed != hit
 
 
 def test_l0_handler_skips_deletes_the_segments_own_log_already_applies(env):
@@ -208,6 +207,32 @@ async def test_l0_compaction_runs_once_a_channel_has_enough_l0_segments(env, das
     assert all(len(s.deltalogs) == 1 for s in new)
     assert env.visible() == before
     assert pulled == [env.cid]
+
+
+@on_module_loop
+async def test_an_l0_rewrite_keeps_the_index_files_of_the_live_index(env, dask_client):
+    ch = env.ds.channels[0]
+    seg = env.segments(ch)[0]
+    vec = env.ds.vec_fid
+    (index,) = env.catalog.describe_index(env.cid)
+    info = segment_files.put_file(env.root, segment_files.index_path(env.cid, seg.partitionID, seg.ID, vec),
+                                  b"an index file")
+    env.catalog.add_index_file(seg.ID, vec, info, index_id=index.indexID)
+    env.delete({ch: env.keys_of(seg.ID, slice(0, 2))})
+    compaction, _ = compaction_of(env, dask_client, **{"datacoord.l0_compaction_min_segments": 1,
+                                                      "datacoord.compaction_min_segments": 100})
+    compaction.start()
+    try:
+        await poll_until(lambda: not env.segments(ch, level=L0) and not compaction.running(), 30, 0.05,
+                         "the L0 plan published")
+    finally:
+        await compaction.stop()
+    (rewritten,) = [s for s in env.segments(ch) if seg.ID in s.compactionFrom]
+    (build,) = env.catalog.list_segment_indexes(env.cid, segment_id=rewritten.ID)
+    assert build.indexID == index.indexID
+    record = env.catalog.segment_files_record(rewritten.ID)
+    assert record.indexes[vec].path == segment_files.index_path(env.cid, seg.partitionID, rewritten.ID, vec)
+    assert bytes(segment_files.get_file(record.root, record.indexes[vec])) == b"an index file"
 
 
 @on_module_loop
