@@ -1,7 +1,8 @@
 """Checker 2, ``segment_checker``: every replica holds every sealed segment of its targets once.
 
 Per replica: segments of the current or next target missing from the replica's nodes
-(and not already being loaded) are loaded — L0 segments on the channel's shard leader itself and first, the others
+(and not already being loaded) are loaded — L0 segments on the channel's shard leader itself and first
+(the others of a channel wait while one of its L0 segments is not served, its load in flight or not), the others
 where the balancer puts them among the read-write nodes (the channel's own nodes when the
 replica is channel-exclusive) — but only for channels that
 have a shard leader in the replica (the leader is what makes a loaded segment
@@ -47,10 +48,15 @@ class SegmentChecker(Checker):
                        if (found := leader_of(ctx.dist, replica, ch)) is not None}
             # a segment already being loaded is not lacking: placing it again would count it twice (its
             # task's rows are pending on its target) and skew where the others go
+            lacking = [r for sid, r in sorted(wanted.items())
+                       if sid not in held or self._misplaced_l0(r, held[sid], leaders)]
+            # a channel whose L0 segment is not served yet, loading or not, loads nothing else: a segment
+            # loading on the leader's node meanwhile would miss its deletes (the node applies the L0
+            # segments it holds to its own segments, and only to those served when they arrive)
+            l0_pending = {r.channel for r in lacking if r.level == data_coord_pb2.L0}
             tasks += self._lacking(cid, replica, [
-                r for sid, r in sorted(wanted.items())
-                if (sid not in held or self._misplaced_l0(r, held[sid], leaders))
-                and not ctx.scheduler.has(segment_task_key(replica.ID, sid))])
+                r for r in lacking if not ctx.scheduler.has(segment_task_key(replica.ID, r.segment_id))],
+                l0_pending)
             for sid, holders in sorted(held.items()):
                 if sid not in wanted:
                     tasks += [SegmentTask(cid, replica.ID, refs[sid], source=n, origin=NAME) for _, n in holders]
@@ -83,7 +89,7 @@ class SegmentChecker(Checker):
         return [SegmentTask(seg.collection, -1, _ref(seg), source=node_id, origin=NAME)
                 for node_id, seg in self.ctx.dist.segments() if seg.collection not in loaded]
 
-    def _lacking(self, cid: int, replica, lacking: list[SegmentRef]) -> list[Task]:
+    def _lacking(self, cid: int, replica, lacking: list[SegmentRef], l0_pending: set[str]) -> list[Task]:
         ctx = self.ctx
         tasks: list[Task] = []
         by_channel: dict[str, list[SegmentRef]] = {}
@@ -101,7 +107,7 @@ class SegmentChecker(Checker):
             l0 = [r for r in refs if r.level == data_coord_pb2.L0]
             tasks += [SegmentTask(cid, replica.ID, r, target=leader[0], origin=NAME, priority=Priority.HIGH)
                       for r in l0]
-            if l0:
+            if l0 or channel in l0_pending:
                 continue  # the channel's deletes first: other segments load once its L0 segments serve
             placing.setdefault(tuple(sorted(nodes)), []).extend(refs)
         for nodes, refs in placing.items():
