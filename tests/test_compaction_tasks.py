@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -336,3 +337,25 @@ async def test_a_segment_is_in_one_plan_and_a_late_task_is_submitted_again(env, 
     assert compaction.failures == 0, compaction.last_error
     assert all(len(env.segments(ch)) == 1 for ch in env.ds.channels)
 
+
+
+@on_module_loop
+async def test_a_failing_plan_is_a_health_problem_until_a_plan_succeeds(env, dask_client):
+    ch = env.ds.channels[0]
+    victim = env.catalog.segment_files_record(env.segments(ch)[0].ID)
+    data = Path(env.root, victim.data.path)
+    hidden = data.with_name("elsewhere.parquet")
+    data.rename(hidden)
+    compaction, _ = compaction_of(env, dask_client, **{"datacoord.compaction_min_segments": 3})
+    compaction.start()
+    try:
+        await poll_until(lambda: compaction.health_problems(), 30, 0.05, "the failing plan reported")
+        (problem,) = compaction.health_problems()
+        assert f"collection {env.cid}" in problem and victim.data.path in problem
+        assert len(env.segments(ch)) > 1                 # nothing published for the failing plan
+        hidden.rename(data)                              # the next round's plan succeeds
+        await poll_until(lambda: len(env.segments(ch)) == 1 and not compaction.health_problems(), 30, 0.05,
+                         "the plan retried and succeeded")
+    finally:
+        await compaction.stop()
+    assert compaction.failures >= 1

@@ -31,6 +31,10 @@ sources as they were and the task's files unreferenced (garbage collection remov
 after it, a restarted coordinator's target observer pulls the new target by itself.  The crash points
 ``compaction-after-task`` and ``compaction-after-publish`` let tests kill it at exactly those moments.
 
+Health: a collection whose planning or plans keep failing is named by
+:meth:`Compaction.health_problems` until one of its plans succeeds; the failed plan's segments are free
+again and the next round plans them anew (the retry).
+
 Who owns what: all state here — the claims (a segment is in at most one plan until that plan ends;
 a channel's L0 plan claims every sealed segment of the channel), the running plans, the delete-count
 cache, the counters and the summaries — belongs to the coordinator's event loop.  Other threads run
@@ -44,6 +48,7 @@ import collections
 import dataclasses
 import inspect
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Iterable
 
@@ -135,6 +140,7 @@ class Compaction(Periodic):
         self.completed = 0
         self.failures = 0
         self.last_error: str | None = None
+        self._failing: dict[int, tuple[float, str]] = {}   # collection -> (since, error) until a plan succeeds
 
     # --- lifecycle ---------------------------------------------------------------------------------
 
@@ -146,6 +152,12 @@ class Compaction(Periodic):
             task.cancel()
         await asyncio.gather(*running, return_exceptions=True)
 
+    def health_problems(self) -> list[str]:
+        """Collections whose compaction fails (planning or a plan) and has not succeeded since."""
+        now = time.monotonic()
+        return [f"compaction of collection {cid} failing for {now - since:.0f} s: {error}"
+                for cid, (since, error) in sorted(self._failing.items())]
+
     def running(self, collection_id: int | None = None) -> list[Plan]:
         return [plan for plan, _ in self._running.values()
                 if collection_id is None or plan.collection_id == collection_id]
@@ -154,13 +166,16 @@ class Compaction(Periodic):
 
     async def round(self) -> None:
         seen: set[int] = set()
-        for coll in self._collections():
+        collections_now = self._collections()
+        for coll in collections_now:
             try:
                 seen |= await self._trigger(coll, manual=False, kinds=("l0", "mix"))
             except Exception as e:  # noqa: BLE001 - the next round tries again
-                self._failed(f"compaction policy of collection {coll.id}", e)
+                self._failed(coll.id, f"compaction policy of collection {coll.id}", e)
         for sid in set(self._deleted) - seen:  # dropped or purged since
             del self._deleted[sid]
+        for cid in set(self._failing) - {c.id for c in collections_now}:  # dropped since
+            del self._failing[cid]
 
     def _collections(self) -> list[CollectionInfo]:
         return [c for db in self.catalog.list_databases() for c in self.catalog.list_collections(db.name)]
@@ -319,15 +334,19 @@ class Compaction(Periodic):
             return
         error = task.exception()
         if error is not None:
-            self._failed(f"compaction plan {plan.id} ({plan.kind}) of collection {plan.collection_id}", error)
+            self._failed(plan.collection_id, f"compaction plan {plan.id} ({plan.kind}) of collection "
+                                             f"{plan.collection_id}", error)
         else:
             self.completed += 1
+            self._failing.pop(plan.collection_id, None)
 
-    def _failed(self, what: str, error: BaseException) -> None:
-        """A plan or a round that failed: counted and kept for the component's health; its segments are
-        free again, so the next round plans them anew."""
+    def _failed(self, collection_id: int, what: str, error: BaseException) -> None:
+        """A plan or a round that failed: counted and reported by :meth:`health_problems` until a plan of
+        the collection succeeds; its segments are free again, so the next round plans them anew."""
         self.failures += 1
         self.last_error = f"{what}: {error}"
+        since = self._failing.get(collection_id, (time.monotonic(), ""))[0]
+        self._failing[collection_id] = (since, f"{what}: {error}")
         log.warning("%s failed: %s", what, error, exc_info=not isinstance(error, errors.MilvusError))
 
     async def _execute(self, plan: Plan) -> Outcome:
