@@ -17,6 +17,7 @@ import sys
 import threading
 
 from vecgrid.cluster.datacoord.compaction import Compaction
+from vecgrid.cluster.querycoord.flush_handoff import FlushHandoff
 from vecgrid.config import Settings
 from vecgrid.deploy import Coordinator
 from vecgrid.storage.layout import DataDir
@@ -40,9 +41,7 @@ async def main(args: argparse.Namespace) -> None:
     await coordinator.start(args.scheduler)
     qc = coordinator.coord
 
-    def pull_target(cid: int) -> None:
-        if qc.collections.get(cid) is not None:
-            qc._pull_target(cid)
+    pull_target = FlushHandoff(qc.collections, qc.targets, qc.target_observer).pull_target   # as deploy wires it
 
     compaction = Compaction(settings, qc.catalog, qc.client, DataDir(args.data_dir).segment_root, pull_target)
     compaction.start()

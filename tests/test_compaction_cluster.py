@@ -17,6 +17,7 @@ import pytest
 import pytest_asyncio
 
 from vecgrid.cluster.datacoord.compaction import Compaction
+from vecgrid.cluster.querycoord.flush_handoff import FlushHandoff
 from vecgrid.cluster.proxy.proxy import Proxy
 from vecgrid.common.faults import CRASH_AT_ENV
 from vecgrid.deploy import EmbeddedCluster
@@ -83,9 +84,7 @@ async def env(tmp_path_factory):
     await asyncio.wait_for(cluster.start(), 120)
     qc = cluster.coord
 
-    def pull_target(cid: int) -> None:   # what the integration wires: QueryCoord pulls for loaded collections
-        if qc.collections.get(cid) is not None:
-            qc._pull_target(cid)
+    pull_target = FlushHandoff(qc.collections, qc.targets, qc.target_observer).pull_target   # as deploy wires it
 
     compaction = Compaction(settings, qc.catalog, qc.client, DataDir(data_dir).segment_root, pull_target)
     compaction.start()
