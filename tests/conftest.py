@@ -41,6 +41,8 @@ def embedded_settings(data_dir: Path, workers: int = 2) -> Settings:
         "dask.dashboard_port": 0,
         "dask.workers": workers,
         "dask.threads_per_worker": 1,
+        # compaction tests turn it on: elsewhere a merge of the small imported segments would move them
+        "datacoord.auto_compaction": False,
     })
 
 

@@ -108,6 +108,9 @@ class DataCoordSettings:
     flush_idle_s: float = 600.0
     # How often the seal, compaction, index-build and garbage-collection policies look.
     check_interval_s: float = 1.0
+    # Compaction by the policy's triggers (Milvus: dataCoord.enableAutoCompaction); an explicit compact
+    # runs either way.
+    auto_compaction: bool = True
     # Mix compaction: segments below this fraction of segment_max_rows are small; a partition and
     # channel with at least compaction_min_segments of them is compacted.  A segment with more than
     # compaction_deleted_ratio of its rows deleted is compacted on its own (Milvus: 0.2).

@@ -1,7 +1,8 @@
 """DataCoord's compaction: which segments are compacted, the plans as Dask tasks, and their publish
 (Milvus's compaction trigger, plan handler and ``UpdateSegmentsInfo`` in one).
 
-Policy, each round (every ``datacoord.check_interval_s``), over every collection:
+Policy, each round (every ``datacoord.check_interval_s``, unless ``datacoord.auto_compaction`` is off),
+over every collection:
 
 * **L0 compaction** of a channel holding at least ``datacoord.l0_compaction_min_segments`` L0 segments:
   their deletes go into the delete logs of the channel's sealed segments they hit, then they are
@@ -133,6 +134,7 @@ class Compaction(Periodic):
         self.deleted_ratio = d.compaction_deleted_ratio
         self.l0_min_segments = d.l0_compaction_min_segments
         self.task_timeout_s = d.task_timeout_s
+        self.auto = d.auto_compaction
         self._claimed: dict[int, int] = {}                 # segment id -> plan id
         self._running: dict[int, tuple[Plan, asyncio.Task]] = {}
         self._deleted: dict[int, int] = {}                 # segment id -> rows its delete log names
@@ -165,6 +167,8 @@ class Compaction(Periodic):
     # --- the policy ----------------------------------------------------------------------------------
 
     async def round(self) -> None:
+        if not self.auto:
+            return
         seen: set[int] = set()
         collections_now = self._collections()
         for coll in collections_now:
