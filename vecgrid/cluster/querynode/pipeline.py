@@ -15,7 +15,8 @@ stream for a node on another host) from a seek position, on its own thread:
   is what holds tsafe back); the wait ends when the pipeline stops (the forward is then
   cancelled) and a forward that fails fails the pipeline, tsafe still short of the delete;
 * **tsafe**: after each message the channel's safe timestamp advances to the
-  message's timestamp (time ticks included).  A search with a guarantee timestamp
+  message's timestamp (time ticks included) — once the last message of that timestamp
+  is applied: the records of one write share it.  A search with a guarantee timestamp
   waits until tsafe reaches it (:meth:`wait_tsafe`).
 
 Who owns what
@@ -164,18 +165,27 @@ class ChannelPipeline:
 
     def _run(self) -> None:
         try:
+            record = None
             while not self._stop.is_set():
-                record = self._reader.read(timeout=self._poll_s)
                 if record is None:
-                    continue
+                    record = self._reader.read(timeout=self._poll_s)
+                    if record is None:
+                        continue
                 message = decode_dml(record.payload)
                 self._applying = (type(message).__name__, time.monotonic())
                 self._apply(message)
                 self._applying = None
+                # The records of one write share its timestamp (an upsert's delete and insert): tsafe reaches
+                # it only after the last of them, or a read at it would see half the write.  A write is
+                # durable, hence readable, all at once, so a log with nothing more ends it (a stream from
+                # another host delivers it record by record: there the next one may come a moment late).
+                following = self._reader.read(timeout=0)
+                same_write = following is not None and following.timestamp == record.timestamp
                 with self._cond:
                     self.records += 1
-                    self._tsafe = max(self._tsafe, record.timestamp)
+                    self._tsafe = max(self._tsafe, record.timestamp - 1 if same_write else record.timestamp)
                     self._cond.notify_all()
+                record = following
         except _Stopped:
             return
         except (WalError, Exception) as e:  # noqa: BLE001 - reported through .error, on_failure and health
