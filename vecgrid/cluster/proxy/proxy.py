@@ -30,7 +30,8 @@ acknowledged before the read is seen, and a leader that has read its log to the 
 answers at once instead of waiting for the next time tick (a fresh oracle timestamp,
 which Strong took before, is passed only by the next tick: up to 200 ms per read);
 ``Session`` waits for this proxy's own newest write to the collection (its
-``MutationResult.timestamp``); ``Bounded`` allows 5 s of staleness; ``Eventually``
+``MutationResult.timestamp``, or a channel's newest acknowledged write when that is
+older: the write did not touch the channel); ``Bounded`` allows 5 s of staleness; ``Eventually``
 reads whatever is there.  ``None`` takes the collection's own level, and an explicit
 ``guarantee_timestamp`` overrides them all.
 
@@ -370,7 +371,13 @@ class Proxy:
             return _Guarantee(int(explicit)), common_pb2.Customized
         level = meta.consistency_level if consistency is None else _level(consistency)
         if level == common_pb2.Session:
-            return _Guarantee(self._session.get(meta.name, 0)), level
+            own = self._session.get(meta.name, 0)
+            if not own:
+                return _Guarantee(0), level
+            # this proxy's write is at or below every channel's newest acknowledged record it touched; a
+            # channel it did not touch need not wait for a tick to pass the write's timestamp
+            acked = await self.writes.guarantees(meta.channels)
+            return _Guarantee(own, {channel: min(own, ts) for channel, ts in acked.items()}), level
         guarantee_timestamp(level, 0)  # refuses an unsupported level before anything is sent
         if level == common_pb2.Eventually:
             return _Guarantee(0), level

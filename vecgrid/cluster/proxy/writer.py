@@ -8,12 +8,16 @@ channels it spans (:meth:`~vecgrid.cluster.streaming.ChannelAppenders.append_man
 with it, the reply sent only once every record is durable.  Inside the appender's lock each channel's
 rows are assigned to the channel's open growing segment of their partition.
 
-* **upsert** = a delete of the keys and the insert of the rows, both at the write's timestamp, in one
-  append per channel (delete first).  A key hashes to one channel, so its old and new rows are on the
-  same log; a row is hidden by a delete only if it is older than the delete (row ts < delete ts), so the
-  new row survives its own upsert's delete, and a shard leader publishes the timestamp only once both
-  records are applied — no read sees the key absent or twice.  The delete spans every partition: a
-  primary key is unique in its collection, wherever its old row was.
+A write is, on each channel it touches, ONE of: an insert record; a delete record and a time tick; or —
+an **upsert** — a delete record and an insert record: the delete of the keys and the insert of the rows,
+both at the write's timestamp, in one append per channel (delete first).  A key hashes to one channel,
+so its old and new rows are on the same log; a row is hidden by a delete only if it is older than the
+delete (row ts < delete ts), so the new row survives its own upsert's delete, and a shard leader
+publishes the timestamp only once the record after the delete is applied
+(:func:`vecgrid.cluster.querynode.pipeline._safe_after`) — no read sees the key absent or twice.  The
+upsert's delete spans every partition: a primary key is unique in its collection, wherever its old row
+was.  One insert record per channel means a write's rows on one channel are at most
+:data:`MAX_WRITE_BYTES` (Milvus caps a request's size too); a larger one is refused.
 * **delete** takes primary keys; a delete by filter is resolved into keys first by the proxy
   (:class:`~vecgrid.cluster.proxy.write_access.LocalWrites`), as Milvus's delete runner queries before it
   deletes.
@@ -52,11 +56,11 @@ from vecgrid.storage.dml import DeleteBatch, InsertBatch, TimeTick
 from vecgrid.storage.sharding import shard_of
 from vecgrid.storage.wal import MessageKind, WalError, WalLockedError
 
-__all__ = ["MutationResult", "Writer", "MAX_RECORD_BYTES"]
+__all__ = ["MutationResult", "Writer", "MAX_WRITE_BYTES"]
 
 log = logging.getLogger(__name__)
 
-MAX_RECORD_BYTES = 64 << 20   # rows per WAL record, well under the log's 256 MiB payload limit
+MAX_WRITE_BYTES = 192 << 20   # rows of one write on one channel: one log record, under its 256 MiB limit
 MB = 1 << 20
 
 
@@ -114,7 +118,12 @@ class Writer:
                                  upsert=upsert)
         pk_name = coll.primary_field.name
         parts = _by_channel(coll, table, table.column(pk_name).combine_chunks())
-        self._check_growing_quota({channel: rows_mod.nbytes(part) for channel, part in parts})
+        sizes = {channel: rows_mod.nbytes(part) for channel, part in parts}
+        for channel, size in sizes.items():
+            if size > MAX_WRITE_BYTES:
+                raise errors.ParameterTooLarge(f"the rows of one write take {size / MB:.0f} MB on channel {channel}; "
+                                               f"at most {MAX_WRITE_BYTES / MB:.0f} MB per channel: split the batch")
+        self._check_growing_quota(sizes)
         builds = {channel: self._insert_build(channel, coll.id, partition_id, pk_name, part, upsert)
                   for channel, part in parts}
         ts = self._append(builds)
@@ -168,17 +177,14 @@ class Writer:
         pks = part.column(pk_name).combine_chunks()
         columns = part.drop_columns([pk_name])
         size = rows_mod.nbytes(part)
-        step = max(1, MAX_RECORD_BYTES * part.num_rows // max(size, 1))
 
         def build(ts: int) -> list:
             records = []
             if upsert:
                 records.append((MessageKind.DELETE, DeleteBatch(collection_id, ALL_PARTITIONS_ID, pks, ts).encode()))
             segment_id = appender.segments.assign(partition_id, part.num_rows, size)
-            for start in range(0, part.num_rows, step):
-                records.append((MessageKind.INSERT, InsertBatch(
-                    collection_id, partition_id, segment_id, pks.slice(start, step), ts,
-                    columns.slice(start, step)).encode()))
+            records.append((MessageKind.INSERT, InsertBatch(collection_id, partition_id, segment_id, pks, ts,
+                                                            columns).encode()))
             return records
         return build
 
@@ -252,8 +258,11 @@ def _by_channel(coll: CollectionInfo, table: pa.Table, pks: pa.Array) -> list[tu
 
 
 def _delete_build(collection_id: int, partition_id: int, pks: pa.Array) -> Callable[[int], list]:
+    """A delete, then a time tick of its timestamp: a shard leader takes a delete as the end of its write only
+    when a record of its timestamp that is not a delete follows (see the module doc)."""
     def build(ts: int) -> list:
-        return [(MessageKind.DELETE, DeleteBatch(collection_id, partition_id, pks, ts).encode())]
+        return [(MessageKind.DELETE, DeleteBatch(collection_id, partition_id, pks, ts).encode()),
+                (MessageKind.TIMETICK, TimeTick(ts).encode())]
     return build
 
 
