@@ -91,9 +91,7 @@ class LocalWrites:
         if filter is not None:
             ids = await self.resolve(db_name, collection, filter, partition)
             if not ids:
-                await asyncio.to_thread(self.writer.catalog.describe_collection, db_name or DEFAULT_DB_NAME,
-                                        collection)   # a missing collection is still an error
-                return MutationResult()
+                return MutationResult()   # nothing matched: nothing to log
         return await self.writer.delete(collection, ids, partition, db_name)
 
     def _datacoord(self, what: str) -> DataCoordAccess:

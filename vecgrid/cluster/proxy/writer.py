@@ -38,7 +38,6 @@ Its methods block (SQLite, fsync) and run in a worker thread of the caller's loo
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
@@ -58,7 +57,6 @@ from vecgrid.storage.wal import MessageKind, WalError, WalLockedError
 
 __all__ = ["MutationResult", "Writer", "MAX_WRITE_BYTES"]
 
-log = logging.getLogger(__name__)
 
 MAX_WRITE_BYTES = 192 << 20   # rows of one write on one channel: one log record, under its 256 MiB limit
 MB = 1 << 20
