@@ -14,6 +14,7 @@ import pyarrow as pa
 import pytest
 
 from vecgrid import errors
+from vecgrid.cluster.proxy import writer as writer_module
 from vecgrid.storage.dml import DeleteBatch, InsertBatch, TimeTick
 from vecgrid.storage.sharding import shard_of
 from vecgrid.storage.wal import MessageKind
@@ -72,9 +73,13 @@ def test_a_rejected_write_writes_nothing(setup, collection, rows, error, text):
     assert setup.logs() == before
 
 
-def test_other_refusals_write_nothing(setup):
+def test_other_refusals_write_nothing(setup, monkeypatch):
     setup.writer.insert_sync("plain", rows_for([100], DIM))
     before = setup.logs()
+    monkeypatch.setattr(writer_module, "MAX_WRITE_BYTES", 4096)   # one record per channel and write
+    with pytest.raises(errors.ParameterTooLarge, match="split the batch"):
+        setup.writer.insert_sync("plain", rows_for(list(range(1000)), DIM))
+    monkeypatch.undo()
     with pytest.raises(errors.CollectionNotFound):
         setup.writer.insert_sync("nope", rows_for([1], DIM))
     with pytest.raises(errors.PartitionNotFound, match=r"partition=p9"):
