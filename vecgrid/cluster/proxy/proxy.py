@@ -31,9 +31,9 @@ answers at once instead of waiting for the next time tick (a fresh oracle timest
 which Strong took before, is passed only by the next tick: up to 200 ms per read);
 ``Session`` waits for this proxy's own newest write to the collection (its
 ``MutationResult.timestamp``, or a channel's newest acknowledged write when that is
-older: the write did not touch the channel); ``Bounded`` allows 5 s of staleness; ``Eventually``
-reads whatever is there.  ``None`` takes the collection's own level, and an explicit
-``guarantee_timestamp`` overrides them all.
+older: the write did not touch the channel); ``Bounded`` allows 5 s of staleness;
+``Eventually`` reads whatever is there.  ``None`` takes the collection's own level,
+and an explicit ``guarantee_timestamp`` overrides them all.
 
 Writes — ``insert``, ``upsert``, ``delete``, ``flush``, ``compact`` — go to the
 coordinator's :class:`~vecgrid.cluster.proxy.writer.Writer` (and DataCoord) in its
@@ -101,7 +101,8 @@ class Shard:
 
 def guarantee_timestamp(consistency: str | int, now: int) -> int:
     """The guarantee timestamp of a read at ``consistency`` (a ``ConsistencyLevel`` name or number),
-    ``now`` being a fresh timestamp of the oracle that stamps the writes."""
+    ``now`` being a fresh timestamp of the oracle that stamps the writes.  (Strong and Session reads of
+    the :class:`Proxy` wait for acknowledged writes instead: see the module doc.)"""
     level = _level(consistency)
     if level == common_pb2.Strong:
         return now
@@ -110,7 +111,7 @@ def guarantee_timestamp(consistency: str | int, now: int) -> int:
     if level == common_pb2.Eventually:
         return 0  # no wait: whatever the leaders have consumed
     raise errors.ParameterInvalid(f"consistency level {common_pb2.ConsistencyLevel.Name(level)} is not supported "
-                                  "by vecgrid's proxy; use Strong, Bounded or Eventually, or a guarantee timestamp")
+                                  "by vecgrid's proxy; use Strong, Session, Bounded or Eventually, or a guarantee timestamp")
 
 
 def _level(consistency: str | int) -> int:
