@@ -373,7 +373,7 @@ async def test_errors_are_milvus_errors_with_clear_reasons(env):
         (dict(anns_field="age"), errors.ParameterInvalid, "'age' is not a vector field"),
         (dict(search_params={"metric_type": "IP"}), errors.ParameterInvalid, "does not match the index"),
         (dict(consistency="Sometimes"), errors.ParameterInvalid, "unknown consistency level 'Sometimes'"),
-        (dict(consistency="Session"), errors.ParameterInvalid, "Session is not supported"),
+        (dict(consistency="Customized"), errors.ParameterInvalid, "Customized is not supported"),
     ]
     for kw, cls, text in cases:
         with pytest.raises(cls) as info:

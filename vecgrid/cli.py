@@ -14,6 +14,12 @@ Client commands, against a running coordinator (``--coord HOST:PORT``, default
     vecgrid search NAME --vectors FILE.npy [--limit K] [--filter JSON] [--output-fields a,b]
                                                              nearest rows as JSON, one list per query
     vecgrid status                                           nodes, collections, load %, partition states
+    vecgrid insert NAME FILE... [--partition P]              rows from .parquet, .jsonl, or .npy + .parquet/.csv
+    vecgrid delete NAME --ids 1,2,3 | --filter JSON          by primary key, or what a Strong query finds
+    vecgrid flush NAME                                       seal growing data into published segments
+    vecgrid compact NAME                                     start a compaction
+
+Writes print progress on a terminal and a JSON summary as their last line, like ``vecgrid import``.
 
 Every command reads the same settings (``--config FILE``, ``VECGRID_*`` variables,
 flags).  A user error — unknown flag, unreadable config, port in use — prints one
@@ -37,7 +43,8 @@ from vecgrid.config import ConfigError, Settings
 EXIT_USAGE = 2
 EXIT_RUNTIME = 1
 DEFAULT_COORD = "127.0.0.1:19531"
-CLIENT_COMMANDS = ("load", "release", "search", "status")
+CLIENT_COMMANDS = ("load", "release", "search", "status", "insert", "delete", "flush", "compact")
+INSERT_BATCH_ROWS = 10_000
 
 
 class UsageError(Exception):
@@ -117,6 +124,26 @@ def _parser() -> _Parser:
 
     status = sub.add_parser("status", parents=[client], help="query nodes, collections, load %% and partitions")
     status.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+
+    insert = sub.add_parser("insert", parents=[client], help="insert rows from files through the proxy")
+    insert.add_argument("name", metavar="NAME")
+    insert.add_argument("files", nargs="+", metavar="FILE",
+                        help=".parquet, .jsonl (one JSON object per line), or .npy vectors plus .parquet/.csv scalars")
+    insert.add_argument("--partition", default=None, help="partition (default _default)")
+    insert.add_argument("--batch-rows", type=int, default=INSERT_BATCH_ROWS, metavar="N",
+                        help=f"rows per write (default {INSERT_BATCH_ROWS})")
+
+    delete = sub.add_parser("delete", parents=[client], help="delete rows by primary key or by filter")
+    delete.add_argument("name", metavar="NAME")
+    which = delete.add_mutually_exclusive_group(required=True)
+    which.add_argument("--ids", metavar="1,2,3", help="primary keys, comma-separated")
+    which.add_argument("--filter", metavar="JSON", help='query object in the REST syntax, e.g. {"age": {"$gt": 20}}')
+    delete.add_argument("--partition", default=None, help="only this partition (default: every partition)")
+
+    flush = sub.add_parser("flush", parents=[client], help="seal growing data; returns once it is published")
+    flush.add_argument("name", metavar="NAME")
+    compact = sub.add_parser("compact", parents=[client], help="start a compaction of a collection")
+    compact.add_argument("name", metavar="NAME")
 
     worker = sub.add_parser("worker", parents=[common], help="run a worker that serves as a QueryNode")
     worker.add_argument("--scheduler", required=True, help="Dask scheduler address")
@@ -262,6 +289,133 @@ def _search_inputs(args: argparse.Namespace) -> tuple[Any, Any, list[str]]:
     return vectors, query, fields
 
 
+_JSON_LINES = (".jsonl", ".ndjson", ".json")
+
+
+def _insert_inputs(args: argparse.Namespace) -> tuple[Any, int]:
+    """``(batches, total rows)`` of ``vecgrid insert``, opened before anything connects: a batch is a list of
+    row dicts (JSON lines) or an Arrow record batch (Parquet, ``.npy`` + scalars, as ``vecgrid import``)."""
+    if args.batch_rows < 1:
+        raise UsageError(f"--batch-rows must be 1 or more, got {args.batch_rows}")
+    lines = [f for f in args.files if f.lower().endswith(_JSON_LINES)]
+    if lines:
+        if len(lines) != len(args.files):
+            raise UsageError("JSON lines files cannot be mixed with other kinds of input files")
+        total = 0
+        for path in lines:
+            try:
+                with open(path, "rb") as f:
+                    total += sum(1 for line in f if line.strip())
+            except OSError as e:
+                raise UsageError(f"cannot read {path}: {e.strerror}") from None
+        return _json_batches(lines, args.batch_rows), total
+    from vecgrid.storage.import_sources import open_sources
+
+    try:
+        sources = open_sources(args.files)
+    except errors.MilvusError as e:
+        raise UsageError(str(e.detail or e)) from None
+    return sources.batches(args.batch_rows), sources.num_rows
+
+
+def _json_batches(paths: list[str], batch_rows: int) -> Any:
+    import json
+
+    batch: list[dict] = []
+    for path in paths:
+        with open(path, encoding="utf-8") as f:
+            for number, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except ValueError as e:
+                    raise UsageError(f"{path} line {number} is not JSON: {e}") from None
+                if not isinstance(row, dict):
+                    raise UsageError(f"{path} line {number} is not a JSON object")
+                batch.append(row)
+                if len(batch) == batch_rows:
+                    yield batch
+                    batch = []
+    if batch:
+        yield batch
+
+
+def _delete_inputs(args: argparse.Namespace) -> tuple[list[Any] | None, dict | None]:
+    import json
+
+    if args.ids is not None:
+        keys = [k.strip() for k in args.ids.split(",") if k.strip()]
+        if not keys:
+            raise UsageError("--ids is empty")
+        try:
+            return [int(k) for k in keys], None
+        except ValueError:
+            return keys, None   # a VarChar primary key
+    try:
+        query = json.loads(args.filter)
+    except ValueError as e:
+        raise UsageError(f"--filter is not JSON ({e}): {args.filter!r}") from None
+    if not isinstance(query, dict):
+        raise UsageError(f"--filter must be a JSON object of field conditions, got {args.filter!r}")
+    return None, query
+
+
+def _summary(summary: dict[str, Any]) -> None:
+    import json
+
+    print(json.dumps(summary, separators=(",", ":")), flush=True)
+
+
+async def _insert(proxy: Any, args: argparse.Namespace, inputs: tuple[Any, int]) -> None:
+    from tqdm import tqdm
+
+    batches, total = inputs
+    inserted, count, timestamp = 0, 0, 0
+    with tqdm(total=total, unit="rows", unit_scale=True, file=sys.stderr, desc=f"insert {args.name}",
+              disable=None) as bar:
+        for batch in batches:
+            try:
+                done = await proxy.insert(args.name, batch, partition=args.partition)
+            except errors.MilvusError as e:
+                raise errors.from_remote(e.code, f"{e} (after {inserted} of {total} rows were inserted)") from None
+            inserted += done.insert_cnt
+            count += 1
+            timestamp = done.timestamp
+            bar.update(done.insert_cnt)
+    _summary({"collection": args.name, "insert_count": inserted, "batches": count, "timestamp": timestamp})
+
+
+async def _waiting(desc: str, work: Any) -> Any:
+    """Await ``work`` with an elapsed-time line on a terminal (nothing when stderr is not one)."""
+    from tqdm import tqdm
+
+    task = asyncio.ensure_future(work)
+    with tqdm(total=None, desc=desc, file=sys.stderr, disable=None, bar_format="{desc}: {elapsed}") as bar:
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=0.2)
+            if done:
+                return task.result()
+            bar.refresh()
+
+
+async def _delete(proxy: Any, args: argparse.Namespace, inputs: tuple[Any, Any]) -> None:
+    ids, query = inputs
+    done = await _waiting(f"delete {args.name}", proxy.delete(args.name, ids=ids, filter=query,
+                                                              partition=args.partition))
+    _summary({"collection": args.name, "delete_count": done.delete_cnt, "timestamp": done.timestamp})
+
+
+async def _flush(proxy: Any, args: argparse.Namespace) -> None:
+    segments = await _waiting(f"flush {args.name}", proxy.flush(args.name))
+    _summary({"collection": args.name, "segment_ids": segments})
+
+
+async def _compact(proxy: Any, args: argparse.Namespace) -> None:
+    plan = await _waiting(f"compact {args.name}", proxy.compact(args.name))
+    _summary({"collection": args.name, "compaction_id": plan})
+
+
 async def _load(proxy: Any, args: argparse.Namespace) -> None:
     from tqdm import tqdm
 
@@ -367,6 +521,14 @@ async def _client(args: argparse.Namespace, inputs: Any = None) -> None:
             await _release(proxy, args)
         elif args.command == "search":
             await _search(proxy, args, inputs)
+        elif args.command == "insert":
+            await _insert(proxy, args, inputs)
+        elif args.command == "delete":
+            await _delete(proxy, args, inputs)
+        elif args.command == "flush":
+            await _flush(proxy, args)
+        elif args.command == "compact":
+            await _compact(proxy, args)
         else:
             report = await _status_report(proxy, args)
             if args.json:
@@ -382,7 +544,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = Settings.load(args.config, overrides=_overrides(args))
         if args.command == "worker":
             parse_resources(args.resources)
-        inputs = _search_inputs(args) if args.command == "search" else None
+        inputs = {"search": _search_inputs, "insert": _insert_inputs, "delete": _delete_inputs}.get(
+            args.command, lambda _: None)(args)
         if args.command == "load" and args.replicas is not None and args.replicas < 1:
             raise UsageError(f"--replicas must be 1 or more, got {args.replicas}")
     except (UsageError, ConfigError) as e:

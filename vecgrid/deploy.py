@@ -31,6 +31,9 @@ from vecgrid.cluster.datacoord.component import DataCoord
 from vecgrid.cluster.datacoord.gc import GarbageCollector
 from vecgrid.cluster.datacoord.index_builder import IndexBuilder
 from vecgrid.cluster.lifecycle import StateCode
+from vecgrid.cluster.proxy.proxy import Proxy
+from vecgrid.cluster.proxy.write_access import DataCoordAccess
+from vecgrid.cluster.proxy.writer import Writer
 from vecgrid.cluster.querycoord.coordinator import QueryCoord
 from vecgrid.cluster.querycoord.flush_handoff import FlushHandoff
 from vecgrid.cluster.querynode.node import QueryNode
@@ -42,6 +45,7 @@ from vecgrid.rpc.channel_stream_servicer import channel_stream_service
 from vecgrid.rpc.querycoord_servicer import serve_querycoord
 from vecgrid.rpc.querynode_servicer import serve_querynode
 from vecgrid.rpc.server import GrpcServer, PortInUse
+from vecgrid.rpc.write_servicer import WriteServicer, write_service
 from vecgrid.storage.layout import DataDir
 from vecgrid.storage.wal import Wal
 
@@ -83,6 +87,8 @@ class Coordinator:
         self.http: tornado.httpserver.HTTPServer | None = None
         self.addresses = Addresses()
         self._store = None
+        self.proxy: Proxy | None = None                 # the coordinator's own proxy: the write path
+        self.write_servicer = WriteServicer()
 
     def node_settings(self) -> Settings:
         """What the QueryNode plugin ships to every worker."""
@@ -100,7 +106,10 @@ class Coordinator:
         # and lets proxies in other processes read its catalog (vecgrid.catalog.CatalogService).
         self.wal = Wal(str(data.wal_root))
         self.grpc = await serve_querycoord(self.coord, s.common.host, s.querycoord.port,
-                                           [channel_stream_service(self.wal), catalog_service(self.coord.catalog)])
+                                           [channel_stream_service(self.wal), catalog_service(self.coord.catalog),
+                                            write_service(self.write_servicer)])
+        self.proxy = coordinator_proxy(self.coord, self.datacoord)
+        self.write_servicer.writes = self.proxy.writes  # vecgrid.write.WriteService: writes of other processes
         sockets = tornado.netutil.bind_sockets(s.http.port, s.common.host)
         s.http.port = sockets[0].getsockname()[1]
         self.http = tornado.httpserver.HTTPServer(make_app(self.coord))
@@ -129,6 +138,8 @@ class Coordinator:
             self.coord.lifecycle.set(StateCode.Stopping)  # new calls answer "not ready" while draining
         if self.grpc is not None:
             await self.grpc.stop(self.settings.querycoord.grace_s)
+        if self.proxy is not None:
+            await self.proxy.close()
         if self.http is not None:
             self.http.stop()
             await self.http.close_all_connections()
@@ -153,6 +164,18 @@ def data_coord(qc: QueryCoord, data: DataDir, client: Client) -> DataCoord:
     dc.add_part(GarbageCollector(qc.catalog, qc.settings, handoff.segments_in_targets, root=data.segment_root))
     dc.add_part(Compaction(qc.settings, qc.catalog, client, data.segment_root, handoff.pull_target), compaction=True)
     return dc
+
+
+def coordinator_proxy(coord: QueryCoord, datacoord: DataCoordAccess | None = None) -> Proxy:
+    """The proxy of the coordinator's process: reads and writes its catalog and channels directly.  Its
+    write quota asks which query nodes watch a channel (they hold its growing rows) from QueryCoord's
+    distribution, read from the writer's thread: the distribution swaps whole lists, never edits one."""
+    def channel_leaders(channel: str) -> list[int]:
+        return sorted({node for node, info in coord.dist.channels() if info.channel == channel})
+
+    writer = Writer(coord.catalog, coord.appenders, max_growing_mb=coord.settings.querynode.max_growing_mb,
+                    leaders_of_channel=channel_leaders)
+    return Proxy(coord.address, writer=writer, datacoord=datacoord)
 
 
 class EmbeddedCluster(Coordinator):

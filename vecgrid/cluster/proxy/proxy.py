@@ -23,11 +23,22 @@ For a collection the :class:`Proxy`
    answers ``[{field: value}]`` rows (the primary key always among them).
 
 Consistency is Milvus's: ``Strong`` (the default) makes every leader wait until its
-channel's tsafe reaches a fresh timestamp of the coordinator's oracle — the one
-that stamps writes and time ticks, as Milvus's proxy asks RootCoord — so every write
-acknowledged before the read is seen; ``Bounded`` allows 5 s of staleness;
+channel's tsafe reaches the channel's newest acknowledged write — the timestamp of
+the newest durable record the coordinator logged on it
+(:meth:`~vecgrid.cluster.proxy.writer.Writer.guarantees_sync`) — so every write
+acknowledged before the read is seen, and a leader that has read its log to the end
+answers at once instead of waiting for the next time tick (a fresh oracle timestamp,
+which Strong took before, is passed only by the next tick: up to 200 ms per read);
+``Session`` waits for this proxy's own newest write to the collection (its
+``MutationResult.timestamp``, or a channel's newest acknowledged write when that is
+older: the write did not touch the channel); ``Bounded`` allows 5 s of staleness;
 ``Eventually`` reads whatever is there.  ``None`` takes the collection's own level,
 and an explicit ``guarantee_timestamp`` overrides them all.
+
+Writes — ``insert``, ``upsert``, ``delete``, ``flush``, ``compact`` — go to the
+coordinator's :class:`~vecgrid.cluster.proxy.writer.Writer` (and DataCoord) in its
+own process, or over its ``WriteService`` from any other (:mod:`.write_access`), as
+reads of the catalog do.
 
 Filters are query objects in the REST seed's syntax (:mod:`.filters`) or ready
 ``plan.Expr`` messages.
@@ -40,16 +51,20 @@ import itertools
 import json
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 import grpc
 import numpy as np
+import pyarrow as pa
 
 from vecgrid import errors
 from vecgrid.cluster.gather import gather_all
 from vecgrid.cluster.proxy.catalog_access import CatalogSource, CollectionMeta, LocalCatalog, RemoteCatalog, unary_call
 from vecgrid.cluster.proxy.filters import compile_filter
+from vecgrid.cluster.proxy.rows import to_table
+from vecgrid.cluster.proxy.write_access import DataCoordAccess, LocalWrites, NoWrites, RemoteWrites, WriteSource
+from vecgrid.cluster.proxy.writer import MutationResult, Writer
 from vecgrid.cluster.querynode.reduce import INLINE_MERGE_HITS, merge_retrieve, merge_search
 from vecgrid.cluster.querynode.retrieve import COUNT_FIELD
 from vecgrid.common.keys import server_id_metadata
@@ -62,7 +77,7 @@ from vecgrid.proto import (common_pb2, internal_pb2, plan_pb2, query_coord_pb2 a
                            schema_pb2)
 from vecgrid.storage.catalog import Catalog, field_dim
 
-__all__ = ["Proxy", "Shard", "guarantee_timestamp", "Filter"]
+__all__ = ["Proxy", "Shard", "guarantee_timestamp", "Filter", "MutationResult"]
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +101,8 @@ class Shard:
 
 def guarantee_timestamp(consistency: str | int, now: int) -> int:
     """The guarantee timestamp of a read at ``consistency`` (a ``ConsistencyLevel`` name or number),
-    ``now`` being a fresh timestamp of the oracle that stamps the writes."""
+    ``now`` being a fresh timestamp of the oracle that stamps the writes.  (Strong and Session reads of
+    the :class:`Proxy` wait for acknowledged writes instead: see the module doc.)"""
     level = _level(consistency)
     if level == common_pb2.Strong:
         return now
@@ -95,7 +111,7 @@ def guarantee_timestamp(consistency: str | int, now: int) -> int:
     if level == common_pb2.Eventually:
         return 0  # no wait: whatever the leaders have consumed
     raise errors.ParameterInvalid(f"consistency level {common_pb2.ConsistencyLevel.Name(level)} is not supported "
-                                  "by vecgrid's proxy; use Strong, Bounded or Eventually, or a guarantee timestamp")
+                                  "by vecgrid's proxy; use Strong, Session, Bounded or Eventually, or a guarantee timestamp")
 
 
 def _level(consistency: str | int) -> int:
@@ -107,6 +123,17 @@ def _level(consistency: str | int) -> int:
                 return number
     raise errors.ParameterInvalid(f"unknown consistency level {consistency!r} "
                                   f"(one of {', '.join(common_pb2.ConsistencyLevel.keys())})")
+
+
+@dataclass(frozen=True)
+class _Guarantee:
+    """A read's guarantee timestamp: one for every channel, or one per channel (Strong)."""
+
+    default: int
+    per_channel: Mapping[str, int] = field(default_factory=dict)
+
+    def of(self, channel: str) -> int:
+        return self.per_channel.get(channel, self.default)
 
 
 class _LeadersFailed(Exception):
@@ -122,11 +149,16 @@ class Proxy:
 
     ``coord_address`` is the coordinator's gRPC ``host:port``; ``catalog`` the
     coordinator's catalog when the proxy runs in its process (else the catalog is read
-    over gRPC from the same address).  Use as ``async with Proxy(addr) as proxy:`` or
-    call :meth:`close`.
+    over gRPC from the same address); ``writer`` (and ``datacoord``) the coordinator's
+    write path in its process (else writes go over gRPC; a proxy given only the catalog
+    cannot write).  Use as ``async with Proxy(addr) as proxy:`` or call :meth:`close`.
+
+    ``_session`` (collection name -> timestamp of this proxy's newest write to it) is
+    owned by the proxy's event loop.
     """
 
-    def __init__(self, coord_address: str, *, catalog: Catalog | None = None, db_name: str = "",
+    def __init__(self, coord_address: str, *, catalog: Catalog | None = None, writer: Writer | None = None,
+                 datacoord: DataCoordAccess | None = None, db_name: str = "",
                  timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
         self.coord_address = coord_address
         self.db_name = db_name
@@ -134,8 +166,18 @@ class Proxy:
         self._coord_channel = grpc.aio.insecure_channel(coord_address, options=GRPC_MESSAGE_OPTIONS)
         # Public for callers that also manage loads over the same connection (the CLI).
         self.coord = query_coord_pb2_grpc.QueryCoordStub(self._coord_channel)
+        if catalog is None and writer is not None:
+            catalog = writer.catalog
         self.catalog: CatalogSource = (LocalCatalog(catalog) if catalog is not None
                                        else RemoteCatalog(self._coord_channel, coord_address, timeout_s))
+        self.writes: WriteSource
+        if writer is not None:
+            self.writes = LocalWrites(writer, self._filter_keys, datacoord)
+        elif catalog is not None:
+            self.writes = NoWrites(catalog)
+        else:
+            self.writes = RemoteWrites(self._coord_channel, coord_address, timeout_s)
+        self._session: dict[str, int] = {}
         self._leaders: dict[int, list[Shard]] = {}
         self._leader_locks: dict[int, asyncio.Lock] = {}
         self._turns: dict[str, int] = {}
@@ -151,6 +193,7 @@ class Proxy:
         for channel, _ in self._nodes.values():
             await channel.close()
         self._nodes.clear()
+        await self.writes.close()
         await self.catalog.close()
         await self._coord_channel.close()
 
@@ -217,13 +260,13 @@ class Proxy:
                                                expr=self._expr(filter, meta), search_params=params,
                                                round_decimal=round_decimal, output_field_ids=out_ids),
             output_fields_id=out_ids, nq=len(xq), topk=topk, metricType=metric)
-        inner.guarantee_timestamp, inner.consistency_level = await self._consistency(consistency,
-                                                                                     guarantee_timestamp, meta)
+        guarantee, inner.consistency_level = await self._consistency(consistency, guarantee_timestamp, meta)
 
         def request(channel: str, channels: int) -> Q.SearchRequest:
             req = Q.SearchRequest(dml_channels=[channel], from_shard_leader=False, scope=Q.All,
                                   total_channel_num=channels)
             req.req.CopyFrom(inner)
+            req.req.guarantee_timestamp = guarantee.of(channel)
             return req
 
         shards, parts = await self._fan_out(meta, "Search", request)
@@ -242,12 +285,19 @@ class Proxy:
         if offset < 0 or (limit is not None and limit < 0):
             raise errors.ParameterInvalid(f"limit ({limit}) and offset ({offset}) must not be negative")
         meta = await self.describe(collection)
+        return await self._query(meta, filter=filter, output_fields=output_fields, limit=limit, offset=offset,
+                                 partition_names=partition_names, consistency=consistency,
+                                 guarantee_timestamp=guarantee_timestamp)
+
+    async def _query(self, meta: CollectionMeta, *, filter: Filter, output_fields: Sequence[str], limit: int | None,
+                     offset: int, partition_names: Sequence[str], consistency: str | int | None,
+                     guarantee_timestamp: int | None) -> list[dict[str, Any]]:
         if limit == 0:
             return []  # nothing asked for (a Feathers $limit=0 wants only the count: see count())
         cut = -1 if limit is None else limit + offset
-        inner = await self._retrieve_request(meta, filter, meta.output_field_ids(output_fields), partition_names,
-                                       consistency, guarantee_timestamp, limit=cut)
-        shards, parts = await self._fan_out(meta, "Query", _query_request(inner))
+        inner, guarantee = await self._retrieve_request(meta, filter, meta.output_field_ids(output_fields),
+                                                        partition_names, consistency, guarantee_timestamp, limit=cut)
+        shards, parts = await self._fan_out(meta, "Query", _query_request(inner, guarantee))
 
         def reduce() -> list[dict[str, Any]]:
             return _rows(merge_retrieve(parts, inner, [s.channel for s in shards], cut))[offset:]
@@ -257,26 +307,85 @@ class Proxy:
                     consistency: str | int | None = "Strong", guarantee_timestamp: int | None = None) -> int:
         """How many rows match ``filter`` (Milvus's ``count(*)``)."""
         meta = await self.describe(collection)
-        inner = await self._retrieve_request(meta, filter, [], partition_names, consistency, guarantee_timestamp,
-                                       is_count=True)
-        shards, parts = await self._fan_out(meta, "Query", _query_request(inner))
+        inner, guarantee = await self._retrieve_request(meta, filter, [], partition_names, consistency,
+                                                        guarantee_timestamp, is_count=True)
+        shards, parts = await self._fan_out(meta, "Query", _query_request(inner, guarantee))
         merged = merge_retrieve(parts, inner, [s.channel for s in shards])
         return int(merged.fields_data[0].scalars.long_data.data[0]) if len(merged.fields_data) else 0
+
+    # --- writes -----------------------------------------------------------------------------------
+
+    async def insert(self, collection: str, rows: Any, partition: str | None = None) -> MutationResult:
+        """Insert rows — a list of ``{field: value}`` dicts, a dict of columns, or an Arrow table — into
+        ``partition`` (``_default``); answers once they are durable, with their primary keys and the
+        write's timestamp.  Keys outside the schema go to the dynamic field when the schema has one."""
+        return await self._insert(collection, rows, partition, upsert=False)
+
+    async def upsert(self, collection: str, rows: Any, partition: str | None = None) -> MutationResult:
+        """Insert rows, replacing the rows of their primary keys (delete + insert at one timestamp)."""
+        return await self._insert(collection, rows, partition, upsert=True)
+
+    async def _insert(self, collection: str, rows: Any, partition: str | None, upsert: bool) -> MutationResult:
+        if isinstance(self.writes, RemoteWrites):   # rows travel as Arrow: convert them here, with the schema
+            if isinstance(rows, pa.RecordBatch):
+                rows = pa.Table.from_batches([rows])
+            elif not isinstance(rows, pa.Table):
+                rows = await asyncio.to_thread(to_table, rows, (await self.describe(collection)).schema)
+        return self._remember(collection, await self.writes.insert(self.db_name, collection, rows, partition, upsert))
+
+    async def delete(self, collection: str, ids: Sequence[Any] | None = None, filter: Filter = None,
+                     partition: str | None = None) -> MutationResult:
+        """Delete rows by primary key (``ids``) or every row a Strong query for ``filter`` finds now."""
+        return self._remember(collection, await self.writes.delete(self.db_name, collection, ids, filter, partition))
+
+    async def flush(self, collection: str) -> list[int]:
+        """Seal the collection's growing data; the ids of the sealed segments, once they are published."""
+        return (await self.writes.flush(self.db_name, collection))[1]
+
+    async def compact(self, collection: str) -> int:
+        """Start a compaction of the collection; the plan's id."""
+        return (await self.writes.compact(self.db_name, collection))[1]
+
+    def _remember(self, collection: str, result: MutationResult) -> MutationResult:
+        if result.timestamp > self._session.get(collection, 0):
+            self._session[collection] = result.timestamp
+        return result
+
+    async def _filter_keys(self, db_name: str, collection: str, filter: Filter, partition: str | None) -> list[Any]:
+        """The primary keys a Strong query for ``filter`` finds (a delete by filter, on the coordinator)."""
+        meta = await self.catalog.describe(collection, db_name)
+        pk = meta.pk_field.name
+        found = await self._query(meta, filter=filter, output_fields=[pk], limit=None, offset=0,
+                                  partition_names=[partition] if partition else [], consistency="Strong",
+                                  guarantee_timestamp=None)
+        return [row[pk] for row in found]
 
     # --- request parts ----------------------------------------------------------------------------
 
     async def _consistency(self, consistency: str | int | None, explicit: int | None,
-                           meta: CollectionMeta) -> tuple[int, int]:
-        """``(guarantee timestamp, level)`` of a read: an explicit timestamp is Milvus's Customized level;
-        ``consistency=None`` is the collection's own level; Strong and Bounded count from a fresh
-        timestamp of the coordinator's oracle."""
+                           meta: CollectionMeta) -> tuple[_Guarantee, int]:
+        """``(guarantee timestamps, level)`` of a read: an explicit timestamp is Milvus's Customized level;
+        ``consistency=None`` is the collection's own level; Strong waits, per channel, for the newest
+        acknowledged write (module doc), Session for this proxy's newest write to the collection, Bounded
+        counts back from a fresh timestamp of the coordinator's oracle."""
         if explicit is not None:
-            return int(explicit), common_pb2.Customized
+            return _Guarantee(int(explicit)), common_pb2.Customized
         level = meta.consistency_level if consistency is None else _level(consistency)
+        if level == common_pb2.Session:
+            own = self._session.get(meta.name, 0)
+            if not own:
+                return _Guarantee(0), level
+            # this proxy's write is at or below every channel's newest acknowledged record it touched; a
+            # channel it did not touch need not wait for a tick to pass the write's timestamp
+            acked = await self.writes.guarantees(meta.channels)
+            return _Guarantee(own, {channel: min(own, ts) for channel, ts in acked.items()}), level
         guarantee_timestamp(level, 0)  # refuses an unsupported level before anything is sent
         if level == common_pb2.Eventually:
-            return 0, level
-        return guarantee_timestamp(level, await self.catalog.timestamp()), level
+            return _Guarantee(0), level
+        if level == common_pb2.Strong:
+            await self.shard_leaders(meta.id)  # a collection nobody serves fails here, before its channels are asked
+            return _Guarantee(0, await self.writes.guarantees(meta.channels)), level
+        return _Guarantee(guarantee_timestamp(level, await self.catalog.timestamp())), level
 
     @staticmethod
     def _expr(filter: Filter, meta: CollectionMeta) -> plan_pb2.Expr | None:
@@ -287,18 +396,19 @@ class Proxy:
     async def _retrieve_request(self, meta: CollectionMeta, filter: Filter, out_ids: list[int],
                                 partition_names: Sequence[str], consistency: str | int | None,
                                 explicit: int | None, *, limit: int = -1,
-                                is_count: bool = False) -> internal_pb2.RetrieveRequest:
+                                is_count: bool = False) -> tuple[internal_pb2.RetrieveRequest, _Guarantee]:
         node = plan_pb2.QueryPlanNode(is_count=is_count, limit=max(limit, 0))
         expr = self._expr(filter, meta)
         if expr is not None:
             node.predicates.CopyFrom(expr)
         req_id = next(_request_ids)
+        partition_ids = meta.partition_ids(partition_names)
         guarantee, _ = await self._consistency(consistency, explicit, meta)
         return internal_pb2.RetrieveRequest(
             base=common_pb2.MsgBase(msg_type=common_pb2.Retrieve, msgID=req_id), reqID=req_id, dbID=meta.db_id,
-            collectionID=meta.id, partitionIDs=meta.partition_ids(partition_names),
+            collectionID=meta.id, partitionIDs=partition_ids,
             serialized_expr_plan=plan_pb2.PlanNode(query=node, output_field_ids=out_ids).SerializeToString(),
-            output_fields_id=out_ids, guarantee_timestamp=guarantee, limit=max(limit, 0), is_count=is_count)
+            output_fields_id=out_ids, limit=max(limit, 0), is_count=is_count), guarantee
 
     # --- routing ----------------------------------------------------------------------------------
 
@@ -367,10 +477,11 @@ async def _off_loop(fn: Callable[[], Any], hits: int) -> Any:
     return fn() if hits <= INLINE_MERGE_HITS else await asyncio.to_thread(fn)
 
 
-def _query_request(inner: internal_pb2.RetrieveRequest) -> Callable[[str, int], Q.QueryRequest]:
+def _query_request(inner: internal_pb2.RetrieveRequest, guarantee: _Guarantee) -> Callable[[str, int], Q.QueryRequest]:
     def request(channel: str, channels: int) -> Q.QueryRequest:
         req = Q.QueryRequest(dml_channels=[channel], from_shard_leader=False, scope=Q.All)
         req.req.CopyFrom(inner)
+        req.req.guarantee_timestamp = guarantee.of(channel)
         return req
     return request
 

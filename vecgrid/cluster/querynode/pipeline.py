@@ -15,8 +15,9 @@ stream for a node on another host) from a seek position, on its own thread:
   is what holds tsafe back); the wait ends when the pipeline stops (the forward is then
   cancelled) and a forward that fails fails the pipeline, tsafe still short of the delete;
 * **tsafe**: after each message the channel's safe timestamp advances to the
-  message's timestamp (time ticks included).  A search with a guarantee timestamp
-  waits until tsafe reaches it (:meth:`wait_tsafe`).
+  message's timestamp (time ticks included) — once the last message of that timestamp
+  is applied: the records of one write share it (:func:`_safe_after`).  A search with a
+  guarantee timestamp waits until tsafe reaches it (:meth:`wait_tsafe`).
 
 Who owns what
 -------------
@@ -52,12 +53,26 @@ import pyarrow as pa
 from vecgrid.gpu.growing import GrowingSegment
 from vecgrid.proto import schema_pb2
 from vecgrid.storage.dml import DeleteBatch, InsertBatch, TimeTick, decode_dml
-from vecgrid.storage.wal import ChannelReader, WalError
+from vecgrid.storage.wal import ChannelReader, MessageKind, WalError
 
 log = logging.getLogger(__name__)
 
 #: ``(pks, timestamps)`` -> a future of the forward to wait for, or None when it is done already
 DeleteForwarder = Callable[[np.ndarray, np.ndarray], "concurrent.futures.Future[None] | None"]
+
+
+def _safe_after(record, following) -> int:
+    """tsafe once ``record`` is applied, ``following`` being the next record if it is readable already.
+
+    The records of one write share its timestamp (an upsert's delete, then its insert): tsafe may reach it
+    only once the last of them is applied, or a read at it would see the key deleted and not yet inserted.
+    A following record of a later timestamp proves the write complete.  Without one, a delete is never
+    taken as the end of its write (the coordinator ends a write that only deletes with a time tick of the
+    same timestamp) — the insert of its upsert may still be on its way from another host, record by record;
+    an insert or a tick is always the last record of its write."""
+    if following is not None:
+        return record.timestamp if following.timestamp > record.timestamp else record.timestamp - 1
+    return record.timestamp - 1 if record.kind == MessageKind.DELETE else record.timestamp
 
 
 class _Stopped(Exception):
@@ -164,18 +179,22 @@ class ChannelPipeline:
 
     def _run(self) -> None:
         try:
+            record = None
             while not self._stop.is_set():
-                record = self._reader.read(timeout=self._poll_s)
                 if record is None:
-                    continue
+                    record = self._reader.read(timeout=self._poll_s)
+                    if record is None:
+                        continue
                 message = decode_dml(record.payload)
                 self._applying = (type(message).__name__, time.monotonic())
                 self._apply(message)
                 self._applying = None
+                following = self._reader.read(timeout=0)
                 with self._cond:
                     self.records += 1
-                    self._tsafe = max(self._tsafe, record.timestamp)
+                    self._tsafe = max(self._tsafe, _safe_after(record, following))
                     self._cond.notify_all()
+                record = following
         except _Stopped:
             return
         except (WalError, Exception) as e:  # noqa: BLE001 - reported through .error, on_failure and health

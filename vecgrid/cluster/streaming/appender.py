@@ -15,6 +15,15 @@ would pass) sees every acknowledged write and costs nothing on a channel the lea
 with.  Until this process has appended to a channel it does not know that timestamp, and a Strong
 read takes a fresh one.
 
+One request, several channels: a write whose rows hash to several channels must still be ONE timestamp
+(Milvus stamps an insert once, whatever channels it spans).  :meth:`ChannelAppenders.append_many` takes
+the locks of every channel involved, in channel-name order (so two such writes, or one and a single-channel
+append, never wait on each other in a cycle), stamps once, builds every channel's records and only then
+writes them, one ``write_many`` per channel, and waits for all of them outside the locks.  Building all
+payloads before writing any keeps a bad payload from leaving one channel written and the other not; a
+log that fails between two channels' writes (a disk error) can still leave the first channel's records
+logged while the request raises — as a Milvus insert whose second channel's produce fails.
+
 Who owns what: ``_lock`` (one per channel) guards the writer's order, the segment assigner and the
 sealed list; ``acknowledged_ts`` is written under ``_ack_lock`` and read without it (one reference).
 :class:`ChannelAppenders` opens appenders under its own lock.
@@ -22,11 +31,12 @@ sealed list; ``acknowledged_ts`` is written under ``_ack_lock`` and read without
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Mapping
 
 from vecgrid.cluster.streaming.segment_assign import SealedChannel, SegmentAssigner
 from vecgrid.storage.wal import MessageKind, Position, Wal, WalLockedError, WalWriter
@@ -132,6 +142,22 @@ class ChannelAppenders:
         if a is None:
             raise WalLockedError(f"channel {channel} is held by another writer")
         return a
+
+    def append_many(self, builds: Mapping[str, Callable[[int], Iterable[Record]]]) -> Appended:
+        """Stamp ONE timestamp for records on several channels (see the module doc): ``builds[channel](ts)``
+        runs under every involved channel's lock and returns that channel's records; returns once all
+        are durable, with the positions of every channel's records."""
+        appenders = [self.require(channel) for channel in sorted(builds)]
+        with contextlib.ExitStack() as held:
+            for a in appenders:
+                held.enter_context(a._lock)
+            ts = self._allocate_ts()
+            records = [[(kind, ts, payload) for kind, payload in builds[a.channel](ts)] for a in appenders]
+            written = [a.writer.write_many(r) for a, r in zip(appenders, records)]
+        positions: list[Position] = []
+        for a, p in zip(appenders, written):
+            positions.extend(a._acknowledge(ts, p).positions)
+        return Appended(ts, positions)
 
     def opened(self) -> dict[str, ChannelAppender]:
         with self._lock:

@@ -1,0 +1,130 @@
+"""WriteService: another process's proxy writes through the coordinator's gRPC port (here an in-process server
+with CatalogService and WriteService over the coordinator's Writer, no cluster).  Rows travel as Arrow IPC,
+results as Milvus's MutationResult, failures as Milvus Status codes; flush and compaction go to the DataCoord
+wired in, or answer "service unimplemented" without one."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+import pytest_asyncio
+
+from vecgrid import errors
+from vecgrid.cluster.proxy.proxy import Proxy
+from vecgrid.cluster.proxy.write_access import LocalWrites
+from vecgrid.proto import write_service_pb2 as W, write_service_pb2_grpc
+from vecgrid.rpc.catalog_servicer import catalog_service
+from vecgrid.rpc.server import GrpcServer
+from vecgrid.rpc.write_servicer import WriteServicer, write_service
+from vecgrid.storage.dml import InsertBatch
+from tests.conftest import aio_channel
+from tests.proxy_support import rows_for
+from tests.write_support import DIM, WriteSetup
+
+pytestmark = pytest.mark.asyncio
+
+
+class FakeDataCoord:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, int]] = []
+
+    async def flush(self, collection_id: int) -> list[int]:
+        self.calls.append(("flush", collection_id))
+        return [11, 12]
+
+    async def compact(self, collection_id: int) -> int:
+        self.calls.append(("compact", collection_id))
+        return 77
+
+
+class Server:
+    def __init__(self, setup: WriteSetup) -> None:
+        self.setup = setup
+        self.resolved: list[tuple] = []
+        self.datacoord = FakeDataCoord()
+        self.servicer = WriteServicer(LocalWrites(setup.writer, self.resolve, self.datacoord))
+        self.grpc = GrpcServer("test")
+        self.address = ""
+
+    async def resolve(self, db_name, collection, filter, partition):
+        self.resolved.append((db_name, collection, filter, partition))
+        return [3, 4]
+
+    async def start(self) -> None:
+        port = await self.grpc.start("127.0.0.1", 0, [catalog_service(self.setup.catalog),
+                                                      write_service(self.servicer)])
+        self.address = f"127.0.0.1:{port}"
+
+
+@pytest_asyncio.fixture
+async def server(tmp_path):
+    setup = WriteSetup(tmp_path)
+    s = Server(setup)
+    await s.start()
+    yield s
+    await s.grpc.stop(0)
+    setup.close()
+
+
+async def test_writes_over_grpc_land_in_the_log(server):
+    setup = server.setup
+    async with Proxy(server.address) as proxy:
+        done = await proxy.insert("plain", rows_for(list(range(10)), DIM))
+        assert (done.insert_cnt, done.ids, done.succ_index) == (10, list(range(10)), list(range(10)))
+        rows = [{"pk": 100 + i, "vec": [float(i)] * DIM, "age": i, "tag": "d"} for i in range(3)]
+        assert (await proxy.insert("plain", rows)).ids == [100, 101, 102]
+        table = pa.table({"pk": ["x", "y"], "vec": pa.FixedSizeListArray.from_arrays(
+            pa.array(np.zeros(2 * DIM, np.float32)), DIM), "age": pa.array([1, 2], pa.int32()), "tag": ["a", "b"]})
+        up = await proxy.upsert("keys", table)
+        assert (up.upsert_cnt, up.ids) == (2, ["x", "y"])
+        gone = await proxy.delete("keys", ids=["x"])
+        assert (gone.delete_cnt, gone.ids) == (1, ["x"]) and gone.timestamp > up.timestamp
+        by_filter = await proxy.delete("plain", filter={"age": {"$lt": 5}}, partition="_default")
+        assert by_filter.delete_cnt == 2 and by_filter.ids == [3, 4]
+        assert server.resolved == [("", "plain", {"age": {"$lt": 5}}, "_default")]
+        assert await proxy.flush("plain") == [11, 12]
+        assert await proxy.compact("plain") == 77
+        assert server.datacoord.calls == [("flush", setup.colls["plain"].id), ("compact", setup.colls["plain"].id)]
+        acked = await proxy.writes.guarantees(list(setup.colls["plain"].vchannels))
+        assert acked == {ch: setup.log(ch)[-1][1] for ch in setup.colls["plain"].vchannels}   # newest records
+    logged = sorted(k for ch in setup.colls["plain"].vchannels for _, _, b in setup.log(ch)
+                    if isinstance(b, InsertBatch) for k in b.primary_keys.to_pylist())
+    assert logged == list(range(10)) + [100, 101, 102]
+
+
+async def test_failures_come_back_as_milvus_codes(server):
+    setup = server.setup
+    channels = setup.colls["plain"].vchannels
+    setup.leaders = {ch: [5] for ch in channels}
+    async with Proxy(server.address) as proxy:
+        with pytest.raises(errors.CollectionNotFound) as info:
+            await proxy.insert("nope", pa.table({"pk": [1]}))
+        assert info.value.code == 100
+        bad = rows_for([1, 2], DIM)
+        bad["vec"][0, 0] = np.inf
+        with pytest.raises(errors.ParameterInvalid, match="NaN or Inf"):
+            await proxy.insert("plain", bad)
+        with pytest.raises(errors.ParameterInvalid, match="unexpected field `color`"):
+            await proxy.insert("plain", [{"pk": 1, "vec": [0.0] * DIM, "age": 1, "tag": "a", "color": 1}])
+        before = setup.logs()
+        with pytest.raises(errors.ServiceQuotaExceeded, match="querynode.max_growing_mb") as info:
+            await proxy.insert("plain", rows_for(list(range(30_000)), DIM))
+        assert info.value.code == 9
+        assert setup.logs() == before
+        server.servicer.writes.datacoord = None
+        with pytest.raises(errors.ServiceUnimplemented, match="DataCoord"):
+            await proxy.flush("plain")
+        server.servicer.writes = None
+        with pytest.raises(errors.ServiceNotReady):
+            await proxy.delete("plain", ids=[1])
+
+
+async def test_malformed_requests_are_refused(server):
+    stub = write_service_pb2_grpc.WriteServiceStub(aio_channel(server.address))
+    reply = await stub.Insert(W.InsertRequest(collection_name="plain", rows=b"not arrow"))
+    assert reply.status.code == 1100 and "Arrow IPC" in reply.status.reason
+    reply = await stub.Delete(W.DeleteRequest(collection_name="plain", filter="{nope"))
+    assert reply.status.code == 1100 and "not JSON" in reply.status.reason
+    reply = await stub.Delete(W.DeleteRequest(collection_name="plain"))
+    assert reply.status.code == 1100 and "either primary keys" in reply.status.reason

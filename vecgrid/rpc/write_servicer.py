@@ -1,0 +1,78 @@
+"""gRPC edge of the write path (``vecgrid.write.WriteService``): decode, call, encode.
+
+Proxies in other processes (``vecgrid insert``) write here, and take the guarantee timestamps of their
+Strong reads here.  Every call goes to the coordinator's own
+:class:`~vecgrid.cluster.proxy.write_access.LocalWrites` (the Writer over the channels' appenders, the
+DataCoord for flush and compaction); until the coordinator wires it (start-up) the service answers
+"service not ready".  Failures come back as a Milvus ``common.Status`` in the reply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from vecgrid import errors
+from vecgrid.cluster.proxy.rows import decode_table
+from vecgrid.cluster.proxy.write_access import LocalWrites, ids_of, ids_pb
+from vecgrid.cluster.proxy.writer import MutationResult
+from vecgrid.proto import write_service_pb2 as pb, write_service_pb2_grpc
+from vecgrid.rpc.service import milvus_servicer
+from vecgrid.rpc.status import success
+
+SERVICE = pb.DESCRIPTOR.services_by_name["WriteService"]
+
+
+def mutation_result(result: MutationResult) -> pb.MutationResult:
+    return pb.MutationResult(status=success(), IDs=ids_pb(result.ids), succ_index=result.succ_index,
+                             err_index=result.err_index, acknowledged=True, insert_cnt=result.insert_cnt,
+                             delete_cnt=result.delete_cnt, upsert_cnt=result.upsert_cnt, timestamp=result.timestamp)
+
+
+@milvus_servicer(SERVICE, write_service_pb2_grpc.WriteServiceServicer)
+class WriteServicer:
+    """``writes`` is set by the coordinator once its write path is built (read on the event loop)."""
+
+    def __init__(self, writes: LocalWrites | None = None) -> None:
+        self.writes = writes
+
+    def _writes(self) -> LocalWrites:
+        if self.writes is None:
+            raise errors.ServiceNotReady("the coordinator's write path is still starting")
+        return self.writes
+
+    async def Insert(self, request, context):
+        rows = await asyncio.to_thread(decode_table, request.rows)
+        return mutation_result(await self._writes().insert(request.db_name, request.collection_name, rows,
+                                                           request.partition_name or None))
+
+    async def Upsert(self, request, context):
+        rows = await asyncio.to_thread(decode_table, request.rows)
+        return mutation_result(await self._writes().insert(request.db_name, request.collection_name, rows,
+                                                           request.partition_name or None, upsert=True))
+
+    async def Delete(self, request, context):
+        ids = ids_of(request.ids) if request.HasField("ids") else None
+        try:
+            where = json.loads(request.filter) if request.filter else None
+        except ValueError as e:
+            raise errors.ParameterInvalid(f"the filter is not JSON: {e}") from None
+        return mutation_result(await self._writes().delete(request.db_name, request.collection_name, ids, where,
+                                                           request.partition_name or None))
+
+    async def Flush(self, request, context):
+        cid, segments = await self._writes().flush(request.db_name, request.collection_name)
+        return pb.FlushResponse(status=success(), collectionID=cid, segmentIDs=segments)
+
+    async def Compact(self, request, context):
+        cid, plan = await self._writes().compact(request.db_name, request.collection_name)
+        return pb.CompactResponse(status=success(), collectionID=cid, compactionID=plan)
+
+    async def GetGuaranteeTimestamps(self, request, context):
+        found = await self._writes().guarantees(list(request.channels))
+        return pb.GuaranteeTimestampsResponse(status=success(), timestamps=[found[c] for c in request.channels])
+
+
+def write_service(servicer: WriteServicer):
+    """The ``(add_fn, servicer, name)`` triple :meth:`GrpcServer.start` takes."""
+    return (write_service_pb2_grpc.add_WriteServiceServicer_to_server, servicer, SERVICE.full_name)
