@@ -10,7 +10,7 @@ import pytest
 from vecgrid.cluster.streaming import ChannelAppender
 from vecgrid.proto import common_pb2, data_coord_pb2, schema_pb2
 from vecgrid.storage import segment_files
-from vecgrid.storage.dml import InsertBatch, TimeTick
+from vecgrid.storage.dml import DeleteBatch, InsertBatch, TimeTick
 from vecgrid.storage.flush import flush_channel
 from vecgrid.storage.layout import DataDir
 from vecgrid.storage.wal import MessageKind, Wal
@@ -101,3 +101,24 @@ def test_ids_not_from_the_allocator_or_already_known_get_a_fresh_one(setup):
     assert 990001 not in by_rows.values() and len(set(by_rows.values())) == 3
     (second,) = _sealed_l1(flush_channel(catalog, wal, data.segment_root, coll.vchannels[0], up_to_ts=end))
     assert second.ID not in by_rows.values()
+
+
+
+def test_a_segment_gets_only_the_deletes_of_its_older_rows(setup):
+    """An upsert logs a delete and the new row at ONE timestamp, and a delete hides only older rows (the
+    query nodes' and compaction's rule).  The flush gave a segment every delete of its keys at or after a
+    row's timestamp, so an upsert of a key sealed earlier put a delete of the new row into the new
+    segment's own delete log: harmless only as long as every reader applies the strict rule."""
+    data, catalog, coll, wal, appender = setup
+    pid = coll.partitions[0].partitionID
+    _insert(appender, coll, [1, 2])
+
+    def upsert(ts):  # pk 2 again, and pk 7, whose older row lies in no segment of this range
+        sid = appender.segments.assign(pid, 2, 16)
+        delete = DeleteBatch(coll.id, -1, pa.array([2, 7], pa.int64()), np.full(2, ts, np.uint64)).encode()
+        return [(MessageKind.DELETE, delete), (MessageKind.INSERT, _batch(coll, pid, sid, [2, 7], ts))]
+    upserted = appender.append(upsert).timestamp
+    barrier, _ = _seal(appender)
+    (segment,) = _sealed_l1(flush_channel(catalog, wal, data.segment_root, coll.vchannels[0], up_to_ts=barrier))
+    deleted = segment_files.read_deltalog(catalog.segment_files_record(segment.ID)).to_pylist()
+    assert deleted == [{"pk": 2, "ts": upserted}]  # the older row of pk 2 only

@@ -99,14 +99,14 @@ def _rows(coll: CollectionInfo, batches: list[InsertBatch]) -> pa.Table:
 
 
 def _own_deletes(rows: pa.Table, pk_name: str, deletes: list[DeleteBatch]) -> tuple[list, list] | None:
-    """The deletes of the range that hit rows of this segment (row ts <= delete ts)."""
+    """The deletes of the range that hit rows of this segment (row ts < delete ts)."""
     row_ts: dict = defaultdict(list)
     for pk, ts in zip(rows.column(pk_name).to_pylist(), rows.column(TIMESTAMP_FIELD).to_pylist()):
         row_ts[pk].append(ts)
     pks, tss = [], []
     for batch in deletes:
         for pk, ts in zip(batch.primary_keys.to_pylist(), batch.timestamps.tolist()):
-            if any(r <= ts for r in row_ts.get(pk, ())):
+            if any(r < ts for r in row_ts.get(pk, ())):  # a delete hides older rows only (an upsert)
                 pks.append(pk)
                 tss.append(ts)
     return (pks, tss) if pks else None
