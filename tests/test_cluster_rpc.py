@@ -10,7 +10,7 @@ from vecgrid.proto import internal_pb2, milvus_pb2, query_coord_pb2, query_coord
 from vecgrid.rpc.querycoord_servicer import QueryCoordServicer
 from vecgrid.rpc.querynode_servicer import QueryNodeServicer
 from vecgrid.rpc.service import pending_methods
-from tests.conftest import aio_channel
+from tests.conftest import aio_channel, poll_until
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]
 
@@ -233,3 +233,22 @@ async def test_channel_stream_serves_the_wal_to_remote_readers(embedded):
     assert latency < 0.5
     assert again.payload == b"b"
     assert error is not None and "NOT_FOUND" in str(error)
+
+
+async def test_a_failing_datacoord_part_makes_the_coordinator_unhealthy(embedded):
+    """DataCoord's failures (a flush or compaction that keeps failing) reach CheckHealth: a failure that
+    only shows in a Python attribute is one nobody reads."""
+    coord, _, _ = await _stubs(embedded)
+    compaction = embedded.datacoord._compaction
+    compaction._failing[999] = (0.0, "injected: the segment store is read-only")
+    try:
+        async def unhealthy():
+            await embedded.coord.health.refresh()
+            reply = await coord.CheckHealth(milvus_pb2.CheckHealthRequest(), timeout=10)
+            return not reply.isHealthy and any("injected" in r for r in reply.reasons)
+        await poll_until(unhealthy, 10, 0.1, "CheckHealth to report the DataCoord failure")
+    finally:
+        del compaction._failing[999]
+    await embedded.coord.health.refresh()
+    reply = await coord.CheckHealth(milvus_pb2.CheckHealthRequest(), timeout=10)
+    assert reply.isHealthy and list(reply.reasons) == []

@@ -6,8 +6,10 @@ Milvus answers CheckHealth from a result refreshed every
 reason ``{"unhealthy_cluster_msgs": [...], "unhealthy_collection_msgs": [...]}``
 with level Fatal for a failing node.  Loaded collections that could not be queried
 (no serviceable shard leader for some channel) for ``UNQUERYABLE_AFTER_S`` are listed
-as Critical: reported, but the cluster stays healthy, as in Milvus.  The first refresh
-runs at start so the answer is real from the first call.
+as Critical: reported, but the cluster stays healthy, as in Milvus.  Roles beside QueryCoord in this
+process (DataCoord: a flush or compaction that keeps failing) add their problems through
+:attr:`HealthObserver.roles`, level Fatal.  The first refresh runs at start so the answer is real from
+the first call.
 """
 
 from __future__ import annotations
@@ -46,6 +48,8 @@ class HealthObserver:
         self.timeout_s = timeout_s
         self.reasons: list[str] = []
         self._task: asyncio.Task | None = None
+        # (role, node id, () -> problems) of the other roles of this process; set at wiring, before start
+        self.roles: list[tuple[str, Callable[[], int], Callable[[], list[str]]]] = []
 
     async def start(self) -> None:
         await self.refresh()
@@ -72,6 +76,9 @@ class HealthObserver:
             {"role": "querynode", "node_id": node.node_id,
              "reason": {"unhealthy_msg": problem, "unhealthy_level": LEVEL_FATAL}}
             for node, problem in zip(nodes, problems) if problem
+        ] + [
+            {"role": role, "node_id": node_id(), "reason": {"unhealthy_msg": problem, "unhealthy_level": LEVEL_FATAL}}
+            for role, node_id, role_problems in self.roles for problem in role_problems()
         ]
         collection_msgs = [
             {"database_id": db_id, "collection_id": cid,
