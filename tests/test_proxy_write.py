@@ -180,7 +180,7 @@ async def test_write_errors_are_milvus_errors(env):
     bad["vec"][1, 3] = np.nan
     with pytest.raises(errors.ParameterInvalid, match="NaN or Inf"):
         await env.remote.insert("two", bad)
-    with pytest.raises(errors.ServiceUnimplemented, match="DataCoord"):
-        await env.remote.flush("two")
-    with pytest.raises(errors.ServiceUnimplemented, match="DataCoord"):
-        await env.local.compact("two")
+    with pytest.raises(errors.CollectionNotFound):
+        await env.remote.flush("no-such-collection")
+    with pytest.raises(errors.CollectionNotFound):
+        await env.local.compact("no-such-collection")
