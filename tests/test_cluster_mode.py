@@ -150,3 +150,52 @@ async def test_kill_9_of_the_coordinator_keeps_loaded_collections_served(tmp_pat
     finally:
         for p in reversed(procs):
             _stop(p)
+
+
+async def test_writes_through_a_cluster_mode_coordinator(tmp_path):
+    """The write path in cluster mode: a proxy in this process writes over the coordinator's WriteService;
+    Strong reads see each acknowledged write at once, a flush seals it, and the counts stay exact."""
+    import numpy as np
+    import pyarrow as pa
+
+    from tests.querycoord_support import Coord
+    from tests.querynode_support import import_collection, random_table
+    from vecgrid.cluster.proxy.proxy import Proxy
+
+    ds = import_collection(tmp_path, "w9", metric="L2", index="FLAT", n=400, shards=2, segment_rows=200, seed=5)
+    port = _free_port()
+    scheduler_addr = f"tcp://127.0.0.1:{port}"
+    procs = []
+    try:
+        _wait_for_line(_spawn(procs, [str(BIN / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port),
+                                      "--dashboard-address", "127.0.0.1:0"]), r"Scheduler at:", 60)
+        for name in ("w1", "w2"):
+            _wait_for_line(_spawn(procs, [str(BIN / "vecgrid"), "worker", "--scheduler", scheduler_addr,
+                                          "--name", name, "--node-port", "0"]), rf"vecgrid worker {name} at", 60)
+        coord_proc = _spawn(procs, [str(BIN / "vecgrid"), "coord", "--scheduler", scheduler_addr, "--data-dir",
+                                    ds.data_dir, "--coord-port", "0", "--http-port", "0"])
+        address = _wait_for_line(coord_proc, r"QueryCoord gRPC : (\S+)", 60).group(1)
+        coord = Coord(address)
+        deadline = time.monotonic() + 30
+        while len((await coord.ok("ListQueryNode", query_coord_pb2.ListQueryNodeRequest())).nodeInfos) < 2:
+            assert time.monotonic() < deadline, "workers did not register"
+            time.sleep(0.2)
+        await coord.load(ds.collection_id)
+
+        table, _, vectors, _ = random_table(100, 9, "pk", False)
+        new = np.arange(10_000, 10_100, dtype=np.int64)
+        table = table.set_column(0, "pk", pa.array(new))
+        async with Proxy(address) as proxy:
+            done = await proxy.insert("w9", table)
+            assert done.insert_cnt == 100 and sorted(done.ids) == new.tolist()
+            assert await proxy.count("w9") == 500                      # Strong: the write is seen at once
+            hits = await proxy.search("w9", vectors[:3], limit=1)
+            assert [h[0]["id"] for h in hits] == new[:3].tolist()
+            assert (await proxy.delete("w9", ids=new[:10].tolist())).delete_cnt == 10
+            assert await proxy.count("w9") == 490
+            assert await proxy.flush("w9")
+            assert await proxy.count("w9") == 490
+            assert {r["pk"] for r in await proxy.query("w9", filter={"pk": {"$gte": 10_000}})} == set(new[10:].tolist())
+    finally:
+        for p in reversed(procs):
+            _stop(p)

@@ -19,7 +19,7 @@ from vecgrid.proto import common_pb2, schema_pb2
 
 pytest.importorskip("faiss")
 
-NB, D, NQ, K = 100_000, 128, 300, 10
+NB, D, NQ, K = 50_000, 128, 300, 10
 PK_FIELD, VEC_FIELD = 100, 200
 
 
