@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
 import signal
 import socket
@@ -228,7 +229,6 @@ async def _coord(settings: Settings) -> None:
 
 
 def _import(settings: Settings, args: argparse.Namespace) -> int:
-    import json
 
     from vecgrid.storage.bulk_import import ImportOptions, bulk_import, summary_json
 
@@ -269,7 +269,6 @@ async def _worker(settings: Settings, args: argparse.Namespace) -> None:
 
 def _search_inputs(args: argparse.Namespace) -> tuple[Any, Any, list[str]]:
     """Vectors, filter and output fields of ``vecgrid search``, checked before anything connects."""
-    import json
 
     import numpy as np
 
@@ -277,14 +276,7 @@ def _search_inputs(args: argparse.Namespace) -> tuple[Any, Any, list[str]]:
         vectors = np.load(args.vectors, allow_pickle=False)
     except (OSError, ValueError) as e:
         raise UsageError(f"cannot read --vectors {args.vectors}: {e}") from None
-    query = None
-    if args.filter:
-        try:
-            query = json.loads(args.filter)
-        except ValueError as e:
-            raise UsageError(f"--filter is not JSON ({e}): {args.filter!r}") from None
-        if not isinstance(query, dict):
-            raise UsageError(f"--filter must be a JSON object of field conditions, got {args.filter!r}")
+    query = _filter_arg(args.filter) if args.filter else None
     fields = [f.strip() for f in args.output_fields.split(",") if f.strip()]
     return vectors, query, fields
 
@@ -319,7 +311,6 @@ def _insert_inputs(args: argparse.Namespace) -> tuple[Any, int]:
 
 
 def _json_batches(paths: list[str], batch_rows: int) -> Any:
-    import json
 
     batch: list[dict] = []
     for path in paths:
@@ -342,7 +333,6 @@ def _json_batches(paths: list[str], batch_rows: int) -> Any:
 
 
 def _delete_inputs(args: argparse.Namespace) -> tuple[list[Any] | None, dict | None]:
-    import json
 
     if args.ids is not None:
         keys = [k.strip() for k in args.ids.split(",") if k.strip()]
@@ -352,17 +342,21 @@ def _delete_inputs(args: argparse.Namespace) -> tuple[list[Any] | None, dict | N
             return [int(k) for k in keys], None
         except ValueError:
             return keys, None   # a VarChar primary key
+    return None, _filter_arg(args.filter)
+
+
+def _filter_arg(text: str) -> dict:
+    """``--filter``: a REST query object as JSON."""
     try:
-        query = json.loads(args.filter)
+        query = json.loads(text)
     except ValueError as e:
-        raise UsageError(f"--filter is not JSON ({e}): {args.filter!r}") from None
+        raise UsageError(f"--filter is not JSON ({e}): {text!r}") from None
     if not isinstance(query, dict):
-        raise UsageError(f"--filter must be a JSON object of field conditions, got {args.filter!r}")
-    return None, query
+        raise UsageError(f"--filter must be a JSON object of field conditions, got {text!r}")
+    return query
 
 
 def _summary(summary: dict[str, Any]) -> None:
-    import json
 
     print(json.dumps(summary, separators=(",", ":")), flush=True)
 
@@ -454,7 +448,6 @@ async def _release(proxy: Any, args: argparse.Namespace) -> None:
 
 
 async def _search(proxy: Any, args: argparse.Namespace, inputs: tuple[Any, Any, list[str]]) -> None:
-    import json
 
     vectors, query, fields = inputs
     hits = await proxy.search(args.name, vectors, limit=args.limit, filter=query, output_fields=fields,
@@ -532,7 +525,6 @@ async def _client(args: argparse.Namespace, inputs: Any = None) -> None:
         else:
             report = await _status_report(proxy, args)
             if args.json:
-                import json
                 print(json.dumps(report, indent=2), flush=True)
             else:
                 print(_status_text(report), flush=True)
