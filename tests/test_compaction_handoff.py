@@ -9,10 +9,14 @@ segments on both (see :mod:`tests.delegator_support`)."""
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 
 from vecgrid.cluster.datanode.compaction import MixPlan, compact_mix
 from vecgrid.proto import query_coord_pb2 as Q
+from vecgrid.storage.dml import InsertBatch
+from vecgrid.storage.flush import flush_channel
 from vecgrid.storage.layout import DataDir
+from vecgrid.storage.wal import MessageKind, Wal
 from tests.delegator_support import LEADER, WORKER, K, close, make_cluster, search
 from tests.querynode_support import DIM, assert_same_knn, catalog, dense, query_request, reference_search
 
@@ -107,5 +111,44 @@ async def test_a_result_of_results_hides_sources_its_own_sources_never_loaded_ov
         await c.leader.load(c.ds, [second], dst_node_id=WORKER, need_transfer=True, version=6)
         assert await _count(c) == len(everything)
         assert await _pks(c) == everything
+    finally:
+        await close(c)
+
+
+async def test_growing_rows_of_a_flushed_source_go_when_its_compaction_result_joins(tmp_path):
+    """A flushed segment can be compacted before the leader ever adopts its sealed copy (the restarted
+    coordinator's flush, then an automatic merge): the leader then adopts only the result.  Its growing rows
+    under the source's id were dropped only when the sealed copy of that very id joined, so until the next
+    target's UpdateVersion the rows were counted twice (CI: 664 counted for 542 live)."""
+    c = await make_cluster(tmp_path, "L2")
+    try:
+        store, cat = catalog(c.ds.data_dir)
+        try:
+            growing_id = cat.allocate_segment_id()
+        finally:
+            store.close()
+        n = 40
+        rng = np.random.default_rng(11)
+        pks = np.arange(10_000_000, 10_000_000 + n, dtype=np.int64)
+        vectors = rng.standard_normal((n, DIM)).astype(np.float32)
+        ts = c.next_ts()
+        batch = InsertBatch(c.ds.collection_id, c.partition, growing_id, pa.array(pks), np.full(n, ts, np.uint64),
+                            pa.record_batch({"vec": pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1)), DIM),
+                                             "age": pa.array(np.zeros(n, np.int32)), "tag": pa.array(["g"] * n),
+                                             "score": pa.array(np.zeros(n))}))
+        c.writer.append(MessageKind.INSERT, ts, batch.encode())
+        c.writer.sync()
+        everything = len(c.ds.pks) + n
+        assert await _count(c) == everything                     # the rows are growing on the leader
+        store, cat = catalog(c.ds.data_dir)
+        try:
+            flushed = flush_channel(cat, Wal(DataDir(c.ds.data_dir).wal_root), DataDir(c.ds.data_dir).segment_root,
+                                    c.ds.channels[0], up_to_ts=c.tick(), trim=False)
+        finally:
+            store.close()
+        assert [s.ID for s in flushed.segments] == [growing_id]    # sealed under the growing id
+        result = _compact(c, [growing_id, c.ds.segment_ids[1]])   # never adopted by the leader itself
+        await c.leader.load(c.ds, [result], dst_node_id=WORKER, need_transfer=True, version=6)
+        assert await _count(c) == everything
     finally:
         await close(c)

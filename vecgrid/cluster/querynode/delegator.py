@@ -514,7 +514,9 @@ class ShardDelegator:
         for info in infos:
             self.sealed[info.segmentID] = SealedEntry(node_id, version, info.partitionID)
         if self.pipeline is not None:
-            self.pipeline.exclude({i.segmentID: MAX_TS for i in infos})  # sealed now: its growing rows go
+            # sealed now: its growing rows go, and those of every segment it was compacted from (a flushed
+            # segment merged before this leader adopted it has growing rows here under its own id)
+            self.pipeline.exclude({sid: MAX_TS for i in infos for sid in (i.segmentID, *i.compactionFrom)})
 
     def _record_compactions(self, infos: Sequence[Q.SegmentLoadInfo]) -> None:
         """Remember what segments joining the view were compacted from.  Until the next target is current
