@@ -19,11 +19,12 @@ venv: $(STAMP)
 serve: $(STAMP)
 	$(VENV)/bin/vecgrid serve $(ARGS)
 
+# Two pytest workers, one test module each at a time (module-scoped clusters stay in one process).
 test: $(STAMP)
-	$(PY) -m pytest -q $(ARGS)
+	$(PY) -m pytest -q -n 2 --dist loadfile $(ARGS)
 
 test-fast: $(STAMP)
-	$(PY) -m pytest -q -m "not slow" $(ARGS)
+	$(PY) -m pytest -q -n 2 --dist loadfile -m "not slow" $(ARGS)
 
 protos: $(STAMP)
 	$(PY) scripts/gen_protos.py
