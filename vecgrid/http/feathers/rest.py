@@ -1,0 +1,245 @@
+"""The REST transport: one Tornado handler mapping HTTP to service methods (facts file §1-§4, §8, §10).
+
+Every request goes through ``FeathersHandler``: ``prepare()`` resolves the path to a
+service and checks the body size, the verb methods call the service through its hooks,
+and every failure leaves as a Feathers error body (``write_error`` is the one renderer
+for errors Tornado raises itself). A handler instance serves one request on the
+server's IOLoop and owns its own fields.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from typing import Any
+from urllib.parse import parse_qs
+
+import tornado.web
+
+from vecgrid.http.feathers.application import STANDARD_METHODS, Application, RouteMatch
+from vecgrid.http.feathers.errors import (BadRequest, FeathersError, GeneralError,
+                                          MethodNotAllowed, NotFound, PayloadTooLarge,
+                                          error_for_status)
+
+log = logging.getLogger(__name__)
+
+JSON_CONTENT_TYPE = "application/json; charset=utf-8"
+PREFLIGHT_METHODS = "GET,HEAD,PUT,POST,DELETE,PATCH"
+DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
+
+try:  # engineer E's qs-semantics parser, when it is on main
+    from vecgrid.http.query import parse_query_string  # type: ignore[import-not-found]
+except ImportError:  # pragma: no cover - depends on the branch
+    def parse_query_string(raw: str) -> dict:
+        """Stand-in until ``vecgrid.http.query`` lands: flat keys only, repeated keys → list."""
+        return {k: v[0] if len(v) == 1 else v for k, v in parse_qs(raw, keep_blank_values=True).items()}
+
+
+def encode_json(value: Any) -> bytes:
+    """Arrays too (Tornado's ``write`` refuses lists); no NaN, compact separators."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+
+
+def _unsupported(method: str) -> MethodNotAllowed:
+    return MethodNotAllowed(f"Method `{method}` is not supported by this endpoint.")
+
+
+@tornado.web.stream_request_body
+class FeathersHandler(tornado.web.RequestHandler):
+    """Maps one HTTP request to one service call and its answer."""
+
+    SUPPORTED_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+
+    def initialize(self, app: Application, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> None:
+        self.app = app
+        self.max_body_bytes = max_body_bytes
+        self._chunks: list[bytes] = []
+        self._body_size = 0
+        self._match: RouteMatch | None = None
+
+    # -- shared per-request work -------------------------------------------------------
+    def set_default_headers(self) -> None:
+        # Runs before initialize() and again after clear() on errors: reads app settings.
+        cors_origins = self.application.settings.get("feathers_cors_origins", "*")
+        origin = self.request.headers.get("Origin")
+        if cors_origins == "*":
+            self.set_header("Access-Control-Allow-Origin", "*")
+        elif origin and origin in cors_origins:
+            self.set_header("Access-Control-Allow-Origin", origin)
+        self.set_header("Vary", "Origin")
+
+    def prepare(self) -> None:
+        # Our own limit rules: Tornado's would close the connection with a bare 400.
+        self.request.connection.set_max_body_size(max(self.max_body_bytes + 1, 1))
+        length = self.request.headers.get("Content-Length")
+        if length is not None and length.isdigit() and int(length) > self.max_body_bytes:
+            raise self._too_large()
+        if self.request.method == "OPTIONS":
+            return
+        self._match = self.app.lookup(self.request.path)
+        if self._match is None:
+            raise NotFound(f"Path {self.request.path} not found")
+
+    def data_received(self, chunk: bytes) -> None:
+        self._body_size += len(chunk)
+        if self._body_size <= self.max_body_bytes:
+            self._chunks.append(chunk)
+        else:
+            self._chunks.clear()  # chunked upload over the limit: refused once it is read
+
+    def _too_large(self) -> PayloadTooLarge:
+        return PayloadTooLarge(f"Request body is larger than {self.max_body_bytes} bytes",
+                               data={"limit": self.max_body_bytes})
+
+    # -- verbs -------------------------------------------------------------------------
+    async def get(self, *_: str) -> None:
+        await self._dispatch("find" if self._match.id is None else "get")
+
+    async def head(self, *_: str) -> None:
+        await self.get()
+
+    async def post(self, *_: str) -> None:
+        custom = self.request.headers.get("X-Service-Method")
+        if custom is not None:
+            await self._dispatch_custom(custom)
+        else:
+            await self._dispatch("create", with_body=True, status=201, with_id=False)
+
+    async def put(self, *_: str) -> None:
+        if self._match.id is None and self._match.service.exposes("update"):
+            # Refused before any body parsing or hook: nothing may change (§3).
+            await self._fail(BadRequest("You can not replace multiple instances. Did you mean 'patch'?"))
+            return
+        await self._dispatch("update", with_body=True)
+
+    async def patch(self, *_: str) -> None:
+        await self._dispatch("patch", with_body=True)
+
+    async def delete(self, *_: str) -> None:
+        await self._dispatch("remove")
+
+    def options(self, *_: str) -> None:
+        # Preflight (§10); a bare OPTIONS gets the same answer rather than a 404/405.
+        self.set_header("Access-Control-Allow-Methods", PREFLIGHT_METHODS)
+        requested = self.request.headers.get("Access-Control-Request-Headers")
+        if requested:
+            self.set_header("Access-Control-Allow-Headers", requested)
+        self.set_status(204)
+        self.finish()
+
+    # -- the mapping -------------------------------------------------------------------
+    async def _dispatch(self, method: str, *, with_body: bool = False, status: int = 200,
+                        with_id: bool = True) -> None:
+        registered = self._match.service
+        try:
+            if not registered.exposes(method):
+                raise _unsupported(method)
+            data = self._body() if with_body else None
+            result = await registered.call(method, id=self._match.id if with_id else None,
+                                           data=data, params=self._params())
+        except Exception as error:  # noqa: BLE001 - every failure becomes a Feathers body
+            await self._fail(error)
+            return
+        self._answer(result, status)
+
+    async def _dispatch_custom(self, method: str) -> None:
+        registered = self._match.service
+        try:
+            if method in STANDARD_METHODS or method not in registered.custom_methods:
+                raise _unsupported(method)
+            result = await registered.call(method, data=self._body(), params=self._params())
+        except Exception as error:  # noqa: BLE001 - every failure becomes a Feathers body
+            await self._fail(error)
+            return
+        self._answer(result, 200)
+
+    def _params(self) -> dict:
+        return {
+            "query": parse_query_string(self.request.query),
+            "route": dict(self._match.route),
+            "provider": "rest",
+            "headers": {k.lower(): v for k, v in self.request.headers.items()},
+        }
+
+    def _body(self) -> Any:
+        if self._body_size > self.max_body_bytes:
+            raise self._too_large()
+        raw = b"".join(self._chunks)
+        if not raw:
+            return None
+        content_type = self.request.headers.get("Content-Type", "application/json").split(";")[0].strip().lower()
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise BadRequest("Request body is not valid UTF-8") from error
+        if content_type == "application/x-www-form-urlencoded":
+            return {k: v[0] if len(v) == 1 else v for k, v in parse_qs(text, keep_blank_values=True).items()}
+        if content_type == "text/plain":
+            return text
+        try:
+            return json.loads(text)
+        except ValueError as error:
+            raise BadRequest(f"Invalid JSON body: {error}") from None
+
+    def _answer(self, result: Any, status: int) -> None:
+        if result is None:
+            self.set_status(204)
+            self.finish()
+            return
+        self.set_status(status)
+        self.set_header("Content-Type", JSON_CONTENT_TYPE)
+        self.finish(encode_json(result))
+
+    async def _fail(self, error: BaseException) -> None:
+        if not isinstance(error, FeathersError):
+            error = self._general_error(error)
+        self._write_feathers_error(error)
+
+    def _general_error(self, error: BaseException) -> GeneralError:
+        request_id = uuid.uuid4().hex
+        log.error("request %s %s %s failed (request id %s)", self.request.method,
+                  self.request.path, type(error).__name__, request_id,
+                  exc_info=(type(error), error, error.__traceback__))
+        return GeneralError(f"Internal server error (request id {request_id})",
+                            data={"requestId": request_id})
+
+    def _write_feathers_error(self, error: FeathersError) -> None:
+        if self._finished:
+            return
+        self.set_status(error.code)
+        self.set_header("Content-Type", JSON_CONTENT_TYPE)
+        self.finish(encode_json(error.to_dict()))
+
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
+        """Errors raised outside ``_dispatch`` (prepare, Tornado itself): same Feathers body."""
+        exc_info = kwargs.get("exc_info")
+        error = exc_info[1] if exc_info else None
+        if isinstance(error, FeathersError):
+            feathers_error = error
+        elif isinstance(error, tornado.web.HTTPError):
+            feathers_error = error_for_status(status_code, error.reason or self._reason)
+        elif error is not None:
+            feathers_error = self._general_error(error)
+        else:
+            feathers_error = error_for_status(status_code, self._reason)
+        self.clear_header("Content-Type")
+        self.set_status(feathers_error.code)
+        self.set_header("Content-Type", JSON_CONTENT_TYPE)
+        self.finish(encode_json(feathers_error.to_dict()))
+
+    def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
+        # Feathers errors are answers, not server faults; everything else is logged with
+        # its request id by _general_error.
+        if isinstance(value, (FeathersError, tornado.web.HTTPError)):
+            return
+        if value is not None and not isinstance(value, Exception):
+            super().log_exception(typ, value, tb)
+
+
+def make_tornado_app(app: Application, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+                     cors_origins: str | list[str] = "*", **tornado_settings: Any) -> tornado.web.Application:
+    """The Tornado application serving every service of ``app`` through one handler."""
+    handler_args = {"app": app, "max_body_bytes": max_body_bytes}
+    return tornado.web.Application([(r"/.*", FeathersHandler, handler_args)],
+                                   feathers_cors_origins=cors_origins, **tornado_settings)
