@@ -16,7 +16,7 @@ once it serves; it belongs to the thread/loop that serves it (no lock).
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from vecgrid.http.feathers.errors import MethodNotAllowed, NotFound
@@ -49,7 +49,7 @@ Hook = Callable[["HookContext"], Any]
 
 @dataclass
 class HookContext:
-    """What hooks see and may change; ``http`` may carry ``status``/``headers`` for REST."""
+    """What hooks see and may change (``params``, ``id``, ``data``, ``result``, ``error``)."""
 
     app: "Application"
     service: Any
@@ -61,7 +61,6 @@ class HookContext:
     data: Any = None
     result: Any = UNSET
     error: BaseException | None = None
-    http: dict = field(default_factory=dict)
 
     @property
     def has_result(self) -> bool:
