@@ -306,3 +306,29 @@ class FeathersRestTest(AsyncHTTPTestCase):
         assert response.headers["Access-Control-Allow-Methods"] == "GET,HEAD,PUT,POST,DELETE,PATCH"
         assert response.headers["Access-Control-Allow-Headers"] == "content-type,authorization"
         assert response.headers["Access-Control-Allow-Origin"] == "*"
+
+    def test_chunked_body_over_limit_is_413(self):
+        def chunks(write):
+            write(b'{"name": "' + b"x" * 2000 + b'"}')
+
+        response = self.fetch("/people", method="POST", body_producer=chunks,
+                              headers={"Content-Type": "application/json"}, raise_error=False)
+        body = json.loads(response.body)
+        self.assert_error(response, body, 413, "PayloadTooLarge", "payload-too-large")
+        assert self.people.records.keys() == {0}
+
+    def test_hooks_run_for_rest_calls_and_their_errors_are_feathers_bodies(self):
+        from vecgrid.http.feathers.errors import NotAuthenticated
+
+        def require_header(ctx):
+            assert ctx.params["provider"] == "rest"
+            if ctx.params["headers"].get("authorization") != "Bearer ok":
+                raise NotAuthenticated("Not authenticated")
+
+        self.feathers.service("people").hooks({"before": {"create": require_header}})
+        response, body = self.call("POST", "/people", {"name": "X"})
+        assert body == {"name": "NotAuthenticated", "message": "Not authenticated", "code": 401,
+                        "className": "not-authenticated"}
+        assert self.people.records.keys() == {0}
+        response, body = self.call("POST", "/people", {"name": "X"}, headers={"Authorization": "Bearer ok"})
+        assert response.code == 201 and body["name"] == "X"

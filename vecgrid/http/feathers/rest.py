@@ -27,6 +27,7 @@ log = logging.getLogger(__name__)
 JSON_CONTENT_TYPE = "application/json; charset=utf-8"
 PREFLIGHT_METHODS = "GET,HEAD,PUT,POST,DELETE,PATCH"
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
+DRAIN_BYTES = 1024 * 1024
 
 try:  # engineer E's qs-semantics parser, when it is on main
     from vecgrid.http.query import parse_query_string  # type: ignore[import-not-found]
@@ -70,8 +71,10 @@ class FeathersHandler(tornado.web.RequestHandler):
         self.set_header("Vary", "Origin")
 
     def prepare(self) -> None:
-        # Our own limit rules: Tornado's would close the connection with a bare 400.
-        self.request.connection.set_max_body_size(max(self.max_body_bytes + 1, 1))
+        # Our own limit rules: Tornado's would close the connection with a bare 400. A
+        # chunked body (no Content-Length) is read and dropped up to DRAIN_BYTES past the
+        # limit so that it can still get the 413 body; beyond that Tornado closes.
+        self.request.connection.set_max_body_size(self.max_body_bytes + DRAIN_BYTES)
         length = self.request.headers.get("Content-Length")
         if length is not None and length.isdigit() and int(length) > self.max_body_bytes:
             raise self._too_large()
