@@ -101,6 +101,7 @@ def test_schema_coerces_everywhere():
         PEOPLE_SCHEMA)
     assert conditions == {"age": 32, "admin": True, "id": {"$in": [1, 2]},
                           "$or": [{"age": {"$gt": 3.5}}], "$and": [{"admin": {"$ne": False}}]}
+    assert split_query({"id": "1.0", "age": " 7 "}, PEOPLE_SCHEMA)[1] == {"id": 1, "age": 7}
     # already coerced values pass unchanged (a hook may have coerced first)
     assert split_query(conditions, PEOPLE_SCHEMA)[1] == conditions
 

@@ -32,7 +32,7 @@ from typing import Any, Mapping
 
 import qs_codec
 
-from vecgrid.http.errors import FeathersError
+from vecgrid.http.feathers_errors import BadRequest
 
 FILTERS = ("$limit", "$skip", "$sort", "$select")
 LOGICAL = ("$or", "$and")
@@ -85,6 +85,14 @@ def _type_error(path: str, kind: str) -> dict[str, Any]:
     return {"instancePath": path, "keyword": "type", "params": {"type": kind}, "message": f"must be {kind}"}
 
 
+def _finite_float(text: str) -> float | None:
+    try:
+        number = float(text)
+    except ValueError:
+        return None
+    return number if math.isfinite(number) else None
+
+
 def _coerce(value: Any, kind: str, path: str, errors: list) -> Any:
     """``value`` as ``kind``; on a misfit an Ajv-style error is appended and the value returned as is."""
     if kind == "string":
@@ -102,21 +110,18 @@ def _coerce(value: Any, kind: str, path: str, errors: list) -> Any:
             return value
         if isinstance(value, float) and value.is_integer():
             return int(value)
-        if isinstance(value, str) and _INTEGER_TEXT.fullmatch(value.strip() or "x"):
+        if isinstance(value, str) and _INTEGER_TEXT.fullmatch(value.strip()):
             return int(value)
+        if isinstance(value, str) and (number := _finite_float(value)) is not None and number.is_integer():
+            return int(number)  # "1.0" is an integer to a JSON-schema validator
     elif kind == "number":
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return value
         if isinstance(value, str) and value.strip():
             if _INTEGER_TEXT.fullmatch(value.strip()):
                 return int(value)
-            try:
-                number = float(value)
-            except ValueError:
-                pass
-            else:
-                if math.isfinite(number):
-                    return number
+            if (number := _finite_float(value)) is not None:
+                return number
     errors.append(_type_error(path, kind))
     return value
 
@@ -158,7 +163,7 @@ def _as_list(value: Any) -> list:
 
 def split_query(query: Mapping[str, Any] | None,
                 schema: QuerySchema | None = None) -> tuple[Filters, dict[str, Any]]:
-    """``(filters, conditions)`` of ``params.query``; raises a 400 :class:`FeathersError` as Feathers.
+    """``(filters, conditions)`` of ``params.query``; raises a 400 ``BadRequest`` as Feathers.
 
     ``conditions`` keeps ``$or``/``$and`` and every field condition, values coerced by ``schema``.
     """
@@ -167,7 +172,7 @@ def split_query(query: Mapping[str, Any] | None,
     filters = Filters()
     for name in [k for k in query if isinstance(k, str) and k.startswith("$")]:
         if name not in FILTERS and name not in LOGICAL:
-            raise FeathersError(400, f"Invalid filter value {name}")
+            raise BadRequest(f"Invalid filter value {name}")
     if "$limit" in query:
         limit = _parse_int(query.pop("$limit"))
         filters.limit = limit if limit is not None and limit >= 0 else None
@@ -180,13 +185,13 @@ def split_query(query: Mapping[str, Any] | None,
         filters.select = _select(query.pop("$select"), schema, errors)
     conditions = _conditions(query, schema, "", errors)
     if errors:
-        raise FeathersError(400, "validation failed", data=errors)
+        raise BadRequest("validation failed", data=errors)
     return filters, conditions
 
 
 def _sort(value: Any, schema: QuerySchema | None, errors: list) -> list[tuple[str, int]]:
     if not isinstance(value, dict):
-        raise FeathersError(400, "Invalid filter value $sort", data={"$sort": value})
+        raise BadRequest("Invalid filter value $sort", data={"$sort": value})
     keys = []
     for name, direction in value.items():
         if schema is not None and name not in schema.fields:
@@ -226,10 +231,10 @@ def _conditions(query: Mapping[str, Any], schema: QuerySchema | None, path: str,
             out[name] = []
             for i, sub in enumerate(subqueries):
                 if not isinstance(sub, dict):
-                    raise FeathersError(400, f"Invalid query parameter {name}", data={name: value})
+                    raise BadRequest(f"Invalid query parameter {name}", data={name: value})
                 out[name].append(_conditions(sub, schema, f"{path}/{name}/{i}", errors))
         elif name.startswith("$"):
-            raise FeathersError(400, f"Invalid query parameter {name}", data={name: value})
+            raise BadRequest(f"Invalid query parameter {name}", data={name: value})
         else:
             kind = None
             if schema is not None:
@@ -255,7 +260,7 @@ def _field_condition(value: Any, kind: str | None, path: str, errors: list) -> A
     out = {}
     for op, operand in value.items():
         if op not in OPERATORS:
-            raise FeathersError(400, f"Invalid query parameter {op}", data={op: operand})
+            raise BadRequest(f"Invalid query parameter {op}", data={op: operand})
         if op in ("$in", "$nin"):
             items = _as_list(operand)
             out[op] = [_coerce(v, kind, f"{path}/{op}/{i}", errors) if kind else v

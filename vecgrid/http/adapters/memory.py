@@ -18,7 +18,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
-from vecgrid.http.errors import FeathersError
+from vecgrid.http.feathers_errors import BadRequest, MethodNotAllowed, NotFound
 from vecgrid.http.query import QuerySchema, matches, select_fields, sort_records, split_query
 
 _UNSET: Any = object()
@@ -38,6 +38,7 @@ class Params:
     provider: str | None = None
     route: dict[str, str] = field(default_factory=dict)
     user: Any = None
+    authentication: Any = None
     headers: dict[str, str] = field(default_factory=dict)
 
 
@@ -111,9 +112,9 @@ class MemoryService:
         return [r for r in self._store.values() if matches(r, conditions)]
 
     def _lookup(self, record_id: Any, conditions: Mapping[str, Any]) -> dict[str, Any]:
-        record = self._store.get(_key(record_id))
+        record = None if record_id is None else self._store.get(_key(record_id))
         if record is None or not matches(record, conditions):
-            raise FeathersError(404, f"No record found for id '{record_id}'")
+            raise NotFound(f"No record found for id '{record_id}'")
         return record
 
     # -- hook-free methods ------------------------------------------------------------------------
@@ -145,12 +146,12 @@ class MemoryService:
     async def _create(self, data: Any, params: Params | Mapping[str, Any] | None = None) -> Any:
         params = as_params(params)
         if isinstance(data, list) and not self.allows_multi("create", params):
-            raise FeathersError(405, "Can not create multiple entries")
+            raise MethodNotAllowed("Can not create multiple entries")
         # The query filters nothing on create; only $select shapes the answer (facts §4).
         filters, _ = self._split(params)
         for item in data if isinstance(data, list) else [data]:
             if not isinstance(item, dict):  # checked for every item before the first is stored
-                raise FeathersError(400, "Data must be an object")
+                raise BadRequest("Data must be an object")
         if isinstance(data, list):
             return [self._out(self._insert(item), filters.select, self.id) for item in data]
         return self._out(self._insert(data), filters.select, self.id)
@@ -168,9 +169,9 @@ class MemoryService:
     async def _update(self, id: Any, data: Any, params: Params | Mapping[str, Any] | None = None) -> dict:
         params = as_params(params)
         if id is None or isinstance(data, list):
-            raise FeathersError(400, "You can not replace multiple instances. Did you mean 'patch'?")
+            raise BadRequest("You can not replace multiple instances. Did you mean 'patch'?")
         if not isinstance(data, dict):
-            raise FeathersError(400, "Data must be an object")
+            raise BadRequest("Data must be an object")
         filters, conditions = self._split(params)
         old = self._lookup(id, conditions)
         # The id comes from the stored record; an id in the body is ignored (facts §4).
@@ -181,9 +182,9 @@ class MemoryService:
     async def _patch(self, id: Any, data: Any, params: Params | Mapping[str, Any] | None = None) -> Any:
         params = as_params(params)
         if id is None and not self.allows_multi("patch", params):
-            raise FeathersError(405, "Can not patch multiple entries")
+            raise MethodNotAllowed("Can not patch multiple entries")
         if not isinstance(data, dict):
-            raise FeathersError(400, "Data must be an object")
+            raise BadRequest("Data must be an object")
         filters, conditions = self._split(params)
         changes = {k: v for k, v in copy.deepcopy(data).items() if k != self.id}
         if id is None:
@@ -199,7 +200,7 @@ class MemoryService:
     async def _remove(self, id: Any, params: Params | Mapping[str, Any] | None = None) -> Any:
         params = as_params(params)
         if id is None and not self.allows_multi("remove", params):
-            raise FeathersError(405, "Can not remove multiple entries")
+            raise MethodNotAllowed("Can not remove multiple entries")
         filters, conditions = self._split(params)
         targets = self._matching(conditions) if id is None else [self._lookup(id, conditions)]
         for record in targets:
