@@ -23,6 +23,10 @@ from vecgrid.http.query import QuerySchema, matches, parse_query_string, sort_re
     ("a[b][c][d][e][f][g]=1", {"a": {"b": {"c": {"d": {"e": {"f": {"[g]": "1"}}}}}}}),
     ("__proto__[x]=1&y=2", {"y": "2"}),
     ("a[__proto__]=1&a[b]=2", {"a": {"b": "2"}}),
+    ("a[__proto__]=1", {}),
+    ("%5F%5Fproto%5F%5F[x]=1", {}),
+    ("toString=1&constructor[prototype][x]=1&hasOwnProperty[a]=2&ok=3", {"ok": "3"}),
+    ("a[b][c][d][e][f][__proto__]=1", {"a": {"b": {"c": {"d": {"e": {"f": {"[__proto__]": "1"}}}}}}}),
     ("", {}),
 ])
 def test_qs_rules(raw, expected):

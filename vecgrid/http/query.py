@@ -5,7 +5,7 @@ Three steps, each usable alone:
 * :func:`parse_query_string` turns a raw query string into ``params.query`` with the rules of the
   JavaScript ``qs`` library that Koa uses (facts §5), through ``qs-codec``, a maintained port of it:
   bracket and index notation, depth 5, arrays up to index 19 (beyond: an object with index keys),
-  ``__proto__`` dropped, every value a string.
+  parameters naming ``__proto__`` (or another Object.prototype property) dropped, every value a string.
 * :func:`split_query` separates the filters (``$limit``, ``$skip``, ``$sort``, ``$select``) from the
   conditions, rejects unknown ``$`` names with Feathers' messages, converts the filters as the
   Feathers adapters always do, and, when the service declares a :class:`QuerySchema`, coerces every
@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import re
+import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -48,16 +49,28 @@ def parse_query_string(raw: str) -> dict[str, Any]:
     """``params.query`` of a raw query string (without the ``?``), exactly as ``qs.parse`` gives it."""
     if not raw:
         return {}
-    return _drop_proto(qs_codec.decode(raw, _QS_OPTIONS))
+    parts = raw.split("&")[:_QS_OPTIONS.parameter_limit]
+    kept = "&".join(part for part in parts if not _names_a_prototype_property(part))
+    return qs_codec.decode(kept, _QS_OPTIONS) if kept else {}
 
 
-def _drop_proto(value: Any) -> Any:
-    # qs refuses keys that would write to Object.prototype; qs-codec keeps them as plain keys.
-    if isinstance(value, dict):
-        return {k: _drop_proto(v) for k, v in value.items() if k != "__proto__"}
-    if isinstance(value, list):
-        return [_drop_proto(v) for v in value]
-    return value
+# qs (without allowPrototypes) drops a whole parameter whose key, or one of its first five bracket
+# segments, names a property of Object.prototype; qs-codec keeps such keys as plain dict keys.
+_OBJECT_PROTOTYPE = frozenset((
+    "__proto__", "constructor", "hasOwnProperty", "isPrototypeOf", "propertyIsEnumerable",
+    "toLocaleString", "toString", "valueOf", "__defineGetter__", "__defineSetter__",
+    "__lookupGetter__", "__lookupSetter__"))
+_SEGMENT = re.compile(r"\[([^\[\]]*)\]")
+
+
+def _names_a_prototype_property(part: str) -> bool:
+    equals = part.find("]=")
+    equals = equals + 1 if equals != -1 else part.find("=")
+    key = urllib.parse.unquote_plus(part if equals == -1 else part[:equals])
+    first = key.find("[")
+    parent = key if first == -1 else key[:first]
+    names = [parent] + _SEGMENT.findall(key[first:] if first != -1 else "")[:_QS_OPTIONS.depth]
+    return any(name in _OBJECT_PROTOTYPE for name in names)
 
 
 # -- query schemas ---------------------------------------------------------------------------------
