@@ -18,6 +18,7 @@ from vecgrid.http.query import QuerySchema, matches, parse_query_string, sort_re
     ("e=&f", {"e": "", "f": ""}),
     ("%24limit=3&name%5B%24in%5D%5B0%5D=A%20B", {"$limit": "3", "name": {"$in": ["A B"]}}),
     ("q=a+b", {"q": "a b"}),
+    ("a=%E0%A4%A&b=%ZZ&c=x%20%ZZ&d=%C3%A9", {"a": "%E0%A4%A", "b": "%ZZ", "c": "x%20%ZZ", "d": "\u00e9"}),
     ("$or[0][name]=A&$or[1][age][$gt]=3", {"$or": [{"name": "A"}, {"age": {"$gt": "3"}}]}),
     ("a.b=1", {"a.b": "1"}),
     ("a[b][c][d][e][f][g]=1", {"a": {"b": {"c": {"d": {"e": {"f": {"[g]": "1"}}}}}}}),

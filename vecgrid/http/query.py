@@ -40,7 +40,25 @@ LOGICAL = ("$or", "$and")
 OPERATORS = ("$in", "$nin", "$lt", "$lte", "$gt", "$gte", "$ne", "$eq")
 FIELD_TYPES = ("string", "number", "integer", "boolean")
 
-_QS_OPTIONS = qs_codec.DecodeOptions(depth=5, list_limit=20, parameter_limit=1000)
+_PERCENT_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
+
+
+def _decode_uri_component(text: str | None, *_: Any, **__: Any) -> str | None:
+    """qs's decoder: ``+`` is a space, then ``decodeURIComponent``, and the text unchanged where that
+    throws (a stray ``%`` or bytes that are not UTF-8); qs-codec's default would yield U+FFFD instead."""
+    if text is None:
+        return None
+    text = text.replace("+", " ")
+    if "%" not in text or _PERCENT_ESCAPE.search(text):
+        return text
+    try:
+        return urllib.parse.unquote(text, errors="strict")
+    except UnicodeDecodeError:
+        return text
+
+
+_QS_OPTIONS = qs_codec.DecodeOptions(depth=5, list_limit=20, parameter_limit=1000,
+                                     decoder=_decode_uri_component)
 _PARSE_INT = re.compile(r"\s*([+-]?\d+)")
 _INTEGER_TEXT = re.compile(r"[+-]?\d+")
 
@@ -66,7 +84,7 @@ _SEGMENT = re.compile(r"\[([^\[\]]*)\]")
 def _names_a_prototype_property(part: str) -> bool:
     equals = part.find("]=")
     equals = equals + 1 if equals != -1 else part.find("=")
-    key = urllib.parse.unquote_plus(part if equals == -1 else part[:equals])
+    key = _decode_uri_component(part if equals == -1 else part[:equals]) or ""
     first = key.find("[")
     parent = key if first == -1 else key[:first]
     names = [parent] + _SEGMENT.findall(key[first:] if first != -1 else "")[:_QS_OPTIONS.depth]
