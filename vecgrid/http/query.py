@@ -1,0 +1,401 @@
+"""Feathers query strings: ``qs`` parsing, the common query syntax, query schemas and record matching.
+
+Three steps, each usable alone:
+
+* :func:`parse_query_string` turns a raw query string into ``params.query`` with the rules of the
+  JavaScript ``qs`` library that Koa uses (facts §5), through ``qs-codec``, a maintained port of it:
+  bracket and index notation, depth 5, arrays up to index 19 (beyond: an object with index keys),
+  parameters naming ``__proto__`` (or another Object.prototype property) dropped, every value a string.
+* :func:`split_query` separates the filters (``$limit``, ``$skip``, ``$sort``, ``$select``) from the
+  conditions, rejects unknown ``$`` names with Feathers' messages, converts the filters as the
+  Feathers adapters always do, and, when the service declares a :class:`QuerySchema`, coerces every
+  string value (also inside operators and ``$or``/``$and``) or rejects the query with the validator's
+  errors in ``data``.
+* :func:`matches`, :func:`sort_records` and :func:`select_fields` apply a split query to records;
+  every adapter that filters in Python uses them, so they share one semantics.
+
+Two names the seed lists without semantics are decided here: ``$eq`` is explicit equality (the same
+as a plain value; it lets a client say "equal" where a plain value would be ambiguous), and ``$le``
+is *not* accepted: it is no Feathers operator, a Feathers server answers it with
+``Invalid query parameter $le``, and reading it as ``$lte`` would let clients depend on a spelling
+no other Feathers server takes.
+
+Everything here is pure: no state, safe from any thread.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import urllib.parse
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import qs_codec
+
+from vecgrid.http.feathers_errors import BadRequest
+
+FILTERS = ("$limit", "$skip", "$sort", "$select")
+LOGICAL = ("$or", "$and")
+OPERATORS = ("$in", "$nin", "$lt", "$lte", "$gt", "$gte", "$ne", "$eq")
+FIELD_TYPES = ("string", "number", "integer", "boolean")
+
+_PERCENT_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
+
+
+def _decode_uri_component(text: str | None, *_: Any, **__: Any) -> str | None:
+    """qs's decoder: ``+`` is a space, then ``decodeURIComponent``, and the text unchanged where that
+    throws (a stray ``%`` or bytes that are not UTF-8); qs-codec's default would yield U+FFFD instead."""
+    if text is None:
+        return None
+    text = text.replace("+", " ")
+    if "%" not in text or _PERCENT_ESCAPE.search(text):
+        return text
+    try:
+        return urllib.parse.unquote(text, errors="strict")
+    except UnicodeDecodeError:
+        return text
+
+
+_QS_OPTIONS = qs_codec.DecodeOptions(depth=5, list_limit=20, parameter_limit=1000,
+                                     decoder=_decode_uri_component)
+_PARSE_INT = re.compile(r"\s*([+-]?\d+)")
+_INTEGER_TEXT = re.compile(r"[+-]?\d+")
+
+
+def parse_query_string(raw: str) -> dict[str, Any]:
+    """``params.query`` of a raw query string (without the ``?``), exactly as ``qs.parse`` gives it."""
+    if not raw:
+        return {}
+    parts = raw.split("&")[:_QS_OPTIONS.parameter_limit]
+    kept = "&".join(part for part in parts if not _names_a_prototype_property(part))
+    return qs_codec.decode(kept, _QS_OPTIONS) if kept else {}
+
+
+# qs (without allowPrototypes) drops a whole parameter whose key, or one of its first five bracket
+# segments, names a property of Object.prototype; qs-codec keeps such keys as plain dict keys.
+_OBJECT_PROTOTYPE = frozenset((
+    "__proto__", "constructor", "hasOwnProperty", "isPrototypeOf", "propertyIsEnumerable",
+    "toLocaleString", "toString", "valueOf", "__defineGetter__", "__defineSetter__",
+    "__lookupGetter__", "__lookupSetter__"))
+_SEGMENT = re.compile(r"\[([^\[\]]*)\]")
+
+
+def _names_a_prototype_property(part: str) -> bool:
+    equals = part.find("]=")
+    equals = equals + 1 if equals != -1 else part.find("=")
+    key = _decode_uri_component(part if equals == -1 else part[:equals]) or ""
+    first = key.find("[")
+    parent = key if first == -1 else key[:first]
+    names = [parent] + _SEGMENT.findall(key[first:] if first != -1 else "")[:_QS_OPTIONS.depth]
+    return any(name in _OBJECT_PROTOTYPE for name in names)
+
+
+# -- query schemas ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class QuerySchema:
+    """The field types a service accepts in queries: ``{"name": "string", "age": "number", ...}``.
+
+    Like the query schema of a generated Feathers app: values are coerced from strings (``"32"`` →
+    ``32`` for numbers, ``"true"``/``"false"`` → booleans), fields it does not declare are rejected,
+    and ``$select``/``$sort`` may only name declared fields.  Coercion is idempotent, so a query that
+    a hook already coerced passes unchanged.
+    """
+
+    fields: Mapping[str, str]
+
+    def __post_init__(self) -> None:
+        for name, kind in self.fields.items():
+            if kind not in FIELD_TYPES:
+                raise ValueError(f"query schema field {name!r}: unknown type {kind!r}")
+
+
+def _type_error(path: str, kind: str) -> dict[str, Any]:
+    return {"instancePath": path, "keyword": "type", "params": {"type": kind}, "message": f"must be {kind}"}
+
+
+def _finite_float(text: str) -> float | None:
+    try:
+        number = float(text)
+    except ValueError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _coerce(value: Any, kind: str, path: str, errors: list) -> Any:
+    """``value`` as ``kind``; on a misfit an Ajv-style error is appended and the value returned as is."""
+    if kind == "string":
+        if isinstance(value, str):
+            return value
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return str(value)
+    elif kind == "boolean":
+        if isinstance(value, bool):
+            return value
+        if value in ("true", "false"):
+            return value == "true"
+    elif kind == "integer":
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        if isinstance(value, str) and _INTEGER_TEXT.fullmatch(value.strip()):
+            return int(value)
+        if isinstance(value, str) and (number := _finite_float(value)) is not None and number.is_integer():
+            return int(number)  # "1.0" is an integer to a JSON-schema validator
+    elif kind == "number":
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.strip():
+            if _INTEGER_TEXT.fullmatch(value.strip()):
+                return int(value)
+            if (number := _finite_float(value)) is not None:
+                return number
+    errors.append(_type_error(path, kind))
+    return value
+
+
+# -- splitting and validating ------------------------------------------------------------------------
+
+
+@dataclass
+class Filters:
+    """The converted filters of one query; ``None`` where the query did not give one."""
+
+    limit: int | None = None
+    skip: int = 0
+    sort: list[tuple[str, int]] = field(default_factory=list)
+    select: list[str] | None = None
+
+
+def _parse_int(value: Any) -> int | None:
+    """JavaScript ``parseInt(value, 10)``; ``None`` for its NaN."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return int(value) if math.isfinite(value) else None
+    if isinstance(value, str) and (m := _PARSE_INT.match(value)):
+        return int(m.group(1))
+    return None
+
+
+def _as_list(value: Any) -> list:
+    """A qs array, also in its object-with-index-keys form (more than 20 elements), or one value."""
+    if isinstance(value, list):
+        return value
+    if isinstance(value, dict) and all(isinstance(k, str) and k.isdigit() for k in value):
+        return [value[k] for k in sorted(value, key=int)]
+    return [value]
+
+
+def split_query(query: Mapping[str, Any] | None,
+                schema: QuerySchema | None = None) -> tuple[Filters, dict[str, Any]]:
+    """``(filters, conditions)`` of ``params.query``; raises a 400 ``BadRequest`` as Feathers.
+
+    ``conditions`` keeps ``$or``/``$and`` and every field condition, values coerced by ``schema``.
+    """
+    query = dict(query or {})
+    errors: list = []
+    filters = Filters()
+    for name in [k for k in query if isinstance(k, str) and k.startswith("$")]:
+        if name not in FILTERS and name not in LOGICAL:
+            raise BadRequest(f"Invalid filter value {name}")
+    if "$limit" in query:
+        limit = _parse_int(query.pop("$limit"))
+        filters.limit = limit if limit is not None and limit >= 0 else None
+    if "$skip" in query:
+        skip = _parse_int(query.pop("$skip"))
+        filters.skip = max(skip or 0, 0)
+    if "$sort" in query:
+        filters.sort = _sort(query.pop("$sort"), schema, errors)
+    if "$select" in query:
+        filters.select = _select(query.pop("$select"), schema, errors)
+    conditions = _conditions(query, schema, "", errors)
+    if errors:
+        raise BadRequest("validation failed", data=errors)
+    return filters, conditions
+
+
+def _sort(value: Any, schema: QuerySchema | None, errors: list) -> list[tuple[str, int]]:
+    if not isinstance(value, dict):
+        raise BadRequest("Invalid filter value $sort", data={"$sort": value})
+    keys = []
+    for name, direction in value.items():
+        if schema is not None and name not in schema.fields:
+            errors.append(_additional("/$sort", name))
+        parsed = _parse_int(direction)
+        if parsed not in (1, -1):
+            errors.append({"instancePath": f"/$sort/{name}", "keyword": "enum",
+                           "params": {"allowedValues": [1, -1]},
+                           "message": "must be equal to one of the allowed values"})
+            continue
+        keys.append((name, parsed))
+    return keys
+
+
+def _select(value: Any, schema: QuerySchema | None, errors: list) -> list[str]:
+    names = [str(v) for v in _as_list(value)]
+    if schema is not None:
+        for i, name in enumerate(names):
+            if name not in schema.fields:
+                errors.append({"instancePath": f"/$select/{i}", "keyword": "enum",
+                               "params": {"allowedValues": list(schema.fields)},
+                               "message": "must be equal to one of the allowed values"})
+    return names
+
+
+def _additional(path: str, name: str) -> dict[str, Any]:
+    return {"instancePath": path, "keyword": "additionalProperties",
+            "params": {"additionalProperty": name}, "message": "must NOT have additional properties"}
+
+
+def _conditions(query: Mapping[str, Any], schema: QuerySchema | None, path: str,
+                errors: list) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, value in query.items():
+        if name in LOGICAL:
+            subqueries = _as_list(value)
+            out[name] = []
+            for i, sub in enumerate(subqueries):
+                if not isinstance(sub, dict):
+                    raise BadRequest(f"Invalid query parameter {name}", data={name: value})
+                out[name].append(_conditions(sub, schema, f"{path}/{name}/{i}", errors))
+        elif name.startswith("$"):
+            raise BadRequest(f"Invalid query parameter {name}", data={name: value})
+        else:
+            kind = None
+            if schema is not None:
+                kind = schema.fields.get(name)
+                if kind is None:
+                    errors.append(_additional(path, name))
+            out[name] = _field_condition(value, kind, f"{path}/{name}", errors)
+    return out
+
+
+def _is_operator_dict(value: Any) -> bool:
+    return isinstance(value, dict) and any(isinstance(k, str) and k.startswith("$") for k in value)
+
+
+def _field_condition(value: Any, kind: str | None, path: str, errors: list) -> Any:
+    if not _is_operator_dict(value):
+        if kind is None:
+            return value
+        if isinstance(value, (dict, list)):
+            errors.append(_type_error(path, kind))
+            return value
+        return _coerce(value, kind, path, errors)
+    out = {}
+    for op, operand in value.items():
+        if op not in OPERATORS:
+            raise BadRequest(f"Invalid query parameter {op}", data={op: operand})
+        if op in ("$in", "$nin"):
+            items = _as_list(operand)
+            out[op] = [_coerce(v, kind, f"{path}/{op}/{i}", errors) if kind else v
+                       for i, v in enumerate(items)]
+        elif kind is not None:
+            out[op] = _coerce(operand, kind, f"{path}/{op}", errors)
+        else:
+            out[op] = operand
+    return out
+
+
+# -- applying a query ---------------------------------------------------------------------------------
+
+_MISSING = object()
+
+
+def _same_kind(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool)
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return True
+    return type(a) is type(b)
+
+
+def _equal(actual: Any, expected: Any) -> bool:
+    # A missing field equals null (as in MongoDB-style matchers); otherwise types must agree, so the
+    # string "1" does not match the number 1 and True does not match 1: coercion is the schema's job.
+    if actual is _MISSING:
+        return expected is None
+    return _same_kind(actual, expected) and actual == expected
+
+
+def _ordered(actual: Any, operand: Any, op: str) -> bool:
+    if actual is _MISSING or actual is None or not _same_kind(actual, operand):
+        return False
+    try:
+        if op == "$lt":
+            return actual < operand
+        if op == "$lte":
+            return actual <= operand
+        if op == "$gt":
+            return actual > operand
+        return actual >= operand
+    except TypeError:  # two values of one kind without an order (e.g. dicts)
+        return False
+
+
+def _field_matches(actual: Any, condition: Any) -> bool:
+    if not _is_operator_dict(condition):
+        return _equal(actual, condition)
+    for op, operand in condition.items():
+        if op == "$eq":
+            ok = _equal(actual, operand)
+        elif op == "$ne":
+            ok = not _equal(actual, operand)
+        elif op == "$in":
+            ok = any(_equal(actual, v) for v in _as_list(operand))
+        elif op == "$nin":
+            ok = not any(_equal(actual, v) for v in _as_list(operand))
+        else:
+            ok = _ordered(actual, operand, op)
+        if not ok:
+            return False
+    return True
+
+
+def matches(record: Mapping[str, Any], conditions: Mapping[str, Any]) -> bool:
+    """Whether ``record`` satisfies the ``conditions`` of :func:`split_query` (all must hold)."""
+    for name, condition in conditions.items():
+        if name == "$or":
+            if not any(matches(record, sub) for sub in condition):
+                return False
+        elif name == "$and":
+            if not all(matches(record, sub) for sub in condition):
+                return False
+        elif not _field_matches(record.get(name, _MISSING), condition):
+            return False
+    return True
+
+
+def _rank(value: Any) -> tuple:
+    # One total order over mixed values, as Feathers' sorter: null < numbers < strings < booleans < rest.
+    if value is None or value is _MISSING:
+        return (0, 0)
+    if isinstance(value, bool):
+        return (3, value)
+    if isinstance(value, (int, float)):
+        return (1, value)
+    if isinstance(value, str):
+        return (2, value)
+    return (4, repr(value))
+
+
+def sort_records(records: list[Mapping[str, Any]], sort: list[tuple[str, int]]) -> list:
+    """``records`` ordered by several keys (the first key first), stable for equal keys."""
+    out = list(records)
+    for name, direction in reversed(sort):
+        out.sort(key=lambda r: _rank(r.get(name)), reverse=direction == -1)
+    return out
+
+
+def select_fields(record: Mapping[str, Any], select: list[str] | None, id_field: str) -> dict[str, Any]:
+    """``record`` reduced to ``select`` (the id always kept); a copy either way."""
+    if select is None:
+        return dict(record)
+    keep = set(select) | {id_field}
+    return {k: v for k, v in record.items() if k in keep}
