@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from vecgrid.http.errors import FeathersError
+from vecgrid.http.feathers.errors import FeathersError
 
 PEOPLE = [
     {"id": 0, "name": "Doug", "age": 32},

@@ -15,7 +15,7 @@ from typing import Any
 
 import tornado.web
 
-from vecgrid.http.errors import FeathersError
+from vecgrid.http.feathers.errors import FeathersError, NotFound, error_for_status
 
 log = logging.getLogger(__name__)
 
@@ -36,9 +36,9 @@ class BaseHandler(tornado.web.RequestHandler):
         if isinstance(exc, FeathersError):
             error = exc
         elif isinstance(exc, tornado.web.HTTPError):
-            error = FeathersError(exc.status_code, exc.log_message or self._reason)
+            error = error_for_status(exc.status_code, exc.log_message or self._reason)
         else:
-            error = FeathersError(500, "Internal server error" if status_code == 500 else self._reason)
+            error = error_for_status(500, "Internal server error" if status_code == 500 else self._reason)
         self.set_status(error.code)
         self.set_header("Content-Type", JSON_TYPE)
         self.finish(json.dumps(error.to_dict()))
@@ -54,4 +54,4 @@ class NotFoundHandler(BaseHandler):
     """Any path no route matches: Feathers's ``Path /x not found``."""
 
     def prepare(self) -> None:
-        raise FeathersError(404, f"Path {self.request.path} not found")
+        raise NotFound(f"Path {self.request.path} not found")

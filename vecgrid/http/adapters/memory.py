@@ -18,7 +18,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
-from vecgrid.http.feathers_errors import BadRequest, MethodNotAllowed, NotFound
+from vecgrid.http.feathers.errors import BadRequest, MethodNotAllowed, NotFound
 from vecgrid.http.query import QuerySchema, matches, select_fields, sort_records, split_query
 
 _UNSET: Any = object()

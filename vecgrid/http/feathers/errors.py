@@ -75,6 +75,9 @@ BY_CODE: dict[int, type[FeathersError]] = {
 }
 
 
+ERROR_CLASSES: dict[str, type[FeathersError]] = {cls.name: cls for cls in BY_CODE.values()}
+
+
 def error_for_status(code: int, message: str, data: Any = None) -> FeathersError:
     """The Feathers error of an HTTP status (GeneralError for statuses Feathers has no class for)."""
     return BY_CODE.get(code, GeneralError)(message, data)

@@ -13,7 +13,6 @@ import json
 import logging
 import uuid
 from typing import Any
-from urllib.parse import parse_qs
 
 import tornado.web
 
@@ -21,6 +20,7 @@ from vecgrid.http.feathers.application import STANDARD_METHODS, Application, Rou
 from vecgrid.http.feathers.errors import (BadRequest, FeathersError, GeneralError,
                                           MethodNotAllowed, NotFound, PayloadTooLarge,
                                           error_for_status)
+from vecgrid.http.query import parse_query_string
 
 log = logging.getLogger(__name__)
 
@@ -28,14 +28,6 @@ JSON_CONTENT_TYPE = "application/json; charset=utf-8"
 PREFLIGHT_METHODS = "GET,HEAD,PUT,POST,DELETE,PATCH"
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
 DRAIN_BYTES = 1024 * 1024
-
-try:  # engineer E's qs-semantics parser, when it is on main
-    from vecgrid.http.query import parse_query_string  # type: ignore[import-not-found]
-except ImportError:  # pragma: no cover - depends on the branch
-    def parse_query_string(raw: str) -> dict:
-        """Stand-in until ``vecgrid.http.query`` lands: flat keys only, repeated keys → list."""
-        return {k: v[0] if len(v) == 1 else v for k, v in parse_qs(raw, keep_blank_values=True).items()}
-
 
 def encode_json(value: Any) -> bytes:
     """Arrays too (Tornado's ``write`` refuses lists); no NaN, compact separators."""
@@ -177,7 +169,7 @@ class FeathersHandler(tornado.web.RequestHandler):
         except UnicodeDecodeError as error:
             raise BadRequest("Request body is not valid UTF-8") from error
         if content_type == "application/x-www-form-urlencoded":
-            return {k: v[0] if len(v) == 1 else v for k, v in parse_qs(text, keep_blank_values=True).items()}
+            return parse_query_string(text)  # extended urlencoded bodies: qs, as Express's body parser
         if content_type == "text/plain":
             return text
         try:
