@@ -2,5 +2,6 @@
 
 from vecgrid.http.adapters.base import AdapterService, Params
 from vecgrid.http.adapters.memory import MemoryService
+from vecgrid.http.adapters.meta_store import MetaStoreService
 
-__all__ = ["AdapterService", "MemoryService", "Params"]
+__all__ = ["AdapterService", "MemoryService", "MetaStoreService", "Params"]
