@@ -12,10 +12,12 @@ import time
 
 import jwt
 import pytest
+from argon2 import PasswordHasher
 from tornado.testing import AsyncHTTPTestCase
 
 from vecgrid.http.adapters.memory import MemoryService
 from vecgrid.http.feathers.application import Application
+from vecgrid.http.feathers.errors import NotAuthenticated
 from vecgrid.http.feathers.authentication import (AuthenticationService, FailureWindow,
                                                   authenticate, hash_password, protect)
 from vecgrid.http.feathers.rest import make_tornado_app
@@ -326,3 +328,34 @@ async def test_internal_calls_pass_without_token_and_see_the_hash():
     assert created["password"].startswith("$argon2id$")  # no provider: protect() leaves it
     page = await app.service("users").find({})
     assert page["total"] == 1
+
+
+class CountingHasher(PasswordHasher):
+    """Argon2id defaults; counts verifications (what an unknown email must also cost)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.verifications = 0
+
+    def verify(self, hash, password):  # noqa: A002 - argon2's signature
+        self.verifications += 1
+        return super().verify(hash, password)
+
+
+async def test_unknown_email_costs_one_argon2_verification_like_a_wrong_password():
+    # §9 "unknown email: `Invalid login` (same as wrong password)"; issue 13 item 6 "hash a dummy"
+    hasher = CountingHasher()
+    app = Application()
+    app.use("users", MemoryService())
+    auth = AuthenticationService(SECRET, hasher=hasher, max_failures=100)
+    app.use("authentication", auth)
+    await app.service("users").create({"email": "a@example.com", "password": hasher.hash("right")})
+    attempts = [{"email": "a@example.com", "password": "wrong"},
+                {"email": "unknown@example.com", "password": "wrong"},
+                {"email": "a@example.com"},
+                {"password": "wrong"}]
+    for data in attempts:
+        before = hasher.verifications
+        with pytest.raises(NotAuthenticated, match="^Invalid login$"):
+            await app.service("authentication").create({"strategy": "local", **data}, {})
+        assert hasher.verifications == before + 1, data
