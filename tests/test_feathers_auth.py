@@ -16,7 +16,7 @@ from argon2 import PasswordHasher
 from tornado.testing import AsyncHTTPTestCase
 
 from vecgrid.http.adapters.memory import MemoryService
-from vecgrid.http.feathers.application import Application
+from vecgrid.http.feathers.application import Application, HookContext
 from vecgrid.http.feathers.errors import NotAuthenticated
 from vecgrid.http.feathers.authentication import (AuthenticationService, FailureWindow,
                                                   authenticate, hash_password, protect)
@@ -263,6 +263,16 @@ class FeathersAuthTest(AsyncHTTPTestCase):
         # A new login works.
         assert self.login()[0].code == 201
 
+    # hash_password on update (PUT): the replaced password is hashed and works for login
+    def test_update_hashes_the_password(self):
+        self.sign_up()
+        token = self.login()[1]["accessToken"]
+        response, body = self.call("PUT", "/users/0", {"email": "alice@example.com", "password": "replaced"},
+                                   headers=self.bearer(token))
+        assert response.code == 200 and body == {"email": "alice@example.com", "id": 0}
+        assert self.users._store["0"]["password"].startswith("$argon2id$")
+        assert self.login(password="replaced")[0].code == 201
+
     # §9 `GET /authentication` → 405 ``Method `find` is not supported by this endpoint.``
     def test_find_on_authentication_is_405(self):
         response, body = self.call("GET", "/authentication")
@@ -359,3 +369,22 @@ async def test_unknown_email_costs_one_argon2_verification_like_a_wrong_password
         with pytest.raises(NotAuthenticated, match="^Invalid login$"):
             await app.service("authentication").create({"strategy": "local", **data}, {})
         assert hasher.verifications == before + 1, data
+
+
+def test_protect_strips_records_arrays_and_pages_for_external_calls_only():
+    # §9 "`user` never contains `password`": protect('password') on every result shape
+    hook = protect("password")
+    record = {"id": 0, "email": "a", "password": "h"}
+    shapes = [(record, {"id": 0, "email": "a"}),
+              ([record, record], [{"id": 0, "email": "a"}] * 2),
+              ({"total": 1, "limit": 10, "skip": 0, "data": [record]},
+               {"total": 1, "limit": 10, "skip": 0, "data": [{"id": 0, "email": "a"}]})]
+    for result, expected in shapes:
+        ctx = HookContext(app=None, service=None, method="find", path="users", type="after",
+                          params={"provider": "rest"}, result=result)
+        assert hook(ctx).result == expected
+        internal = HookContext(app=None, service=None, method="find", path="users", type="after",
+                               params={}, result=result)
+        assert hook(internal).result is result
+    assert record["password"] == "h"  # the stored record is not mutated
+

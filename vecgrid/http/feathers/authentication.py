@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import copy
 import datetime
 import math
 import time
@@ -356,7 +355,7 @@ def hash_password(field: str = "password", *,
         if isinstance(ctx.data, list):
             ctx.data = [await hash_one(r) for r in ctx.data]
         else:
-            ctx.data = await hash_one(copy.copy(ctx.data))
+            ctx.data = await hash_one(ctx.data)
         return ctx
 
     return hook
