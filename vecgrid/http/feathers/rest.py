@@ -155,6 +155,7 @@ class FeathersHandler(tornado.web.RequestHandler):
             "route": dict(self._match.route),
             "provider": "rest",
             "headers": {k.lower(): v for k, v in self.request.headers.items()},
+            "ip": self.request.remote_ip,  # per-address limits (authentication)
         }
 
     def _body(self) -> Any:
@@ -204,6 +205,8 @@ class FeathersHandler(tornado.web.RequestHandler):
             return
         self.set_status(error.code)
         self.set_header("Content-Type", JSON_CONTENT_TYPE)
+        for name, value in getattr(error, "headers", {}).items():  # e.g. Retry-After on a 429
+            self.set_header(name, value)
         self.finish(encode_json(error.to_dict()))
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
