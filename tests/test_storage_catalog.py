@@ -1114,3 +1114,24 @@ def test_publish_segment_files_round_trip(cat, store, tmp_path):
             dataclasses.replace(rec3, data=segment_files.FileInfo(rec3.data.path, 1, "nope")),
             info.vchannels[0])
     assert store.scan("") == before
+
+
+def test_all_collections_spans_every_database(tmp_path):
+    """DataCoord's sweeps read every collection of every database in one call."""
+    from vecgrid.storage.layout import DataDir
+    from vecgrid.proto import common_pb2, schema_pb2
+    data = DataDir(tmp_path)
+    store = data.open_store()
+    try:
+        cat = data.open_catalog(store, tso_key="tso/test")
+        schema = schema_pb2.CollectionSchema(fields=[
+            schema_pb2.FieldSchema(name="pk", data_type=schema_pb2.Int64, is_primary_key=True),
+            schema_pb2.FieldSchema(name="v", data_type=schema_pb2.FloatVector,
+                                   type_params=[common_pb2.KeyValuePair(key="dim", value="4")])])
+        cat.create_database("other")
+        a = cat.create_collection("default", "a", schema)
+        b = cat.create_collection("other", "b", schema)
+        assert [c.id for c in cat.all_collections()] == [a.id, b.id]
+        assert [c.id for c in cat.list_collections("other")] == [b.id]
+    finally:
+        store.close()

@@ -182,7 +182,7 @@ class Compaction(Periodic):
             del self._failing[cid]
 
     def _collections(self) -> list[CollectionInfo]:
-        return [c for db in self.catalog.list_databases() for c in self.catalog.list_collections(db.name)]
+        return self.catalog.all_collections()
 
     async def _trigger(self, coll: CollectionInfo, *, manual: bool, kinds: Iterable[str]) -> set[int]:
         """Plan and launch what ``coll`` needs; returns the ids of its Flushed segments."""

@@ -125,8 +125,8 @@ class FlushPolicy(Periodic):
             self._state(channel).recovered_at = now
 
     def _unflushed_channels(self) -> list[str]:
-        return [channel for db in self.catalog.list_databases() for coll in self.catalog.list_collections(db.name)
-                for channel in coll.vchannels if has_unflushed_dml(self.catalog, self.wal, channel)]
+        return [channel for coll in self.catalog.all_collections() for channel in coll.vchannels
+                if has_unflushed_dml(self.catalog, self.wal, channel)]
 
     async def stop(self) -> None:
         """Stop the policy, then wait for the flushes under way (a flush's thread cannot be stopped)."""

@@ -137,8 +137,7 @@ class GarbageCollector(Periodic):
 
     def _named(self, stored_collections: set[int], in_targets: set[int]) -> tuple[set[str], set[int]]:
         """Paths the catalog or a target names, and the Dropped segments no target names."""
-        collections = stored_collections | {c.id for db in self.catalog.list_databases()
-                                            for c in self.catalog.list_collections(db.name)}
+        collections = stored_collections | {c.id for c in self.catalog.all_collections()}
         named: set[str] = set()
         dropped: set[int] = set()
         for cid in sorted(collections):

@@ -146,33 +146,32 @@ class IndexBuilder(Periodic):
         first, and those it cannot build (segment and field -> why).  Blocking: catalog reads."""
         out: list[PendingBuild] = []
         refused: dict[tuple[int, int], str] = {}
-        for db in self.catalog.list_databases():
-            for coll in self.catalog.list_collections(db.name):
-                live = self.catalog.describe_index(coll.id)
-                if not live:
+        for coll in self.catalog.all_collections():
+            live = self.catalog.describe_index(coll.id)
+            if not live:
+                continue
+            built = {(b.segmentID, b.indexID) for b in self.catalog.list_segment_indexes(coll.id)}
+            for seg in self.catalog.list_segments(coll.id, states=[common_pb2.Flushed]):
+                if not built_by_index_builder(seg):
                     continue
-                built = {(b.segmentID, b.indexID) for b in self.catalog.list_segment_indexes(coll.id)}
-                for seg in self.catalog.list_segments(coll.id, states=[common_pb2.Flushed]):
-                    if not built_by_index_builder(seg):
-                        continue
-                    missing = [index for index in live if (seg.ID, index.indexID) not in built]
-                    if not missing:
-                        continue
-                    try:
-                        record = self.catalog.segment_files_record(seg.ID)
-                    except errors.SegmentNotFound:
-                        continue  # purged since listed
-                    except errors.MilvusError as e:  # files in another layout than one data.parquet
-                        refused.update({(seg.ID, index.fieldID): str(e) for index in missing})
-                        continue
-                    for index in missing:
-                        f = coll.field_by_id(index.fieldID)
-                        request = IndexBuildRequest(
-                            root=self.root, collection_id=coll.id, partition_id=seg.partitionID, segment_id=seg.ID,
-                            num_rows=seg.num_of_rows, data=record.data, field_id=f.fieldID, field_name=f.name,
-                            dim=field_dim(f), index_id=index.indexID, build_id=0,
-                            index_params={kv.key: kv.value for kv in index.index_params})
-                        out.append(PendingBuild(seg.ID, f.fieldID, index.indexID, request))
+                missing = [index for index in live if (seg.ID, index.indexID) not in built]
+                if not missing:
+                    continue
+                try:
+                    record = self.catalog.segment_files_record(seg.ID)
+                except errors.SegmentNotFound:
+                    continue  # purged since listed
+                except errors.MilvusError as e:  # files in another layout than one data.parquet
+                    refused.update({(seg.ID, index.fieldID): str(e) for index in missing})
+                    continue
+                for index in missing:
+                    f = coll.field_by_id(index.fieldID)
+                    request = IndexBuildRequest(
+                        root=self.root, collection_id=coll.id, partition_id=seg.partitionID, segment_id=seg.ID,
+                        num_rows=seg.num_of_rows, data=record.data, field_id=f.fieldID, field_name=f.name,
+                        dim=field_dim(f), index_id=index.indexID, build_id=0,
+                        index_params={kv.key: kv.value for kv in index.index_params})
+                    out.append(PendingBuild(seg.ID, f.fieldID, index.indexID, request))
         return sorted(out, key=lambda p: p.key), refused
 
     async def cluster_has_gpu(self) -> bool:

@@ -250,14 +250,20 @@ class CollectionMeta(CatalogBase):
 
     def list_collections(self, db_name: str = DEFAULT_DB_NAME) -> list[CollectionInfo]:
         """The collections of one database, by id (creation order)."""
-        db = self._database(db_name)
+        return self._collections(self._database(db_name).id)
+
+    def all_collections(self) -> list[CollectionInfo]:
+        """The collections of every database, by id: what DataCoord's policies sweep (one scan)."""
+        return self._collections(None)
+
+    def _collections(self, db_id: int | None) -> list[CollectionInfo]:
         parts: dict[int, list[catalog_pb2.PartitionInfo]] = {}
         for k, v in self._store.scan(keys.PARTITION_PREFIX):
             p = decode(catalog_pb2.PartitionInfo, k, v)
             parts.setdefault(p.collection_id, []).append(p)
         out = [
             CollectionInfo(pb, tuple(sorted(parts.get(pb.ID, []), key=lambda p: p.partitionID)))
-            for _, pb in self._collection_records(db.id)
+            for _, pb in self._collection_records(db_id)
         ]
         return sorted(out, key=lambda c: c.id)
 
