@@ -19,7 +19,7 @@ from vecgrid.cluster.querycoord.meta.collection_manager import CollectionManager
 from vecgrid.cluster.streaming import ChannelAppenders
 from vecgrid.storage.catalog import Catalog
 from vecgrid.storage.dml import TimeTick
-from vecgrid.storage.wal import MessageKind, WalWriter
+from vecgrid.storage.wal import MessageKind
 
 log = logging.getLogger(__name__)
 
@@ -33,12 +33,6 @@ class TimeTicker(Periodic):
         self.appenders, self.catalog, self.collections = appenders, catalog, collections
         self.wal = appenders.wal
         self.source_id = source_id
-
-    def writer(self, channel: str) -> WalWriter | None:
-        """The channel's log writer (tests append raw records with it); None while another process
-        holds it."""
-        a = self.appenders.get(channel)
-        return a.writer if a is not None else None
 
     def channels(self) -> list[str]:
         return [ch for cid in self.collections.ids() for ch in self.catalog.get_collection(cid).vchannels]
