@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from vecgrid.http.feathers.errors import FeathersError
+from vecgrid.common.feathers_errors import FeathersError
 
 PEOPLE = [
     {"id": 0, "name": "Doug", "age": 32},

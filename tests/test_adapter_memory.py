@@ -6,7 +6,7 @@ import pytest
 
 from tests.adapter_support import CASES
 from vecgrid.http.adapters import MemoryService
-from vecgrid.http.feathers.errors import FeathersError
+from vecgrid.common.feathers_errors import FeathersError
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import pytest
 
 from tests.adapter_support import CASES, PEOPLE, everything
 from vecgrid.http.adapters import MetaStoreService
-from vecgrid.http.feathers.errors import FeathersError
+from vecgrid.common.feathers_errors import FeathersError
 from vecgrid.storage.kv import SQLiteMetaStore
 
 

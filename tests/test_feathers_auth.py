@@ -17,7 +17,7 @@ from tornado.testing import AsyncHTTPTestCase
 
 from vecgrid.http.adapters.memory import MemoryService
 from vecgrid.http.feathers.application import Application, HookContext
-from vecgrid.http.feathers.errors import NotAuthenticated
+from vecgrid.common.feathers_errors import NotAuthenticated
 from vecgrid.http.feathers.authentication import (AuthenticationService, FailureWindow,
                                                   authenticate, hash_password, protect)
 from vecgrid.http.feathers.rest import make_tornado_app

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from vecgrid.http.feathers import errors as feathers_errors
-from vecgrid.http.feathers.errors import FeathersError
+from vecgrid.common import feathers_errors
+from vecgrid.common.feathers_errors import FeathersError
 
 TABLE = [
     ("BadRequest", 400, "bad-request"), ("NotAuthenticated", 401, "not-authenticated"),

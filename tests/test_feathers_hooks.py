@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from vecgrid.http.feathers.application import Application, HookContext
-from vecgrid.http.feathers.errors import BadRequest, Forbidden, MethodNotAllowed, NotFound
+from vecgrid.common.feathers_errors import BadRequest, Forbidden, MethodNotAllowed, NotFound
 
 
 class Things:

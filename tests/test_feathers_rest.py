@@ -8,7 +8,7 @@ import logging
 from tornado.testing import AsyncHTTPTestCase, ExpectLog
 
 from vecgrid.http.feathers.application import Application
-from vecgrid.http.feathers.errors import NotFound
+from vecgrid.common.feathers_errors import NotFound
 from vecgrid.http.feathers.rest import make_tornado_app
 
 JSON_CT = "application/json; charset=utf-8"
@@ -318,7 +318,7 @@ class FeathersRestTest(AsyncHTTPTestCase):
         assert self.people.records.keys() == {0}
 
     def test_hooks_run_for_rest_calls_and_their_errors_are_feathers_bodies(self):
-        from vecgrid.http.feathers.errors import NotAuthenticated
+        from vecgrid.common.feathers_errors import NotAuthenticated
 
         def require_header(ctx):
             assert ctx.params["provider"] == "rest"

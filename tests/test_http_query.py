@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from vecgrid.http.feathers.errors import FeathersError
+from vecgrid.common.feathers_errors import FeathersError
 from vecgrid.http.query import QuerySchema, matches, parse_query_string, sort_records, split_query
 
 

@@ -129,6 +129,23 @@ class DataCoordSettings:
 @dataclass
 class HTTPSettings:
     port: int = 19121
+    # Request bodies above this are refused with 413 (a Feathers error, not Tornado's bare 400).
+    max_body_mb: float = 64.0
+    # Origins allowed by CORS: "*" or a comma-separated list.
+    cors_origins: str = "*"
+    # "on", "off", or "auto": on whenever the REST port binds to anything but loopback.
+    auth: str = "auto"
+    # HS256 secret of the access tokens (>= 32 bytes); empty: generated once into the data dir.
+    jwt_secret: str = ""
+    jwt_audience: str = "https://yourdomain.com"
+    token_lifetime_s: int = 86400
+    # Login failures per email and per client address before 429, within the window.
+    login_max_failures: int = 10
+    login_window_s: float = 300.0
+    # Caps of the entities service: $in list length, nq of one search, limit + offset, $skip + $limit.
+    max_in_list: int = 16384
+    max_nq: int = 16384
+    max_topk: int = 16384
 
 
 @dataclass

@@ -1,7 +1,9 @@
-"""The coordinator's Tornado application (the proxy role of the cluster).
+"""The coordinator's REST app: vecgrid's Feathers services plus the plain endpoints.
 
-For now it serves ``/health`` and ``/version``; the Feathers resource services
-over collections, partitions, entities and nodes mount here as they land.
+``make_app`` builds one Feathers :class:`~vecgrid.http.feathers.application.Application` with the
+services of ``rest-api.md`` (:mod:`vecgrid.http.services`) and serves it through the framework's
+single REST handler; ``/health`` and ``/version`` are plain Tornado handlers in front of it (they are
+not resources: no query syntax, no hooks).  Unknown paths get the transport's Feathers 404.
 """
 
 from __future__ import annotations
@@ -12,7 +14,11 @@ import tornado.web
 
 import vecgrid
 from vecgrid.cluster.querycoord.coordinator import QueryCoord
-from vecgrid.http.base import BaseHandler, NotFoundHandler
+from vecgrid.http.base import BaseHandler
+from vecgrid.http.feathers.application import Application
+from vecgrid.http.feathers.rest import make_tornado_app
+from vecgrid.http.milvus_errors import milvus_error_hook
+from vecgrid.http.services import RestContext, mount_all
 
 
 class HealthHandler(BaseHandler):
@@ -42,13 +48,21 @@ class VersionHandler(BaseHandler):
         })
 
 
-def make_app(coord: QueryCoord) -> tornado.web.Application:
-    context = {"coord": coord}
-    return tornado.web.Application(
-        [
-            (r"/health", HealthHandler, context),
-            (r"/version", VersionHandler, context),
-        ],
-        default_handler_class=NotFoundHandler,
-        default_handler_args=context,
-    )
+def build_api(ctx: RestContext) -> Application:
+    """The Feathers application of the coordinator: every vecgrid service, Milvus errors mapped."""
+    api = Application()
+    api.hooks({"error": {"all": [milvus_error_hook]}})
+    mount_all(api, ctx)
+    return api
+
+
+def make_app(ctx: RestContext) -> tornado.web.Application:
+    settings = ctx.settings.http if ctx.settings is not None else None
+    context = {"coord": ctx.coord}
+    plain = [(r"/health", HealthHandler, context), (r"/version", VersionHandler, context)]
+    options = {}
+    if settings is not None:
+        options["max_body_bytes"] = int(settings.max_body_mb * 1024 * 1024)
+        origins = settings.cors_origins.strip()
+        options["cors_origins"] = "*" if origins == "*" else [o.strip() for o in origins.split(",") if o.strip()]
+    return make_tornado_app(build_api(ctx), plain_handlers=plain, **options)

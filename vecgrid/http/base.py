@@ -15,7 +15,7 @@ from typing import Any
 
 import tornado.web
 
-from vecgrid.http.feathers.errors import FeathersError, NotFound, error_for_status
+from vecgrid.common.feathers_errors import FeathersError, error_for_status
 
 log = logging.getLogger(__name__)
 
@@ -48,10 +48,3 @@ class BaseHandler(tornado.web.RequestHandler):
             log.debug("%s %s -> %d %s", self.request.method, self.request.uri, value.code, value.message)
         else:
             super().log_exception(typ, value, tb)
-
-
-class NotFoundHandler(BaseHandler):
-    """Any path no route matches: Feathers's ``Path /x not found``."""
-
-    def prepare(self) -> None:
-        raise NotFound(f"Path {self.request.path} not found")

@@ -33,7 +33,7 @@ from typing import Any, Mapping
 
 import qs_codec
 
-from vecgrid.http.feathers.errors import BadRequest
+from vecgrid.common.feathers_errors import BadRequest
 
 FILTERS = ("$limit", "$skip", "$sort", "$select")
 LOGICAL = ("$or", "$and")

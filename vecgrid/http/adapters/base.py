@@ -23,7 +23,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, TypeVar
 
-from vecgrid.http.feathers.errors import BadRequest, MethodNotAllowed, NotFound
+from vecgrid.common.feathers_errors import BadRequest, MethodNotAllowed, NotFound
 from vecgrid.http.query import QuerySchema, matches, select_fields, sort_records, split_query
 
 T = TypeVar("T")

@@ -19,7 +19,7 @@ import inspect
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from vecgrid.http.feathers.errors import MethodNotAllowed, NotFound
+from vecgrid.common.feathers_errors import MethodNotAllowed, NotFound
 
 STANDARD_METHODS = ("find", "get", "create", "update", "patch", "remove")
 HOOK_TYPES = ("before", "after", "error")

@@ -37,7 +37,7 @@ from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
 
 from vecgrid.http.feathers.application import HookContext
-from vecgrid.http.feathers.errors import BadRequest, NotAuthenticated, NotFound, TooManyRequests
+from vecgrid.common.feathers_errors import BadRequest, NotAuthenticated, NotFound, TooManyRequests
 
 ALGORITHM = "HS256"
 TOKEN_TYPE = "access"

@@ -17,7 +17,7 @@ from typing import Any
 import tornado.web
 
 from vecgrid.http.feathers.application import STANDARD_METHODS, Application, RouteMatch
-from vecgrid.http.feathers.errors import (BadRequest, FeathersError, GeneralError,
+from vecgrid.common.feathers_errors import (BadRequest, FeathersError, GeneralError,
                                           MethodNotAllowed, NotFound, PayloadTooLarge,
                                           error_for_status)
 from vecgrid.http.query import parse_query_string
@@ -236,8 +236,13 @@ class FeathersHandler(tornado.web.RequestHandler):
 
 
 def make_tornado_app(app: Application, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-                     cors_origins: str | list[str] = "*", **tornado_settings: Any) -> tornado.web.Application:
-    """The Tornado application serving every service of ``app`` through one handler."""
+                     cors_origins: str | list[str] = "*", plain_handlers: list | None = None,
+                     **tornado_settings: Any) -> tornado.web.Application:
+    """The Tornado application serving every service of ``app`` through one handler.
+
+    ``plain_handlers`` are Tornado routes matched first (``/health``, ``/metrics``: endpoints
+    that are not services); every other path is the services'.
+    """
     handler_args = {"app": app, "max_body_bytes": max_body_bytes}
-    return tornado.web.Application([(r"/.*", FeathersHandler, handler_args)],
-                                   feathers_cors_origins=cors_origins, **tornado_settings)
+    routes = list(plain_handlers or []) + [(r"/.*", FeathersHandler, handler_args)]
+    return tornado.web.Application(routes, feathers_cors_origins=cors_origins, **tornado_settings)

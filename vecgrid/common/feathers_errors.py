@@ -1,8 +1,8 @@
 """Feathers error classes and their JSON body (facts file §2).
 
-Self-contained on purpose: the REST transport, hooks and services raise these, and the
-Feathers client rebuilds its error class from ``name``, so names and codes must match
-Feathers exactly.
+In ``common`` because both ends use it: the REST transport, hooks and services raise these,
+and vecgrid's Python client (``vecgrid.client``) rebuilds the class from a body's ``name``,
+as the Feathers client does, so names and codes must match Feathers exactly.
 """
 
 from __future__ import annotations

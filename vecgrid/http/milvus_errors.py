@@ -1,0 +1,75 @@
+"""Milvus errors as Feathers errors: the mapping of ``rest-api.md`` ("Conventions: Errors").
+
+One app-wide ``error`` hook (:func:`milvus_error_hook`) applies it to whatever a service lets
+through, so services raise the role's :class:`~vecgrid.errors.MilvusError` unchanged.  The Milvus
+code rides along in ``data`` (``{"milvusCode": 101, "retriable": false}``) for clients that want it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vecgrid import errors
+from vecgrid.common import feathers_errors as fe
+
+# Milvus code -> Feathers class; codes not listed are GeneralError (500).
+_BY_MILVUS_CODE: dict[int, type[fe.FeathersError]] = {
+    errors.CollectionNotFound.code: fe.NotFound,
+    errors.PartitionNotFound.code: fe.NotFound,
+    errors.IndexNotFound.code: fe.NotFound,
+    errors.DatabaseNotFound.code: fe.NotFound,
+    errors.ResourceGroupNotFound.code: fe.NotFound,
+    errors.ReplicaNotFound.code: fe.NotFound,
+    errors.ChannelNotFound.code: fe.NotFound,
+    errors.SegmentNotFound.code: fe.NotFound,
+    errors.NodeNotFound.code: fe.NotFound,
+    errors.FieldNotFound.code: fe.BadRequest,
+    errors.CollectionNotLoaded.code: fe.Conflict,
+    errors.PartitionNotLoaded.code: fe.Conflict,
+    errors.CollectionNotFullyLoaded.code: fe.Conflict,
+    errors.ResourceGroupAlreadyExist.code: fe.Conflict,
+    errors.ParameterInvalid.code: fe.BadRequest,
+    errors.ParameterMissing.code: fe.BadRequest,
+    errors.ParameterTooLarge.code: fe.BadRequest,
+    errors.CollectionIllegalSchema.code: fe.BadRequest,
+    errors.IndexNotSupported.code: fe.BadRequest,
+    errors.MetricNotFound.code: fe.BadRequest,
+    errors.ResourceGroupIllegalConfig.code: fe.BadRequest,
+    errors.ResourceGroupReachLimit.code: fe.BadRequest,
+    errors.ResourceGroupNodeNotEnough.code: fe.BadRequest,
+    errors.OperationNotSupported.code: fe.BadRequest,
+    errors.RateLimitExceeded.code: fe.TooManyRequests,
+    errors.ServiceQuotaExceeded.code: fe.TooManyRequests,
+    errors.MemoryLimitExceeded.code: fe.TooManyRequests,
+    errors.ServiceNotReady.code: fe.Unavailable,
+    errors.ServiceUnavailable.code: fe.Unavailable,
+    errors.ChannelNotAvailable.code: fe.Unavailable,
+    errors.NodeNotAvailable.code: fe.Unavailable,
+    errors.NodeOffline.code: fe.Unavailable,
+    errors.CollectionOnRecovering.code: fe.Unavailable,
+    errors.Timeout.code: fe.Timeout,
+    errors.ServiceUnimplemented.code: fe.NotImplemented,
+}
+
+# Extra words for the errors a user can act on.
+_HINTS: dict[int, str] = {
+    errors.CollectionNotLoaded.code: "load it first (POST /collections with X-Service-Method: load)",
+    errors.PartitionNotLoaded.code: "load it first (X-Service-Method: load)",
+}
+
+
+def feathers_error(error: errors.MilvusError) -> fe.FeathersError:
+    """The Feathers error a REST client gets for ``error``."""
+    cls = _BY_MILVUS_CODE.get(error.code, fe.GeneralError)
+    message = error.message
+    hint = _HINTS.get(error.code)
+    if hint:
+        message = f"{message}; {hint}"
+    data: dict[str, Any] = {"milvusCode": error.code, "retriable": error.retriable}
+    return cls(message, data=data)
+
+
+def milvus_error_hook(ctx: Any) -> None:
+    """App-wide ``error`` hook: a MilvusError leaves as its Feathers error (others pass as they are)."""
+    if isinstance(ctx.error, errors.MilvusError):
+        ctx.error = feathers_error(ctx.error)
