@@ -153,6 +153,11 @@ def _parser() -> _Parser:
     worker.add_argument("--nthreads", type=int, default=2)
     worker.add_argument("--resources", default="", help="e.g. GPU=1")
     worker.add_argument("--node-port", type=int, help="QueryNode gRPC port (querynode.port, 0 = free port)")
+
+    conformance = sub.add_parser("conformance-app",
+                                 help="serve the Feathers conformance app (in memory) until SIGINT/SIGTERM")
+    conformance.add_argument("--port", type=int, default=3030, help="port to listen on (0 = free port)")
+    conformance.add_argument("--host", default="127.0.0.1", help="address to bind")
     return parser
 
 
@@ -533,7 +538,7 @@ async def _client(args: argparse.Namespace, inputs: Any = None) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = _parser().parse_args(argv)
-        settings = Settings.load(args.config, overrides=_overrides(args))
+        settings = Settings.load(getattr(args, "config", None), overrides=_overrides(args))
         if args.command == "worker":
             parse_resources(args.resources)
         inputs = {"search": _search_inputs, "insert": _insert_inputs, "delete": _delete_inputs}.get(
@@ -553,6 +558,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             asyncio.run(_serve(settings))
         elif args.command == "coord":
             asyncio.run(_coord(settings))
+        elif args.command == "conformance-app":
+            from vecgrid.http.conformance import serve as serve_conformance_app
+            asyncio.run(serve_conformance_app(args.port, args.host))
         else:
             asyncio.run(_worker(settings, args))
     except KeyboardInterrupt:
