@@ -68,8 +68,8 @@ class MemoryService(AdapterService):
                  multi: bool | Iterable[str] = False,
                  query_schema: QuerySchema | Mapping[str, str] | None = None,
                  start_id: int = 0, store: Mapping[Any, Mapping[str, Any]] | None = None,
-                 shared: MemoryStore | None = None) -> None:
-        super().__init__(id=id, paginate=paginate, multi=multi, query_schema=query_schema)
+                 shared: MemoryStore | None = None, unique: Iterable[str] = ()) -> None:
+        super().__init__(id=id, paginate=paginate, multi=multi, query_schema=query_schema, unique=unique)
         if shared is not None and (store or start_id):
             raise ValueError("a shared store brings its own records and id counter")
         self.store = shared if shared is not None else MemoryStore(start_id)
