@@ -474,3 +474,45 @@ async def test_every_exposed_method_declares_its_right():
     assert {m for r in api.services.values() for m in r.custom_methods} == {
         "transferNode", "transferReplica", "transfer", "suspend", "resume", "check"}
     assert set(STANDARD_METHODS) >= {"find", "get", "patch"}
+
+
+async def test_a_node_that_cannot_report_its_metrics_is_listed_with_the_reason(env, monkeypatch):
+    rest, qc = env.rest, env.qc
+    silent = env.node_ids()[0]
+    answer = qc._node_metrics
+
+    async def metrics(node):
+        if node.node_id == silent:
+            return {"base_component_infos": {"has_error": True, "error_reason": "connection refused"}}
+        return await answer(node)
+    monkeypatch.setattr(qc, "_node_metrics", metrics)
+    listed = {n["id"]: n for n in await rest.ok("GET", "/nodes")}
+    assert listed[silent]["metricsError"] == "connection refused"
+    assert listed[silent]["memoryUsedBytes"] is None and listed[silent]["devices"] == []
+    other = next(n for n in listed if n != silent)
+    assert listed[other]["metricsError"] is None and listed[other]["memoryUsedBytes"] > 0
+
+
+# --- the coordinator's parts the services read ---------------------------------------------------------
+
+async def test_resource_group_usage_counts_replicas_outgoing_and_incoming_nodes():
+    from vecgrid.cluster.querycoord.reports import replica_usage
+    from vecgrid.proto import common_pb2, query_coord_pb2 as Q
+
+    groups = {1: "rg1", 2: "rg1", 3: "rg2", 4: "rg2"}
+    mine = Q.Replica(ID=10, collectionID=7, resource_group="rg1", nodes=[1, 3])     # node 3 now in rg2
+    theirs = Q.Replica(ID=11, collectionID=8, resource_group="rg2", nodes=[4], ro_nodes=[2])
+    info = Q.ResourceGroupInfo(name="rg1", nodes=[common_pb2.NodeInfo(node_id=1), common_pb2.NodeInfo(node_id=2)])
+    replica_usage(info, [mine, theirs], groups.get)
+    assert dict(info.num_loaded_replica) == {7: 1}
+    assert dict(info.num_outgoing_node) == {7: 1}
+    assert dict(info.num_incoming_node) == {8: 1}
+
+
+async def test_secret_settings_are_redacted_in_every_report():
+    from vecgrid.config import Settings
+
+    settings = Settings.load(env={}, overrides={"http.jwt_secret": SECRET})
+    assert dict(settings.config_items("http"))["http.jwt_secret"] == REDACTED
+    assert dict(Settings.load(env={}).config_items("http"))["http.jwt_secret"] == ""
+    assert settings.http.jwt_secret == SECRET  # the process itself still runs with it
