@@ -324,6 +324,8 @@ class QueryCoord(Component):
         docs = await asyncio.gather(*(self._node_metrics(n) for n in nodes))
         out = []
         for info, doc in zip(nodes, docs):
+            if node_id is None and self.nodes.get(info.node_id) is not info:
+                continue  # left (or restarted) while the reports were asked for
             channels, segments = self.query_node_distribution(info.node_id)
             dist = self.dist.node(info.node_id)
             out.append(reports.node_report(info, info.node_id in self.suspended, self.resources.group_of(info.node_id),
@@ -502,8 +504,8 @@ class QueryCoord(Component):
             return None if info is None else common_pb2.NodeInfo(node_id=info.node_id, address=info.address,
                                                                   hostname=info.hostname)
         described = self.resources.describe(name, online)
-        reports.replica_usage(described, [r for cid in self.collections.ids() for r in self.replicas.of_collection(cid)],
-                              self.resources.group_of)
+        loaded = [r for cid in self.collections.ids() for r in self.replicas.of_collection(cid)]
+        reports.replica_usage(described, loaded, self.resources.group_of)
         return described
 
 
