@@ -347,6 +347,9 @@ async def test_segments_find_filter_and_get(env):
     code, body = await rest("GET", "/segments/123456789")
     assert code == 404 and body["data"]["milvusCode"] == errors_code("SegmentNotLoaded")
     assert (await rest("GET", "/segments/abc"))[0] == 400
+    assert (await rest("GET", f"/segments/{2 ** 64}"))[0] == 400
+    code, body = await rest("POST", "/segments", {"source": 1, "target": 2, "segment": 2 ** 63}, method="transfer")
+    assert code == 400 and body["errors"] == {"segment": "must be an integer"}
     assert (await rest("DELETE", f"/segments/{segments[0]['id']}"))[0] == 405
 
 

@@ -29,6 +29,7 @@ from vecgrid.http.services import RestContext
 from vecgrid.proto import common_pb2, query_coord_pb2 as Q, rg_pb2
 
 MAX_SAFE_INTEGER = 2 ** 53 - 1
+INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1
 _INTEGER = re.compile(r"[+-]?\d+")
 PARTIAL_IN_GPU = Q.PartitionState.Name(Q.PartialInGPU)
 
@@ -41,14 +42,16 @@ def int64(value: int) -> int | str:
 
 
 def _int(value: Any) -> int | None:
-    """A number or a decimal string as an int; ``None`` for anything else (booleans included)."""
+    """An int64 given as a number or a decimal string; ``None`` for anything else (booleans, fractions,
+    values out of int64's range)."""
+    number = None
     if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str) and _INTEGER.fullmatch(value.strip()):
-        return int(value)
-    return None
+        number = value
+    elif isinstance(value, float) and value.is_integer():
+        number = int(value)
+    elif isinstance(value, str) and _INTEGER.fullmatch(value.strip()):
+        number = int(value)
+    return number if number is not None and INT64_MIN <= number <= INT64_MAX else None
 
 
 def _id(value: Any, what: str) -> int:
