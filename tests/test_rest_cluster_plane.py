@@ -193,11 +193,21 @@ async def test_resource_groups_create_patch_transfer_and_remove(env):
     assert sorted(g["name"] for g in await rest.ok("GET", "/resource-groups?numAvailableNode=1")) == sorted(
         [DEFAULT_RG, "rg1"])
 
+    labelled = {"requests": {"nodeNum": 0}, "limits": {"nodeNum": 0}, "nodeFilter": {"nodeLabels": {"zone": "a"}},
+                "transferTo": [DEFAULT_RG]}
+    created = await rest.ok("POST", "/resource-groups", {"name": "zone_a", "config": labelled}, status=201)
+    assert created["config"] == {"requests": {"nodeNum": 0}, "limits": {"nodeNum": 0}, "transferFrom": [],
+                                 "transferTo": [DEFAULT_RG], "nodeFilter": {"nodeLabels": {"zone": "a"}}}
+    assert qc.describe_resource_group("zone_a").config.node_filter.node_labels[0].value == "a"
+    await rest.ok("DELETE", "/resource-groups/zone_a")
+
     # duplicate, bad config, missing name: refused and nothing changes
     code, body = await rest("POST", "/resource-groups", {"name": "rg1", "config": one})
     assert code == 409 and body["name"] == "Conflict"
     for bad in ({"name": "rg2", "config": {"requests": {"nodeNum": "many"}}},
-                {"name": "rg2", "config": {"colour": "red"}}, {"config": one}, {"name": 7}):
+                {"name": "rg2", "config": {"colour": "red"}}, {"config": one}, {"name": 7},
+                {"name": "rg2", "config": {"nodeFilter": {"nodeLabels": {"zone": 1}}}},
+                {"name": "rg2", "config": {"transferTo": "rg1"}}):
         code, body = await rest("POST", "/resource-groups", bad)
         assert code == 400, (bad, body)
     assert qc.list_resource_groups() == sorted([DEFAULT_RG, "rg1"])

@@ -266,7 +266,7 @@ def _config(data: dict, base: rg_pb2.ResourceGroupConfig | None = None) -> rg_pb
             continue
         try:
             if part in ("requests", "limits"):
-                limit = getattr(config, "requests" if part == "requests" else "limits")
+                limit = getattr(config, part)
                 limit.Clear()
                 json_format.ParseDict(value, limit)
             elif part in ("transferFrom", "transferTo"):
