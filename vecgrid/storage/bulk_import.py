@@ -65,8 +65,9 @@ class _Buffer:
 
 class _Import:
     def __init__(self, catalog: Catalog, root: str, sources: Sources, opts: ImportOptions,
-                 progress: Callable[[int], None]) -> None:
+                 progress: Callable[[int], None], cancelled: Callable[[], bool] = lambda: False) -> None:
         self.catalog, self.root, self.sources, self.opts, self.progress = catalog, root, sources, opts, progress
+        self.cancelled = cancelled
         self.created = False
         self.written: list[tuple[segment_files.SegmentFiles, str]] = []
         self.timestamp = compose_ts(physical_ms_now(), 0)
@@ -81,6 +82,7 @@ class _Import:
         out_schema = arrow_schema(coll).append(pa.field(TIMESTAMP_FIELD, pa.uint64(), nullable=False))
 
         for batch in self.sources.batches():
+            self._check_cancelled()
             table = validate_rows(coll, batch)
             if pk_field.autoID:
                 first = self.catalog.allocate_ids(table.num_rows)
@@ -104,9 +106,14 @@ class _Import:
         if not self.written:
             raise errors.ParameterInvalid("the input files hold no rows")
         _check_unique(keys)
+        self._check_cancelled()   # the last moment: publishing is one transaction
         published = self.catalog.publish_segment_records(
             [{"record": record, "insert_channel": channel} for record, channel in self.written])
         return _summary(self.catalog.get_collection(coll.id), published)
+
+    def _check_cancelled(self) -> None:
+        if self.cancelled():
+            raise errors.Canceled("the import was cancelled; nothing was published")
 
     def _collection(self) -> CollectionInfo:
         opts = self.opts
@@ -186,10 +193,30 @@ def _summary(coll: CollectionInfo, segments) -> dict[str, Any]:
     }
 
 
-def bulk_import(data_dir: str, files: list[str], opts: ImportOptions, progress: bool = False) -> dict[str, Any]:
-    """Import ``files`` into ``data_dir``'s catalog; returns the summary the CLI prints as JSON."""
+def check_options(opts: ImportOptions) -> None:
     if opts.segment_rows < 1 or opts.segment_bytes < 1:
         raise errors.ParameterInvalid("segment size limits must be positive")
+
+
+def import_sources(catalog: Catalog, segment_root: str, sources: Sources, opts: ImportOptions, *,
+                   progress: Callable[[int], None] = lambda n: None,
+                   cancelled: Callable[[], bool] = lambda: False) -> dict[str, Any]:
+    """Import opened ``sources`` through a catalog the caller owns (the coordinator's, for its REST
+    import jobs): all or nothing as :func:`bulk_import`.  ``progress(rows)`` is called after every
+    batch; ``cancelled()`` is asked before every batch and before publishing, and a True answer undoes
+    everything and raises :class:`~vecgrid.errors.Canceled`.  Blocking: run it in a thread."""
+    check_options(opts)
+    job = _Import(catalog, segment_root, sources, opts, progress, cancelled)
+    try:
+        return job.run()
+    except BaseException:
+        job.undo()
+        raise
+
+
+def bulk_import(data_dir: str, files: list[str], opts: ImportOptions, progress: bool = False) -> dict[str, Any]:
+    """Import ``files`` into ``data_dir``'s catalog; returns the summary the CLI prints as JSON."""
+    check_options(opts)
     sources = open_sources(files)
     data = DataDir(data_dir)
     store = data.open_store()
