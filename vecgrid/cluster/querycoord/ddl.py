@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from vecgrid import errors
 from vecgrid.cluster.querycoord.job.jobs import LoadRequest
-from vecgrid.proto import schema_pb2
+from vecgrid.proto import common_pb2, query_coord_pb2 as Q, schema_pb2
 from vecgrid.storage.catalog import CollectionInfo
 from vecgrid.storage.catalog.index_rules import validate_index
 from vecgrid.storage.catalog.schema_rules import DEFAULT_DB_NAME, DEFAULT_PARTITION_NAME, VECTOR_TYPES, field_dim, normalize_schema
@@ -80,7 +80,8 @@ class Ddl:
 
     async def create_collection(self, db_name: str, name: str, schema: schema_pb2.CollectionSchema, *,
                                 shards_num: int = 1, properties: Mapping[str, object] | None = None,
-                                indexes: list[IndexRequest] = (), load: LoadOptions | None = None) -> CollectionInfo:
+                                indexes: list[IndexRequest] = (), load: LoadOptions | None = None,
+                                consistency_level: int = common_pb2.Bounded) -> CollectionInfo:
         """Create, define ``indexes``, load when ``load`` is given; all or nothing (module doc)."""
         self.coord.lifecycle.check_healthy()
         db_name = db_name or DEFAULT_DB_NAME
@@ -90,7 +91,8 @@ class Ddl:
             for rg in load.resource_groups:
                 self.coord.resources.group(rg)   # 300 when unknown, before anything is written
         existed = await asyncio.to_thread(self.catalog.has_collection, db_name, name)
-        coll = await asyncio.to_thread(self.catalog.create_collection, db_name, name, schema, shards_num, properties)
+        coll = await asyncio.to_thread(lambda: self.catalog.create_collection(
+            db_name, name, schema, shards_num, properties, consistency_level=consistency_level))
         if existed:
             return coll   # Milvus's idempotent create: the same definition again changes nothing
         try:
@@ -135,9 +137,66 @@ class Ddl:
         await asyncio.to_thread(self.catalog.drop_partition, collection_id, name)
         return part
 
+    async def update_load_config(self, collection_id: int, replicas: int, resource_groups: list[str]) -> None:
+        """UpdateLoadConfig of one collection, which must be loaded (Milvus skips one that is not)."""
+        self.coord.lifecycle.check_healthy()
+        if self.coord.collections.get(collection_id) is None:
+            raise errors.CollectionNotLoaded("only a loaded collection has a load config", collection=collection_id)
+        await self.coord.update_load_config([collection_id], replicas, resource_groups)
+
     async def drop_index(self, collection_id: int, field_name: str) -> bool:
         self.coord.lifecycle.check_healthy()
         if self.coord.collections.get(collection_id) is not None:
             raise errors.ParameterInvalid("index cannot be dropped, collection is loaded, please release it first",
                                           collection=collection_id)
         return await asyncio.to_thread(self.catalog.drop_index, collection_id, field_name)
+
+
+NOT_LOAD, LOADING, LOADED = "LoadStateNotLoad", "LoadStateLoading", "LoadStateLoaded"
+LOAD_POLL_S = 0.1
+
+
+@dataclass
+class LoadState:
+    """Milvus's GetLoadState / GetLoadingProgress in one: state, percent, why the last load failed."""
+
+    state: str
+    percent: int
+    error: errors.MilvusError | None = None
+
+
+def load_state(coord: "QueryCoord", collection_id: int, partition_ids: list[int] | None = None) -> LoadState:
+    """The load state of a collection, or of some of its partitions (all of them must be loaded)."""
+    coord.lifecycle.check_healthy()
+    loads = coord.collections
+    if loads.get(collection_id) is None or any(loads.partition(collection_id, p) is None
+                                               for p in partition_ids or ()):
+        failure = coord.failed_loads.get(collection_id)
+        return LoadState(NOT_LOAD, 0, failure)
+    if partition_ids:
+        percent = min(loads.partition_percentage(collection_id, p) for p in partition_ids)
+        done = all(loads.partition(collection_id, p).status == Q.Loaded for p in partition_ids)
+    else:
+        percent = loads.percentage(collection_id)
+        done = loads.is_loaded(collection_id)
+    return LoadState(LOADED if done and percent >= 100 else LOADING, percent)
+
+
+async def wait_loaded(coord: "QueryCoord", collection_id: int, partition_ids: list[int] | None,
+                      timeout_s: float) -> LoadState:
+    """Until the load is complete; its recorded failure if it was cancelled, ``Timeout`` after
+    ``timeout_s`` (the load goes on)."""
+    try:
+        async with asyncio.timeout(timeout_s):
+            while True:
+                state = load_state(coord, collection_id, partition_ids)
+                if state.state == LOADED:
+                    return state
+                if state.state == NOT_LOAD:
+                    raise state.error if state.error is not None else errors.CollectionNotLoaded(
+                        "the load was released or cancelled while waiting", collection=collection_id)
+                await asyncio.sleep(LOAD_POLL_S)
+    except TimeoutError:
+        state = load_state(coord, collection_id, partition_ids)
+        raise errors.Timeout(f"collection {collection_id} is {state.percent} % loaded after {timeout_s:g} s; "
+                             "the load goes on", collection=collection_id) from None
