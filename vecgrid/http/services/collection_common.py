@@ -3,7 +3,7 @@
 catalog's and the coordinator's answers as JSON.
 
 Schemas travel as ``{"description", "enableDynamicField", "fields": [{"name", "type", "isPrimary",
-"autoId", "params": {"dim" | "max_length"}, "description", "defaultValue", "nullable"}]}``: the data
+"autoId", "params": {"dim" | "max_length"}, "description", "defaultValue"}]}``: the data
 type by its Milvus name (``Int64``, ``VarChar``, ``FloatVector``...).  The input also takes Milvus REST
 v2's spellings (``fieldName``, ``dataType``, ``isPrimaryKey``, ``elementTypeParams``), so a schema
 written for Milvus's REST API is accepted as it is.
@@ -102,7 +102,7 @@ async def describe(catalog: Catalog, name: str) -> CollectionInfo:
 
 _FIELD_KEYS = {"name": str, "fieldName": str, "type": str, "dataType": str, "isPrimary": bool, "isPrimaryKey": bool,
                "autoId": bool, "autoID": bool, "params": dict, "elementTypeParams": dict, "typeParams": dict,
-               "description": str, "defaultValue": (str, int, float, bool), "nullable": bool}
+               "description": str, "defaultValue": (str, int, float, bool)}
 _SCHEMA_KEYS = {"fields": list, "description": str, "enableDynamicField": bool, "autoId": bool, "autoID": bool,
                 "name": str}
 
@@ -158,7 +158,7 @@ def schema_from_json(data: Any) -> schema_pb2.CollectionSchema:
         is_pk = bool(raw.get("isPrimary", raw.get("isPrimaryKey", False)))
         f = schema.fields.add(name=name or "", data_type=data_type, is_primary_key=is_pk,
                               autoID=bool(raw.get("autoId", raw.get("autoID", schema_auto_id and is_pk))),
-                              description=raw.get("description") or "", nullable=bool(raw.get("nullable", False)))
+                              description=raw.get("description") or "")
         params = raw.get("params", raw.get("elementTypeParams", raw.get("typeParams"))) or {}
         for key, value in params.items():
             key = "max_length" if key == "maxLength" else key
@@ -182,8 +182,7 @@ def schema_to_json(schema: schema_pb2.CollectionSchema) -> dict[str, Any]:
         if f.is_dynamic or f.name == DYNAMIC_FIELD_NAME:
             continue
         out: dict[str, Any] = {"name": f.name, "id": f.fieldID, "type": schema_pb2.DataType.Name(f.data_type),
-                               "isPrimary": f.is_primary_key, "autoId": f.autoID, "description": f.description,
-                               "nullable": f.nullable}
+                               "isPrimary": f.is_primary_key, "autoId": f.autoID, "description": f.description}
         params = kv_dict(f.type_params)
         if params:
             out["params"] = {k: int(v) if v.isdigit() else v for k, v in params.items()}
