@@ -115,8 +115,9 @@ class ImportJobs:
         if job.state in FINISHED:
             return job
         job.cancel.set()
-        if job.task is not None:
-            await asyncio.shield(job.task)
+        if job.state == PENDING:
+            job.task.cancel()   # it waits for its turn: stop waiting (its thread has not started)
+        await asyncio.gather(asyncio.shield(job.task), return_exceptions=True)
         return job
 
     # --- the job --------------------------------------------------------------------------------
@@ -128,13 +129,21 @@ class ImportJobs:
             job.imported_rows += rows
 
         try:
-            async with self._turn:
+            try:
+                await self._turn.acquire()
+            except asyncio.CancelledError:
+                if not job.cancel.is_set():
+                    raise   # the loop is going away, not a cancelled job
+                raise errors.Canceled("the import was cancelled before it started") from None
+            try:
                 if job.cancel.is_set():
                     raise errors.Canceled("the import was cancelled before it started")
                 job.state = IMPORTING
                 job.summary = await asyncio.to_thread(
                     import_sources, self.catalog, self.segment_root, sources, job.options,
                     progress=lambda rows: loop.call_soon_threadsafe(advance, rows), cancelled=job.cancel.is_set)
+            finally:
+                self._turn.release()
             job.imported_rows = job.summary["num_rows"]
             job.state = COMPLETED
             self.pull_target(job.summary["collection_id"])

@@ -18,7 +18,8 @@ from typing import Any
 
 from vecgrid.cluster.datacoord.imports import ImportJob, ImportJobs
 from vecgrid.common.feathers_errors import NotFound
-from vecgrid.http.services.collection_common import READ, WRITE, body, check_keys, json_int, string_list
+from vecgrid.http.services.collection_common import (READ, WRITE, body, check_keys, json_int, positive_int,
+                                                     string_list)
 from vecgrid.storage.bulk_import import ImportOptions
 from vecgrid.storage.catalog.schema_rules import DEFAULT_DB_NAME, DEFAULT_PARTITION_NAME
 from vecgrid.storage.layout import DataDir
@@ -72,8 +73,9 @@ class ImportJobsService:
                              partition=data.get("partition") or DEFAULT_PARTITION_NAME,
                              primary_key=options.get("primaryKey"), metric=options.get("metric") or "L2",
                              index=options.get("index") or "FLAT", index_params=options.get("indexParams") or {},
-                             shards=options.get("shards") or 1, segment_rows=options.get("segmentRows") or 1_000_000,
-                             segment_bytes=(options.get("segmentMb") or 512) * 1024 * 1024)
+                             shards=positive_int(options, "shards", "import options", 1),
+                             segment_rows=positive_int(options, "segmentRows", "import options", 1_000_000),
+                             segment_bytes=positive_int(options, "segmentMb", "import options", 512) * 1024 * 1024)
         return job_json(await self.jobs.submit(files, opts))
 
     async def remove(self, id: str, params: dict) -> dict[str, Any]:  # noqa: A002
