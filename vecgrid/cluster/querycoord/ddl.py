@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Mapping
 
 from vecgrid import errors
 from vecgrid.cluster.querycoord.job.jobs import LoadRequest
@@ -30,8 +30,9 @@ from vecgrid.storage.catalog import CollectionInfo
 from vecgrid.storage.catalog.index_rules import validate_index
 from vecgrid.storage.catalog.schema_rules import DEFAULT_DB_NAME, DEFAULT_PARTITION_NAME, VECTOR_TYPES, field_dim, normalize_schema
 
-if TYPE_CHECKING:
-    from vecgrid.cluster.querycoord.coordinator import QueryCoord
+# The coordinator (vecgrid.cluster.querycoord.coordinator.QueryCoord) builds a Ddl over itself; typed
+# loosely here, as importing its module would be a cycle.
+QueryCoord = Any
 
 
 @dataclass
@@ -71,7 +72,7 @@ def _check_indexes(schema: schema_pb2.CollectionSchema, indexes: list[IndexReque
 class Ddl:
     """The definition changes above, for one :class:`QueryCoord` (its catalog and its load jobs)."""
 
-    def __init__(self, coord: "QueryCoord") -> None:
+    def __init__(self, coord: QueryCoord) -> None:
         self.coord = coord
 
     @property
@@ -165,7 +166,7 @@ class LoadState:
     error: errors.MilvusError | None = None
 
 
-def load_state(coord: "QueryCoord", collection_id: int, partition_ids: list[int] | None = None) -> LoadState:
+def load_state(coord: QueryCoord, collection_id: int, partition_ids: list[int] | None = None) -> LoadState:
     """The load state of a collection, or of some of its partitions (all of them must be loaded)."""
     coord.lifecycle.check_healthy()
     loads = coord.collections
@@ -182,7 +183,7 @@ def load_state(coord: "QueryCoord", collection_id: int, partition_ids: list[int]
     return LoadState(LOADED if done and percent >= 100 else LOADING, percent)
 
 
-async def wait_loaded(coord: "QueryCoord", collection_id: int, partition_ids: list[int] | None,
+async def wait_loaded(coord: QueryCoord, collection_id: int, partition_ids: list[int] | None,
                       timeout_s: float) -> LoadState:
     """Until the load is complete; its recorded failure if it was cancelled, ``Timeout`` after
     ``timeout_s`` (the load goes on)."""
