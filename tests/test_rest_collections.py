@@ -22,7 +22,7 @@ pytest.importorskip("faiss")
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 DIM = 8
-MODULES = ["collections", "partitions", "indexes"]
+MODULES = ["collections", "partitions", "indexes", "import_jobs"]
 
 
 class Env:
@@ -360,3 +360,32 @@ async def test_indexes_find_get_remove_create(env):
                      what="the IVF index to be built")
     code, body = await env.rest.call("GET", "/collections/idx/indexes/ivf")
     assert (body["state"], body["indexedRows"], body["pendingRows"]) == ("Finished", 12, 0)
+
+
+# --- import jobs into a loaded collection ---------------------------------------------------------------------
+
+async def test_an_import_into_a_loaded_collection_is_served_when_it_completes(env, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    await create_quick(env, "imp", load=True)
+    await load_and_wait(env, "imp")
+    xs = vectors(40, seed=5)
+    path = tmp_path / "imp.parquet"
+    pq.write_table(pa.table({"id": pa.array(range(1000, 1040), pa.int64()),
+                             "vector": pa.FixedSizeListArray.from_arrays(pa.array(xs.reshape(-1)), DIM)}), path)
+    code, job = await env.rest.call("POST", "/import-jobs", {"collection": "imp", "files": [str(path)]})
+    assert code == 201, job
+
+    async def completed():
+        body = (await env.rest.call("GET", f"/import-jobs/{job['id']}"))[1]
+        assert body["state"] in ("Pending", "Importing", "Completed"), body
+        return body["state"] == "Completed"
+    await poll_until(completed, 60, what="the import job")
+
+    async def counted():
+        body = (await env.rest.call("GET", "/collections/imp"))[1]
+        return body["rowCount"] == 40
+    await poll_until(counted, 60, what="the imported rows to be served")
+    hits = await env.proxy.search("imp", xs[:2], limit=1)
+    assert [h[0]["id"] for h in hits] == [1000, 1001]

@@ -29,8 +29,9 @@ import pyarrow as pa
 from vecgrid import errors
 from vecgrid.proto import schema_pb2
 from vecgrid.storage import segment_files
-from vecgrid.storage.catalog import Catalog, CollectionInfo, arrow_schema, validate_rows
-from vecgrid.storage.catalog.schema_rules import DEFAULT_DB_NAME, DEFAULT_PARTITION_NAME, normalize_schema
+from vecgrid.storage.catalog import Catalog, CollectionInfo, arrow_field, arrow_schema, arrow_type, validate_rows
+from vecgrid.storage.catalog.schema_rules import (DEFAULT_DB_NAME, DEFAULT_PARTITION_NAME, DYNAMIC_FIELD_NAME,
+                                                  normalize_schema)
 from vecgrid.storage.import_sources import Sources, infer_schema, open_sources
 from vecgrid.storage.layout import DataDir
 from vecgrid.storage.sharding import shard_of
@@ -83,7 +84,7 @@ class _Import:
 
         for batch in self.sources.batches():
             self._check_cancelled()
-            table = validate_rows(coll, batch)
+            table = _complete(coll, validate_rows(coll, batch))
             if pk_field.autoID:
                 first = self.catalog.allocate_ids(table.num_rows)
                 table = table.add_column(0, pk_field.name, pa.array(np.arange(first, first + table.num_rows)))
@@ -162,6 +163,38 @@ class _Import:
             segment_files.delete_segment(self.root, record.collection_id, record.partition_id, record.segment_id)
         if self.created:
             self.catalog.drop_collection(self.opts.db_name, self.opts.collection)
+
+
+def _complete(coll: CollectionInfo, table: pa.Table) -> pa.Table:
+    """What the files may leave out, as the proxy's inserts fill it in: fields with a default value take
+    it, and a collection with the dynamic field gets ``$meta``, the columns outside the schema as one
+    JSON object per row (``{}`` without any)."""
+    n = table.num_rows
+    for f in coll.schema.fields:
+        if f.HasField("default_value") and not f.is_primary_key:
+            default = pa.scalar(getattr(f.default_value, f.default_value.WhichOneof("data")), arrow_type(f))
+            if f.name not in table.column_names:
+                table = table.append_column(arrow_field(f), pa.repeat(default, n))
+            elif table.column(f.name).null_count:
+                table = table.set_column(table.column_names.index(f.name), arrow_field(f),
+                                         table.column(f.name).fill_null(default))
+    dynamic = coll.dynamic_field
+    if dynamic is None:
+        return table
+    known = {f.name for f in coll.schema.fields}
+    extras = [name for name in table.column_names if name not in known]
+    given = table.column(DYNAMIC_FIELD_NAME).to_pylist() if DYNAMIC_FIELD_NAME in table.column_names else [None] * n
+    if extras:
+        values = {name: table.column(name).to_pylist() for name in extras}
+        meta = []
+        for i in range(n):
+            obj = json.loads(given[i]) if given[i] else {}
+            obj.update({name: column[i] for name, column in values.items() if column[i] is not None})
+            meta.append(json.dumps(obj, default=str))
+    else:
+        meta = [g or "{}" for g in given]
+    table = table.drop([name for name in (*extras, DYNAMIC_FIELD_NAME) if name in table.column_names])
+    return table.append_column(arrow_field(dynamic), pa.array(meta, pa.string()))
 
 
 def _check_unique(keys: list[np.ndarray]) -> None:

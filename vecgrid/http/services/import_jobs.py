@@ -83,9 +83,11 @@ class ImportJobsService:
 
 
 def import_jobs_of(ctx) -> ImportJobs:
-    """The coordinator's job table: ``ctx.extras["import_jobs"]`` when the deployment made one (and stops
-    it), else one over the coordinator's catalog, made here once."""
+    """The coordinator's job table: ``ctx.extras["import_jobs"]`` or a DataCoord part when the deployment
+    made one (and stops it), else one over the coordinator's catalog, made here once."""
     jobs = ctx.extras.get("import_jobs")
+    if jobs is None and ctx.datacoord is not None:
+        jobs = next((part for part in ctx.datacoord.parts if isinstance(part, ImportJobs)), None)
     if jobs is None:
         settings = ctx.settings or ctx.coord.settings
         pull = ctx.datacoord.flush_policy.pull_target if ctx.datacoord is not None else (lambda cid: None)
