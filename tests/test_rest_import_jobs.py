@@ -90,7 +90,8 @@ async def test_bad_requests_create_no_job_and_write_nothing(env):
                  {"collection": "x", "files": [str(env.root / "missing.parquet")]},
                  {"collection": "x", "files": [path], "options": {"segmentRows": 0}},
                  {"collection": "x", "files": [path], "options": {"colour": 1}},
-                 {"collection": "x", "files": path}):
+                 {"collection": "x", "files": path}, {"collection": "1x", "files": [path]},
+                 {"collection": "x", "partition": "a-b", "files": [path]}):
         code, body = await env.rest.call("POST", "/import-jobs", data)
         assert code == 400 and body["name"] == "BadRequest", (data, body)
     assert (await env.rest.call("GET", "/import-jobs"))[1] == []

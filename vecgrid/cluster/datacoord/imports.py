@@ -29,6 +29,7 @@ from typing import Any, Callable
 from vecgrid import errors
 from vecgrid.storage.bulk_import import ImportOptions, check_options, import_sources
 from vecgrid.storage.catalog import Catalog
+from vecgrid.storage.catalog.schema_rules import validate_name
 from vecgrid.storage.import_sources import Sources, open_sources
 
 log = logging.getLogger(__name__)
@@ -96,6 +97,8 @@ class ImportJobs:
         if not isinstance(files, list) or not files or not all(isinstance(f, str) and f for f in files):
             raise errors.ParameterInvalid("files must be a non-empty list of file paths")
         check_options(options)
+        validate_name("collection", options.collection)
+        validate_name("partition", options.partition)
         sources = await asyncio.to_thread(open_sources, files)
         job = ImportJob(id=f"{time.time_ns()}-{next(self._numbers)}", files=list(files), options=options,
                         total_rows=sources.num_rows)
