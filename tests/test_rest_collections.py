@@ -149,6 +149,8 @@ async def test_bad_creates_are_refused_and_write_nothing(env):
                                                     "indexes": [{"field": "vector", "type": "IVF_FLAT",
                                                                  "metric": "L2", "params": {"nlist": 0}}]})
     await env.refused(400, "POST", "/collections", {"name": "x", "dimension": 4, "indexes": [{"field": "id"}]})
+    await env.refused(400, "POST", "/collections", {"name": "x", "dimension": 4,
+                                                    "indexes": [{"field": "vector", "name": "bad-name"}]})
     await env.refused(404, "POST", "/collections", {"name": "x", "dimension": 4, "load": True,
                                                     "resourceGroups": ["no_such_group"]})
     await env.refused(400, "POST", "/collections", {"name": "x", "dimension": 4, "replicas": 2})

@@ -28,7 +28,8 @@ from vecgrid.cluster.querycoord.job.jobs import LoadRequest
 from vecgrid.proto import common_pb2, query_coord_pb2 as Q, schema_pb2
 from vecgrid.storage.catalog import CollectionInfo
 from vecgrid.storage.catalog.index_rules import validate_index
-from vecgrid.storage.catalog.schema_rules import DEFAULT_DB_NAME, DEFAULT_PARTITION_NAME, VECTOR_TYPES, field_dim, normalize_schema
+from vecgrid.storage.catalog.schema_rules import (DEFAULT_DB_NAME, DEFAULT_PARTITION_NAME, VECTOR_TYPES, field_dim,
+                                                  normalize_schema, validate_name)
 
 # The coordinator (vecgrid.cluster.querycoord.coordinator.QueryCoord) builds a Ddl over itself; typed
 # loosely here, as importing its module would be a cycle.
@@ -67,6 +68,10 @@ def _check_indexes(schema: schema_pb2.CollectionSchema, indexes: list[IndexReque
             raise errors.ParameterInvalid(f"more than one index given for field {req.field!r}")
         seen.add(req.field)
         validate_index(req.index_type, req.metric, req.params, field_dim(f))
+        validate_name("index", req.name or req.field)
+    names = [req.name or req.field for req in indexes]
+    if len(set(names)) != len(names):
+        raise errors.ParameterInvalid(f"index names must differ, got {names}")
 
 
 class Ddl:
