@@ -28,3 +28,15 @@ def test_every_exposed_method_has_its_right(module, tmp_path):
         assert set(registered.methods) == set(rights), path
         for method in registered.methods:
             assert rights[method] == ("read" if method in ("find", "get") else "write"), (path, method)
+
+
+def test_the_coordinators_app_mounts_them(tmp_path, monkeypatch):
+    from vecgrid.http import services
+    from vecgrid.http.app import build_api
+
+    monkeypatch.setattr(services, "SERVICE_MODULES", tuple(MODULES))
+    settings = embedded_settings(tmp_path)
+    api = build_api(RestContext(coord=SimpleNamespace(catalog=None, settings=settings), settings=settings))
+    assert {"collections", "collections/:collection/partitions", "collections/:collection/indexes",
+            "import-jobs"} <= set(api.services)
+    assert api.lookup("/collections/c1/partitions/p1").route == {"collection": "c1"}
