@@ -138,7 +138,6 @@ async def test_cancelled_while_importing_undoes_everything(env, monkeypatch):
     from pathlib import Path
 
     from vecgrid.cluster.datacoord import imports
-
     from vecgrid.storage import segment_files
 
     real = imports.import_sources
