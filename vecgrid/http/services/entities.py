@@ -554,7 +554,8 @@ def _vectors(value: Any, max_nq: int) -> np.ndarray:
     if len(value) > max_nq:
         raise BadRequest(f"nq ({len(value)}) must be at most {max_nq}")
     try:
-        xq = np.asarray(value, dtype=np.float32)
+        with np.errstate(over="ignore"):   # beyond float32 becomes Infinity, refused below
+            xq = np.asarray(value, dtype=np.float32)
     except (TypeError, ValueError):
         raise BadRequest("vectors must be arrays of numbers, all of one dimension") from None
     if xq.ndim != 2 or xq.shape[1] == 0:
