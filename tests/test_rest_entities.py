@@ -84,7 +84,7 @@ async def env(tmp_path_factory):
     catalog = cluster.coord.catalog
     loaded = [create_collection(catalog, "items", dim=DIM, shards=2, dynamic=True),
               create_collection(catalog, "strict", dim=DIM, shards=2),
-              create_collection(catalog, "ip", dim=DIM, shards=2, metric="IP")]
+              create_collection(catalog, "keys", dim=DIM, shards=2, str_pk=True)]
     for name in PEOPLE_COLLECTIONS:
         coll = catalog.create_collection("default", name, _people_schema(), shards_num=2)
         catalog.create_index(coll.id, "vec", "FLAT", "L2")
@@ -210,6 +210,11 @@ async def test_find_sorts_on_any_scalar_field_across_shards_with_exact_totals(en
     assert page["data"] == [{"pk": int(k), "age": int(k % 100)} for k in env.pks[mask][order][3:10]]
     code, page, _ = await env.call("GET", "/collections/items/entities?$limit=0&age[$lt]=10")
     assert (code, page) == (200, {"total": int((ages < 10).sum()), "limit": 0, "skip": 0, "data": []})
+    code, page, _ = await env.call("GET", "/collections/items/entities?$limit=0&tag[$like]=%253")  # like '%3'
+    assert (code, page["total"]) == (200, N // 5)
+    code, page, _ = await env.call("GET", "/collections/items/entities?$limit=0&$or[0][tag][$like]=t_"
+                                          "&$or[1][age]=3&age[$eq]=3")
+    assert (code, page["total"]) == (200, int((ages == 3).sum()))
     code, page, _ = await env.call("GET", "/collections/items/entities?$sort[tag]=1&$sort[age]=-1&$limit=5")
     tags = TAGS[np.arange(N) % 5]
     order = np.lexsort((env.pks, -ages, tags))
@@ -274,6 +279,25 @@ async def test_multi_remove_by_query_answers_the_removed_records(env):
     assert sorted(r["pk"] for r in page["data"]) == [9000, 9002, 9004]
     code, body, _ = await env.call("PATCH", "/collections/strict/entities?tag=kept", {"age": 1})
     assert (code, body["message"]) == (405, "Can not patch multiple entries")
+
+
+async def test_varchar_keys_and_malformed_bodies(env):
+    rows = [{"pk": f"k{i:03d}", "vec": [float(i)] * DIM, "age": i, "tag": "s"} for i in range(10)]
+    code, created, _ = await env.call("POST", "/collections/keys/entities", rows)
+    assert code == 201 and [r["pk"] for r in created] == [r["pk"] for r in rows]
+    code, page, _ = await env.call("GET", "/collections/keys/entities?$sort[pk]=-1&$limit=3&$select[]=age")
+    assert page == {"total": 10, "limit": 3, "skip": 0,
+                    "data": [{"pk": "k009", "age": 9}, {"pk": "k008", "age": 8}, {"pk": "k007", "age": 7}]}
+    code, got, _ = await env.call("GET", "/collections/keys/entities/k003?$select[]=tag")
+    assert (code, got) == (200, {"pk": "k003", "tag": "s"})
+    code, hits, _ = await env.custom("keys", "search", {"ids": ["k004"], "limit": 1, "select": ["age"]})
+    assert hits == [[{"id": "k004", "distance": 0.0, "age": 4}]]
+    code, body, _ = await env.call("POST", "/collections/keys/entities", raw=b'{"pk": "k100", "vec": [')
+    assert (code, body["name"]) == (400, "BadRequest")
+    code, removed, _ = await env.call("DELETE", "/collections/keys/entities/k003")
+    assert removed == {"pk": "k003", "age": 3, "tag": "s"}
+    code, body, _ = await env.custom("keys", "count", {"filter": {"pk": {"$like": "k00%"}}})
+    assert body == {"count": 9}
 
 
 # --- bad input never hurts -------------------------------------------------------------------------------------

@@ -228,6 +228,40 @@ class EntitiesService:
     RIGHTS = {"find": "read", "get": "read", "search": "read", "count": "read",
               "create": "write", "update": "write", "patch": "write", "remove": "write"}
     METHODS = ["find", "get", "create", "update", "patch", "remove", "search", "count"]
+    OPENAPI = {"docs": {
+        "find": {"summary": "Query entities with the Feathers query syntax",
+                 "description": "Pages of {total, limit, skip, data} ($limit default 100, max 16384); $sort on "
+                                "scalar fields; $select names output fields (vectors only when named); "
+                                "$consistency; the cursor form ?<pk>[$gt]=<last>&$sort[<pk>]=1 pages without limit."},
+        "create": {"summary": "Insert one entity or an array of entities (answers X-Vecgrid-Ts)"},
+        "update": {"summary": "Replace an entity (upsert of the whole record)"},
+        "patch": {"summary": "Merge fields into an entity (read, merge, upsert)"},
+        "remove": {"summary": "Delete entities, answering them as they were"},
+        "search": {"summary": "Vector search: one hit list per query, in query order", "errors": [404, 409],
+                   "data": {"type": "object", "additionalProperties": False, "properties": {
+                       "vectors": {"type": "array", "items": {"type": "array", "items": {"type": "number"}}},
+                       "vector": {"type": "array", "items": {"type": "number"}},
+                       "ids": {"type": "array", "items": {"type": ["integer", "string"]}},
+                       "field": {"type": "string"}, "limit": {"type": "integer", "minimum": 1},
+                       "offset": {"type": "integer", "minimum": 0}, "filter": {"type": "object"},
+                       "select": {"type": "array", "items": {"type": "string"}},
+                       "params": {"type": "object", "properties": {
+                           "nprobe": {"type": "integer"}, "ef": {"type": "integer"},
+                           "radius": {"type": "number"}, "rangeFilter": {"type": "number"}}},
+                       "partitions": {"type": "array", "items": {"type": "string"}},
+                       "groupBy": {"type": "string"}, "groupSize": {"type": "integer", "minimum": 1},
+                       "consistency": {"enum": ["Strong", "Session", "Bounded", "Eventually"]}}},
+                   "result": {"type": "array", "items": {"type": "array", "items": {
+                       "type": "object", "required": ["id", "distance"],
+                       "properties": {"id": {"type": ["integer", "string"]}, "distance": {"type": "number"}}}}}},
+        "count": {"summary": "Exact count, or counts per distinct value of a scalar field", "errors": [409],
+                  "data": {"type": "object", "additionalProperties": False, "properties": {
+                      "filter": {"type": "object"}, "groupBy": {"type": "string"},
+                      "partitions": {"type": "array", "items": {"type": "string"}},
+                      "consistency": {"enum": ["Strong", "Session", "Bounded", "Eventually"]}}},
+                  "result": {"type": "object", "required": ["count"], "properties": {
+                      "count": {"type": "integer"}, "groups": {"type": "array", "items": {"type": "object"}}}}},
+    }}
 
     def __init__(self, proxy: "Proxy", *, paginate: Mapping[str, int] | None = DEFAULT_PAGINATE,
                  multi: bool | Iterable[str] = ("create", "remove"), max_in_list: int = 16384,
