@@ -289,13 +289,18 @@ class EntitiesService:
         return multi if isinstance(multi, bool) else method in multi
 
     @staticmethod
-    def _guarantee(params: Mapping[str, Any]) -> int | None:
+    def _guarantee(params: Mapping[str, Any], consistency: Any = "Strong") -> int | None:
+        """The read's explicit guarantee timestamp: ``X-Vecgrid-Guarantee-Ts`` under a level weaker than Strong.
+        A Strong read sees every acknowledged write already (and waits for no time tick); taking the header as
+        its guarantee would pin a find's snapshot at the client's own write, missing later ones."""
         raw = (params.get("headers") or {}).get(GUARANTEE_HEADER)
         if raw is None:
             return None
         text = str(raw).strip()
         if not text.isdigit():
             raise BadRequest(f"{GUARANTEE_HEADER} must be a write's X-Vecgrid-Ts (a decimal timestamp), got {raw!r}")
+        if isinstance(consistency, str) and consistency.lower() == "strong":
+            return None
         return int(text)
 
     @staticmethod
@@ -374,7 +379,7 @@ class EntitiesService:
         total, rows = await self.proxy.find(
             coll.meta.name, filter=self._filter(coll, conditions), sort=filters.sort, offset=filters.skip,
             limit=limit, output_fields=output, consistency=consistency,
-            guarantee_timestamp=self._guarantee(params), with_total=bool(paginate))
+            guarantee_timestamp=self._guarantee(params, consistency), with_total=bool(paginate))
         data = coll.shape(rows, keep)
         if not paginate:
             return data
@@ -384,7 +389,7 @@ class EntitiesService:
         params = params if params is not None else {}
         coll = await self._collection(params)
         _, conditions, output, keep, consistency = self._parse(coll, params)
-        _, row = await self._one(coll, id, conditions, output, consistency, self._guarantee(params))
+        _, row = await self._one(coll, id, conditions, output, consistency, self._guarantee(params, consistency))
         return coll.shape([row], keep)[0]
 
     async def create(self, data: Any, params: dict[str, Any] | None = None) -> Any:
@@ -413,7 +418,7 @@ class EntitiesService:
             raise BadRequest("Data must be an object")
         coll = await self._collection(params)
         _, conditions, _, keep, _ = self._parse(coll, params)
-        key, _ = await self._one(coll, id, conditions, [coll.pk.name], "Strong", self._guarantee(params))
+        key, _ = await self._one(coll, id, conditions, [coll.pk.name], "Strong", None)
         row = coll.rows_in([{**data, coll.pk.name: key}])[0]
         await self._write(coll, params, [row], upsert=True)
         return coll.shape([row], keep)[0]
@@ -429,10 +434,9 @@ class EntitiesService:
         changes = coll.rows_in([{k: v for k, v in data.items() if k != coll.pk.name}])[0]
         if id is None:   # $limit and pagination never limit a multi patch
             _, targets = await self.proxy.find(coll.meta.name, filter=self._filter(coll, conditions),
-                                               output_fields=["*"], guarantee_timestamp=self._guarantee(params),
-                                               with_total=False)
+                                               output_fields=["*"], with_total=False)
         else:
-            targets = [(await self._one(coll, id, conditions, ["*"], "Strong", self._guarantee(params)))[1]]
+            targets = [(await self._one(coll, id, conditions, ["*"], "Strong", None))[1]]
         patched = [{k: v for k, v in {**row, **changes}.items() if k != DYNAMIC_FIELD_NAME} for row in targets]
         if patched:
             await self._write(coll, params, patched, upsert=True)   # one upsert: one timestamp for all
@@ -447,10 +451,9 @@ class EntitiesService:
         _, conditions, output, keep, _ = self._parse(coll, params)
         if id is None:
             _, targets = await self.proxy.find(coll.meta.name, filter=self._filter(coll, conditions),
-                                               output_fields=output, guarantee_timestamp=self._guarantee(params),
-                                               with_total=False)
+                                               output_fields=output, with_total=False)
         else:
-            targets = [(await self._one(coll, id, conditions, output, "Strong", self._guarantee(params)))[1]]
+            targets = [(await self._one(coll, id, conditions, output, "Strong", None))[1]]
         if targets:
             done = await self.proxy.delete(coll.meta.name, ids=[row[coll.pk.name] for row in targets])
             self._wrote(params, done.timestamp)
@@ -476,7 +479,7 @@ class EntitiesService:
         if field is not None and not isinstance(field, str):
             raise BadRequest("field names the vector field to search (a string)")
         consistency = body.get("consistency", "Strong")
-        guarantee = self._guarantee(params)
+        guarantee = self._guarantee(params, consistency)
         if "ids" in given:
             keys = body["ids"]
             if not isinstance(keys, list) or not keys:
@@ -525,7 +528,7 @@ class EntitiesService:
         conditions = self._body_filter(coll, body.get("filter"))
         consistency = body.get("consistency", "Strong")
         partitions = _names(body.get("partitions"), "partitions")
-        guarantee = self._guarantee(params)
+        guarantee = self._guarantee(params, consistency)
         group_by = _optional_str(body.get("groupBy"), "groupBy")
         if group_by is None:
             return {"count": await self.proxy.count(coll.meta.name, filter=conditions, partition_names=partitions,
