@@ -84,7 +84,8 @@ async def env(tmp_path_factory):
     catalog = cluster.coord.catalog
     loaded = [create_collection(catalog, "items", dim=DIM, shards=2, dynamic=True),
               create_collection(catalog, "strict", dim=DIM, shards=2),
-              create_collection(catalog, "keys", dim=DIM, shards=2, str_pk=True)]
+              create_collection(catalog, "keys", dim=DIM, shards=2, str_pk=True),
+              create_collection(catalog, "ip", dim=DIM, shards=2, metric="IP")]
     for name in PEOPLE_COLLECTIONS:
         coll = catalog.create_collection("default", name, _people_schema(), shards_num=2)
         catalog.create_index(coll.id, "vec", "FLAT", "L2")
@@ -183,6 +184,23 @@ async def test_range_search_and_grouping(env):
             members.append(k)
     want = [k for members in list(groups.values())[:3] for k in members]
     assert [h["id"] for h in hits[0]] == want and all(h["tag"] == tag_of[h["id"]] for h in hits[0])
+
+
+async def test_range_search_in_the_direction_of_the_metric(env):
+    """IP: larger is closer, so the range is radius < distance <= rangeFilter."""
+    await env.cluster.proxy.insert("ip", {"pk": env.pks.tolist(), "vec": env.vectors, "age": (env.pks % 100).astype(
+        np.int32), "tag": ["ip"] * N})
+    q = env.vectors[8] * 0.5
+    scores = env.vectors @ q
+    order = np.argsort(-scores, kind="stable")
+    lo, hi = float(scores[order[30]]), float(scores[order[1]])
+    code, hits, _ = await env.custom("ip", "search", {"vector": q.tolist(), "limit": 50,
+                                                      "params": {"radius": lo, "rangeFilter": hi}})
+    assert code == 200, hits
+    inside = [int(env.pks[i]) for i in order if lo < scores[i] <= hi]
+    assert [h["id"] for h in hits[0]] == inside and len(inside) == 29
+    code, body, _ = await env.custom("ip", "search", {"vector": q.tolist(), "params": {"radius": hi, "rangeFilter": lo}})
+    assert code == 400 and "range_filter" in body["message"]
 
 
 async def test_count_exact_and_grouped(env):
