@@ -41,7 +41,8 @@ own process, or over its ``WriteService`` from any other (:mod:`.write_access`),
 reads of the catalog do.
 
 Filters are query objects in the REST seed's syntax (:mod:`.filters`) or ready
-``plan.Expr`` messages.
+``plan.Expr`` messages.  Reads name the collection, or pass the :class:`CollectionMeta` a caller has just
+described (it then is not read again).
 """
 
 from __future__ import annotations
@@ -202,6 +203,11 @@ class Proxy:
     async def describe(self, collection: str) -> CollectionMeta:
         return await self.catalog.describe(collection, self.db_name)
 
+    async def _meta(self, collection: "str | CollectionMeta") -> CollectionMeta:
+        """A read's collection: a name is described; a caller that has just described it (the REST service,
+        which needs the schema first) passes the :class:`CollectionMeta` and saves the catalog read."""
+        return collection if isinstance(collection, CollectionMeta) else await self.describe(collection)
+
     async def shard_leaders(self, collection_id: int, *, refresh: bool = False) -> list[Shard]:
         """The collection's shards with their leaders (cached; ``refresh`` asks QueryCoord again)."""
         cached = self._leaders.get(collection_id)
@@ -232,7 +238,7 @@ class Proxy:
 
     # --- reads ------------------------------------------------------------------------------------
 
-    async def search(self, collection: str, vectors: Any, *, limit: int = 10, offset: int = 0, filter: Filter = None,
+    async def search(self, collection: "str | CollectionMeta", vectors: Any, *, limit: int = 10, offset: int = 0, filter: Filter = None,
                      output_fields: Sequence[str] = (), anns_field: str | None = None,
                      search_params: Mapping[str, Any] | None = None, partition_names: Sequence[str] = (),
                      round_decimal: int = -1, consistency: str | int | None = "Strong",
@@ -250,7 +256,7 @@ class Proxy:
         answers plain top-k only, so both run here over top-k searches of growing depth (×4, up to
         :data:`MAX_TOPK`) until every query has its answer or the depth is exhausted; every round reads
         the same snapshot (the first round's guarantee timestamps, pinned as the MVCC timestamps)."""
-        meta = await self.describe(collection)
+        meta = await self._meta(collection)
         field = meta.vector_field(anns_field)
         xq = _query_vectors(vectors, field_dim(field), field.name)
         topk = _topk(limit, offset)
@@ -326,12 +332,12 @@ class Proxy:
             return _hits(from_search_result_data(merged.sliced_blob), offset, limit)
         return await _off_loop(reduce, len(xq) * topk * len(parts))
 
-    async def stored_vectors(self, collection: str, ids: Sequence[Any], *, anns_field: str | None = None,
+    async def stored_vectors(self, collection: "str | CollectionMeta", ids: Sequence[Any], *, anns_field: str | None = None,
                              consistency: str | int | None = "Strong",
                              guarantee_timestamp: int | None = None) -> tuple[np.ndarray, list[Any]]:
         """``(vectors in the order of ids, ids not found)``: the stored vectors of ``anns_field`` (a search by
         primary keys, which Milvus lacks)."""
-        meta = await self.describe(collection)
+        meta = await self._meta(collection)
         field = meta.vector_field(anns_field)
         pk = meta.pk_field
         keys = _check_keys(pk, ids)
@@ -350,7 +356,7 @@ class Proxy:
         rows = np.asarray([found[k] for k in keys], dtype=np.int64)
         return np.asarray(columns[field.name].values, dtype=np.float32).reshape(-1, dim)[rows], []
 
-    async def query(self, collection: str, *, filter: Filter = None, output_fields: Sequence[str] = (),
+    async def query(self, collection: "str | CollectionMeta", *, filter: Filter = None, output_fields: Sequence[str] = (),
                     limit: int | None = None, offset: int = 0, partition_names: Sequence[str] = (),
                     consistency: str | int | None = "Strong",
                     guarantee_timestamp: int | None = None) -> list[dict[str, Any]]:
@@ -358,7 +364,7 @@ class Proxy:
         ``output_fields``; at most ``limit`` after skipping ``offset`` (no limit: every row)."""
         if offset < 0 or (limit is not None and limit < 0):
             raise errors.ParameterInvalid(f"limit ({limit}) and offset ({offset}) must not be negative")
-        meta = await self.describe(collection)
+        meta = await self._meta(collection)
         return await self._query(meta, filter=filter, output_fields=output_fields, limit=limit, offset=offset,
                                  partition_names=partition_names, consistency=consistency,
                                  guarantee_timestamp=guarantee_timestamp)
@@ -377,17 +383,17 @@ class Proxy:
             return _rows(merge_retrieve(parts, inner, [s.channel for s in shards], cut))[offset:]
         return await _off_loop(reduce, sum(p.all_retrieve_count for p in parts))
 
-    async def count(self, collection: str, *, filter: Filter = None, partition_names: Sequence[str] = (),
+    async def count(self, collection: "str | CollectionMeta", *, filter: Filter = None, partition_names: Sequence[str] = (),
                     consistency: str | int | None = "Strong", guarantee_timestamp: int | None = None) -> int:
         """How many rows match ``filter`` (Milvus's ``count(*)``)."""
-        meta = await self.describe(collection)
+        meta = await self._meta(collection)
         inner, guarantee = await self._retrieve_request(meta, filter, [], partition_names, consistency,
                                                         guarantee_timestamp, is_count=True)
         shards, parts = await self._fan_out(meta, "Query", _query_request(inner, guarantee))
         merged = merge_retrieve(parts, inner, [s.channel for s in shards])
         return int(merged.fields_data[0].scalars.long_data.data[0]) if len(merged.fields_data) else 0
 
-    async def find(self, collection: str, *, filter: Filter = None, sort: Sequence[tuple[str, int]] = (),
+    async def find(self, collection: "str | CollectionMeta", *, filter: Filter = None, sort: Sequence[tuple[str, int]] = (),
                    offset: int = 0, limit: int | None = None, output_fields: Sequence[str] = (),
                    partition_names: Sequence[str] = (), consistency: str | int | None = "Strong",
                    guarantee_timestamp: int | None = None,
@@ -401,7 +407,7 @@ class Proxy:
         sorted here (exact across shards and segments), and the page's other fields read for its keys only."""
         if offset < 0 or (limit is not None and limit < 0):
             raise errors.ParameterInvalid(f"limit ({limit}) and offset ({offset}) must not be negative")
-        meta = await self.describe(collection)
+        meta = await self._meta(collection)
         pk = meta.pk_field
         order = [(name, direction) for name, direction in sort]
         for name, direction in order:
@@ -446,12 +452,12 @@ class Proxy:
         by_key = {row[pk.name]: row for row in _rows(await self._retrieve(meta, inner, guarantee, pin=True))}
         return (n if with_total else None), [by_key[k] for k in keys if k in by_key]
 
-    async def count_groups(self, collection: str, field: str, *, filter: Filter = None,
+    async def count_groups(self, collection: "str | CollectionMeta", field: str, *, filter: Filter = None,
                            partition_names: Sequence[str] = (), consistency: str | int | None = "Strong",
                            guarantee_timestamp: int | None = None) -> list[tuple[Any, int]]:
         """``[(value, rows)]`` for every distinct value of the scalar ``field`` among the rows matching ``filter``,
         most rows first (ties by value)."""
-        meta = await self.describe(collection)
+        meta = await self._meta(collection)
         f = _check_group_field(meta, field)
         inner, guarantee = await self._retrieve_request(meta, filter, [meta.pk_field.fieldID, f.fieldID],
                                                         partition_names, consistency, guarantee_timestamp)

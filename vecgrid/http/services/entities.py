@@ -333,7 +333,7 @@ class EntitiesService:
     async def _one(self, coll: _Collection, id: Any, conditions: Mapping[str, Any], output: list[str],
                    consistency: Any, guarantee: int | None) -> tuple[Any, dict[str, Any]]:
         key, cond = self._by_key(coll, id, conditions)
-        _, rows = await self.proxy.find(coll.meta.name, filter=self._filter(coll, cond), output_fields=output,
+        _, rows = await self.proxy.find(coll.meta, filter=self._filter(coll, cond), output_fields=output,
                                         limit=1, consistency=consistency, guarantee_timestamp=guarantee,
                                         with_total=False)
         if not rows:
@@ -377,7 +377,7 @@ class EntitiesService:
                              f"cursor form ?{pk}[$gt]=<last {pk}>&$sort[{pk}]=1&$limit=N, which has no window "
                              "limit", data={"skip": filters.skip, "limit": limit, "max": WINDOW})
         total, rows = await self.proxy.find(
-            coll.meta.name, filter=self._filter(coll, conditions), sort=filters.sort, offset=filters.skip,
+            coll.meta, filter=self._filter(coll, conditions), sort=filters.sort, offset=filters.skip,
             limit=limit, output_fields=output, consistency=consistency,
             guarantee_timestamp=self._guarantee(params, consistency), with_total=bool(paginate))
         data = coll.shape(rows, keep)
@@ -433,7 +433,7 @@ class EntitiesService:
         _, conditions, _, keep, _ = self._parse(coll, params)
         changes = coll.rows_in([{k: v for k, v in data.items() if k != coll.pk.name}])[0]
         if id is None:   # $limit and pagination never limit a multi patch
-            _, targets = await self.proxy.find(coll.meta.name, filter=self._filter(coll, conditions),
+            _, targets = await self.proxy.find(coll.meta, filter=self._filter(coll, conditions),
                                                output_fields=["*"], with_total=False)
         else:
             targets = [(await self._one(coll, id, conditions, ["*"], "Strong", None))[1]]
@@ -450,7 +450,7 @@ class EntitiesService:
         coll = await self._collection(params)
         _, conditions, output, keep, _ = self._parse(coll, params)
         if id is None:
-            _, targets = await self.proxy.find(coll.meta.name, filter=self._filter(coll, conditions),
+            _, targets = await self.proxy.find(coll.meta, filter=self._filter(coll, conditions),
                                                output_fields=output, with_total=False)
         else:
             targets = [(await self._one(coll, id, conditions, output, "Strong", None))[1]]
@@ -490,7 +490,7 @@ class EntitiesService:
             wrong = [k for k, p in zip(keys, parsed) if p is None]
             if wrong:
                 raise BadRequest(f"ids: {wrong[:5]!r} are not primary keys of {coll.pk.name!r}")
-            vectors, missing = await self.proxy.stored_vectors(coll.meta.name, parsed, anns_field=field,
+            vectors, missing = await self.proxy.stored_vectors(coll.meta, parsed, anns_field=field,
                                                                consistency=consistency,
                                                                guarantee_timestamp=guarantee)
             if missing:
@@ -504,7 +504,7 @@ class EntitiesService:
         output = [n for n in output if n != coll.pk.name]
         conditions = self._body_filter(coll, body.get("filter"))
         hits = await self.proxy.search(
-            coll.meta.name, vectors, limit=limit, offset=offset, filter=conditions, output_fields=output,
+            coll.meta, vectors, limit=limit, offset=offset, filter=conditions, output_fields=output,
             anns_field=field, search_params=_search_params(body.get("params")),
             partition_names=_names(body.get("partitions"), "partitions"), consistency=consistency,
             guarantee_timestamp=guarantee, group_by=_optional_str(body.get("groupBy"), "groupBy"),
@@ -531,9 +531,9 @@ class EntitiesService:
         guarantee = self._guarantee(params, consistency)
         group_by = _optional_str(body.get("groupBy"), "groupBy")
         if group_by is None:
-            return {"count": await self.proxy.count(coll.meta.name, filter=conditions, partition_names=partitions,
+            return {"count": await self.proxy.count(coll.meta, filter=conditions, partition_names=partitions,
                                                     consistency=consistency, guarantee_timestamp=guarantee)}
-        groups = await self.proxy.count_groups(coll.meta.name, group_by, filter=conditions,
+        groups = await self.proxy.count_groups(coll.meta, group_by, filter=conditions,
                                                partition_names=partitions, consistency=consistency,
                                                guarantee_timestamp=guarantee)
         rows = [{group_by: value, "count": n} for value, n in groups]
