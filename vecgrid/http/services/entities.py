@@ -265,7 +265,7 @@ class EntitiesService:
 
     def __init__(self, proxy: "Proxy", *, paginate: Mapping[str, int] | None = DEFAULT_PAGINATE,
                  multi: bool | Iterable[str] = ("create", "remove"), max_in_list: int = 16384,
-                 max_nq: int = 16384, max_topk: int = 16384, id: str | None = None) -> None:
+                 max_nq: int = 16384, max_topk: int = 16384) -> None:
         self.proxy = proxy
         self.options = {"paginate": dict(paginate) if paginate else None,
                         "multi": multi if isinstance(multi, bool) else list(multi)}
