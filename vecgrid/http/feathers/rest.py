@@ -131,23 +131,25 @@ class FeathersHandler(tornado.web.RequestHandler):
             if not registered.exposes(method):
                 raise _unsupported(method)
             data = self._body() if with_body else None
+            params = self._params()
             result = await registered.call(method, id=self._match.id if with_id else None,
-                                           data=data, params=self._params())
+                                           data=data, params=params)
         except Exception as error:  # noqa: BLE001 - every failure becomes a Feathers body
             await self._fail(error)
             return
-        self._answer(result, status)
+        self._answer(result, status, params)
 
     async def _dispatch_custom(self, method: str) -> None:
         registered = self._match.service
         try:
             if method in STANDARD_METHODS or method not in registered.custom_methods:
                 raise _unsupported(method)
-            result = await registered.call(method, data=self._body(), params=self._params())
+            params = self._params()
+            result = await registered.call(method, data=self._body(), params=params)
         except Exception as error:  # noqa: BLE001 - every failure becomes a Feathers body
             await self._fail(error)
             return
-        self._answer(result, 200)
+        self._answer(result, 200, params)
 
     def _params(self) -> dict:
         return {
@@ -178,7 +180,10 @@ class FeathersHandler(tornado.web.RequestHandler):
         except ValueError as error:
             raise BadRequest(f"Invalid JSON body: {error}") from None
 
-    def _answer(self, result: Any, status: int) -> None:
+    def _answer(self, result: Any, status: int, params: dict | None = None) -> None:
+        # A service (or hook) answers headers by filling params["response_headers"] (e.g. X-Vecgrid-Ts).
+        for name, value in ((params or {}).get("response_headers") or {}).items():
+            self.set_header(name, str(value))
         if result is None:
             self.set_status(204)
             self.finish()
