@@ -396,6 +396,9 @@ SKIPPED = {
         "it filters on a key of the dynamic field (tag), which the engine cannot evaluate",
     "case_unknown_dollar_names":
         "$like is an operator of the entities service (rest-api.md), not an unknown name",
+    "case_unique_fields_refuse_a_clash_and_change_nothing":
+        "the 'unique' option is for small records (users' emails); an entity's only unique field is its "
+        "primary key, and a write with an existing key is an upsert or refused by Milvus's rules",
 }
 
 

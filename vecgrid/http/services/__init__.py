@@ -38,7 +38,7 @@ class RestContext:
 
 
 # Modules whose mount(api, ctx) registers services, in the order the resource table lists them.
-SERVICE_MODULES: tuple[str, ...] = ("accounts", "collections", "partitions", "indexes", "import_jobs",
+SERVICE_MODULES: tuple[str, ...] = ("accounts", "collections", "partitions", "indexes", "entities", "import_jobs",
                                     "cluster_plane")
 
 
