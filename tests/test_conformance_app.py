@@ -946,6 +946,20 @@ class TestHeadersAndCors(ConformanceCase):
             assert set(body) - {"data"} == ERROR_KEYS
         assert self.everyone() == []
 
+    def test_json_without_a_finite_number_is_400_not_a_crash(self):
+        # JSON.parse refuses NaN/Infinity literals; a number beyond double range would reach the service as
+        # Infinity and come back as null: both are malformed input, not server faults.
+        for raw in ('{"a": NaN}', "NaN", '{"a": Infinity}', '[-Infinity]', '{"a": 1e999}', '{"a": [-1e400]}'):
+            for method, path, headers in (("POST", "/people", {}), ("POST", "/echo", {}),
+                                          ("POST", "/echo", {"X-Service-Method": "echo"}),
+                                          ("PATCH", "/people-paginated", {})):
+                code, _, body = self.call(method, path, raw=raw, headers=headers)
+                assert code == 400 and body["name"] == "BadRequest", (raw, method, path, code, body)
+                assert body["message"].startswith("Invalid JSON body"), body
+        assert self.everyone() == []
+        assert self.ok("POST", "/echo", raw='{"big": 1e308, "small": -2.5e-300}', status=201)["data"] == {
+            "big": 1e308, "small": -2.5e-300}
+
 
 # =============================================================================================
 # §11 The Feathers client's requests
@@ -1178,5 +1192,5 @@ def test_the_official_feathers_client_against_the_conformance_app():
         code, _, err = app.stop()
     assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
     summary = json.loads(done.stdout.strip().splitlines()[-1])
-    assert summary["failed"] == [] and summary["passed"] >= 20, summary
+    assert summary["failed"] == [] and summary["passed"] == summary["total"] >= 9, summary
     assert code == 0 and "Traceback" not in err
