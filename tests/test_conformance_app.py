@@ -10,6 +10,7 @@ command, and drive it with the official Feathers JavaScript client.
 from __future__ import annotations
 
 import datetime
+import http.client
 import json
 import os
 import re
@@ -19,6 +20,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
@@ -466,15 +468,13 @@ class TestQueryStrings(ConformanceCase):
             assert got == expected, (raw, got)
 
     def test_the_client_index_notation_round_trips(self):
-        query = {"name": {"$in": ["Alice", "Bob"]}, "$limit": 2, "$sort": {"age": -1}}
-        # what qs.stringify(query) sends (encodeValuesOnly is not the client's default: keys encoded)
+        # what qs.stringify({name: {$in: ["Alice", "Bob"]}, $limit: 2, $sort: {age: -1}}) sends
         raw = "name%5B%24in%5D%5B0%5D=Alice&name%5B%24in%5D%5B1%5D=Bob&%24limit=2&%24sort%5Bage%5D=-1"
         assert self.ok("GET", "/echo?" + raw)["query"] == {"name": {"$in": ["Alice", "Bob"]}, "$limit": "2",
                                                           "$sort": {"age": "-1"}}
         self.seed()
         # coerced by the schema: $sort by age descending, two at most, names in the $in list
         assert [r["name"] for r in self.ok("GET", "/people?" + raw)] == ["Bob", "Alice"]
-        del query
 
     def test_limit_skip_and_sort_are_integers_parsed_like_parse_int(self):
         self.seed()
@@ -579,7 +579,6 @@ class TestPagination(ConformanceCase):
 
     def page(self, query: str = "", path: str = "people-paginated") -> dict:
         body = self.ok("GET", f"/{path}" + (f"?{query}" if query else ""))
-        assert list(body) == ["total", "limit", "skip", "data"] or set(body) == {"total", "limit", "skip", "data"}
         assert set(body) == {"total", "limit", "skip", "data"}
         return body
 
@@ -1150,7 +1149,12 @@ def test_the_command_serves_announces_its_url_and_stops_cleanly_on_sigterm():
         assert status == 200 and body["data"] == {"x": 1}
         status, body = _request(app.url + "/nope")
         assert status == 404 and body["message"] == "Path /nope not found"
+        # an idle keep-alive connection (as a browser's or fetch's) does not hold the shutdown up
+        idle = http.client.HTTPConnection(urllib.parse.urlsplit(app.url).netloc, timeout=30)
+        idle.request("GET", "/echo")
+        assert idle.getresponse().read()
         code, out, err = app.stop()
+        idle.close()
     assert code == 0, (code, out, err)
     assert out == ""  # the URL line was the one line it printed
     assert "Traceback" not in err
