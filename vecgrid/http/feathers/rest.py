@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import uuid
 from typing import Any
 
@@ -32,6 +33,23 @@ DRAIN_BYTES = 1024 * 1024
 def encode_json(value: Any) -> bytes:
     """Arrays too (Tornado's ``write`` refuses lists); no NaN, compact separators."""
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"number out of range: {text}")
+    return value
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def decode_json_body(text: str) -> Any:
+    """``JSON.parse`` rules: no NaN/Infinity literals, and no number beyond double range (JavaScript
+    would read it as Infinity and answer null); either is a malformed body (400), not a crash later."""
+    return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
 
 
 def _unsupported(method: str) -> MethodNotAllowed:
@@ -176,7 +194,7 @@ class FeathersHandler(tornado.web.RequestHandler):
         if content_type == "text/plain":
             return text
         try:
-            return json.loads(text)
+            return decode_json_body(text)
         except ValueError as error:
             raise BadRequest(f"Invalid JSON body: {error}") from None
 
