@@ -697,3 +697,23 @@ def test_general_error_for_an_unknown_error_name():
     assert isinstance(error, GeneralError) and error.message == "boom"
     error = convert_error({"name": "Weird", "message": "odd", "code": 418}, 418)
     assert type(error) is GeneralError and error.message == "odd"
+
+
+async def test_async_listeners_are_awaited_and_app_rest_is_the_library_object(server):
+    session = requests.Session()
+    assert rest(server.url).requests(session).rest is session
+    async_client = httpx.AsyncClient()
+    app = rest(server.url).httpx(async_client)
+    assert app.rest is async_client
+    seen: list[str] = []
+
+    async def on_created(record, context):
+        await asyncio.sleep(0)
+        seen.append(record["name"])
+
+    people = app.service("people")
+    people.on("created", on_created)
+    await people.create({"name": "Zed"})
+    assert seen == ["Zed"]  # awaited before create() returned
+    await async_client.aclose()
+    session.close()

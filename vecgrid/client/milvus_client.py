@@ -4,7 +4,7 @@ It is a thin layer over the Feathers client (:mod:`vecgrid.client.feathers`) and
 ``rest-api.md``: ``collections`` (custom ``load``, ``release``, ``flush``, ``rename``) and
 ``collections/:collection/entities`` (custom ``search``, ``count``)::
 
-    client = VecgridClient("http://localhost:8080")                 # urllib; or transport="requests"
+    client = VecgridClient("http://localhost:19121")                # urllib; or transport="requests"
     client.create_collection("docs", dimension=128)                 # the quick form, loaded
     client.insert("docs", [{"id": i, "vector": v, "tag": i % 3} for i, v in enumerate(vectors)])
     hits = client.search("docs", vectors[:2], limit=5, filter={"tag": 1}, output_fields=["tag"])
@@ -448,7 +448,7 @@ class VecgridClient(_Operations):
     every call; each method also takes ``timeout=``.
     """
 
-    def __init__(self, uri: str = "http://localhost:8080", *, transport: Any = None,
+    def __init__(self, uri: str = "http://localhost:19121", *, transport: Any = None,
                  token: str | None = None, user: str | None = None, password: str | None = None,
                  timeout: float | None = None) -> None:
         super().__init__()
