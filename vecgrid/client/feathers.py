@@ -161,7 +161,7 @@ class EventEmitter:
         self._listeners_lock = threading.Lock()
 
     def on(self, event: str, listener: Callable[..., Any]) -> Callable[..., Any]:
-        """Adds ``listener``; returns it (so ``on`` works as a decorator with ``functools.partial``)."""
+        """Adds ``listener`` (called once per emit, in the order added); returns it."""
         return self._add(event, listener, once=False)
 
     def once(self, event: str, listener: Callable[..., Any]) -> Callable[..., Any]:
@@ -456,6 +456,15 @@ class _AuthenticationBase:
     def remove_access_token(self) -> None:
         self.storage.remove(self.options.storage_key)
 
+    def reset(self) -> None:
+        raise NotImplementedError
+
+    def _handle_error(self, error: BaseException) -> None:
+        """After a failed login or logout: 401-407 also forget the stored token, as Feathers does."""
+        if _drops_token(error):
+            self.remove_access_token()
+        self.reset()
+
     def _skips(self, path: str, method: str) -> bool:
         return path == self.options.path.strip("/") and method == "create"
 
@@ -491,11 +500,6 @@ class AuthenticationClient(_AuthenticationBase):
             self._result = None
             self.authenticated = False
 
-    def _handle_error(self, error: BaseException, kind: str) -> None:
-        if _drops_token(error):
-            self.remove_access_token()
-        self.reset()
-
     def authenticate(self, data: Mapping[str, Any] | None = None,
                      params: Mapping[str, Any] | None = None) -> Any:
         if data is None:
@@ -504,7 +508,7 @@ class AuthenticationClient(_AuthenticationBase):
         try:
             result = service.create(dict(data), params)
         except FeathersError as error:
-            self._handle_error(error, "authenticate")
+            self._handle_error(error)
             raise
         with self._lock:
             self._result = result
@@ -524,7 +528,7 @@ class AuthenticationClient(_AuthenticationBase):
         token = self.get_access_token()
         if not token:
             error = NotAuthenticated("No accessToken found in storage")
-            self._handle_error(error, "authenticate")
+            self._handle_error(error)
             raise error
         return self.authenticate({"strategy": strategy or self.options.jwt_strategy,
                                   "accessToken": token}, params)
@@ -534,7 +538,7 @@ class AuthenticationClient(_AuthenticationBase):
         try:
             result = self.app.service(self.options.path).remove(None)
         except FeathersError as error:
-            self._handle_error(error, "logout")
+            self._handle_error(error)
             if _drops_token(error):
                 return None
             raise
@@ -565,11 +569,6 @@ class AsyncAuthenticationClient(_AuthenticationBase):
         self._pending = None
         self.authenticated = False
 
-    def _handle_error(self, error: BaseException, kind: str) -> None:
-        if _drops_token(error):
-            self.remove_access_token()
-        self.reset()
-
     async def authenticate(self, data: Mapping[str, Any] | None = None,
                            params: Mapping[str, Any] | None = None) -> Any:
         if data is None:
@@ -583,7 +582,7 @@ class AsyncAuthenticationClient(_AuthenticationBase):
         try:
             result = await service.create(data, params)
         except FeathersError as error:
-            self._handle_error(error, "authenticate")
+            self._handle_error(error)
             raise
         self.authenticated = True
         token = result.get("accessToken") if isinstance(result, dict) else None
@@ -601,7 +600,7 @@ class AsyncAuthenticationClient(_AuthenticationBase):
         token = self.get_access_token()
         if not token:
             error = NotAuthenticated("No accessToken found in storage")
-            self._handle_error(error, "authenticate")
+            self._handle_error(error)
             raise error
         return await self.authenticate({"strategy": strategy or self.options.jwt_strategy,
                                         "accessToken": token}, params)
@@ -612,7 +611,7 @@ class AsyncAuthenticationClient(_AuthenticationBase):
         try:
             result = await self.app.service(self.options.path).remove(None)
         except FeathersError as error:
-            self._handle_error(error, "logout")
+            self._handle_error(error)
             if _drops_token(error):
                 return None
             raise
