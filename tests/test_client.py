@@ -27,7 +27,7 @@ import tornado.netutil
 import tornado.web
 
 from vecgrid.client import (AsyncApp, AsyncVecgridClient, BadGateway, BadRequest, Conflict,
-                            MethodNotAllowed, NotAuthenticated, NotFound, Service, Timeout,
+                            Forbidden, MethodNotAllowed, NotAuthenticated, NotFound, Service, Timeout,
                             Unavailable, VecgridClient, rest)
 from vecgrid.client.feathers import encode_uri_component
 from vecgrid.common.feathers_errors import GeneralError
@@ -36,6 +36,8 @@ from vecgrid.http.conformance import build_app
 from vecgrid.http.feathers.application import Application
 from vecgrid.http.feathers.rest import make_tornado_app
 from vecgrid.http.query import matches
+from vecgrid.http.services import RestContext, accounts
+from vecgrid.storage.layout import DataDir
 
 TRANSPORTS = ["urllib", "requests", "httpx", "httpx-async"]
 PASSWORD = "correct horse battery staple"
@@ -448,6 +450,9 @@ async def test_async_logins_are_shared_with_calls_made_meanwhile(server):
 class FakeEntities:
     """``collections/:collection/entities``: a memory adapter per collection, plus search and count."""
 
+    RIGHTS = {"find": "read", "get": "read", "search": "read", "count": "read", "create": "write",
+              "update": "write", "patch": "write", "remove": "write"}
+
     def __init__(self, collections: "FakeCollections", page_max: int) -> None:
         self.collections = collections
         self.page_max = page_max
@@ -517,6 +522,9 @@ class FakeEntities:
 
 class FakeCollections:
     """``collections``: quick-form create, describe, list, drop, custom load/release/flush/rename."""
+
+    RIGHTS = {"find": "read", "get": "read", "create": "write", "remove": "write", "load": "write",
+              "release": "write", "flush": "write", "rename": "write"}
 
     def __init__(self) -> None:
         self.records: dict[str, dict] = {}
@@ -717,3 +725,42 @@ async def test_async_listeners_are_awaited_and_app_rest_is_the_library_object(se
     assert seen == ["Zed"]  # awaited before create() returned
     await async_client.aclose()
     session.close()
+
+
+def test_vecgrid_client_with_vecgrid_accounts(tmp_path):
+    """The real accounts services (auth on): the login, the token on every call, 401 and 403."""
+    from vecgrid.config import Settings
+
+    settings = Settings()
+    settings.common.data_dir = str(tmp_path / "data")
+    settings.http.auth = "on"
+    store = DataDir(settings.common.data_dir).open_store()
+    app, _ = fake_vecgrid_app()
+    accounts.mount(app, RestContext(coord=None, settings=settings, store=store))
+    running = Server(app)
+    try:
+        for email, role in (("reader@x.io", "reader"), ("writer@x.io", "writer")):
+            asyncio.run_coroutine_threadsafe(accounts.add_user(app, email, PASSWORD, [role]),
+                                             running.loop).result(60)
+        with pytest.raises(NotAuthenticated):
+            VecgridClient(running.url).list_collections()
+        writer = VecgridClient(running.url, transport="requests", user="writer@x.io", password=PASSWORD)
+        writer.create_collection("docs", dimension=2)
+        assert writer.insert("docs", [{"id": 1, "vector": [0.5, 0.5]}])["ids"] == [1]
+        reader = VecgridClient(running.url, transport="httpx", user="reader@x.io", password=PASSWORD)
+        assert reader.list_collections() == ["docs"]
+        assert reader.search("docs", [0.5, 0.5], limit=1)[0][0]["id"] == 1
+        with pytest.raises(Forbidden) as refused:
+            reader.delete("docs", ids=[1])
+        assert refused.value.data == {"needs": "write"}
+        assert reader.get("docs", [1])[0]["id"] == 1  # the refused delete removed nothing
+        token = reader.app.authentication.get_access_token()
+        assert VecgridClient(running.url, token=token).list_collections() == ["docs"]
+        assert reader.app.logout()["user"]["email"] == "reader@x.io"
+        with pytest.raises(NotAuthenticated):
+            VecgridClient(running.url, token=token).list_collections()  # logged out: revoked
+        writer.close()
+        reader.close()
+    finally:
+        running.stop()
+        store.close()
