@@ -31,6 +31,17 @@ from typing import Any, Mapping
 ENV_PREFIX = "VECGRID_"
 
 
+# What a report shows instead of a secret setting's value.
+REDACTED = "******"
+_SECRET_WORDS = ("secret", "password", "access_key", "credential")
+
+
+def is_secret(name: str) -> bool:
+    """Whether a setting's value must never leave the process in a report (ShowConfigurations, REST)."""
+    lowered = name.lower()
+    return any(word in lowered for word in _SECRET_WORDS)
+
+
 class ConfigError(ValueError):
     """A configuration file or value that cannot be used; the message is one line for the user."""
 
@@ -231,12 +242,16 @@ class Settings:
         """Flattened ``(key, value)`` pairs a component reports in ShowConfigurations.
 
         A component reports its own section (``querycoord.`` or ``querynode.``) and
-        the ``common.`` one, like Milvus's per-role key prefixes.
+        the ``common.`` one, like Milvus's per-role key prefixes.  Secrets are reported
+        as :data:`REDACTED` (Milvus reports them in clear), empty ones as empty.
         """
         items = []
         for section in ("common", role_prefix):
             for f in dataclasses.fields(getattr(self, section)):
-                items.append((f"{section}.{f.name}".lower(), _render(getattr(getattr(self, section), f.name))))
+                value = _render(getattr(getattr(self, section), f.name))
+                if value and is_secret(f.name):
+                    value = REDACTED
+                items.append((f"{section}.{f.name}".lower(), value))
         return sorted(items)
 
     def matching(self, role_prefix: str, pattern: str) -> list[tuple[str, str]]:

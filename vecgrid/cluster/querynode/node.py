@@ -350,6 +350,8 @@ class QueryNode(Component):
             "quota_metrics": {},
             "collection_metrics": {"collection_ids": [c.id for c in self.collections.all()]},
             "worker_name": self.name,
+            # vecgrid's own: each device's index budget and use (the REST nodes table shows them).
+            "devices": [d.stats() for d in self.devices().devices],
         }
         return json.dumps(doc)
 
