@@ -615,6 +615,13 @@ async def test_vecgrid_client_collections(vecgrid_client, vecgrid_server):
         {"name": "docs", "dimension": 4, "metric": "L2", "idType": "Int64", "load": True}]
     with pytest.raises(Conflict):
         await resolve(client.create_collection("docs", dimension=4))
+    await resolve(client.create_collection("named", 8, primary_field_name="pk", id_type="str",
+                                           vector_field_name="emb", max_length=64, num_shards=2,
+                                           load=False))
+    assert vecgrid_server.collections.created[-1] == {
+        "name": "named", "shards": 2, "dimension": 8, "idType": "VarChar", "primaryField": "pk",
+        "vectorField": "emb", "maxLength": 64, "load": False}
+    await resolve(client.drop_collection("named"))
     assert await resolve(client.list_collections()) == ["docs"]
     assert await resolve(client.has_collection("docs")) is True
     assert await resolve(client.has_collection("nope")) is False

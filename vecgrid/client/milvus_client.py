@@ -182,11 +182,18 @@ class _Operations:
 
     # -- collections -----------------------------------------------------------------------
     def _op_create_collection(self, collection_name: str, dimension: int | None = None, *,
-                              metric_type: str | None = None, id_type: str | None = None,
-                              auto_id: bool | None = None, schema: Mapping[str, Any] | None = None,
-                              index_params: Any = None, load: bool | None = None,
-                              timeout: float | None = None, **extra: Any) -> Operation:
+                              primary_field_name: str | None = None, id_type: str | None = None,
+                              vector_field_name: str | None = None, metric_type: str | None = None,
+                              auto_id: bool | None = None, max_length: int | None = None,
+                              schema: Mapping[str, Any] | None = None, index_params: Any = None,
+                              num_shards: int | None = None, consistency_level: str | None = None,
+                              description: str | None = None, properties: Mapping[str, Any] | None = None,
+                              load: bool | None = None, timeout: float | None = None,
+                              **extra: Any) -> Operation:
         body: dict[str, Any] = {"name": collection_name}
+        common = {"shards": num_shards, "consistencyLevel": consistency_level,
+                  "description": description, "properties": properties}
+        body.update({k: v for k, v in common.items() if v is not None})
         if schema is not None:
             if dimension is not None:
                 raise TypeError("give either dimension (the quick form) or schema, not both")
@@ -204,7 +211,10 @@ class _Operations:
                 body["idType"] = _ID_TYPES[str(id_type).lower()]
             if auto_id is not None:
                 body["autoId"] = bool(auto_id)
-            primary = "id"  # the quick form's primary key (rest-api.md)
+            quick = {"primaryField": primary_field_name, "vectorField": vector_field_name,
+                     "maxLength": max_length}
+            body.update({k: v for k, v in quick.items() if v is not None})
+            primary = primary_field_name or "id"  # the quick form's primary key (rest-api.md)
             if load is None:
                 load = True  # pymilvus's quick setup answers a loaded collection
         if index_params is not None:
@@ -496,8 +506,11 @@ class VecgridClient(_Operations):
         self.close()
 
     def create_collection(self, collection_name: str, dimension: int | None = None, **kwargs: Any) -> Any:
-        """Quick form ``(name, dimension, metric_type=, id_type="int"|"str", auto_id=)``, loaded
-        unless ``load=False``; or ``schema=`` (vecgrid's schema dict). Other keywords go to the body."""
+        """Quick form ``(name, dimension, metric_type=, id_type="int"|"str", auto_id=,
+        primary_field_name=, vector_field_name=, max_length=)``, loaded unless ``load=False``; or
+        ``schema=`` (the collections service's schema JSON). Both take ``index_params`` (a list of
+        ``{field, type, metric, params}``), ``num_shards``, ``consistency_level``, ``description``,
+        ``properties``; other keywords go to the body as they are."""
         return self._run(self._op_create_collection(collection_name, dimension, **kwargs))
 
     def drop_collection(self, collection_name: str, **kwargs: Any) -> Any:
