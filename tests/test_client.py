@@ -232,6 +232,10 @@ async def test_custom_methods_and_no_content(client):
         await resolve(echo.nosuch({}))
     assert (await resolve(echo.get("a b/c")))["id"] == "a%20b%2Fc"  # sent encoded, ids are not decoded
     assert (await resolve(echo.create({"k": 1})))["data"] == {"k": 1}
+    headers: dict = {}
+    await resolve(echo.find({"response_headers": headers}))
+    assert headers["access-control-allow-origin"] == "*"
+    assert headers["content-type"] == "application/json; charset=utf-8"
 
 
 async def test_route_placeholders(client):

@@ -16,7 +16,8 @@ What a call sends (§11): ``find`` → ``GET /path?<qs.stringify(query)>``, ``ge
 when the id is ``None`` (multi), custom methods → ``POST /path`` with ``X-Service-Method``.
 Every request says ``Accept: application/json``. ``params`` may hold ``query``, ``route``
 (values for the path's ``:placeholders``), ``headers`` (win over every other header) and
-``connection`` (options of the request library for this call, e.g. ``{"timeout": 5}``).
+``connection`` (options of the request library for this call, e.g. ``{"timeout": 5}``); a dict
+given as ``response_headers`` receives the answer's headers (lower-case names), error or not.
 
 Answers: a 2xx body is decoded from JSON, a 204 is ``None``; an error status raises the
 Feathers error class named by the body's ``name`` (``vecgrid.common.feathers_errors``), or
@@ -315,6 +316,14 @@ class _ServiceBase(EventEmitter):
         return result if isinstance(result, list) else [result]
 
 
+def _copy_headers(response: HttpResponse, params: Mapping[str, Any]) -> None:
+    # Opt-in: a dict given as params["response_headers"] receives the answer's headers (lower-case
+    # names), e.g. vecgrid's X-Vecgrid-Ts of a write; Feathers itself has no way to read them.
+    wanted = params.get("response_headers")
+    if isinstance(wanted, dict):
+        wanted.update({name.lower(): value for name, value in response.headers.items()})
+
+
 def _as_params(params: Mapping[str, Any] | None) -> dict:
     if params is None:
         return {}
@@ -350,7 +359,9 @@ class Service(_ServiceBase):
         params = _as_params(params)
         call_params = self.app.authentication.params_for(self.path, method, params)
         request = self._build(method, id, data, call_params)
-        result = decode_response(self.app.transport.send(request))
+        response = self.app.transport.send(request)
+        _copy_headers(response, params)
+        result = decode_response(response)
         event = EVENT_OF_METHOD.get(method)
         if event is not None:
             context = self._context(method, id, data, params, result)
@@ -389,7 +400,9 @@ class AsyncService(_ServiceBase):
         params = _as_params(params)
         call_params = await self.app.authentication.params_for(self.path, method, params)
         request = self._build(method, id, data, call_params)
-        result = decode_response(await self.app.transport.send(request))
+        response = await self.app.transport.send(request)
+        _copy_headers(response, params)
+        result = decode_response(response)
         event = EVENT_OF_METHOD.get(method)
         if event is not None:
             context = self._context(method, id, data, params, result)

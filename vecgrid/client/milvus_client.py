@@ -407,13 +407,15 @@ class _Operations:
         return [[_pymilvus_hit(hit) for hit in per_query] for per_query in hits]
 
     def _op_count(self, collection_name: str, filter: Any = None, *,  # noqa: A002
-                  group_by_field: str | None = None, timeout: float | None = None) -> Operation:
+                  group_by_field: str | None = None, partition_names: list[str] | None = None,
+                  consistency_level: str | None = None, timeout: float | None = None) -> Operation:
         body: dict[str, Any] = {}
         where = _as_filter(filter)
         if where:
             body["filter"] = where
-        if group_by_field is not None:
-            body["groupBy"] = group_by_field
+        optional = {"groupBy": group_by_field, "partitions": partition_names,
+                    "consistency": consistency_level}
+        body.update({k: v for k, v in optional.items() if v is not None})
         return (yield Call(ENTITIES, "count", data=body, params=self._entities(collection_name,
                                                                                 timeout=timeout)))
 
