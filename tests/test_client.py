@@ -528,7 +528,7 @@ class FakeCollections:
     """``collections``: quick-form create, describe, list, drop, custom load/release/flush/rename."""
 
     RIGHTS = {"find": "read", "get": "read", "create": "write", "remove": "write", "load": "write",
-              "release": "write", "flush": "write", "rename": "write"}
+              "release": "write", "flush": "write", "compact": "write", "rename": "write"}
 
     def __init__(self) -> None:
         self.records: dict[str, dict] = {}
@@ -576,6 +576,9 @@ class FakeCollections:
     async def flush(self, data, params):
         return {"name": self._describe(data["name"])["name"], "flushed": True}
 
+    async def compact(self, data, params):
+        return {"name": self._describe(data["name"])["name"], "compactionId": 1}
+
     async def rename(self, data, params):
         self.records[data["newName"]] = self.records.pop(data["name"])
         return self._describe(data["newName"])
@@ -585,7 +588,7 @@ def fake_vecgrid_app(page_max: int = 7) -> tuple[Application, FakeCollections]:
     app = Application()
     collections = FakeCollections()
     app.use("collections", collections, {"methods": ["find", "get", "create", "remove", "load",
-                                                     "release", "flush", "rename"]})
+                                                     "release", "flush", "compact", "rename"]})
     app.use("collections/:collection/entities", FakeEntities(collections, page_max),
             {"methods": ["find", "get", "create", "update", "patch", "remove", "search", "count"]})
     return app, collections
@@ -636,6 +639,7 @@ async def test_vecgrid_client_collections(vecgrid_client, vecgrid_server):
     await resolve(client.load_collection("docs"))
     assert (await resolve(client.describe_collection("docs")))["loadState"] == "Loaded"
     assert (await resolve(client.flush("docs")))["flushed"] is True
+    assert (await resolve(client.compact("docs")))["compactionId"] == 1
     await resolve(client.rename_collection("docs", "papers"))
     assert await resolve(client.list_collections()) == ["papers"]
     await resolve(client.drop_collection("papers"))

@@ -287,6 +287,10 @@ class _Operations:
         return (yield Call(COLLECTIONS, "flush", data={"name": collection_name, "wait": wait},
                            params={"connection": _connection(timeout)}))
 
+    def _op_compact(self, collection_name: str, timeout: float | None = None) -> Operation:
+        return (yield Call(COLLECTIONS, "compact", data={"name": collection_name},
+                           params={"connection": _connection(timeout)}))
+
     def _op_rename_collection(self, old_name: str, new_name: str,
                               timeout: float | None = None) -> Operation:
         try:
@@ -537,6 +541,9 @@ class VecgridClient(_Operations):
     def flush(self, collection_name: str, **kwargs: Any) -> Any:
         return self._run(self._op_flush(collection_name, **kwargs))
 
+    def compact(self, collection_name: str, **kwargs: Any) -> Any:
+        return self._run(self._op_compact(collection_name, **kwargs))
+
     def rename_collection(self, old_name: str, new_name: str, **kwargs: Any) -> Any:
         return self._run(self._op_rename_collection(old_name, new_name, **kwargs))
 
@@ -658,6 +665,9 @@ class AsyncVecgridClient(_Operations):
 
     async def flush(self, collection_name: str, **kwargs: Any) -> Any:
         return await self._run(self._op_flush(collection_name, **kwargs))
+
+    async def compact(self, collection_name: str, **kwargs: Any) -> Any:
+        return await self._run(self._op_compact(collection_name, **kwargs))
 
     async def rename_collection(self, old_name: str, new_name: str, **kwargs: Any) -> Any:
         return await self._run(self._op_rename_collection(old_name, new_name, **kwargs))
