@@ -1,7 +1,7 @@
 """``VecgridClient``: the calls a pymilvus ``MilvusClient`` user reaches for, over vecgrid's REST API.
 
 It is a thin layer over the Feathers client (:mod:`vecgrid.client.feathers`) and the services of
-``rest-api.md``: ``collections`` (custom ``load``, ``release``, ``flush``, ``rename``) and
+``rest-api.md``: ``collections`` (custom ``load``, ``release``, ``flush``, ``compact``, ``rename``) and
 ``collections/:collection/entities`` (custom ``search``, ``count``)::
 
     client = VecgridClient("http://localhost:19121")                # urllib; or transport="requests"
@@ -225,6 +225,10 @@ class _Operations:
         result = yield Call(COLLECTIONS, "create", data=body,
                             params={"connection": _connection(timeout)})
         self._remember_primary(collection_name, primary)
+        if load:
+            # create answers while the load is under way; pymilvus's answers once it is loaded.
+            result = yield Call(COLLECTIONS, "load", data={"name": collection_name, "wait": True},
+                                params={"connection": _connection(timeout)})
         return result
 
     def _op_drop_collection(self, collection_name: str, timeout: float | None = None) -> Operation:
