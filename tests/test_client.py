@@ -533,6 +533,7 @@ class FakeCollections:
     def __init__(self) -> None:
         self.records: dict[str, dict] = {}
         self.created: list[dict] = []
+        self.loads: list[dict] = []
 
     def _describe(self, name: str) -> dict:
         record = self.records.get(name)
@@ -564,6 +565,7 @@ class FakeCollections:
         return described
 
     async def load(self, data, params):
+        self.loads.append(data)
         self._describe(data["name"])
         self.records[data["name"]]["loaded"] = True
         return self._describe(data["name"])
@@ -620,6 +622,7 @@ async def test_vecgrid_client_collections(vecgrid_client, vecgrid_server):
     await resolve(client.create_collection("docs", dimension=4, metric_type="L2", id_type="int"))
     assert vecgrid_server.collections.created == [
         {"name": "docs", "dimension": 4, "metric": "L2", "idType": "Int64", "load": True}]
+    assert vecgrid_server.collections.loads == [{"name": "docs", "wait": True}]  # answers once loaded
     with pytest.raises(Conflict):
         await resolve(client.create_collection("docs", dimension=4))
     await resolve(client.create_collection("named", 8, primary_field_name="pk", id_type="str",
