@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 import socket
 import threading
 import uuid
@@ -26,10 +27,11 @@ import tornado.httpserver
 import tornado.netutil
 import tornado.web
 
-from vecgrid.client import (AsyncApp, AsyncVecgridClient, BadGateway, BadRequest, Conflict,
+from vecgrid.client import (App, AsyncApp, AsyncVecgridClient, BadGateway, BadRequest, Conflict,
                             Forbidden, MethodNotAllowed, NotAuthenticated, NotFound, Service, Timeout,
                             Unavailable, VecgridClient, rest)
 from vecgrid.client.feathers import encode_uri_component
+from vecgrid.client.transports import HttpResponse
 from vecgrid.common.feathers_errors import GeneralError
 from vecgrid.http.adapters.memory import MemoryService
 from vecgrid.http.conformance import build_app
@@ -782,3 +784,48 @@ def test_vecgrid_client_with_vecgrid_accounts(tmp_path):
     finally:
         running.stop()
         store.close()
+
+
+class ScriptedTransport:
+    """Answers each request from a list, in order, and keeps what was sent (no server)."""
+
+    is_async = False
+    client = None
+
+    def __init__(self, answers: list[HttpResponse]) -> None:
+        self.answers = list(answers)
+        self.sent: list = []
+
+    def send(self, request):
+        self.sent.append(request)
+        return self.answers.pop(0)
+
+    def close(self) -> None:
+        return None
+
+
+def _json(status: int, body: Any, **headers: str) -> HttpResponse:
+    return HttpResponse(status, {"Content-Type": "application/json", **headers}, json.dumps(body).encode())
+
+
+def test_session_reads_carry_the_latest_write_timestamp():
+    transport = ScriptedTransport([
+        _json(200, {"name": "docs", "schema": {"fields": [{"name": "pk", "isPrimary": True}]}}),
+        _json(201, [{"pk": 7}], **{"X-Vecgrid-Ts": "42"}),
+        _json(200, {"total": 1, "limit": 5, "skip": 0, "data": [{"pk": 7}]}),
+        _json(200, {"total": 1, "limit": 5, "skip": 0, "data": [{"pk": 7}]}),
+        _json(200, [{"pk": 9}], **{"x-vecgrid-ts": "41"}),  # an older write does not move it back
+        _json(200, {"count": 1}),
+    ])
+    client = VecgridClient(transport=App("http://stub", transport))
+    assert client.insert("docs", {"pk": 7, "vector": [0.0]}) == {"insert_count": 1, "ids": [7]}
+    assert transport.sent[1].url == "http://stub/collections/docs/entities?%24select%5B0%5D=pk"
+    assert client.query("docs", limit=5, consistency_level="Session") == [{"pk": 7}]
+    read = transport.sent[2]
+    assert read.headers["X-Vecgrid-Guarantee-Ts"] == "42" and "%24consistency=Session" in read.url
+    client.query("docs", limit=5, consistency_level="Strong")
+    assert "X-Vecgrid-Guarantee-Ts" not in transport.sent[3].headers
+    client.delete("docs", ids=[9])
+    assert transport.sent[4].method == "DELETE"
+    client.count("docs", consistency_level="session")
+    assert transport.sent[5].headers["X-Vecgrid-Guarantee-Ts"] == "42"

@@ -18,8 +18,12 @@ the cursor form (``<pk> > last``, sorted by the primary key), so it has no 16,38
 Each operation is written once, as a generator of service calls (:class:`Call`); the blocking
 client and :class:`AsyncVecgridClient` drive the same generators, so the two cannot drift apart.
 
-State: the primary-key name cache (``collection → field``) is filled from ``describe_collection``
-and guarded by a lock in the blocking client; the async client's belongs to its event loop.
+Consistency: reads take pymilvus's ``consistency_level`` (``Strong``, ``Bounded``, ``Eventually``,
+``Session``); with ``Session`` a read also sends the latest ``X-Vecgrid-Ts`` this client's writes were
+answered with as ``X-Vecgrid-Guarantee-Ts``, so it sees them.
+
+State: the primary-key name cache (``collection → field``) and the session timestamp are guarded by
+one lock (the blocking client may be shared by threads).
 """
 
 from __future__ import annotations
@@ -39,6 +43,8 @@ ENTITY_METHODS = ("search", "count")
 MAX_PAGE = 16384
 _ID_TYPES = {"int": "Int64", "int64": "Int64", "str": "VarChar", "string": "VarChar",
              "varchar": "VarChar"}
+TS_HEADER = "X-Vecgrid-Ts"
+GUARANTEE_HEADER = "X-Vecgrid-Guarantee-Ts"
 _PRIMARY_FLAGS = ("isPrimary", "isPrimaryKey", "primaryKey", "is_primary", "primary")
 
 
@@ -149,18 +155,19 @@ class _Operations:
 
     def __init__(self) -> None:
         self._primary: dict[str, str] = {}
-        self._primary_lock = threading.Lock()
+        self._session_ts = 0  # the latest X-Vecgrid-Ts of this client's writes
+        self._lock = threading.Lock()
 
     # -- helpers ---------------------------------------------------------------------------
     def _remember_primary(self, collection: str, name: str | None) -> None:
-        with self._primary_lock:
+        with self._lock:
             if name is None:
                 self._primary.pop(collection, None)
             else:
                 self._primary[collection] = name
 
     def _primary_key(self, collection: str, timeout: float | None) -> Operation:
-        with self._primary_lock:
+        with self._lock:
             known = self._primary.get(collection)
         if known is not None:
             return known
@@ -172,13 +179,28 @@ class _Operations:
         self._remember_primary(collection, name)
         return name
 
-    @staticmethod
-    def _entities(collection: str, query: dict | None = None, timeout: float | None = None) -> dict:
+    def _entities(self, collection: str, query: dict | None = None, timeout: float | None = None, *,
+                  consistency: str | None = None, write: bool = False) -> dict:
+        """Params of an entities call; a write collects its answer's headers, a Session read
+        sends the latest write's timestamp as its guarantee (rest-api.md "Consistency")."""
         params: dict[str, Any] = {"route": {"collection": collection},
                                   "connection": _connection(timeout)}
         if query:
             params["query"] = query
+        if write:
+            params["response_headers"] = {}
+        if isinstance(consistency, str) and consistency.lower() == "session":
+            with self._lock:
+                session_ts = self._session_ts
+            if session_ts:
+                params["headers"] = {GUARANTEE_HEADER: str(session_ts)}
         return params
+
+    def _wrote(self, params: dict) -> None:
+        written = (params.get("response_headers") or {}).get(TS_HEADER.lower())
+        if written is not None and str(written).isdigit():
+            with self._lock:
+                self._session_ts = max(self._session_ts, int(written))
 
     # -- collections -----------------------------------------------------------------------
     def _op_create_collection(self, collection_name: str, dimension: int | None = None, *,
@@ -307,8 +329,9 @@ class _Operations:
     def _op_insert(self, collection_name: str, data: Any, timeout: float | None = None) -> Operation:
         rows = _as_rows(data)
         pk = yield from self._primary_key(collection_name, timeout)
-        created = yield Call(ENTITIES, "create", data=rows,
-                             params=self._entities(collection_name, {"$select": [pk]}, timeout))
+        params = self._entities(collection_name, {"$select": [pk]}, timeout, write=True)
+        created = yield Call(ENTITIES, "create", data=rows, params=params)
+        self._wrote(params)
         created = created if isinstance(created, list) else [created]
         return {"insert_count": len(created), "ids": [record.get(pk) for record in created]}
 
@@ -319,8 +342,9 @@ class _Operations:
         if missing:
             raise BadRequest(f"upsert needs the primary key {pk!r} in every row", data={"rows": missing})
         for row in rows:  # update(pk) is the service's upsert; Feathers has no multi update
-            yield Call(ENTITIES, "update", id=row[pk], data=row,
-                       params=self._entities(collection_name, {"$select": [pk]}, timeout))
+            params = self._entities(collection_name, {"$select": [pk]}, timeout, write=True)
+            yield Call(ENTITIES, "update", id=row[pk], data=row, params=params)
+            self._wrote(params)
         return {"upsert_count": len(rows)}
 
     def _op_delete(self, collection_name: str, ids: Any = None, filter: Any = None,  # noqa: A002
@@ -331,13 +355,14 @@ class _Operations:
         pk = yield from self._primary_key(collection_name, timeout)
         if ids is not None:
             where = _and(where, {pk: {"$in": _as_ids(ids)}})
-        removed = yield Call(ENTITIES, "remove", id=None,
-                             params=self._entities(collection_name, {**where, "$select": [pk]}, timeout))
+        params = self._entities(collection_name, {**where, "$select": [pk]}, timeout, write=True)
+        removed = yield Call(ENTITIES, "remove", id=None, params=params)
+        self._wrote(params)
         removed = removed if isinstance(removed, list) else [removed]
         return {"delete_count": len(removed), "ids": [record.get(pk) for record in removed]}
 
-    def _op_get(self, collection_name: str, ids: Any, output_fields: list[str] | None = None,
-                timeout: float | None = None) -> Operation:
+    def _op_get(self, collection_name: str, ids: Any, output_fields: list[str] | None = None, *,
+                consistency_level: str | None = None, timeout: float | None = None) -> Operation:
         wanted = _as_ids(ids)
         if not wanted:
             return []
@@ -345,7 +370,10 @@ class _Operations:
         query: dict[str, Any] = {pk: {"$in": wanted}, "$limit": len(wanted)}
         if output_fields and output_fields != ["*"]:
             query["$select"] = list(output_fields)
-        found = yield Call(ENTITIES, "find", params=self._entities(collection_name, query, timeout))
+        if consistency_level is not None:
+            query["$consistency"] = consistency_level
+        found = yield Call(ENTITIES, "find", params=self._entities(collection_name, query, timeout,
+                                                                   consistency=consistency_level))
         return _page_records(found)
 
     def _op_query(self, collection_name: str, filter: Any = None,  # noqa: A002
@@ -368,7 +396,8 @@ class _Operations:
                 query["$sort"] = dict(sort)
             if offset:
                 query["$skip"] = int(offset)
-            found = yield Call(ENTITIES, "find", params=self._entities(collection_name, query, timeout))
+            found = yield Call(ENTITIES, "find", params=self._entities(
+                collection_name, query, timeout, consistency=consistency_level))
             return _page_records(found)
         # Every match: the cursor form (rest-api.md), which has no offset window.
         rows: list = []
@@ -376,7 +405,8 @@ class _Operations:
         while True:
             page_where = where if after is None else _and(where, {pk: {"$gt": after}})
             query = {**page_where, **shaping, "$sort": {pk: 1}, "$limit": MAX_PAGE}
-            found = yield Call(ENTITIES, "find", params=self._entities(collection_name, query, timeout))
+            found = yield Call(ENTITIES, "find", params=self._entities(
+                collection_name, query, timeout, consistency=consistency_level))
             page = _page_records(found)
             rows.extend(page)
             page_limit = int(found.get("limit", MAX_PAGE)) if isinstance(found, dict) else MAX_PAGE
@@ -410,8 +440,8 @@ class _Operations:
                     "groupBy": group_by_field, "groupSize": group_size,
                     "consistency": consistency_level}
         body.update({k: v for k, v in optional.items() if v is not None})
-        hits = yield Call(ENTITIES, "search", data=body, params=self._entities(collection_name,
-                                                                                timeout=timeout))
+        hits = yield Call(ENTITIES, "search", data=body, params=self._entities(
+            collection_name, timeout=timeout, consistency=consistency_level))
         return [[_pymilvus_hit(hit) for hit in per_query] for per_query in hits]
 
     def _op_count(self, collection_name: str, filter: Any = None, *,  # noqa: A002
@@ -424,8 +454,8 @@ class _Operations:
         optional = {"groupBy": group_by_field, "partitions": partition_names,
                     "consistency": consistency_level}
         body.update({k: v for k, v in optional.items() if v is not None})
-        return (yield Call(ENTITIES, "count", data=body, params=self._entities(collection_name,
-                                                                                timeout=timeout)))
+        return (yield Call(ENTITIES, "count", data=body, params=self._entities(
+            collection_name, timeout=timeout, consistency=consistency_level)))
 
 
 def _declare_services(app: Any) -> None:
