@@ -28,6 +28,7 @@ from vecgrid.cluster.querycoord.checkers.index_checker import IndexChecker
 from vecgrid.cluster.querycoord.checkers.leader_checker import LeaderChecker
 from vecgrid.cluster.querycoord.checkers.segment_checker import SegmentChecker
 from vecgrid.cluster.querycoord.context import CheckerContext
+from vecgrid.cluster.querycoord.ddl import Ddl
 from vecgrid.cluster.querycoord.dist.cluster_view import LiveClusterView
 from vecgrid.cluster.querycoord.dist.dist_handler import DistController
 from vecgrid.cluster.querycoord.dist.distribution import DistributionManager
@@ -116,6 +117,7 @@ class QueryCoord(Component):
                                                       q.load_timeout_s, self._cancel_load)
         self.jobs = Jobs(self.ctx, self.resources, self.executor, settings, self._poke, self._pull_target)
         self.manual = ManualBalance(self.ctx, q.segment_task_timeout_s)
+        self.ddl = Ddl(self)   # definitions that also touch loads: create/drop collection, partition, index
         wal = Wal(DataDir(settings.common.data_dir).wal_root)
         self.appenders = ChannelAppenders(wal, self.catalog.allocate_timestamp, self.catalog.allocate_segment_id)
         self.ticker = TimeTicker(self.appenders, self.catalog, self.collections, q.time_tick_interval_s)
@@ -402,6 +404,11 @@ class QueryCoord(Component):
     def shard_leaders(self, collection_id: int) -> list[query_coord_pb2.ShardLeadersList]:
         self.lifecycle.check_healthy()
         return reports.shard_leaders(self.ctx, collection_id)
+
+    def index_placement(self, collection_id: int, field_id: int) -> dict[str, int]:
+        """Loaded segment copies of a vector field per placement (GPU / CPU)."""
+        self.lifecycle.check_healthy()
+        return reports.index_placement(self.ctx, collection_id, field_id)
 
     def replica_infos(self, collection_id: int, with_shard_nodes: bool) -> list[milvus_pb2.ReplicaInfo]:
         self.lifecycle.check_healthy()

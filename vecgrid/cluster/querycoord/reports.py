@@ -274,3 +274,20 @@ def replicas(ctx: CheckerContext, cid: int, with_shard_nodes: bool,
         info.shard_replicas.extend(shards)
         out.append(info)
     return out
+
+
+def index_placement(ctx: CheckerContext, cid: int, field_id: int) -> dict[str, int]:
+    """Where the loaded copies of a vector field's segments are served from: copies per placement
+    (``GPU`` / ``CPU``) over the replicas' nodes, as their nodes last reported; ``{}`` when not loaded."""
+    counts: dict[str, int] = {}
+    if ctx.collections.get(cid) is None:
+        return counts
+    members = {n for r in ctx.replicas.of_collection(cid) for n in replica_nodes(r)}
+    for node_id, seg in ctx.dist.segments(cid):
+        info = seg.index_info.get(field_id) if node_id in members else None
+        if info is None:
+            continue
+        for kv in info.index_params:
+            if kv.key == PLACEMENT_PARAM:
+                counts[kv.value] = counts.get(kv.value, 0) + 1
+    return counts

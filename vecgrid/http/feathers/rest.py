@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import uuid
 from typing import Any
 
@@ -32,6 +33,23 @@ DRAIN_BYTES = 1024 * 1024
 def encode_json(value: Any) -> bytes:
     """Arrays too (Tornado's ``write`` refuses lists); no NaN, compact separators."""
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"number out of range: {text}")
+    return value
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def decode_json_body(text: str) -> Any:
+    """``JSON.parse`` rules: no NaN/Infinity literals, and no number beyond double range (JavaScript
+    would read it as Infinity and answer null); either is a malformed body (400), not a crash later."""
+    return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
 
 
 def _unsupported(method: str) -> MethodNotAllowed:
@@ -131,23 +149,25 @@ class FeathersHandler(tornado.web.RequestHandler):
             if not registered.exposes(method):
                 raise _unsupported(method)
             data = self._body() if with_body else None
+            params = self._params()
             result = await registered.call(method, id=self._match.id if with_id else None,
-                                           data=data, params=self._params())
+                                           data=data, params=params)
         except Exception as error:  # noqa: BLE001 - every failure becomes a Feathers body
             await self._fail(error)
             return
-        self._answer(result, status)
+        self._answer(result, status, params)
 
     async def _dispatch_custom(self, method: str) -> None:
         registered = self._match.service
         try:
             if method in STANDARD_METHODS or method not in registered.custom_methods:
                 raise _unsupported(method)
-            result = await registered.call(method, data=self._body(), params=self._params())
+            params = self._params()
+            result = await registered.call(method, data=self._body(), params=params)
         except Exception as error:  # noqa: BLE001 - every failure becomes a Feathers body
             await self._fail(error)
             return
-        self._answer(result, 200)
+        self._answer(result, 200, params)
 
     def _params(self) -> dict:
         return {
@@ -174,11 +194,14 @@ class FeathersHandler(tornado.web.RequestHandler):
         if content_type == "text/plain":
             return text
         try:
-            return json.loads(text)
+            return decode_json_body(text)
         except ValueError as error:
             raise BadRequest(f"Invalid JSON body: {error}") from None
 
-    def _answer(self, result: Any, status: int) -> None:
+    def _answer(self, result: Any, status: int, params: dict | None = None) -> None:
+        # A service (or hook) answers headers by filling params["response_headers"] (e.g. X-Vecgrid-Ts).
+        for name, value in ((params or {}).get("response_headers") or {}).items():
+            self.set_header(name, str(value))
         if result is None:
             self.set_status(204)
             self.finish()
