@@ -90,9 +90,10 @@ class FeathersHandler(tornado.web.RequestHandler):
             raise self._too_large()
         if self.request.method == "OPTIONS":
             return
+        # An unknown path is answered by the verb method, once the body is read: raised here, the
+        # answer would leave an unread body on the connection and Tornado would close it under a
+        # keep-alive client.
         self._match = self.app.lookup(self.request.path)
-        if self._match is None:
-            raise NotFound(f"Path {self.request.path} not found")
 
     def data_received(self, chunk: bytes) -> None:
         self._body_size += len(chunk)
@@ -101,13 +102,20 @@ class FeathersHandler(tornado.web.RequestHandler):
         else:
             self._chunks.clear()  # chunked upload over the limit: refused once it is read
 
+    @property
+    def match(self) -> RouteMatch:
+        """The service the path names; 404 when none does."""
+        if self._match is None:
+            raise NotFound(f"Path {self.request.path} not found")
+        return self._match
+
     def _too_large(self) -> PayloadTooLarge:
         return PayloadTooLarge(f"Request body is larger than {self.max_body_bytes} bytes",
                                data={"limit": self.max_body_bytes})
 
     # -- verbs -------------------------------------------------------------------------
     async def get(self, *_: str) -> None:
-        await self._dispatch("find" if self._match.id is None else "get")
+        await self._dispatch("find" if self.match.id is None else "get")
 
     async def head(self, *_: str) -> None:
         await self.get()
@@ -120,7 +128,7 @@ class FeathersHandler(tornado.web.RequestHandler):
             await self._dispatch("create", with_body=True, status=201, with_id=False)
 
     async def put(self, *_: str) -> None:
-        if self._match.id is None and self._match.service.exposes("update"):
+        if self.match.id is None and self.match.service.exposes("update"):
             # Refused before any body parsing or hook: nothing may change (§3).
             await self._fail(BadRequest("You can not replace multiple instances. Did you mean 'patch'?"))
             return
@@ -144,7 +152,7 @@ class FeathersHandler(tornado.web.RequestHandler):
     # -- the mapping -------------------------------------------------------------------
     async def _dispatch(self, method: str, *, with_body: bool = False, status: int = 200,
                         with_id: bool = True) -> None:
-        registered = self._match.service
+        registered = self.match.service
         try:
             if not registered.exposes(method):
                 raise _unsupported(method)
@@ -158,7 +166,7 @@ class FeathersHandler(tornado.web.RequestHandler):
         self._answer(result, status, params)
 
     async def _dispatch_custom(self, method: str) -> None:
-        registered = self._match.service
+        registered = self.match.service
         try:
             if method in STANDARD_METHODS or method not in registered.custom_methods:
                 raise _unsupported(method)
@@ -245,6 +253,9 @@ class FeathersHandler(tornado.web.RequestHandler):
         else:
             feathers_error = error_for_status(status_code, self._reason)
         self.clear_header("Content-Type")
+        if isinstance(feathers_error, PayloadTooLarge):
+            # Refused before its body was read: Tornado closes the connection after this answer.
+            self.set_header("Connection", "close")
         self.set_status(feathers_error.code)
         self.set_header("Content-Type", JSON_CONTENT_TYPE)
         self.finish(encode_json(feathers_error.to_dict()))
