@@ -149,6 +149,19 @@ class HTTPSettings:
 
 
 @dataclass
+class StorageSettings:
+    # Where sealed segments, delete logs and index files live: empty for the data dir itself, or an
+    # fsspec URL such as s3://bucket/prefix (the s3 extra).  Metadata and WAL stay in the data dir.
+    segment_root: str = ""
+    # An S3-compatible object store (MinIO, moto): its endpoint URL, credentials and region.  Empty
+    # values leave them to s3fs and botocore's own chain (AWS_* variables, ~/.aws, instance roles).
+    s3_endpoint_url: str = ""
+    s3_access_key_id: str = ""
+    s3_secret_access_key: str = ""
+    s3_region: str = ""
+
+
+@dataclass
 class DaskSettings:
     # Scheduler address for cluster mode; empty means the embedded LocalCluster.
     scheduler: str = ""
@@ -165,6 +178,7 @@ class Settings:
     datacoord: DataCoordSettings = field(default_factory=DataCoordSettings)
     http: HTTPSettings = field(default_factory=HTTPSettings)
     dask: DaskSettings = field(default_factory=DaskSettings)
+    storage: StorageSettings = field(default_factory=StorageSettings)
 
     # --- loading -----------------------------------------------------------------
 

@@ -98,7 +98,7 @@ class Coordinator:
 
     async def start(self, scheduler_address: str) -> None:
         s = self.settings
-        data = DataDir(s.common.data_dir)
+        data = DataDir.of(s)
         self._store = data.open_store()
         self.client = await Client(scheduler_address, asynchronous=True, name="vecgrid-coordinator")
         self.coord = QueryCoord(s, self.client, self._store, self.deploy_mode)

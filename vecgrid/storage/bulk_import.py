@@ -186,12 +186,15 @@ def _summary(coll: CollectionInfo, segments) -> dict[str, Any]:
     }
 
 
-def bulk_import(data_dir: str, files: list[str], opts: ImportOptions, progress: bool = False) -> dict[str, Any]:
-    """Import ``files`` into ``data_dir``'s catalog; returns the summary the CLI prints as JSON."""
+def bulk_import(data_dir: str, files: list[str], opts: ImportOptions, progress: bool = False,
+                segment_root: str = "") -> dict[str, Any]:
+    """Import ``files`` into ``data_dir``'s catalog, the segments under ``segment_root`` (default: the
+    data dir; an s3:// root needs its store configured, :meth:`DataDir.of`); returns the summary the CLI
+    prints as JSON."""
     if opts.segment_rows < 1 or opts.segment_bytes < 1:
         raise errors.ParameterInvalid("segment size limits must be positive")
     sources = open_sources(files)
-    data = DataDir(data_dir)
+    data = DataDir(data_dir, segment_root)
     store = data.open_store()
     bar = _progress_bar(sources.num_rows) if progress else None
     try:
