@@ -138,6 +138,11 @@ class HTTPSettings:
     # HS256 secret of the access tokens (>= 32 bytes); empty: generated once into the data dir.
     jwt_secret: str = ""
     jwt_audience: str = "https://yourdomain.com"
+    # The first admin a container creates when the metadata store has no user yet (VECGRID_HTTP_ADMIN_EMAIL /
+    # VECGRID_HTTP_ADMIN_PASSWORD, read by vecgrid.http.services.accounts.ensure_first_admin): keys of their
+    # own, so that setting them is not an unknown setting that stops every command.
+    admin_email: str = ""
+    admin_password: str = ""
     token_lifetime_s: int = 86400
     # Login failures per email and per client address before 429, within the window.
     login_max_failures: int = 10
