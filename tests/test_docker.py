@@ -386,3 +386,59 @@ async def test_the_probes_of_the_image_and_the_compose_file_work_against_a_live_
         assert good.returncode == 0, good.stderr
     bad = await probe(command[1:-1] + [f"127.0.0.1:{unused}"])
     assert bad.returncode == 1 and "UNAVAILABLE" in bad.stderr, bad.stderr
+
+
+# --- the Hopper check of the pinned faiss-gpu wheel ----------------------------------------------------------
+
+def _fatbin_script():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("fatbin_archs", ROOT / "scripts" / "fatbin_archs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _elf_with_fatbin(fatbin: bytes) -> bytes:
+    """A minimal ELF64 file: a null section, .shstrtab and .nv_fatbin."""
+    import struct
+
+    names = b"\0.shstrtab\0.nv_fatbin\0"
+    header_size = 64
+    names_at, fatbin_at = header_size, header_size + len(names)
+    sections_at = (fatbin_at + len(fatbin) + 7) // 8 * 8
+    out = bytearray(sections_at + 3 * 64)
+    out[:16] = b"\x7fELF" + bytes([2, 1, 1]) + bytes(9)
+    struct.pack_into("<HHIQQQIHHHHHH", out, 16, 3, 62, 1, 0, 0, sections_at, 0, 64, 0, 0, 64, 3, 1)
+    out[names_at:names_at + len(names)] = names
+    out[fatbin_at:fatbin_at + len(fatbin)] = fatbin
+    struct.pack_into("<IIQQQQIIQQ", out, sections_at + 64, 1, 3, 0, 0, names_at, len(names), 0, 0, 1, 0)
+    struct.pack_into("<IIQQQQIIQQ", out, sections_at + 128, 11, 1, 2, 0, fatbin_at, len(fatbin), 0, 0, 8, 0)
+    return bytes(out)
+
+
+def _fatbinary(entries: list[tuple[int, int, int]]) -> bytes:
+    """One fat binary of (kind, sm, payload size) entries."""
+    import struct
+
+    body = b""
+    for kind, sm, size in entries:
+        head = bytearray(64)
+        struct.pack_into("<HHIQ", head, 0, kind, 0, 64, size)
+        struct.pack_into("<I", head, 28, sm)
+        body += bytes(head) + bytes(size)
+    return struct.pack("<IHHQ", 0xBA55ED50, 1, 16, len(body)) + body
+
+
+def test_the_fatbin_reader_counts_cubins_and_ptx_per_architecture(tmp_path):
+    """scripts/fatbin_archs.py, how the pinned faiss-gpu wheel was found to carry sm_90 cubins and PTX
+    (docker/README.md), reads the entries of every fat binary, padding between them included."""
+    script = _fatbin_script()
+    fatbin = _fatbinary([(2, 80, 40), (2, 90, 24), (1, 90, 16)]) + bytes(8) + _fatbinary([(2, 90, 8)])
+    counts = script.fatbin_entries(_elf_with_fatbin(fatbin))
+    assert counts == {("ELF", 80): 1, ("ELF", 90): 2, ("PTX", 90): 1}
+    library = tmp_path / "lib.so"
+    library.write_bytes(_elf_with_fatbin(fatbin))
+    assert script.main([str(library)]) == 0
+    library.write_bytes(_elf_with_fatbin(b""))
+    assert script.fatbin_entries(library.read_bytes()) == {}
