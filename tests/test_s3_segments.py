@@ -168,6 +168,26 @@ def test_import_writes_the_segments_into_the_bucket_and_reads_verify(tmp_path, b
     assert sorted(rows) == sorted(ds.pks.tolist())
 
 
+def test_vecgrid_import_reads_the_storage_keys_from_the_environment(tmp_path, bucket, monkeypatch, capsys):
+    """`vecgrid import` as the compose file's containers would run it: VECGRID_STORAGE_* variables only."""
+    import json
+
+    from vecgrid.cli import main
+
+    for key, value in bucket.settings_overrides().items():
+        monkeypatch.setenv(f"VECGRID_{key.replace('.', '_').upper()}", value)
+    table, pks, _, _ = random_table(300, 3, "pk", False)
+    pq.write_table(table, tmp_path / "rows.parquet")
+    code = main(["import", str(tmp_path / "rows.parquet"), "--collection", "cli", "--primary-key", "pk",
+                 "--segment-rows", "100", "--data-dir", str(tmp_path / "data")])
+    assert code == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert len(summary["segments"]) == 3 and summary["num_rows"] == 300
+    for seg in summary["segments"]:
+        assert data_key(bucket, seg["segment_id"]).startswith("vecgrid/segments/")
+    assert not (tmp_path / "data" / "segments").exists()
+
+
 def test_a_corrupted_object_is_refused_with_the_checksum_error(tmp_path, bucket):
     from vecgrid.storage.segment_files import put_file
 
