@@ -16,6 +16,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -57,7 +58,7 @@ def compose_config(*files: Path, env: dict[str, str] | None = None) -> subproces
     for f in files:
         args += ["-f", str(f)]
     environ = {k: v for k, v in os.environ.items() if not k.startswith(("MINIO_", "VECGRID_", "COMPOSE_"))}
-    environ["DOCKER_CONFIG"] = str(ROOT / ".no-docker-config")   # nothing of this machine's docker set-up
+    environ["DOCKER_CONFIG"] = os.path.join(tempfile.gettempdir(), "vecgrid-no-docker-config")  # none of this host's set-up
     return subprocess.run(args + ["config", "--format", "json"], capture_output=True, text=True, timeout=120,
                           env={**environ, **(COMPOSE_ENV if env is None else env)}, cwd=DOCKER)
 
