@@ -99,7 +99,7 @@ class Coordinator:
 
     async def start(self, scheduler_address: str) -> None:
         s = self.settings
-        data = DataDir(s.common.data_dir)
+        data = DataDir.of(s)
         self._store = data.open_store()
         self.client = await Client(scheduler_address, asynchronous=True, name="vecgrid-coordinator")
         self.coord = QueryCoord(s, self.client, self._store, self.deploy_mode)
@@ -118,7 +118,7 @@ class Coordinator:
         rest = RestContext(coord=self.coord, proxy=self.proxy, datacoord=self.datacoord, settings=s,
                            store=self._store)
         api = build_api(rest)
-        await ensure_first_admin(api, os.environ)
+        await ensure_first_admin(api, s.http.admin_email, s.http.admin_password)
         self.http = tornado.httpserver.HTTPServer(make_app(rest, api))
         self.http.add_sockets(sockets)
         await self.client.register_plugin(QueryNodePlugin(self.node_settings(), self.deploy_mode))

@@ -247,11 +247,14 @@ def import_sources(catalog: Catalog, segment_root: str, sources: Sources, opts: 
         raise
 
 
-def bulk_import(data_dir: str, files: list[str], opts: ImportOptions, progress: bool = False) -> dict[str, Any]:
-    """Import ``files`` into ``data_dir``'s catalog; returns the summary the CLI prints as JSON."""
+def bulk_import(data_dir: str, files: list[str], opts: ImportOptions, progress: bool = False,
+                segment_root: str = "") -> dict[str, Any]:
+    """Import ``files`` into ``data_dir``'s catalog, the segments under ``segment_root`` (default: the
+    data dir; an s3:// root needs its store configured, :meth:`DataDir.of`); returns the summary the CLI
+    prints as JSON."""
     check_options(opts)
     sources = open_sources(files)
-    data = DataDir(data_dir)
+    data = DataDir(data_dir, segment_root)
     store = data.open_store()
     bar = _progress_bar(sources.num_rows) if progress else None
     try:
