@@ -52,6 +52,7 @@ from vecgrid.cluster.querynode.collections import Collection, CollectionManager
 from vecgrid.cluster.querynode.delegator import MAX_TS, ShardDelegator, query_limit
 from vecgrid.cluster.querynode.index_saver import SaveIndexRequest, save_segment_indexes
 from vecgrid.cluster.querynode.loader import SegmentLoader
+from vecgrid.cluster.querynode.monitor import node_snapshot
 from vecgrid.cluster.querynode.peers import PeerClients
 from vecgrid.cluster.querynode.reduce import merge_retrieve, merge_search
 from vecgrid.cluster.querynode.segments import ALL_PARTITIONS, SealedSegment, SegmentManager
@@ -350,6 +351,7 @@ class QueryNode(Component):
             "quota_metrics": {},
             "collection_metrics": {"collection_ids": [c.id for c in self.collections.all()]},
             "worker_name": self.name,
+            "vecgrid": node_snapshot(self),
         }
         return json.dumps(doc)
 

@@ -1,0 +1,208 @@
+"""Monitoring of a live embedded cluster: the coordinator's Prometheus ``/metrics``, the Dask
+scheduler's own ``/metrics`` with vecgrid's worker gauges, and the vecgrid page on the Dask dashboard
+(its JSON route, and the Bokeh page rendered by headless Chromium)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+from prometheus_client.parser import text_string_to_metric_families
+from tornado.httpclient import AsyncHTTPClient
+
+from vecgrid.deploy import EmbeddedCluster
+from tests.conftest import REPO, poll_until
+from tests.proxy_support import create_collection, rows_for
+from tests.querycoord_support import Coord, fast_settings
+
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]
+
+DIM = 16
+NAME = "watched"
+
+
+@dataclass
+class Env:
+    cluster: EmbeddedCluster
+    collection_id: int
+    node_ids: list[int]
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def env(tmp_path_factory):
+    cluster = EmbeddedCluster(fast_settings(tmp_path_factory.mktemp("mon"), workers=2))
+    await asyncio.wait_for(cluster.start(), 120)
+    coll = create_collection(cluster.coord.catalog, NAME, dim=DIM, shards=2)
+    await Coord(cluster.addresses.grpc, cluster.coord).load(coll.id)
+    rows = rows_for(list(range(300)), DIM)
+    await cluster.proxy.insert(NAME, rows)
+    async with asyncio.timeout(30):
+        hits = await cluster.proxy.search(NAME, rows["vec"][:2], limit=1)
+    assert [h[0]["id"] for h in hits] == [0, 1]
+    yield Env(cluster, coll.id, sorted(n.node_id for n in cluster.coord.nodes.all()))
+    await asyncio.wait_for(cluster.stop(), 60)
+
+
+async def scrape(url: str) -> dict:
+    response = await AsyncHTTPClient().fetch(url)
+    assert response.headers["Content-Type"].startswith("text/plain")
+    return {f.name: f for f in text_string_to_metric_families(response.body.decode())}
+
+
+def samples(family, suffix: str = "") -> dict[tuple, float]:
+    return {tuple(sorted(s.labels.items())): s.value for s in family.samples if s.name == family.name + suffix}
+
+
+async def test_coordinator_metrics_have_the_querycoord_node_and_wal_families(env):
+    url = env.cluster.addresses.http + "/metrics"
+
+    async def load_timed():
+        families = await scrape(url)
+        return families if samples(families["vecgrid_querycoord_load_latency_seconds"], "_count")[()] >= 1 else None
+
+    # the load's clock stops when the published snapshot first sees it at 100 %
+    families = await poll_until(load_timed, 30, 0.3, "the load latency observed")
+    assert samples(families["vecgrid_querycoord_querynode_num"]) == {(): 2}
+    assert samples(families["vecgrid_querycoord_collection_num"]) == {(): 1}
+    assert samples(families["vecgrid_querycoord_load_req_count"], "_total") == {(("status", "success"),): 1, (("status", "fail"),): 0}
+    assert "vecgrid_querycoord_task_num" in families
+    assert samples(families["vecgrid_querycoord_querynode_unreachable"]) == {(): 0}
+    nodes = [str(n) for n in env.node_ids]
+    searches = samples(families["vecgrid_querynode_search_requests"], "_total")
+    assert {dict(k)["node_id"] for k in searches} == set(nodes)
+    # one search per shard leader: two channels, so the delegators served at least two
+    assert sum(v for k, v in searches.items() if dict(k)["status"] == "success") >= 2
+    latency = samples(families["vecgrid_querynode_search_latency_seconds"], "_count")
+    assert {dict(k)["node_id"] for k in latency} == set(nodes) and sum(latency.values()) >= 2
+    gpu = samples(families["vecgrid_querynode_gpu_memory_bytes"])
+    assert {(dict(k)["node_id"], dict(k)["kind"]) for k in gpu} == {(n, k) for n in nodes for k in ("used", "capacity")}
+    memory = samples(families["vecgrid_querynode_memory_bytes"])
+    assert all(v > 0 for k, v in memory.items() if dict(k)["kind"] == "capacity")
+    growing = samples(families["vecgrid_querynode_growing_rows"])
+    assert sum(growing.values()) == 300   # not flushed: every row is in a growing segment of a delegator
+    assert set(samples(families["vecgrid_querynode_segment_num"])) == {(("node_id", n),) for n in nodes}
+    assert samples(families["vecgrid_wal_bytes"])[()] > 0
+    assert samples(families["vecgrid_wal_append_latency_seconds"], "_count")[()] >= 1
+
+
+async def test_scheduler_metrics_keep_dasks_and_add_vecgrids_worker_gauges(env):
+    dashboard = env.cluster.addresses.dashboard.rsplit("/status", 1)[0]
+
+    async def both_workers():
+        families = await scrape(dashboard + "/metrics")
+        found = samples(families["vecgrid_worker_segments"]) if "vecgrid_worker_segments" in families else {}
+        # a heartbeat sent before the coordinator registered the node says node -1
+        return families if {dict(k)["node_id"] for k in found} == {str(n) for n in env.node_ids} else None
+
+    families = await poll_until(both_workers, 30, 0.5, "both registered nodes' vecgrid gauges on the scheduler")
+    assert "dask_scheduler_workers" in families    # Dask's own, untouched
+    assert set(samples(families["vecgrid_worker_gpu_memory_bytes"])) and "vecgrid_worker_search_requests" in families
+
+
+async def test_dashboard_state_route_shows_the_collection_and_both_nodes(env):
+    dashboard = env.cluster.addresses.dashboard.rsplit("/status", 1)[0]
+
+    async def published():
+        state = json.loads((await AsyncHTTPClient().fetch(dashboard + "/vecgrid/api/state")).body)
+        ok = (state["cluster"] and state["cluster"]["collections"]
+              and sorted(n["node_id"] for n in state["nodes"]) == env.node_ids)
+        return state if ok else None
+
+    state = await poll_until(published, 30, 0.5, "the coordinator's state and both nodes' heartbeats")
+    [coll] = state["cluster"]["collections"]
+    assert (coll["name"], coll["load_percentage"], len(coll["replicas"])) == (NAME, 100, 1)
+    assert {p["state"] for p in coll["partitions"]} <= {"InGPU", "PartialInGPU", "InMemory"}
+    assert sorted(n["node_id"] for n in state["nodes"]) == env.node_ids
+    assert sum(n["growing_rows"] for n in state["nodes"]) == 300
+    listed = json.loads((await AsyncHTTPClient().fetch(dashboard + "/individual-plots.json")).body)
+    assert "/individual-vecgrid" in listed.values()
+
+
+# --- the page in a browser ------------------------------------------------------------------------------
+
+def find_chromium() -> str:
+    """Debian's ``chromium``: found, or installed with apt-get when this process may; else skip."""
+    for name in ("chromium", "chromium-browser"):
+        found = shutil.which(name)
+        if found:
+            return found
+    if shutil.which("apt-get") is None or os.geteuid() != 0:
+        pytest.skip("no chromium on PATH and no root apt-get to install Debian's chromium package")
+    done = subprocess.run(["apt-get", "install", "-y", "chromium"], capture_output=True, text=True, timeout=600)
+    found = shutil.which("chromium")
+    if found is None:
+        pytest.skip(f"apt-get install chromium failed (rc {done.returncode}): {done.stderr[-500:]}")
+    return found
+
+
+# every text of the page, shadow roots included (Bokeh draws its widgets in shadow DOM)
+DEEP_TEXT = """(() => { const out = []; const walk = (n) => {
+  if (n.shadowRoot) walk(n.shadowRoot);
+  for (const c of n.childNodes) { if (c.nodeType === 3) out.push(c.textContent); else walk(c); } };
+  walk(document); return out.join(' '); })()"""
+
+
+class DevTools:
+    """Just enough of the Chrome DevTools protocol over Tornado's websocket client."""
+
+    def __init__(self, ws) -> None:
+        self.ws, self.next_id = ws, 0
+
+    async def call(self, method: str, **params):
+        self.next_id += 1
+        self.ws.write_message(json.dumps({"id": self.next_id, "method": method, "params": params}))
+        while True:
+            msg = await self.ws.read_message()
+            assert msg is not None, "chromium closed the DevTools connection"
+            reply = json.loads(msg)
+            if reply.get("id") == self.next_id:
+                assert "error" not in reply, reply
+                return reply["result"]
+
+
+async def test_dashboard_page_in_headless_chromium(env, tmp_path):
+    from tornado.websocket import websocket_connect
+
+    chromium = find_chromium()
+    dashboard = env.cluster.addresses.dashboard.rsplit("/status", 1)[0]
+    profile = tmp_path / "profile"
+    browser = subprocess.Popen([chromium, "--headless=new", "--no-sandbox", "--disable-gpu",
+                                "--disable-dev-shm-usage", "--remote-debugging-port=0", f"--user-data-dir={profile}",
+                                "--window-size=1400,1000", "about:blank"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        port_file = profile / "DevToolsActivePort"
+        await poll_until(lambda: port_file.exists() and len(port_file.read_text().splitlines()) >= 2, 60, 0.2,
+                         "chromium's DevTools port")
+        port = int(port_file.read_text().splitlines()[0])
+        targets = json.loads((await AsyncHTTPClient().fetch(f"http://127.0.0.1:{port}/json/list")).body)
+        page = next(t for t in targets if t["type"] == "page")
+        devtools = DevTools(await websocket_connect(page["webSocketDebuggerUrl"], max_message_size=64 << 20))
+        await devtools.call("Page.navigate", url=dashboard + "/individual-vecgrid")
+        names = [n.address for n in env.cluster.coord.nodes.all()]
+
+        async def rendered():
+            text = (await devtools.call("Runtime.evaluate", expression=DEEP_TEXT, returnByValue=True))["result"]
+            text = text.get("value") or ""
+            ok = NAME in text and "100 %" in text and all(name in text for name in names)
+            return text if ok else None
+
+        text = await poll_until(rendered, 60, 0.5, "the vecgrid page with the collection and both nodes")
+        assert "Query nodes" in text and "Segments per node" in text
+        shot = await devtools.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)
+        out = Path(REPO) / "docs" / "dashboard.png"
+        out.parent.mkdir(exist_ok=True)
+        out.write_bytes(base64.b64decode(shot["data"]))
+        assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert out.stat().st_size > 10_000  # a page, not a blank image
+    finally:
+        browser.terminate()
+        browser.wait(30)
