@@ -44,6 +44,10 @@ async def env(tmp_path_factory):
     await Coord(cluster.addresses.grpc, cluster.coord).load(coll.id)
     rows = rows_for(list(range(300)), DIM)
     await cluster.proxy.insert(NAME, rows)
+    sealed = await cluster.proxy.flush(NAME)   # 300 rows sealed, served by the nodes once handed off
+    await poll_until(lambda: {s.ID for _, s in cluster.coord.dist.segments(coll.id)} >= set(sealed), 60, 0.2,
+                     "the flushed segments served")
+    await cluster.proxy.insert(NAME, rows_for(list(range(300, 400)), DIM, seed=1))   # 100 growing rows
     async with asyncio.timeout(30):
         hits = await cluster.proxy.search(NAME, rows["vec"][:2], limit=1)
     assert [h[0]["id"] for h in hits] == [0, 1]
@@ -64,15 +68,20 @@ def samples(family, suffix: str = "") -> dict[tuple, float]:
 async def test_coordinator_metrics_have_the_querycoord_node_and_wal_families(env):
     url = env.cluster.addresses.http + "/metrics"
 
-    async def load_timed():
+    async def settled():
         families = await scrape(url)
-        return families if samples(families["vecgrid_querycoord_load_latency_seconds"], "_count")[()] >= 1 else None
+        timed = samples(families["vecgrid_querycoord_load_latency_seconds"], "_count")[()] >= 1
+        sealed = sum(samples(families["vecgrid_querynode_entity_num"]).values()) == 300
+        growing = sum(samples(families["vecgrid_querynode_growing_rows"]).values()) == 100
+        return families if timed and sealed and growing else None
 
-    # the load's clock stops when the published snapshot first sees it at 100 %
-    families = await poll_until(load_timed, 30, 0.3, "the load latency observed")
+    # the load's clock stops when the published snapshot first sees it at 100 %; the growing copies of the
+    # flushed rows go when the delegators take the sealed segments
+    families = await poll_until(settled, 60, 0.3, "the load timed, 300 sealed rows and 100 growing ones")
     assert samples(families["vecgrid_querycoord_querynode_num"]) == {(): 2}
     assert samples(families["vecgrid_querycoord_collection_num"]) == {(): 1}
-    assert samples(families["vecgrid_querycoord_load_req_count"], "_total") == {(("status", "success"),): 1, (("status", "fail"),): 0}
+    assert samples(families["vecgrid_querycoord_load_req_count"], "_total") == {
+        (("status", "success"),): 1, (("status", "fail"),): 0}
     assert "vecgrid_querycoord_task_num" in families
     assert samples(families["vecgrid_querycoord_querynode_unreachable"]) == {(): 0}
     nodes = [str(n) for n in env.node_ids]
@@ -86,9 +95,8 @@ async def test_coordinator_metrics_have_the_querycoord_node_and_wal_families(env
     assert {(dict(k)["node_id"], dict(k)["kind"]) for k in gpu} == {(n, k) for n in nodes for k in ("used", "capacity")}
     memory = samples(families["vecgrid_querynode_memory_bytes"])
     assert all(v > 0 for k, v in memory.items() if dict(k)["kind"] == "capacity")
-    growing = samples(families["vecgrid_querynode_growing_rows"])
-    assert sum(growing.values()) == 300   # not flushed: every row is in a growing segment of a delegator
-    assert set(samples(families["vecgrid_querynode_segment_num"])) == {(("node_id", n),) for n in nodes}
+    segments = samples(families["vecgrid_querynode_segment_num"])
+    assert set(segments) == {(("node_id", n),) for n in nodes} and sum(segments.values()) >= 1
     assert samples(families["vecgrid_wal_bytes"])[()] > 0
     assert samples(families["vecgrid_wal_append_latency_seconds"], "_count")[()] >= 1
 
@@ -113,7 +121,8 @@ async def test_dashboard_state_route_shows_the_collection_and_both_nodes(env):
     async def published():
         state = json.loads((await AsyncHTTPClient().fetch(dashboard + "/vecgrid/api/state")).body)
         ok = (state["cluster"] and state["cluster"]["collections"]
-              and sorted(n["node_id"] for n in state["nodes"]) == env.node_ids)
+              and sorted(n["node_id"] for n in state["nodes"]) == env.node_ids
+              and sum(n["entity_num"] for n in state["nodes"]) == 300)
         return state if ok else None
 
     state = await poll_until(published, 30, 0.5, "the coordinator's state and both nodes' heartbeats")
@@ -121,7 +130,8 @@ async def test_dashboard_state_route_shows_the_collection_and_both_nodes(env):
     assert (coll["name"], coll["load_percentage"], len(coll["replicas"])) == (NAME, 100, 1)
     assert {p["state"] for p in coll["partitions"]} <= {"InGPU", "PartialInGPU", "InMemory"}
     assert sorted(n["node_id"] for n in state["nodes"]) == env.node_ids
-    assert sum(n["growing_rows"] for n in state["nodes"]) == 300
+    assert sum(n["entity_num"] for n in state["nodes"]) == 300
+    assert sum(coll["segments_per_node"].values()) == sum(n["segment_num"] for n in state["nodes"]) >= 1
     listed = json.loads((await AsyncHTTPClient().fetch(dashboard + "/individual-plots.json")).body)
     assert "/individual-vecgrid" in listed.values()
 
@@ -192,7 +202,8 @@ async def test_dashboard_page_in_headless_chromium(env, tmp_path):
         async def rendered():
             text = (await devtools.call("Runtime.evaluate", expression=DEEP_TEXT, returnByValue=True))["result"]
             text = text.get("value") or ""
-            ok = NAME in text and "100 %" in text and all(name in text for name in names)
+            # "/s": a rate, so the page has refreshed itself at least once
+            ok = NAME in text and "100 %" in text and "/s" in text and all(name in text for name in names)
             return text if ok else None
 
         text = await poll_until(rendered, 60, 0.5, "the vecgrid page with the collection and both nodes")

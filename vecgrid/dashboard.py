@@ -67,7 +67,9 @@ routes = [(r"/vecgrid/api/state", _route_handler(), {})]
 # --- the Bokeh page -------------------------------------------------------------------------------
 
 def _mib(n: float | None) -> str:
-    return "–" if n is None else f"{n / (1 << 20):,.0f} MiB"
+    if n is None:
+        return "–"
+    return f"{n / (1 << 20):,.0f} MiB" if n >= 1 << 20 else f"{n / 1024:,.1f} KiB"
 
 
 def _table(title: str, header: list[str], rows: list[list[Any]]) -> str:
@@ -125,14 +127,16 @@ def render(data: dict[str, Any], rates: Rates) -> str:
                       if n["device"] == "GPU" else "–"),
                      n["segment_num"], n["entity_num"], n["growing_rows"], len(n["channels"]),
                      _fmt_rate(rates.rate(f"search/{n['worker']}", total, now))])
-    parts.append(_table("Query nodes", ["node", "name", "gRPC", "device", "state", "coordinator", "memory used / budget",
+    parts.append(_table("Query nodes", ["node", "name", "gRPC", "device", "state", "coordinator",
+                                        "memory used / budget",
                                         "GPU memory used / budget", "segments", "rows", "growing rows", "channels",
                                         "searches"], rows))
     rows = []
     seg_rows = []
     for c in cluster.get("collections", []):
         partitions = ", ".join(f"{p['partition_id']}: {p['state']} {p['load_percentage']}%" for p in c["partitions"])
-        replicas = "; ".join(f"{r['id']} on nodes {', '.join(map(str, r['nodes']))} ({r['resource_group']})" for r in c["replicas"])
+        replicas = "; ".join(f"{r['id']} on nodes {', '.join(map(str, r['nodes']))} ({r['resource_group']})"
+                             for r in c["replicas"])
         rows.append([c["name"], c["collection_id"], f"{c['load_percentage']} %", len(c["replicas"]), replicas,
                      partitions])
         for node_id, count in sorted(c["segments_per_node"].items()):
@@ -196,7 +200,8 @@ class WorkerCollector:
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
         labels = ["worker", "node_id"]
-        segments = GaugeMetricFamily("vecgrid_worker_segments", "Sealed segments the worker's query node serves", labels=labels)
+        segments = GaugeMetricFamily("vecgrid_worker_segments", "Sealed segments the worker's query node serves",
+                                     labels=labels)
         entities = GaugeMetricFamily("vecgrid_worker_entities", "Rows of those segments", labels=labels)
         growing = GaugeMetricFamily("vecgrid_worker_growing_rows", "Rows in the node's growing segments", labels=labels)
         gpu = GaugeMetricFamily("vecgrid_worker_gpu_memory_bytes", "GPU memory reserved (used) and budgeted (capacity)",

@@ -138,7 +138,8 @@ class QueryCoordCollector(Collector):
         for kind, count in sorted(snap["tasks"].items()):
             tasks.add_metric([kind], count)
         yield tasks
-        loads = CounterMetricFamily("vecgrid_querycoord_load_req_count", "Load requests (Milvus: querycoord_load_req_count)", labels=["status"])
+        loads = CounterMetricFamily("vecgrid_querycoord_load_req_count", "Load requests by outcome",
+                                    labels=["status"])
         for status, count in sorted(snap["load"]["requests"].items()):
             loads.add_metric([status], count)
         yield loads
