@@ -217,3 +217,32 @@ async def test_dashboard_page_in_headless_chromium(env, tmp_path):
     finally:
         browser.terminate()
         browser.wait(30)
+
+
+# --- /health ------------------------------------------------------------------------------------------
+
+async def test_health_names_every_component_and_fails_with_the_one_that_cannot_serve(env):
+    from tornado.httpclient import HTTPClientError
+
+    url = env.cluster.addresses.http + "/health"
+    health = json.loads((await AsyncHTTPClient().fetch(url)).body)
+    assert health["status"] == "ok"
+    by_name = {c["name"]: c for c in health["components"]}
+    assert set(by_name) == {"coordinator", "scheduler", "metadata-store", "wal",
+                            *(f"querynode-{n}" for n in env.node_ids)}
+    assert by_name["wal"]["root"] == env.cluster.coord.appenders.wal.root
+    # a WAL root that cannot be written: the whole answer is 503, naming the WAL
+    root = env.cluster.coord.appenders.wal.root
+    moved = root + ".away"
+    os.rename(root, moved)
+    try:
+        with pytest.raises(HTTPClientError) as err:
+            await AsyncHTTPClient().fetch(url)
+        assert err.value.code == 503
+        health = json.loads(err.value.response.body)
+        assert health["status"] == "unavailable"
+        bad = [c for c in health["components"] if not c["healthy"]]
+        assert [c["name"] for c in bad] == ["wal"] and "missing" in bad[0]["reason"]
+    finally:
+        os.rename(moved, root)
+    assert json.loads((await AsyncHTTPClient().fetch(url)).body)["status"] == "ok"
