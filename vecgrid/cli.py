@@ -126,6 +126,9 @@ def _parser() -> _Parser:
 
     status = sub.add_parser("status", parents=[client], help="query nodes, collections, load %% and partitions")
     status.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    status.add_argument("--rest", metavar="URL",
+                        help="the coordinator's REST address for its /health (default: the --coord host, "
+                             "port http.port of the settings)")
 
     insert = sub.add_parser("insert", parents=[client], help="insert rows from files through the proxy")
     insert.add_argument("name", metavar="NAME")
@@ -550,7 +553,8 @@ async def _status_report(proxy: Any, args: argparse.Namespace) -> dict[str, Any]
 
 
 def _status_text(report: dict[str, Any]) -> str:
-    lines = [f"coordinator {report['coordinator']}", f"query nodes: {len(report['nodes'])}"]
+    lines = [f"coordinator {report['coordinator']}", *_health_text(report["health"]),
+             f"query nodes: {len(report['nodes'])}"]
     lines += [f"  node {n['id']:<6} {n['address']:<24} {n['state']}" for n in report["nodes"]]
     lines.append(f"collections: {len(report['collections'])}")
     for c in report["collections"]:
@@ -563,7 +567,43 @@ def _status_text(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-async def _client(args: argparse.Namespace, inputs: Any = None) -> None:
+def _default_rest(coord: str, settings: Settings) -> str:
+    host = coord.rsplit(":", 1)[0] if ":" in coord else coord
+    return f"http://{host}:{settings.http.port}"
+
+
+async def _health(rest: str) -> dict[str, Any]:
+    """The coordinator's ``GET /health`` (its body also on 503); ``{"status": "unreachable", ...}`` when no
+    answer comes: ``vecgrid status`` still prints what the gRPC calls told it."""
+    from tornado.httpclient import AsyncHTTPClient, HTTPClientError
+
+    url = rest.rstrip("/") + "/health"
+    try:
+        response = await AsyncHTTPClient().fetch(url, request_timeout=30)
+        body = response.body
+    except HTTPClientError as e:
+        if e.response is None:
+            return {"status": "unreachable", "url": url, "error": str(e)}
+        body = e.response.body
+    except OSError as e:
+        return {"status": "unreachable", "url": url, "error": str(e)}
+    try:
+        return {**json.loads(body), "url": url}
+    except ValueError:
+        return {"status": "unreachable", "url": url, "error": f"not a health answer: {body[:200]!r}"}
+
+
+def _health_text(health: dict[str, Any]) -> list[str]:
+    if "components" not in health:
+        return [f"health: {health['status']} ({health['url']}: {health.get('error', '')})"]
+    lines = [f"health: {health['status']}"]
+    for c in health["components"]:
+        mark = "ok" if c["healthy"] else "UNHEALTHY"
+        lines.append(f"  {c['name']:<16} {mark:<10} {c['state']:<12} {c['reason']}".rstrip())
+    return lines
+
+
+async def _client(args: argparse.Namespace, inputs: Any, settings: Settings) -> None:
     from vecgrid.cluster.proxy.proxy import Proxy
 
     async with Proxy(args.coord, db_name=args.db) as proxy:
@@ -583,6 +623,7 @@ async def _client(args: argparse.Namespace, inputs: Any = None) -> None:
             await _compact(proxy, args)
         else:
             report = await _status_report(proxy, args)
+            report["health"] = await _health(args.rest or _default_rest(args.coord, settings))
             if args.json:
                 print(json.dumps(report, indent=2), flush=True)
             else:
@@ -607,7 +648,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "import":
             return _import(settings, args)
         if args.command in CLIENT_COMMANDS:
-            asyncio.run(_client(args, inputs))
+            asyncio.run(_client(args, inputs, settings))
         elif args.command == "serve":
             asyncio.run(_serve(settings))
         elif args.command == "coord":
