@@ -186,14 +186,17 @@ def _summary(coll: CollectionInfo, segments) -> dict[str, Any]:
     }
 
 
-def bulk_import(data_dir: str, files: list[str], opts: ImportOptions, progress: bool = False) -> dict[str, Any]:
-    """Import ``files`` into ``data_dir``'s catalog; returns the summary the CLI prints as JSON."""
+def bulk_import(data_dir: str, files: list[str], opts: ImportOptions,
+                progress: bool | Callable[[int], Any] = False) -> dict[str, Any]:
+    """Import ``files`` into ``data_dir``'s catalog; returns the summary the CLI prints as JSON.  ``progress``:
+    True for a tqdm bar on a terminal, or ``factory(total rows)`` of an object with ``update(rows)`` and
+    ``close()`` (the CLI's bar-or-plain-lines)."""
     if opts.segment_rows < 1 or opts.segment_bytes < 1:
         raise errors.ParameterInvalid("segment size limits must be positive")
     sources = open_sources(files)
     data = DataDir(data_dir)
     store = data.open_store()
-    bar = _progress_bar(sources.num_rows) if progress else None
+    bar = (progress(sources.num_rows) if callable(progress) else _progress_bar(sources.num_rows)) if progress else None
     try:
         job = _Import(data.open_catalog(store, tso_key=IMPORT_TSO_KEY), data.segment_root, sources, opts,
                       bar.update if bar else (lambda n: None))
