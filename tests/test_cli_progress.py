@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import io
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
+from vecgrid import cli
 from vecgrid.cli import Progress
+
+
+@pytest.fixture
+def at_once(monkeypatch):
+    """Plain lines from the first update (the CLI waits PLAIN_AFTER_S before its first one)."""
+    monkeypatch.setattr(Progress, "PLAIN_AFTER_S", 0.0)
 
 
 class Terminal(io.StringIO):
@@ -17,7 +22,7 @@ class Terminal(io.StringIO):
         return True
 
 
-def test_plain_lines_at_every_tenth_and_at_the_end_not_per_update():
+def test_plain_lines_at_every_tenth_and_at_the_end_not_per_update(at_once):
     out = io.StringIO()
     with Progress("import books", 1000, unit="rows", stream=out) as bar:
         for _ in range(100):
@@ -28,7 +33,7 @@ def test_plain_lines_at_every_tenth_and_at_the_end_not_per_update():
     assert len(lines) == 11   # 0 %, 10 %, ..., 100 %
 
 
-def test_percentages_of_a_load_as_plain_lines():
+def test_percentages_of_a_load_as_plain_lines(at_once):
     out = io.StringIO()
     with Progress("load books", 100, stream=out) as bar:
         for pct in (0, 0, 5, 35, 35, 100):
@@ -37,7 +42,7 @@ def test_percentages_of_a_load_as_plain_lines():
         "load books: 0 %", "load books: 35 %", "load books: 100 %"]   # a line per 10 % step reached
 
 
-def test_work_without_a_count_says_it_still_runs(monkeypatch):
+def test_work_without_a_count_says_it_still_runs(at_once):
     out = io.StringIO()
     bar = Progress("flush books", None, stream=out)
     bar.tick()
@@ -58,12 +63,17 @@ def test_a_terminal_gets_a_tqdm_bar():
     assert "load books: 100%|" in text and "\r" in text and "load books: 40 %" not in text
 
 
-@pytest.mark.slow
-def test_vecgrid_import_into_a_pipe_prints_plain_progress_lines(tmp_path):
+def test_quick_work_prints_no_plain_line():
+    out = io.StringIO()
+    with Progress("insert books", 4, unit="rows", stream=out) as bar:
+        bar.update(2)
+        bar.update(2)
+    assert out.getvalue() == ""
+
+
+def test_vecgrid_import_into_a_pipe_prints_plain_progress_lines(tmp_path, capsys, at_once):
     np.save(tmp_path / "v.npy", np.random.default_rng(1).standard_normal((2500, 8)).astype(np.float32))
-    done = subprocess.run([sys.executable, "-m", "vecgrid.cli", "import", "--data-dir", str(tmp_path / "d"),
-                           "--collection", "docs", str(tmp_path / "v.npy")], capture_output=True, text=True,
-                          timeout=120)
-    assert done.returncode == 0, done.stderr
-    lines = done.stderr.strip().splitlines()
-    assert lines[-1].startswith("import docs: 2,500/2,500 rows (100 %)") and "\r" not in done.stderr
+    assert cli.main(["import", "--data-dir", str(tmp_path / "d"), "--collection", "docs", str(tmp_path / "v.npy")]) == 0
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert lines[-1].startswith("import docs: 2,500/2,500 rows (100 %)") and "\r" not in err

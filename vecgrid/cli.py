@@ -424,10 +424,12 @@ class Progress:
 
     Plain lines (``import books: 4,000/10,000 rows (40 %)``) come at every ``PLAIN_STEP`` % and at the
     end, or, without a known total, every ``PLAIN_EVERY_S`` seconds, so that a log file shows how long
-    work goes on without a line per batch.  One owner: the coroutine or thread doing the work."""
+    work goes on without a line per batch.  Work done within ``PLAIN_AFTER_S`` prints none (a quick
+    failure stays one ``vecgrid: error:`` line).  One owner: the coroutine or thread doing the work."""
 
     PLAIN_STEP = 10
     PLAIN_EVERY_S = 10.0
+    PLAIN_AFTER_S = 2.0
 
     def __init__(self, desc: str, total: int | None, unit: str = "%", stream: Any = None) -> None:
         self.desc, self.total, self.unit = desc, total, unit
@@ -436,6 +438,7 @@ class Progress:
         self.started = time.monotonic()
         self._last_step = -1
         self._last_line = self.started
+        self._printed = False
         self.bar = None
         if self.stream.isatty():
             from tqdm import tqdm
@@ -474,11 +477,13 @@ class Progress:
     def close(self, done: bool = True) -> None:
         if self.bar is not None:
             self.bar.close()
-        elif done and self.total is not None and self._last_step < 100:
+        elif done and self.total is not None and self._printed and self._last_step < 100:
             self._line()
 
     def _plain(self) -> None:
         now = time.monotonic()
+        if now - self.started < self.PLAIN_AFTER_S:
+            return
         if self.total:
             step = min(100, int(100 * self.n / self.total)) // self.PLAIN_STEP * self.PLAIN_STEP
             if step > self._last_step:
@@ -488,6 +493,7 @@ class Progress:
             self._line()
 
     def _line(self) -> None:
+        self._printed = True
         self._last_line = time.monotonic()
         elapsed = self._last_line - self.started
         if self.total is None:
