@@ -122,7 +122,10 @@ async def test_dashboard_state_route_shows_the_collection_and_both_nodes(env):
         state = json.loads((await AsyncHTTPClient().fetch(dashboard + "/vecgrid/api/state")).body)
         ok = (state["cluster"] and state["cluster"]["collections"]
               and sorted(n["node_id"] for n in state["nodes"]) == env.node_ids
-              and sum(n["entity_num"] for n in state["nodes"]) == 300)
+              and sum(n["entity_num"] for n in state["nodes"]) == 300
+              # the coordinator's view comes from its distribution pulls: it catches up with the heartbeats
+              and sum(state["cluster"]["collections"][0]["segments_per_node"].values())
+              == sum(n["segment_num"] for n in state["nodes"]))
         return state if ok else None
 
     state = await poll_until(published, 30, 0.5, "the coordinator's state and both nodes' heartbeats")
@@ -246,3 +249,23 @@ async def test_health_names_every_component_and_fails_with_the_one_that_cannot_s
     finally:
         os.rename(moved, root)
     assert json.loads((await AsyncHTTPClient().fetch(url)).body)["status"] == "ok"
+
+
+# --- the Grafana dashboard ------------------------------------------------------------------------------
+
+async def test_grafana_dashboard_queries_only_metrics_the_cluster_exports(env):
+    """Every series docker/grafana/vecgrid-dashboard.json asks Prometheus for is exported by the live
+    coordinator or scheduler, under the names the panels use."""
+    import re
+
+    dashboard = json.loads((REPO / "docker" / "grafana" / "vecgrid-dashboard.json").read_text())
+    exprs = [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
+    wanted = {m for e in exprs for m in re.findall(r"\b((?:vecgrid|dask)_[a-z0-9_]+)", e)}
+    scheduler = env.cluster.addresses.dashboard.rsplit("/status", 1)[0]
+    exported: set[str] = set()
+    for url in (env.cluster.addresses.http + "/metrics", scheduler + "/metrics"):
+        for family in (await scrape(url)).values():
+            exported.add(family.name)   # a family without samples now (no task in flight) still counts
+            exported.update(s.name for s in family.samples)
+    assert len(wanted) >= 15 and sorted(wanted - exported) == []
+    assert all(p["datasource"]["uid"] == "${datasource}" for p in dashboard["panels"] if p["type"] != "row")
