@@ -269,3 +269,44 @@ async def test_grafana_dashboard_queries_only_metrics_the_cluster_exports(env):
             exported.update(s.name for s in family.samples)
     assert len(wanted) >= 15 and sorted(wanted - exported) == []
     assert all(p["datasource"]["uid"] == "${datasource}" for p in dashboard["panels"] if p["type"] != "row")
+
+
+# --- a stock `dask scheduler --preload vecgrid.dashboard` --------------------------------------------------
+
+async def test_stock_dask_scheduler_serves_the_page_with_the_preload(tmp_path):
+    """What the compose file's scheduler runs: the page is listed and its route answers, before any
+    coordinator publishes (the page says so), and vecgrid's collector sits beside Dask's own metrics."""
+    import socket
+    import sys
+
+    from tornado.httpclient import HTTPClientError
+
+    def free_port() -> int:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return s.getsockname()[1]
+
+    port, dash = free_port(), free_port()
+    proc = subprocess.Popen([str(Path(sys.executable).parent / "dask"), "scheduler", "--host", "127.0.0.1",
+                             "--port", str(port), "--dashboard-address", f"127.0.0.1:{dash}",
+                             "--preload", "vecgrid.dashboard"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path)
+    base = f"http://127.0.0.1:{dash}"
+    try:
+        async def up():
+            try:
+                return json.loads((await AsyncHTTPClient().fetch(base + "/individual-plots.json")).body)
+            except (OSError, HTTPClientError):  # not listening yet
+                return None
+
+        listed = await poll_until(up, 60, 0.3, "the stock scheduler's dashboard")
+        assert listed.get("Individual Vecgrid") == "/individual-vecgrid"
+        state = json.loads((await AsyncHTTPClient().fetch(base + "/vecgrid/api/state")).body)
+        assert state["cluster"] is None and state["nodes"] == []
+        page = (await AsyncHTTPClient().fetch(base + "/individual-vecgrid")).body.decode()
+        assert "bokeh" in page.lower()
+        families = await scrape(base + "/metrics")
+        assert "dask_scheduler_workers" in families and "vecgrid_worker_segments" in families
+    finally:
+        proc.terminate()
+        proc.wait(30)
