@@ -126,9 +126,10 @@ def _partition_states(coord: Any, cid: int) -> list[dict[str, Any]]:
 class ClusterPublisher(Periodic):
     """Publishes :func:`cluster_snapshot` as Dask scheduler metadata every ``interval_s``.
 
-    The dashboard page shows the snapshot's ``time``: a publisher that keeps failing shows as a
-    stale page (each failure is logged by :class:`~vecgrid.cluster.periodic.Periodic`) and as
-    ``last_error`` here, which the coordinator's ``/health`` reports under ``scheduler``."""
+    The dashboard page shows how old the snapshot is: a publisher that keeps failing shows as a
+    stale page ("state published 40 s ago"); each failure is logged by
+    :class:`~vecgrid.cluster.periodic.Periodic` and kept in ``last_error``.  A scheduler that cannot
+    be reached also makes ``/health``'s ``scheduler`` component unhealthy."""
 
     name = "cluster state publisher"
 
