@@ -8,6 +8,7 @@ import asyncio
 import base64
 import json
 import os
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -131,6 +132,7 @@ async def test_dashboard_state_route_shows_the_collection_and_both_nodes(env):
     state = await poll_until(published, 30, 0.5, "the coordinator's state and both nodes' heartbeats")
     [coll] = state["cluster"]["collections"]
     assert (coll["name"], coll["load_percentage"], len(coll["replicas"])) == (NAME, 100, 1)
+    assert [p["name"] for p in coll["partitions"]] == ["_default"]
     assert {p["state"] for p in coll["partitions"]} <= {"InGPU", "PartialInGPU", "InMemory"}
     assert sorted(n["node_id"] for n in state["nodes"]) == env.node_ids
     assert sum(n["entity_num"] for n in state["nodes"]) == 300
@@ -206,7 +208,8 @@ async def test_dashboard_page_in_headless_chromium(env, tmp_path):
             text = (await devtools.call("Runtime.evaluate", expression=DEEP_TEXT, returnByValue=True))["result"]
             text = text.get("value") or ""
             # "/s": a rate, so the page has refreshed itself at least once
-            ok = NAME in text and "100 %" in text and "/s" in text and all(name in text for name in names)
+            ok = (NAME in text and re.search(r"_default: (InGPU|PartialInGPU|InMemory) 100 %", text) and "/s" in text
+                  and all(name in text for name in names))
             return text if ok else None
 
         text = await poll_until(rendered, 60, 0.5, "the vecgrid page with the collection and both nodes")
@@ -256,8 +259,6 @@ async def test_health_names_every_component_and_fails_with_the_one_that_cannot_s
 async def test_grafana_dashboard_queries_only_metrics_the_cluster_exports(env):
     """Every series docker/grafana/vecgrid-dashboard.json asks Prometheus for is exported by the live
     coordinator or scheduler, under the names the panels use."""
-    import re
-
     dashboard = json.loads((REPO / "docker" / "grafana" / "vecgrid-dashboard.json").read_text())
     exprs = [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
     wanted = {m for e in exprs for m in re.findall(r"\b((?:vecgrid|dask)_[a-z0-9_]+)", e)}

@@ -134,7 +134,8 @@ def render(data: dict[str, Any], rates: Rates) -> str:
     rows = []
     seg_rows = []
     for c in cluster.get("collections", []):
-        partitions = ", ".join(f"{p['partition_id']}: {p['state']} {p['load_percentage']}%" for p in c["partitions"])
+        partitions = ", ".join(f"{p.get('name') or p['partition_id']}: {p['state']} {p['load_percentage']} %"
+                               for p in c["partitions"])
         replicas = "; ".join(f"{r['id']} on nodes {', '.join(map(str, r['nodes']))} ({r['resource_group']})"
                              for r in c["replicas"])
         rows.append([c["name"], c["collection_id"], f"{c['load_percentage']} %", len(c["replicas"]), replicas,

@@ -118,7 +118,9 @@ def cluster_snapshot(coord: Any) -> dict[str, Any]:
 
 
 def _partition_states(coord: Any, cid: int) -> list[dict[str, Any]]:
-    return [{"partition_id": p.partitionID, "state": Q.PartitionState.Name(p.state),
+    names = {p.partitionID: p.partitionName for p in coord.catalog.list_partitions(cid)}
+    return [{"partition_id": p.partitionID, "name": names.get(p.partitionID, ""),
+             "state": Q.PartitionState.Name(p.state),
              "load_percentage": int(p.inMemory_percentage)}
             for p in reports.partition_states(coord.ctx, cid, [])]
 
