@@ -137,6 +137,8 @@ async def test_dashboard_state_route_shows_the_collection_and_both_nodes(env):
     assert sorted(n["node_id"] for n in state["nodes"]) == env.node_ids
     assert sum(n["entity_num"] for n in state["nodes"]) == 300
     assert sum(coll["segments_per_node"].values()) == sum(n["segment_num"] for n in state["nodes"]) >= 1
+    # nothing is loading now: no Dask task of the coordinator's is in flight (each would be listed)
+    assert state["cluster"]["dask_client"] == env.cluster.client.id and state["dask_tasks"] == []
     listed = json.loads((await AsyncHTTPClient().fetch(dashboard + "/individual-plots.json")).body)
     assert "/individual-vecgrid" in listed.values()
 

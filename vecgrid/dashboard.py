@@ -6,7 +6,8 @@ before it builds its HTTP server, registers:
 
 - the Bokeh page ``/individual-vecgrid`` (listed in the dashboard's "More…" menu as
   "Individual Vecgrid"): query nodes, collections with load % and partition states, segments per
-  node, the QueryCoord's tasks in flight, search and write rates;
+  node, the QueryCoord's tasks in flight and the Dask tasks its client has not finished yet (by
+  key prefix), search and write rates;
 - the route ``/vecgrid/api/state`` (appended to ``distributed.scheduler.http.routes``): the same
   data as JSON;
 - with ``dask_setup``: a Prometheus collector that adds ``vecgrid_worker_*`` gauges to the
@@ -45,7 +46,25 @@ def state(scheduler: Any) -> dict[str, Any]:
         snap = ws.metrics.get(WORKER_METRIC)
         if snap is not None:
             nodes.append({"worker": address, **snap})
-    return {"cluster": cluster, "nodes": nodes, "time": time.time()}
+    return {"cluster": cluster, "nodes": nodes, "dask_tasks": dask_tasks(scheduler, cluster), "time": time.time()}
+
+
+#: task states that are still in flight
+IN_FLIGHT = ("released", "waiting", "no-worker", "queued", "processing")
+
+
+def dask_tasks(scheduler: Any, cluster: dict | None) -> list[dict[str, Any]]:
+    """The coordinator's Dask tasks not finished yet (segment loads, channel watches, index builds,
+    compactions...), counted by key prefix and state: ``[{"prefix", "state", "count"}]``."""
+    client = scheduler.clients.get((cluster or {}).get("dask_client"))
+    if client is None:
+        return []
+    counts: dict[tuple[str, str], int] = {}
+    for ts in list(client.wants_what):
+        if ts.state in IN_FLIGHT:
+            key = (ts.prefix.name, ts.state)
+            counts[key] = counts.get(key, 0) + 1
+    return [{"prefix": p, "state": st, "count": n} for (p, st), n in sorted(counts.items())]
 
 
 # --- HTTP route -----------------------------------------------------------------------------------
@@ -147,6 +166,8 @@ def render(data: dict[str, Any], rates: Rates) -> str:
     tasks = [[kind, count] for kind, count in sorted(cluster.get("tasks", {}).items())]
     parts.append(_table(f"QueryCoord tasks in flight ({cluster.get('tasks_waiting', 0)} waiting for a slot)",
                         ["type", "count"], tasks))
+    parts.append(_table("Dask tasks of the coordinator in flight", ["task", "state", "count"],
+                        [[t["prefix"], t["state"], t["count"]] for t in data.get("dask_tasks", [])]))
     searches = sum(n["search"]["requests"].get("success", 0) + n["search"]["requests"].get("fail", 0)
                    for n in data["nodes"])
     parts.append(_table("Rates", ["what", "rate"], [

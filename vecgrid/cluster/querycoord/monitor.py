@@ -114,6 +114,7 @@ def cluster_snapshot(coord: Any) -> dict[str, Any]:
             "nodes": nodes, "collections": collections, "tasks": tasks,
             "tasks_waiting": coord.scheduler.waiting, "load": coord.load_stats.snapshot(),
             "wal_appends": coord.appenders.append_latency.snapshot()["count"],
+            "dask_client": coord.client.id,   # whose Dask tasks are vecgrid's (the dashboard counts them)
             "time": time.time()}
 
 
