@@ -52,8 +52,12 @@ async def test_load_status_search_release(env):
     cluster, coord, books, _, root = env
     addr = ["--coord", cluster.addresses.grpc]
 
-    report = json.loads((await vecgrid("status", "--json", *addr)).stdout)
+    report = json.loads((await vecgrid("status", "--json", *addr, "--rest", cluster.addresses.http)).stdout)
     assert len(report["nodes"]) == 2 and all(n["state"] == "Normal" for n in report["nodes"])
+    assert report["health"]["status"] == "ok" and len(report["health"]["components"]) == 6
+    # no REST where it is looked for: the status still comes, saying the health is unknown
+    unknown = json.loads((await vecgrid("status", "--json", *addr, "--rest", "http://" + refused_address())).stdout)
+    assert unknown["health"]["status"] == "unreachable" and len(unknown["nodes"]) == 2
     (entry,) = [c for c in report["collections"] if c["name"] == "books"]
     assert (entry["loaded"], entry["load_percentage"], entry["partitions"]) == (False, None, [])
 
@@ -62,9 +66,14 @@ async def test_load_status_search_release(env):
     assert done.stdout.strip() == "collection books loaded: 100 %"
     assert await coord.percentage(books.collection_id) == 100
 
-    text = await vecgrid("status", *addr)
+    text = await vecgrid("status", *addr, "--rest", cluster.addresses.http)
     assert text.returncode == 0, text.stderr
     assert "query nodes: 2" in text.stdout and "loaded 100 %" in text.stdout
+    # the same components as GET /health
+    assert "health: ok" in text.stdout
+    health_lines = [line.split() for line in text.stdout.splitlines() if line.startswith("  ") and " ok " in line]
+    assert {line[0] for line in health_lines} == {"coordinator", "scheduler", "metadata-store", "wal",
+                                                  *(f"querynode-{n.node_id}" for n in cluster.coord.nodes.all())}
     assert "partition _default" in text.stdout and "InMemory" in text.stdout
     assert "pairs" in text.stdout and "not loaded" in text.stdout
     report = json.loads((await vecgrid("status", "--json", *addr)).stdout)

@@ -142,7 +142,12 @@ async def test_rest_health_and_version(embedded):
 
     http = AsyncHTTPClient()
     health = json.loads((await http.fetch(embedded.addresses.http + "/health")).body)
+    components = health.pop("components")
     assert health == {"status": "ok", "querycoord": "Healthy", "query_nodes": 2}
+    assert [c["name"] for c in components if not c["name"].startswith("querynode-")] == [
+        "coordinator", "scheduler", "metadata-store", "wal"]
+    assert len([c for c in components if c["name"].startswith("querynode-")]) == 2
+    assert all(c["healthy"] and c["reason"] == "" for c in components)
     version = json.loads((await http.fetch(embedded.addresses.http + "/version")).body)
     import vecgrid
     assert version["version"] == vecgrid.__version__

@@ -126,6 +126,9 @@ def _parser() -> _Parser:
 
     status = sub.add_parser("status", parents=[client], help="query nodes, collections, load %% and partitions")
     status.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    status.add_argument("--rest", metavar="URL",
+                        help="the coordinator's REST address for its /health (default: the --coord host, "
+                             "port http.port of the settings)")
 
     insert = sub.add_parser("insert", parents=[client], help="insert rows from files through the proxy")
     insert.add_argument("name", metavar="NAME")
@@ -303,7 +306,8 @@ def _import(settings: Settings, args: argparse.Namespace) -> int:
                          index_params=params, shards=args.shards, segment_rows=args.segment_rows,
                          segment_bytes=args.segment_mb * 1024 * 1024)
     try:
-        summary = bulk_import(settings.common.data_dir, args.files, opts, progress=True,
+        summary = bulk_import(settings.common.data_dir, args.files, opts,
+                              progress=lambda rows: Progress(f"import {args.collection}", rows, unit="rows"),
                               segment_root=DataDir.of(settings).segment_root)
     except errors.MilvusError as e:
         print(f"vecgrid: error: import failed, nothing was published: {e}", file=sys.stderr)
@@ -417,18 +421,102 @@ def _filter_arg(text: str) -> dict:
     return query
 
 
+class Progress:
+    """Progress of long work on stderr: a tqdm bar on a terminal, plain lines otherwise.
+
+    Plain lines (``import books: 4,000/10,000 rows (40 %)``) come at every ``PLAIN_STEP`` % and at the
+    end, or, without a known total, every ``PLAIN_EVERY_S`` seconds, so that a log file shows how long
+    work goes on without a line per batch.  Work done within ``PLAIN_AFTER_S`` prints none (a quick
+    failure stays one ``vecgrid: error:`` line).  One owner: the coroutine or thread doing the work."""
+
+    PLAIN_STEP = 10
+    PLAIN_EVERY_S = 10.0
+    PLAIN_AFTER_S = 2.0
+
+    def __init__(self, desc: str, total: int | None, unit: str = "%", stream: Any = None) -> None:
+        self.desc, self.total, self.unit = desc, total, unit
+        self.stream = stream if stream is not None else sys.stderr
+        self.n = 0
+        self.started = time.monotonic()
+        self._last_step = -1
+        self._last_line = self.started
+        self._printed = False
+        self.bar = None
+        if self.stream.isatty():
+            from tqdm import tqdm
+
+            fmt = None
+            if total is None:
+                fmt = "{desc}: {elapsed}"
+            elif unit == "%":
+                fmt = "{desc}: {percentage:3.0f}%|{bar}| [{elapsed}]"
+            self.bar = tqdm(total=total, desc=desc, file=self.stream, unit=unit if unit != "%" else "it",
+                            unit_scale=unit != "%", bar_format=fmt)
+
+    def __enter__(self) -> "Progress":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close(done=exc[0] is None)
+
+    def update(self, n: int) -> None:
+        self.set(self.n + n)
+
+    def set(self, n: int) -> None:
+        if self.bar is not None:
+            self.bar.update(n - self.n)
+        self.n = n
+        if self.bar is None:
+            self._plain()
+
+    def tick(self) -> None:
+        """Work without a count goes on: refresh the elapsed time (a plain line now and then)."""
+        if self.bar is not None:
+            self.bar.refresh()
+        else:
+            self._plain()
+
+    def close(self, done: bool = True) -> None:
+        if self.bar is not None:
+            self.bar.close()
+        elif done and self.total is not None and self._printed and self._last_step < 100:
+            self._line()
+
+    def _plain(self) -> None:
+        now = time.monotonic()
+        if now - self.started < self.PLAIN_AFTER_S:
+            return
+        if self.total:
+            step = min(100, int(100 * self.n / self.total)) // self.PLAIN_STEP * self.PLAIN_STEP
+            if step > self._last_step:
+                self._last_step = step
+                self._line()
+        elif now - self._last_line >= self.PLAIN_EVERY_S:
+            self._line()
+
+    def _line(self) -> None:
+        self._printed = True
+        self._last_line = time.monotonic()
+        elapsed = self._last_line - self.started
+        if self.total is None:
+            text = f"{self.desc}: still running after {elapsed:.0f} s"
+        elif self.unit == "%":
+            text = f"{self.desc}: {self.n} %"
+        else:
+            pct = 100 * self.n / self.total if self.total else 100
+            text = f"{self.desc}: {self.n:,}/{self.total:,} {self.unit} ({pct:.0f} %)"
+        print(f"{text} [{elapsed:.0f} s]", file=self.stream, flush=True)
+
+
 def _summary(summary: dict[str, Any]) -> None:
 
     print(json.dumps(summary, separators=(",", ":")), flush=True)
 
 
 async def _insert(proxy: Any, args: argparse.Namespace, inputs: tuple[Any, int]) -> None:
-    from tqdm import tqdm
-
     batches, total = inputs
     inserted, count, timestamp = 0, 0, 0
-    with tqdm(total=total, unit="rows", unit_scale=True, file=sys.stderr, desc=f"insert {args.name}",
-              disable=None) as bar:
+    with Progress(f"insert {args.name}", total, unit="rows") as bar:
         for batch in batches:
             try:
                 done = await proxy.insert(args.name, batch, partition=args.partition)
@@ -442,16 +530,15 @@ async def _insert(proxy: Any, args: argparse.Namespace, inputs: tuple[Any, int])
 
 
 async def _waiting(desc: str, work: Any) -> Any:
-    """Await ``work`` with an elapsed-time line on a terminal (nothing when stderr is not one)."""
-    from tqdm import tqdm
-
+    """Await ``work`` showing the elapsed time (a counter on a terminal, a line every few seconds otherwise):
+    flush and compaction have no percentage to read over the coordinator's RPCs."""
     task = asyncio.ensure_future(work)
-    with tqdm(total=None, desc=desc, file=sys.stderr, disable=None, bar_format="{desc}: {elapsed}") as bar:
+    with Progress(desc, None) as bar:
         while True:
             done, _ = await asyncio.wait({task}, timeout=0.2)
             if done:
                 return task.result()
-            bar.refresh()
+            bar.tick()
 
 
 async def _delete(proxy: Any, args: argparse.Namespace, inputs: tuple[Any, Any]) -> None:
@@ -472,8 +559,6 @@ async def _compact(proxy: Any, args: argparse.Namespace) -> None:
 
 
 async def _load(proxy: Any, args: argparse.Namespace) -> None:
-    from tqdm import tqdm
-
     from vecgrid.cluster.proxy.catalog_access import unary_call
     from vecgrid.proto import query_coord_pb2 as Q
 
@@ -482,13 +567,12 @@ async def _load(proxy: Any, args: argparse.Namespace) -> None:
         collectionID=meta.id, replica_number=args.replicas or 0, resource_groups=args.resource_groups),
         timeout=args.timeout, what=f"LoadCollection at {args.coord}")
     deadline = time.monotonic() + args.timeout
-    with tqdm(total=100, desc=f"load {meta.name}", file=sys.stderr, disable=None,
-              bar_format="{desc}: {percentage:3.0f}%|{bar}| [{elapsed}]") as bar:
+    with Progress(f"load {meta.name}", 100) as bar:
         while True:
             shown = await unary_call(proxy.coord.ShowCollections, Q.ShowCollectionsRequest(
                 collectionIDs=[meta.id]), timeout=30, what=f"ShowCollections at {args.coord}")
             percent = int(shown.inMemory_percentages[0])
-            bar.update(percent - bar.n)
+            bar.set(percent)
             if percent >= 100:
                 break
             if time.monotonic() > deadline:
@@ -552,7 +636,8 @@ async def _status_report(proxy: Any, args: argparse.Namespace) -> dict[str, Any]
 
 
 def _status_text(report: dict[str, Any]) -> str:
-    lines = [f"coordinator {report['coordinator']}", f"query nodes: {len(report['nodes'])}"]
+    lines = [f"coordinator {report['coordinator']}", *_health_text(report["health"]),
+             f"query nodes: {len(report['nodes'])}"]
     lines += [f"  node {n['id']:<6} {n['address']:<24} {n['state']}" for n in report["nodes"]]
     lines.append(f"collections: {len(report['collections'])}")
     for c in report["collections"]:
@@ -565,7 +650,43 @@ def _status_text(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-async def _client(args: argparse.Namespace, inputs: Any = None) -> None:
+def _default_rest(coord: str, settings: Settings) -> str:
+    host = coord.rsplit(":", 1)[0] if ":" in coord else coord
+    return f"http://{host}:{settings.http.port}"
+
+
+async def _health(rest: str) -> dict[str, Any]:
+    """The coordinator's ``GET /health`` (its body also on 503); ``{"status": "unreachable", ...}`` when no
+    answer comes: ``vecgrid status`` still prints what the gRPC calls told it."""
+    from tornado.httpclient import AsyncHTTPClient, HTTPClientError
+
+    url = rest.rstrip("/") + "/health"
+    try:
+        response = await AsyncHTTPClient().fetch(url, request_timeout=30)
+        body = response.body
+    except HTTPClientError as e:
+        if e.response is None:
+            return {"status": "unreachable", "url": url, "error": str(e)}
+        body = e.response.body
+    except OSError as e:
+        return {"status": "unreachable", "url": url, "error": str(e)}
+    try:
+        return {**json.loads(body), "url": url}
+    except ValueError:
+        return {"status": "unreachable", "url": url, "error": f"not a health answer: {body[:200]!r}"}
+
+
+def _health_text(health: dict[str, Any]) -> list[str]:
+    if "components" not in health:
+        return [f"health: {health['status']} ({health['url']}: {health.get('error', '')})"]
+    lines = [f"health: {health['status']}"]
+    for c in health["components"]:
+        mark = "ok" if c["healthy"] else "UNHEALTHY"
+        lines.append(f"  {c['name']:<16} {mark:<10} {c['state']:<12} {c['reason']}".rstrip())
+    return lines
+
+
+async def _client(args: argparse.Namespace, inputs: Any, settings: Settings) -> None:
     from vecgrid.cluster.proxy.proxy import Proxy
 
     async with Proxy(args.coord, db_name=args.db) as proxy:
@@ -585,6 +706,7 @@ async def _client(args: argparse.Namespace, inputs: Any = None) -> None:
             await _compact(proxy, args)
         else:
             report = await _status_report(proxy, args)
+            report["health"] = await _health(args.rest or _default_rest(args.coord, settings))
             if args.json:
                 print(json.dumps(report, indent=2), flush=True)
             else:
@@ -609,7 +731,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "import":
             return _import(settings, args)
         if args.command in CLIENT_COMMANDS:
-            asyncio.run(_client(args, inputs))
+            asyncio.run(_client(args, inputs, settings))
         elif args.command == "serve":
             asyncio.run(_serve(settings))
         elif args.command == "coord":

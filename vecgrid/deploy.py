@@ -37,6 +37,8 @@ from vecgrid.cluster.proxy.write_access import DataCoordAccess
 from vecgrid.cluster.proxy.writer import Writer
 from vecgrid.cluster.querycoord.coordinator import QueryCoord
 from vecgrid.cluster.querycoord.flush_handoff import FlushHandoff
+from vecgrid.cluster.querycoord.monitor import ClusterPublisher
+from vecgrid.cluster.querynode.monitor import node_snapshot
 from vecgrid.cluster.querynode.node import QueryNode
 from vecgrid.cluster.querynode.session import PLUGIN_NAME, TOPIC
 from vecgrid.config import Settings
@@ -92,6 +94,7 @@ class Coordinator:
         self._store = None
         self.proxy: Proxy | None = None                 # the coordinator's own proxy: the write path
         self.write_servicer = WriteServicer()
+        self.publisher: ClusterPublisher | None = None  # cluster state for the Dask dashboard page
 
     def node_settings(self) -> Settings:
         """What the QueryNode plugin ships to every worker."""
@@ -124,6 +127,8 @@ class Coordinator:
         await self.client.register_plugin(QueryNodePlugin(self.node_settings(), self.deploy_mode))
         await self.coord.start()
         await self.datacoord.start()
+        self.publisher = ClusterPublisher(self.coord, self.client)
+        self.publisher.start()
         self.addresses.grpc = self.coord.address
         self.addresses.http = f"http://{s.common.host}:{s.http.port}"
         self.addresses.scheduler = scheduler_address
@@ -150,6 +155,8 @@ class Coordinator:
         if self.http is not None:
             self.http.stop()
             await self.http.close_all_connections()
+        if self.publisher is not None:
+            await self.publisher.stop()
         if self.datacoord is not None:
             await self.datacoord.stop()  # before the QueryCoord: it flushes through its appenders
         if self.coord is not None:
@@ -217,6 +224,8 @@ class EmbeddedCluster(Coordinator):
             dashboard_address=f"{s.common.host}:{s.dask.dashboard_port}",
             local_directory=str(local_dir),
             asynchronous=True,
+            # the vecgrid page on the dashboard, as `dask scheduler --preload vecgrid.dashboard`
+            scheduler_kwargs={"preload": ["vecgrid.dashboard"]},
             silence_logs=logging.WARNING if s.common.log_level.lower() != "debug" else False,
         )
         try:
@@ -275,12 +284,15 @@ class QueryNodePlugin(WorkerPlugin):
         node = QueryNode(settings, name=str(worker.name), deploy_mode=self.deploy_mode)
         self.server = await serve_querynode(node, host=worker.ip, port=settings.querynode.port)
         self.node = node
+        # the scheduler receives it with every heartbeat: the vecgrid dashboard page reads it there
+        worker.metrics["vecgrid"] = lambda _worker: node_snapshot(node)
         worker.log_event(TOPIC, {"action": "up", "worker": worker.address, **node.describe()})
         log.info("QueryNode %s serving gRPC on %s", node.name, node.address)
 
     async def teardown(self, worker: Worker) -> None:
         if self.node is None:
             return
+        worker.metrics.pop("vecgrid", None)
         self.node.stop()
         try:
             worker.log_event(TOPIC, {"action": "stopping", "worker": worker.address, **self.node.describe()})

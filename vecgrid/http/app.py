@@ -17,22 +17,20 @@ from vecgrid.cluster.querycoord.coordinator import QueryCoord
 from vecgrid.http.base import BaseHandler
 from vecgrid.http.feathers.application import Application
 from vecgrid.http.feathers.rest import make_tornado_app
+from vecgrid.http.health import cluster_health
 from vecgrid.http.metrics import MetricsHandler, RestMetrics
 from vecgrid.http.milvus_errors import milvus_error_hook
 from vecgrid.http.services import RestContext, mount_all
 
 
 class HealthHandler(BaseHandler):
-    """Liveness for load balancers and ``docker compose`` health checks: 200 only when serving."""
+    """For load balancers, ``docker compose`` health checks and ``vecgrid status``: every component's
+    health (:mod:`vecgrid.http.health`), 200 only when all of them can serve, as Milvus's ``/healthz``."""
 
-    def get(self) -> None:
+    async def get(self) -> None:
         coord: QueryCoord = self.context["coord"]
-        healthy = coord.lifecycle.healthy
-        self.send_json({
-            "status": "ok" if healthy else "unavailable",
-            "querycoord": coord.lifecycle.state.name,
-            "query_nodes": len(coord.nodes),
-        }, status=200 if healthy else 503)
+        report = await cluster_health(coord)
+        self.send_json(report, status=200 if report["status"] == "ok" else 503)
 
 
 class VersionHandler(BaseHandler):

@@ -1,42 +1,164 @@
 """``GET /metrics``: the coordinator's Prometheus metrics (text format, prometheus_client).
 
-Today: REST request latency per service, method and status (observed when Tornado logs a finished
-request), and the QueryCoord's collection and query-node counts, read at scrape time.  The
-monitoring work adds the node, segment, search and WAL families to the same registry.
+Names follow Milvus's (``pkg/metrics``) with the ``vecgrid`` namespace:
+
+- REST: ``vecgrid_http_request_duration_seconds{service,method,code}``, observed when Tornado
+  logs a finished request.
+- QueryCoord, read from its meta at scrape time: ``vecgrid_querycoord_collection_num``,
+  ``..._querynode_num``, ``..._task_num{type}``, ``..._load_req_count{status}``,
+  ``..._load_latency_seconds`` (request to 100 % loaded).
+- Per query node (label ``node_id``): ``vecgrid_querynode_segment_num`` from the distribution the
+  QueryCoord polls; ``..._growing_rows``, ``..._entity_num``, ``..._search_latency_seconds``,
+  ``..._search_requests_total{status}`` and ``..._gpu_memory_bytes{kind=used|capacity}`` from the
+  ``"vecgrid"`` part of each node's GetMetrics answer, which the scrape gathers with the
+  QueryCoord's own GetMetrics fan-out (a node that does not answer is left out this time and
+  counted in ``vecgrid_querycoord_querynode_unreachable``).
+- WAL: ``vecgrid_wal_bytes`` (bytes on disk under the WAL root) and
+  ``vecgrid_wal_append_latency_seconds`` (append until durable).
 
 State: the registry and its histogram are prometheus_client objects (thread-safe); the collector
-reads the QueryCoord on the event loop that serves the scrape, where the QueryCoord's state lives.
+reads the QueryCoord on the event loop that serves the scrape, where the QueryCoord's state lives,
+and the node reports the handler gathered just before on that loop.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
 import logging
+import os
 from typing import Any, Iterable
 
 import tornado.web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Histogram, generate_latest
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector
 
+from vecgrid.cluster.querycoord.monitor import cluster_snapshot
+from vecgrid.errors import MilvusError
 from vecgrid.http.feathers.application import STANDARD_METHODS
 
 access_log = logging.getLogger("tornado.access")
+log = logging.getLogger(__name__)
 
 _VERB_METHODS = {"GET": ("find", "get"), "HEAD": ("find", "get"), "POST": ("create", "create"),
                  "PUT": ("update", "update"), "PATCH": ("patch", "patch"), "DELETE": ("remove", "remove")}
 
 
+def histogram_family(name: str, doc: str, labels: list[str]) -> HistogramMetricFamily:
+    return HistogramMetricFamily(name, doc, labels=labels)
+
+
+def add_histogram(family: HistogramMetricFamily, labels: list[str], snap: dict[str, Any]) -> None:
+    """Add one :class:`~vecgrid.common.histogram.CumulativeHistogram` snapshot to ``family``."""
+    buckets = [(repr(float(bound)), count) for bound, count in snap["buckets"]]
+    buckets.append(("+Inf", snap["count"]))
+    family.add_metric(labels, buckets, snap["sum"])
+
+
+def node_families(reports: list[dict[str, Any]]) -> list[Any]:
+    """The per-node families from the nodes' ``"vecgrid"`` snapshots (GetMetrics or heartbeats)."""
+    # growing rows from the node itself: a polled distribution is replaced only when the node's
+    # lastModifyTs moves, which inserts into growing segments do not do
+    growing = GaugeMetricFamily("vecgrid_querynode_growing_rows", "Rows in a node's growing segments",
+                                labels=["node_id"])
+    entities = GaugeMetricFamily("vecgrid_querynode_entity_num", "Rows of the sealed segments a node serves",
+                                 labels=["node_id"])
+    gpu = GaugeMetricFamily("vecgrid_querynode_gpu_memory_bytes",
+                            "GPU memory vecgrid has reserved for segments (used) and its budget (capacity)",
+                            labels=["node_id", "kind"])
+    memory = GaugeMetricFamily("vecgrid_querynode_memory_bytes",
+                               "Host memory reserved for segments (used) and its budget (capacity)",
+                               labels=["node_id", "kind"])
+    requests = CounterMetricFamily("vecgrid_querynode_search_requests", "Search requests a node served",
+                                   labels=["node_id", "status"])
+    latency = histogram_family("vecgrid_querynode_search_latency_seconds",
+                               "Latency of the searches a node served", ["node_id"])
+    for r in reports:
+        node = str(r["node_id"])
+        entities.add_metric([node], r["entity_num"])
+        growing.add_metric([node], r["growing_rows"])
+        gpu.add_metric([node, "used"], r["gpu_memory_used_bytes"])
+        gpu.add_metric([node, "capacity"], r["gpu_memory_capacity_bytes"])
+        memory.add_metric([node, "used"], r["memory_used_bytes"])
+        memory.add_metric([node, "capacity"], r["memory_capacity_bytes"])
+        for status, count in sorted(r["search"]["requests"].items()):
+            requests.add_metric([node, status], count)
+        add_histogram(latency, [node], r["search"]["latency"])
+    return [growing, entities, gpu, memory, requests, latency]
+
+
+def directory_bytes(root: str) -> int:
+    total = 0
+    for folder, _, files in os.walk(root):
+        for name in files:
+            try:
+                total += os.stat(os.path.join(folder, name)).st_size
+            except FileNotFoundError:  # removed by retention while walking: no longer counts
+                continue
+    return total
+
+
 class QueryCoordCollector(Collector):
-    """Gauges of the QueryCoord's meta, computed when scraped."""
+    """The QueryCoord, node and WAL families, computed when scraped (see the module docstring)."""
 
     def __init__(self, coord: Any) -> None:
         self.coord = coord
+        self.node_reports: list[dict[str, Any]] = []   # set by :meth:`gather` before each collect
+        self.unreachable = 0
+        self.wal_bytes = 0
 
-    def collect(self) -> Iterable[GaugeMetricFamily]:
+    def describe(self) -> list:
+        return []  # nothing to check at registration: the families are computed at scrape time
+
+    async def gather(self) -> None:
+        """Ask every node for its GetMetrics (the QueryCoord's fan-out) and size the WAL.  A coordinator
+        not serving yet answers no node: all of them count as unreachable."""
+        try:
+            doc = json.loads(await self.coord.metrics(json.dumps({"metric_type": "system_info"})))
+        except MilvusError as e:
+            log.warning("no node metrics at this scrape: %s", e)
+            self.node_reports, self.unreachable = [], len(self.coord.nodes.all())
+        else:
+            nodes = doc["cluster"]["connected_nodes"]
+            self.node_reports = [n["vecgrid"] for n in nodes if "vecgrid" in n]
+            self.unreachable = len(nodes) - len(self.node_reports)
+        wal = getattr(getattr(self.coord, "appenders", None), "wal", None)
+        self.wal_bytes = await asyncio.to_thread(directory_bytes, wal.root) if wal is not None else 0
+
+    def collect(self) -> Iterable[Any]:
+        snap = cluster_snapshot(self.coord)
         yield GaugeMetricFamily("vecgrid_querycoord_collection_num", "Collections loaded or loading",
-                                value=len(self.coord.collections.ids()))
+                                value=len(snap["collections"]))
         yield GaugeMetricFamily("vecgrid_querycoord_querynode_num", "Query nodes registered",
-                                value=len(self.coord.nodes.all()))
+                                value=len(snap["nodes"]))
+        yield GaugeMetricFamily("vecgrid_querycoord_querynode_unreachable",
+                                "Registered query nodes whose GetMetrics failed at this scrape", value=self.unreachable)
+        tasks = GaugeMetricFamily("vecgrid_querycoord_task_num", "QueryCoord tasks in flight", labels=["type"])
+        for kind, count in sorted(snap["tasks"].items()):
+            tasks.add_metric([kind], count)
+        yield tasks
+        loads = CounterMetricFamily("vecgrid_querycoord_load_req_count", "Load requests by outcome",
+                                    labels=["status"])
+        for status, count in sorted(snap["load"]["requests"].items()):
+            loads.add_metric([status], count)
+        yield loads
+        latency = histogram_family("vecgrid_querycoord_load_latency_seconds",
+                                   "From a load request to its collection 100 % loaded", [])
+        add_histogram(latency, [], snap["load"]["latency"])
+        yield latency
+        segments = GaugeMetricFamily("vecgrid_querynode_segment_num", "Sealed segments a node serves",
+                                     labels=["node_id"])
+        for n in snap["nodes"]:
+            segments.add_metric([str(n["node_id"])], n["segments"])
+        yield segments
+        yield from node_families(self.node_reports)
+        yield GaugeMetricFamily("vecgrid_wal_bytes", "Bytes of the write-ahead log on disk", value=self.wal_bytes)
+        appenders = getattr(self.coord, "appenders", None)
+        if appenders is not None:
+            append = histogram_family("vecgrid_wal_append_latency_seconds", "WAL appends until durable", [])
+            add_histogram(append, [], appenders.append_latency.snapshot())
+            yield append
 
 
 class RestMetrics:
@@ -47,8 +169,10 @@ class RestMetrics:
         self.requests = Histogram("vecgrid_http_request_duration_seconds",
                                   "REST request latency by service, method and status",
                                   ["service", "method", "code"], registry=self.registry)
+        self.coord_collector: QueryCoordCollector | None = None
         if coord is not None:
-            self.registry.register(QueryCoordCollector(coord))
+            self.coord_collector = QueryCoordCollector(coord)
+            self.registry.register(self.coord_collector)
 
     def observe(self, handler: tornado.web.RequestHandler) -> None:
         service, method = self.labels(handler)
@@ -83,6 +207,8 @@ class MetricsHandler(tornado.web.RequestHandler):
     def initialize(self, metrics: RestMetrics) -> None:
         self.metrics = metrics
 
-    def get(self) -> None:
+    async def get(self) -> None:
+        if self.metrics.coord_collector is not None:
+            await self.metrics.coord_collector.gather()
         self.set_header("Content-Type", CONTENT_TYPE_LATEST)
         self.finish(generate_latest(self.metrics.registry))

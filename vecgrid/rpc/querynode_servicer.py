@@ -15,12 +15,14 @@ probed before it knows its id.
 from __future__ import annotations
 
 import functools
+import time
 from typing import Callable
 
 import grpc
 from google.protobuf import message_factory
 
 from vecgrid import errors
+from vecgrid.cluster.querynode.monitor import stats_of
 from vecgrid.cluster.querynode.node import ROLE, QueryNode
 from vecgrid.common.keys import SERVER_ID_KEY
 from vecgrid.proto import query_coord_pb2, query_coord_pb2_grpc
@@ -153,7 +155,14 @@ class QueryNodeServicer:
 
     @_node_checked
     async def Search(self, request, context):
-        return await self.node.search(request)
+        # Milvus's querynode_sq_req_count / _latency: the delegator-level search a proxy sends
+        started, ok = time.perf_counter(), False
+        try:
+            reply = await self.node.search(request)
+            ok = reply.status.code == 0
+            return reply
+        finally:
+            stats_of(self.node).observe_search(time.perf_counter() - started, ok, int(request.req.nq))
 
     @_node_checked
     async def SearchSegments(self, request, context):

@@ -247,16 +247,17 @@ def import_sources(catalog: Catalog, segment_root: str, sources: Sources, opts: 
         raise
 
 
-def bulk_import(data_dir: str, files: list[str], opts: ImportOptions, progress: bool = False,
-                segment_root: str = "") -> dict[str, Any]:
+def bulk_import(data_dir: str, files: list[str], opts: ImportOptions,
+                progress: bool | Callable[[int], Any] = False, segment_root: str = "") -> dict[str, Any]:
     """Import ``files`` into ``data_dir``'s catalog, the segments under ``segment_root`` (default: the
     data dir; an s3:// root needs its store configured, :meth:`DataDir.of`); returns the summary the CLI
-    prints as JSON."""
+    prints as JSON.  ``progress``: True for a tqdm bar on a terminal, or ``factory(total rows)`` of an
+    object with ``update(rows)`` and ``close()`` (the CLI's bar-or-plain-lines)."""
     check_options(opts)
     sources = open_sources(files)
     data = DataDir(data_dir, segment_root)
     store = data.open_store()
-    bar = _progress_bar(sources.num_rows) if progress else None
+    bar = (progress(sources.num_rows) if callable(progress) else _progress_bar(sources.num_rows)) if progress else None
     try:
         job = _Import(data.open_catalog(store, tso_key=IMPORT_TSO_KEY), data.segment_root, sources, opts,
                       bar.update if bar else (lambda n: None))

@@ -39,6 +39,7 @@ from vecgrid.cluster.querycoord.meta.failed_load_cache import FailedLoadCache
 from vecgrid.cluster.querycoord.meta.replica_manager import ReplicaManager
 from vecgrid.cluster.querycoord.meta.resource_manager import ResourceManager
 from vecgrid.cluster.querycoord.meta.target_manager import TargetManager
+from vecgrid.cluster.querycoord.monitor import LoadStats
 from vecgrid.cluster.querycoord.observers.collection_observer import CollectionObserver
 from vecgrid.cluster.querycoord.observers.health_observer import HealthObserver
 from vecgrid.cluster.querycoord.observers.target_observer import TargetObserver
@@ -111,6 +112,7 @@ class QueryCoord(Component):
         self.target_observer = TargetObserver(self.ctx, self.executor, q.collection_observer_interval_s,
                                               q.next_target_interval_s, self._refresh_dist)
         self.failed_loads = FailedLoadCache()
+        self.load_stats = LoadStats()  # querycoord_load_req_count / _load_latency (see .monitor)
         self.scheduler.on_done(self._record_failed_load)
         self.scheduler.on_done(self._next_index_save)
         self.collection_observer = CollectionObserver(self.ctx, q.collection_observer_interval_s,
@@ -357,7 +359,12 @@ class QueryCoord(Component):
         """LoadCollection / LoadPartitions; the schema always comes from the catalog."""
         self.lifecycle.check_healthy()
         self.failed_loads.remove(req.collection_id)
-        await self.jobs.load(req)
+        try:
+            await self.jobs.load(req)
+        except BaseException:
+            self.load_stats.requested(req.collection_id, ok=False)
+            raise
+        self.load_stats.requested(req.collection_id, ok=True)
 
     async def release_collection(self, collection_id: int) -> None:
         self.lifecycle.check_healthy()

@@ -52,6 +52,7 @@ from vecgrid.cluster.querynode.collections import Collection, CollectionManager
 from vecgrid.cluster.querynode.delegator import MAX_TS, ShardDelegator, query_limit
 from vecgrid.cluster.querynode.index_saver import SaveIndexRequest, save_segment_indexes
 from vecgrid.cluster.querynode.loader import SegmentLoader
+from vecgrid.cluster.querynode.monitor import node_snapshot
 from vecgrid.cluster.querynode.peers import PeerClients
 from vecgrid.cluster.querynode.reduce import merge_retrieve, merge_search
 from vecgrid.cluster.querynode.segments import ALL_PARTITIONS, SealedSegment, SegmentManager
@@ -353,6 +354,7 @@ class QueryNode(Component):
             "worker_name": self.name,
             # vecgrid's own: each device's index budget and use (the REST nodes table shows them).
             "devices": [d.stats() for d in self.devices().devices],
+            "vecgrid": node_snapshot(self),
         }
         return json.dumps(doc)
 

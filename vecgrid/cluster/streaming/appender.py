@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping
 
 from vecgrid.cluster.streaming.segment_assign import SealedChannel, SegmentAssigner
+from vecgrid.common.histogram import CumulativeHistogram
 from vecgrid.storage.wal import MessageKind, Position, Wal, WalLockedError, WalWriter
 
 log = logging.getLogger(__name__)
@@ -68,16 +69,22 @@ class ChannelAppender:
         self._ack_lock = threading.Lock()
         self.segments = SegmentAssigner(allocate_segment_id)
         self.acknowledged_ts = 0
+        #: append-to-durable seconds (``vecgrid_wal_append_latency_seconds``); shared by the channels of one
+        #: ChannelAppenders, which sets it
+        self.append_latency = CumulativeHistogram()
 
     def append(self, build: Callable[[int], Iterable[Record]]) -> Appended:
         """Stamp, build and log records; returns once they are durable.  ``build(ts)`` runs under the
         channel's lock with the write's timestamp and returns the ``(kind, payload)`` records; it may
         assign growing segments (:attr:`segments`).  A failure anywhere writes nothing that is
         acknowledged: it raises."""
+        started = time.perf_counter()
         with self._lock:
             ts = self._allocate_ts()
             positions = self.writer.write_many([(kind, ts, payload) for kind, payload in build(ts)])
-        return self._acknowledge(ts, positions)
+        done = self._acknowledge(ts, positions)
+        self.append_latency.observe(time.perf_counter() - started)
+        return done
 
     def seal(self, build: Callable[[int], Iterable[Record]] = lambda ts: ()) -> tuple[Appended, SealedChannel]:
         """Close the channel's open growing segments at a fresh timestamp (the flush barrier: every row
@@ -120,6 +127,7 @@ class ChannelAppenders:
         self._appenders: dict[str, ChannelAppender] = {}
         self._locked_until: dict[str, float] = {}
         self._lock = threading.Lock()
+        self.append_latency = CumulativeHistogram()  # every channel's appends, until durable
 
     def get(self, channel: str) -> ChannelAppender | None:
         with self._lock:
@@ -135,6 +143,7 @@ class ChannelAppenders:
                 self._locked_until[channel] = time.monotonic() + RETRY_LOCKED_S
                 return None
             a = self._appenders[channel] = ChannelAppender(writer, self._allocate_ts, self._allocate_segment_id)
+            a.append_latency = self.append_latency
             return a
 
     def require(self, channel: str) -> ChannelAppender:
@@ -147,6 +156,7 @@ class ChannelAppenders:
         """Stamp ONE timestamp for records on several channels (see the module doc): ``builds[channel](ts)``
         runs under every involved channel's lock and returns that channel's records; returns once all
         are durable, with the positions of every channel's records."""
+        started = time.perf_counter()
         appenders = [self.require(channel) for channel in sorted(builds)]
         with contextlib.ExitStack() as held:
             for a in appenders:
@@ -157,6 +167,7 @@ class ChannelAppenders:
         positions: list[Position] = []
         for a, p in zip(appenders, written):
             positions.extend(a._acknowledge(ts, p).positions)
+        self.append_latency.observe(time.perf_counter() - started)
         return Appended(ts, positions)
 
     def opened(self) -> dict[str, ChannelAppender]:

@@ -1,0 +1,65 @@
+"""What the vecgrid dashboard page reads from the scheduler, on an in-process Dask cluster: node snapshots
+from worker heartbeats, the coordinator's published state, and the coordinator client's Dask tasks in
+flight; and the page's HTML from it."""
+
+from __future__ import annotations
+
+import pytest
+from distributed import Client, Event, LocalCluster
+
+from vecgrid import dashboard
+from tests.conftest import poll_until
+
+SNAPSHOT = {"node_id": 7, "name": "w0", "address": "127.0.0.1:1", "hostname": "h", "state": "Healthy",
+            "device": "GPU", "gpus": [], "gpu_memory_used_bytes": 3 << 30, "gpu_memory_capacity_bytes": 60 << 30,
+            "memory_used_bytes": 1 << 20, "memory_capacity_bytes": 8 << 30, "process_rss_bytes": 1,
+            "host_memory_total_bytes": 1, "segment_num": 4, "entity_num": 1000, "growing_rows": 5,
+            "channels": ["c0"], "collections": {}, "placement": {},
+            "search": {"requests": {"success": 3, "fail": 0}, "nq_total": 3,
+                       "latency": {"buckets": [], "count": 3, "sum": 0.1}}, "time": 0.0}
+
+
+def blocked(event_name: str) -> int:
+    Event(event_name).wait()
+    return 1
+
+
+@pytest.mark.asyncio
+async def test_state_from_heartbeats_metadata_and_the_coordinators_tasks():
+    async with LocalCluster(n_workers=1, processes=False, asynchronous=True, dashboard_address=":0") as cluster, \
+            Client(cluster, asynchronous=True) as client:
+        scheduler = cluster.scheduler
+        # the worker plugin's part: a heartbeat metric
+        worker = next(iter(cluster.workers.values()))
+        worker.metrics[dashboard.WORKER_METRIC] = lambda w: SNAPSHOT
+        # the coordinator's part: its state as metadata, naming its client
+        cluster_state = {"querycoord": {"state": "Healthy", "node_id": 1, "address": "127.0.0.1:19531"},
+                         "nodes": [{"node_id": 7, "state": "Normal"}],
+                         "collections": [{"collection_id": 1, "name": "<b>books</b>", "load_percentage": 100,
+                                          "replicas": [{"id": 4, "nodes": [7], "resource_group": "rg"}],
+                                          "partitions": [{"partition_id": 2, "name": "_default", "state": "InGPU",
+                                                          "load_percentage": 100}],
+                                          "segments_per_node": {"7": 4}}],
+                         "tasks": {"segment_grow": 2}, "tasks_waiting": 0, "wal_appends": 10,
+                         "dask_client": client.id, "time": 0.0}
+        await client.set_metadata(dashboard.METADATA_KEY, cluster_state)
+        release = Event("release", client=client)
+        future = client.submit(blocked, "release", key="load-segment-1-node-7-1")
+        await poll_until(lambda: dashboard.dask_tasks(scheduler, cluster_state), 30, 0.05, "the task in flight")
+        await poll_until(lambda: dashboard.state(scheduler)["nodes"], 30, 0.1, "a heartbeat with the snapshot")
+
+        state = dashboard.state(scheduler)
+        assert state["cluster"]["collections"][0]["name"] == "<b>books</b>"
+        assert [n["node_id"] for n in state["nodes"]] == [7]
+        assert state["dask_tasks"] == [{"prefix": "load-segment", "state": "processing", "count": 1}]
+        # another client's tasks are not vecgrid's
+        assert dashboard.dask_tasks(scheduler, {"dask_client": "someone-else"}) == []
+
+        html = dashboard.render(state, dashboard.Rates())
+        assert "&lt;b&gt;books&lt;/b&gt;" in html and "<b>books</b>" not in html   # names are escaped
+        assert "_default: InGPU 100 %" in html and "3,072 MiB / 61,440 MiB" in html
+        assert "load-segment" in html and "segment_grow" in html
+
+        await release.set()
+        assert await future == 1
+        await poll_until(lambda: not dashboard.dask_tasks(scheduler, cluster_state), 30, 0.05, "the task done")

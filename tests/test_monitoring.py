@@ -1,0 +1,317 @@
+"""Monitoring of a live embedded cluster: the coordinator's Prometheus ``/metrics``, the Dask
+scheduler's own ``/metrics`` with vecgrid's worker gauges, and the vecgrid page on the Dask dashboard
+(its JSON route, and the Bokeh page rendered by headless Chromium)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+from prometheus_client.parser import text_string_to_metric_families
+from tornado.httpclient import AsyncHTTPClient
+
+from vecgrid.deploy import EmbeddedCluster
+from tests.conftest import REPO, poll_until
+from tests.proxy_support import create_collection, rows_for
+from tests.querycoord_support import Coord, fast_settings
+
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]
+
+DIM = 16
+NAME = "watched"
+
+
+@dataclass
+class Env:
+    cluster: EmbeddedCluster
+    collection_id: int
+    node_ids: list[int]
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def env(tmp_path_factory):
+    cluster = EmbeddedCluster(fast_settings(tmp_path_factory.mktemp("mon"), workers=2))
+    await asyncio.wait_for(cluster.start(), 120)
+    coll = create_collection(cluster.coord.catalog, NAME, dim=DIM, shards=2)
+    await Coord(cluster.addresses.grpc, cluster.coord).load(coll.id)
+    rows = rows_for(list(range(300)), DIM)
+    await cluster.proxy.insert(NAME, rows)
+    sealed = await cluster.proxy.flush(NAME)   # 300 rows sealed, served by the nodes once handed off
+    await poll_until(lambda: {s.ID for _, s in cluster.coord.dist.segments(coll.id)} >= set(sealed), 60, 0.2,
+                     "the flushed segments served")
+    await cluster.proxy.insert(NAME, rows_for(list(range(300, 400)), DIM, seed=1))   # 100 growing rows
+    async with asyncio.timeout(30):
+        hits = await cluster.proxy.search(NAME, rows["vec"][:2], limit=1)
+    assert [h[0]["id"] for h in hits] == [0, 1]
+    yield Env(cluster, coll.id, sorted(n.node_id for n in cluster.coord.nodes.all()))
+    await asyncio.wait_for(cluster.stop(), 60)
+
+
+async def scrape(url: str) -> dict:
+    response = await AsyncHTTPClient().fetch(url)
+    assert response.headers["Content-Type"].startswith("text/plain")
+    return {f.name: f for f in text_string_to_metric_families(response.body.decode())}
+
+
+def samples(family, suffix: str = "") -> dict[tuple, float]:
+    return {tuple(sorted(s.labels.items())): s.value for s in family.samples if s.name == family.name + suffix}
+
+
+async def test_coordinator_metrics_have_the_querycoord_node_and_wal_families(env):
+    url = env.cluster.addresses.http + "/metrics"
+
+    async def settled():
+        families = await scrape(url)
+        timed = samples(families["vecgrid_querycoord_load_latency_seconds"], "_count")[()] >= 1
+        sealed = sum(samples(families["vecgrid_querynode_entity_num"]).values()) == 300
+        growing = sum(samples(families["vecgrid_querynode_growing_rows"]).values()) == 100
+        return families if timed and sealed and growing else None
+
+    # the load's clock stops when the published snapshot first sees it at 100 %; the growing copies of the
+    # flushed rows go when the delegators take the sealed segments
+    families = await poll_until(settled, 60, 0.3, "the load timed, 300 sealed rows and 100 growing ones")
+    assert samples(families["vecgrid_querycoord_querynode_num"]) == {(): 2}
+    assert samples(families["vecgrid_querycoord_collection_num"]) == {(): 1}
+    assert samples(families["vecgrid_querycoord_load_req_count"], "_total") == {
+        (("status", "success"),): 1, (("status", "fail"),): 0}
+    assert "vecgrid_querycoord_task_num" in families
+    assert samples(families["vecgrid_querycoord_querynode_unreachable"]) == {(): 0}
+    nodes = [str(n) for n in env.node_ids]
+    searches = samples(families["vecgrid_querynode_search_requests"], "_total")
+    assert {dict(k)["node_id"] for k in searches} == set(nodes)
+    # one search per shard leader: two channels, so the delegators served at least two
+    assert sum(v for k, v in searches.items() if dict(k)["status"] == "success") >= 2
+    latency = samples(families["vecgrid_querynode_search_latency_seconds"], "_count")
+    assert {dict(k)["node_id"] for k in latency} == set(nodes) and sum(latency.values()) >= 2
+    gpu = samples(families["vecgrid_querynode_gpu_memory_bytes"])
+    assert {(dict(k)["node_id"], dict(k)["kind"]) for k in gpu} == {(n, k) for n in nodes for k in ("used", "capacity")}
+    memory = samples(families["vecgrid_querynode_memory_bytes"])
+    assert all(v > 0 for k, v in memory.items() if dict(k)["kind"] == "capacity")
+    segments = samples(families["vecgrid_querynode_segment_num"])
+    assert set(segments) == {(("node_id", n),) for n in nodes} and sum(segments.values()) >= 1
+    assert samples(families["vecgrid_wal_bytes"])[()] > 0
+    assert samples(families["vecgrid_wal_append_latency_seconds"], "_count")[()] >= 1
+
+
+async def test_scheduler_metrics_keep_dasks_and_add_vecgrids_worker_gauges(env):
+    dashboard = env.cluster.addresses.dashboard.rsplit("/status", 1)[0]
+
+    async def both_workers():
+        families = await scrape(dashboard + "/metrics")
+        found = samples(families["vecgrid_worker_segments"]) if "vecgrid_worker_segments" in families else {}
+        # a heartbeat sent before the coordinator registered the node says node -1
+        return families if {dict(k)["node_id"] for k in found} == {str(n) for n in env.node_ids} else None
+
+    families = await poll_until(both_workers, 30, 0.5, "both registered nodes' vecgrid gauges on the scheduler")
+    assert "dask_scheduler_workers" in families    # Dask's own, untouched
+    assert set(samples(families["vecgrid_worker_gpu_memory_bytes"])) and "vecgrid_worker_search_requests" in families
+
+
+async def test_dashboard_state_route_shows_the_collection_and_both_nodes(env):
+    dashboard = env.cluster.addresses.dashboard.rsplit("/status", 1)[0]
+
+    async def published():
+        state = json.loads((await AsyncHTTPClient().fetch(dashboard + "/vecgrid/api/state")).body)
+        ok = (state["cluster"] and state["cluster"]["collections"]
+              and sorted(n["node_id"] for n in state["nodes"]) == env.node_ids
+              and sum(n["entity_num"] for n in state["nodes"]) == 300
+              # the coordinator's view comes from its distribution pulls: it catches up with the heartbeats
+              and sum(state["cluster"]["collections"][0]["segments_per_node"].values())
+              == sum(n["segment_num"] for n in state["nodes"]))
+        return state if ok else None
+
+    state = await poll_until(published, 30, 0.5, "the coordinator's state and both nodes' heartbeats")
+    [coll] = state["cluster"]["collections"]
+    assert (coll["name"], coll["load_percentage"], len(coll["replicas"])) == (NAME, 100, 1)
+    assert [p["name"] for p in coll["partitions"]] == ["_default"]
+    assert {p["state"] for p in coll["partitions"]} <= {"InGPU", "PartialInGPU", "InMemory"}
+    assert sorted(n["node_id"] for n in state["nodes"]) == env.node_ids
+    assert sum(n["entity_num"] for n in state["nodes"]) == 300
+    assert sum(coll["segments_per_node"].values()) == sum(n["segment_num"] for n in state["nodes"]) >= 1
+    # nothing is loading now: no Dask task of the coordinator's is in flight (each would be listed)
+    assert state["cluster"]["dask_client"] == env.cluster.client.id and state["dask_tasks"] == []
+    listed = json.loads((await AsyncHTTPClient().fetch(dashboard + "/individual-plots.json")).body)
+    assert "/individual-vecgrid" in listed.values()
+
+
+# --- the page in a browser ------------------------------------------------------------------------------
+
+def find_chromium() -> str:
+    """Debian's ``chromium``: found, or installed with apt-get when this process may; else skip."""
+    for name in ("chromium", "chromium-browser"):
+        found = shutil.which(name)
+        if found:
+            return found
+    if shutil.which("apt-get") is None or os.geteuid() != 0:
+        pytest.skip("no chromium on PATH and no root apt-get to install Debian's chromium package")
+    done = subprocess.run(["apt-get", "install", "-y", "chromium"], capture_output=True, text=True, timeout=600)
+    found = shutil.which("chromium")
+    if found is None:
+        pytest.skip(f"apt-get install chromium failed (rc {done.returncode}): {done.stderr[-500:]}")
+    return found
+
+
+# every text of the page, shadow roots included (Bokeh draws its widgets in shadow DOM)
+DEEP_TEXT = """(() => { const out = []; const walk = (n) => {
+  if (n.shadowRoot) walk(n.shadowRoot);
+  for (const c of n.childNodes) { if (c.nodeType === 3) out.push(c.textContent); else walk(c); } };
+  walk(document); return out.join(' '); })()"""
+
+
+class DevTools:
+    """Just enough of the Chrome DevTools protocol over Tornado's websocket client."""
+
+    def __init__(self, ws) -> None:
+        self.ws, self.next_id = ws, 0
+
+    async def call(self, method: str, **params):
+        self.next_id += 1
+        self.ws.write_message(json.dumps({"id": self.next_id, "method": method, "params": params}))
+        while True:
+            msg = await self.ws.read_message()
+            assert msg is not None, "chromium closed the DevTools connection"
+            reply = json.loads(msg)
+            if reply.get("id") == self.next_id:
+                assert "error" not in reply, reply
+                return reply["result"]
+
+
+async def test_dashboard_page_in_headless_chromium(env, tmp_path):
+    from tornado.websocket import websocket_connect
+
+    chromium = find_chromium()
+    dashboard = env.cluster.addresses.dashboard.rsplit("/status", 1)[0]
+    profile = tmp_path / "profile"
+    browser = subprocess.Popen([chromium, "--headless=new", "--no-sandbox", "--disable-gpu",
+                                "--disable-dev-shm-usage", "--remote-debugging-port=0", f"--user-data-dir={profile}",
+                                "--window-size=1400,1000", "about:blank"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        port_file = profile / "DevToolsActivePort"
+        await poll_until(lambda: port_file.exists() and len(port_file.read_text().splitlines()) >= 2, 60, 0.2,
+                         "chromium's DevTools port")
+        port = int(port_file.read_text().splitlines()[0])
+        targets = json.loads((await AsyncHTTPClient().fetch(f"http://127.0.0.1:{port}/json/list")).body)
+        page = next(t for t in targets if t["type"] == "page")
+        devtools = DevTools(await websocket_connect(page["webSocketDebuggerUrl"], max_message_size=64 << 20))
+        await devtools.call("Page.navigate", url=dashboard + "/individual-vecgrid")
+        names = [n.address for n in env.cluster.coord.nodes.all()]
+
+        async def rendered():
+            text = (await devtools.call("Runtime.evaluate", expression=DEEP_TEXT, returnByValue=True))["result"]
+            text = text.get("value") or ""
+            # "/s": a rate, so the page has refreshed itself at least once
+            ok = (NAME in text and re.search(r"_default: (InGPU|PartialInGPU|InMemory) 100 %", text) and "/s" in text
+                  and all(name in text for name in names))
+            return text if ok else None
+
+        text = await poll_until(rendered, 60, 0.5, "the vecgrid page with the collection and both nodes")
+        assert "Query nodes" in text and "Segments per node" in text
+        shot = await devtools.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)
+        png = base64.b64decode(shot["data"])
+        assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000  # a page, not a blank image
+        # the README's picture: written when missing or asked for, so that a test run leaves the tree clean
+        readme_png = Path(REPO) / "docs" / "dashboard.png"
+        if not readme_png.exists() or os.environ.get("VECGRID_UPDATE_SCREENSHOT") == "1":
+            readme_png.parent.mkdir(exist_ok=True)
+            readme_png.write_bytes(png)
+    finally:
+        browser.terminate()
+        browser.wait(30)
+
+
+# --- /health ------------------------------------------------------------------------------------------
+
+async def test_health_names_every_component_and_fails_with_the_one_that_cannot_serve(env):
+    from tornado.httpclient import HTTPClientError
+
+    url = env.cluster.addresses.http + "/health"
+    health = json.loads((await AsyncHTTPClient().fetch(url)).body)
+    assert health["status"] == "ok"
+    by_name = {c["name"]: c for c in health["components"]}
+    assert set(by_name) == {"coordinator", "scheduler", "metadata-store", "wal",
+                            *(f"querynode-{n}" for n in env.node_ids)}
+    assert by_name["wal"]["root"] == env.cluster.coord.appenders.wal.root
+    # a WAL root that cannot be written: the whole answer is 503, naming the WAL
+    root = env.cluster.coord.appenders.wal.root
+    moved = root + ".away"
+    os.rename(root, moved)
+    try:
+        with pytest.raises(HTTPClientError) as err:
+            await AsyncHTTPClient().fetch(url)
+        assert err.value.code == 503
+        health = json.loads(err.value.response.body)
+        assert health["status"] == "unavailable"
+        bad = [c for c in health["components"] if not c["healthy"]]
+        assert [c["name"] for c in bad] == ["wal"] and "missing" in bad[0]["reason"]
+    finally:
+        os.rename(moved, root)
+    assert json.loads((await AsyncHTTPClient().fetch(url)).body)["status"] == "ok"
+
+
+# --- the Grafana dashboard ------------------------------------------------------------------------------
+
+async def test_grafana_dashboard_queries_only_metrics_the_cluster_exports(env):
+    """Every series docker/grafana/vecgrid-dashboard.json asks Prometheus for is exported by the live
+    coordinator or scheduler, under the names the panels use."""
+    dashboard = json.loads((REPO / "docker" / "grafana" / "vecgrid-dashboard.json").read_text())
+    exprs = [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
+    wanted = {m for e in exprs for m in re.findall(r"\b((?:vecgrid|dask)_[a-z0-9_]+)", e)}
+    scheduler = env.cluster.addresses.dashboard.rsplit("/status", 1)[0]
+    exported: set[str] = set()
+    for url in (env.cluster.addresses.http + "/metrics", scheduler + "/metrics"):
+        for family in (await scrape(url)).values():
+            exported.add(family.name)   # a family without samples now (no task in flight) still counts
+            exported.update(s.name for s in family.samples)
+    assert len(wanted) >= 15 and sorted(wanted - exported) == []
+    assert all(p["datasource"]["uid"] == "${datasource}" for p in dashboard["panels"] if p["type"] != "row")
+
+
+# --- a stock `dask scheduler --preload vecgrid.dashboard` --------------------------------------------------
+
+async def test_stock_dask_scheduler_serves_the_page_with_the_preload(tmp_path):
+    """What the compose file's scheduler runs: the page is listed and its route answers, before any
+    coordinator publishes (the page says so), and vecgrid's collector sits beside Dask's own metrics."""
+    import socket
+    import sys
+
+    from tornado.httpclient import HTTPClientError
+
+    def free_port() -> int:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return s.getsockname()[1]
+
+    port, dash = free_port(), free_port()
+    proc = subprocess.Popen([str(Path(sys.executable).parent / "dask"), "scheduler", "--host", "127.0.0.1",
+                             "--port", str(port), "--dashboard-address", f"127.0.0.1:{dash}",
+                             "--preload", "vecgrid.dashboard"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path)
+    base = f"http://127.0.0.1:{dash}"
+    try:
+        async def up():
+            try:
+                return json.loads((await AsyncHTTPClient().fetch(base + "/individual-plots.json")).body)
+            except (OSError, HTTPClientError):  # not listening yet
+                return None
+
+        listed = await poll_until(up, 60, 0.3, "the stock scheduler's dashboard")
+        assert listed.get("Individual Vecgrid") == "/individual-vecgrid"
+        state = json.loads((await AsyncHTTPClient().fetch(base + "/vecgrid/api/state")).body)
+        assert state["cluster"] is None and state["nodes"] == []
+        page = (await AsyncHTTPClient().fetch(base + "/individual-vecgrid")).body.decode()
+        assert "bokeh" in page.lower()
+        families = await scrape(base + "/metrics")
+        assert "dask_scheduler_workers" in families and "vecgrid_worker_segments" in families
+    finally:
+        proc.terminate()
+        proc.wait(30)

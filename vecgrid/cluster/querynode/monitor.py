@@ -1,0 +1,104 @@
+"""What a QueryNode tells its watchers: a small JSON-able snapshot of its state and counters.
+
+One snapshot serves two readers without a new RPC: the Dask worker plugin puts it in
+``worker.metrics["vecgrid"]`` (the scheduler receives it with every heartbeat and the vecgrid
+dashboard page draws it), and the node's ``GetMetrics`` answer carries it under ``"vecgrid"``
+(the coordinator's ``/metrics`` reads it from the GetMetrics fan-out it already makes).
+
+Search counters follow Milvus's ``querynode_sq_req_count{status}`` and
+``querynode_sq_req_latency`` (a histogram): the buckets are cumulative counts, as Prometheus
+wants them, so the coordinator can re-export them unchanged.
+
+State: a :class:`NodeStats` belongs to one node; its counters are guarded by its own lock
+(searches are observed on the node's event loop, snapshots may be taken from another thread).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import weakref
+from typing import Any
+
+import psutil
+
+from vecgrid.common.histogram import CumulativeHistogram
+from vecgrid.gpu.device import process_rss
+
+class NodeStats:
+    """Cumulative search counters of one node (monotonic, as Prometheus counters)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.requests = {"success": 0, "fail": 0}
+        self.nq_total = 0
+        self.latency = CumulativeHistogram()
+
+    def observe_search(self, seconds: float, ok: bool, nq: int = 0) -> None:
+        with self._lock:
+            self.requests["success" if ok else "fail"] += 1
+            self.nq_total += nq
+        self.latency.observe(seconds)
+
+    def snapshot(self) -> dict[str, Any]:
+        with self._lock:
+            out: dict[str, Any] = {"requests": dict(self.requests), "nq_total": self.nq_total}
+        out["latency"] = self.latency.snapshot()
+        return out
+
+
+_stats: "weakref.WeakKeyDictionary[Any, NodeStats]" = weakref.WeakKeyDictionary()
+_stats_lock = threading.Lock()
+
+
+def stats_of(node: Any) -> NodeStats:
+    """The counters of ``node`` (made on first use; they die with the node)."""
+    with _stats_lock:
+        stats = _stats.get(node)
+        if stats is None:
+            stats = _stats[node] = NodeStats()
+        return stats
+
+
+def node_snapshot(node: Any) -> dict[str, Any]:
+    """The node's state for the dashboard and Prometheus (msgpack- and JSON-serialisable).
+
+    Memory: ``used`` is what vecgrid has reserved for loaded segments on that device and
+    ``capacity`` its budget there (the numbers the loader decides with); the host also reports
+    the process's resident memory and the machine's total."""
+    segments = node.segments.list()
+    per_collection: dict[str, dict[str, int]] = {}
+    placement: dict[str, int] = {}
+    for seg in segments:
+        entry = per_collection.setdefault(str(seg.collection_id), {"segments": 0, "rows": 0})
+        entry["segments"] += 1
+        entry["rows"] += int(seg.num_rows)
+        placement[seg.placement] = placement.get(seg.placement, 0) + 1
+    devices = node.devices()
+    gpus = [d for d in devices.devices if d.is_gpu]
+    host = devices.host
+    growing = sum(int(d.leader_view().num_of_growing_rows) for d in list(node.delegators.values()))
+    return {
+        "node_id": node.node_id,
+        "name": node.name,
+        "address": node.address,
+        "hostname": node.hostname,
+        "state": node.lifecycle.state.name,
+        "device": "GPU" if gpus else "CPU",
+        "gpus": [{"device": d.name, "used_bytes": d.used_bytes, "capacity_bytes": d.budget_bytes} for d in gpus],
+        "gpu_memory_used_bytes": sum(d.used_bytes for d in gpus),
+        "gpu_memory_capacity_bytes": sum(d.budget_bytes for d in gpus),
+        "memory_used_bytes": host.used_bytes,
+        "memory_capacity_bytes": host.budget_bytes,
+        "process_rss_bytes": process_rss(),
+        "host_memory_total_bytes": int(psutil.virtual_memory().total),
+        "segment_num": len(segments),
+        "entity_num": sum(int(s.num_rows) for s in segments),
+        "growing_rows": growing,
+        "channels": sorted(node.delegators),
+        "collections": per_collection,
+        "placement": placement,
+        "search": stats_of(node).snapshot(),
+        "time": time.time(),
+    }
+

@@ -1,0 +1,252 @@
+"""vecgrid's page on the Dask dashboard, served by the scheduler's own dashboard.
+
+Load it into a stock scheduler with ``dask scheduler --preload vecgrid.dashboard`` (``vecgrid
+serve`` does the same for its in-process scheduler).  Importing this module, which Dask does
+before it builds its HTTP server, registers:
+
+- the Bokeh page ``/individual-vecgrid`` (listed in the dashboard's "More…" menu as
+  "Individual Vecgrid"): query nodes, collections with load % and partition states, segments per
+  node, the QueryCoord's tasks in flight and the Dask tasks its client has not finished yet (by
+  key prefix), search and write rates;
+- the route ``/vecgrid/api/state`` (appended to ``distributed.scheduler.http.routes``): the same
+  data as JSON;
+- with ``dask_setup``: a Prometheus collector that adds ``vecgrid_worker_*`` gauges to the
+  scheduler's own ``/metrics``.
+
+The data arrives without an RPC of vecgrid's: every QueryNode worker plugin puts a snapshot of its
+node in ``worker.metrics["vecgrid"]`` (the scheduler receives it with each heartbeat, in
+``WorkerState.metrics``), and the coordinator publishes the cluster's state as scheduler metadata
+under ``("vecgrid", "cluster")``.  Nothing here imports the rest of vecgrid: the scheduler needs
+only this module (and bokeh, which the dashboard needs anyway).
+
+State: the page's rate memory belongs to its Bokeh document (run on the scheduler's loop); the
+collector reads the scheduler on the thread serving ``/metrics``, the scheduler's loop.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import time
+from typing import Any
+
+import dask
+
+ROUTE_MODULE = "vecgrid.dashboard"
+PAGE = "/individual-vecgrid"
+METADATA_KEY = ["vecgrid", "cluster"]
+WORKER_METRIC = "vecgrid"
+
+
+def state(scheduler: Any) -> dict[str, Any]:
+    """What the page shows: the coordinator's snapshot and every worker's node snapshot."""
+    cluster = scheduler.get_metadata(METADATA_KEY, default=None)
+    nodes = []
+    for address, ws in sorted(scheduler.workers.items()):
+        snap = ws.metrics.get(WORKER_METRIC)
+        if snap is not None:
+            nodes.append({"worker": address, **snap})
+    return {"cluster": cluster, "nodes": nodes, "dask_tasks": dask_tasks(scheduler, cluster), "time": time.time()}
+
+
+#: task states that are still in flight
+IN_FLIGHT = ("released", "waiting", "no-worker", "queued", "processing")
+
+
+def dask_tasks(scheduler: Any, cluster: dict | None) -> list[dict[str, Any]]:
+    """The coordinator's Dask tasks not finished yet (segment loads, channel watches, index builds,
+    compactions...), counted by key prefix and state: ``[{"prefix", "state", "count"}]``."""
+    client = scheduler.clients.get((cluster or {}).get("dask_client"))
+    if client is None:
+        return []
+    counts: dict[tuple[str, str], int] = {}
+    for ts in list(client.wants_what):
+        if ts.state in IN_FLIGHT:
+            key = (ts.prefix.name, ts.state)
+            counts[key] = counts.get(key, 0) + 1
+    return [{"prefix": p, "state": st, "count": n} for (p, st), n in sorted(counts.items())]
+
+
+# --- HTTP route -----------------------------------------------------------------------------------
+
+def _route_handler() -> Any:
+    from distributed.http.utils import RequestHandler
+
+    class StateHandler(RequestHandler):
+        def get(self) -> None:
+            self.set_header("Content-Type", "application/json")
+            self.write(json.dumps(state(self.server), default=str))
+
+    return StateHandler
+
+
+routes = [(r"/vecgrid/api/state", _route_handler(), {})]
+
+
+# --- the Bokeh page -------------------------------------------------------------------------------
+
+def _mib(n: float | None) -> str:
+    if n is None:
+        return "–"
+    return f"{n / (1 << 20):,.0f} MiB" if n >= 1 << 20 else f"{n / 1024:,.1f} KiB"
+
+
+def _table(title: str, header: list[str], rows: list[list[Any]]) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
+    if not rows:
+        body = f"<tr><td colspan='{len(header)}'><i>none</i></td></tr>"
+    return f"<h3>{html.escape(title)}</h3><table class='vecgrid'><tr>{head}</tr>{body}</table>"
+
+
+STYLE = ("<style>table.vecgrid{border-collapse:collapse;margin-bottom:12px;font-size:13px}"
+         "table.vecgrid td,table.vecgrid th{border:1px solid #ccc;padding:3px 8px;text-align:left}"
+         "table.vecgrid th{background:#eee}</style>")
+
+
+class Rates:
+    """Per-second rates of cumulative counters between two refreshes of one page."""
+
+    def __init__(self) -> None:
+        self._last: dict[str, tuple[float, float]] = {}
+
+    def rate(self, key: str, total: float, now: float) -> float | None:
+        prev = self._last.get(key)
+        self._last[key] = (now, total)
+        if prev is None or now <= prev[0] or total < prev[1]:
+            return None
+        return (total - prev[1]) / (now - prev[0])
+
+
+def _fmt_rate(r: float | None) -> str:
+    return "–" if r is None else f"{r:.1f}/s"
+
+
+def render(data: dict[str, Any], rates: Rates) -> str:
+    """The page's HTML from :func:`state`'s answer."""
+    now = data["time"]
+    cluster = data["cluster"] or {}
+    parts = [STYLE, "<h2>vecgrid</h2>"]
+    if not cluster:
+        parts.append("<p><b>No coordinator has published the cluster's state on this scheduler yet.</b></p>")
+    else:
+        qc = cluster["querycoord"]
+        age = now - cluster["time"]
+        parts.append(f"<p>QueryCoord {html.escape(str(qc['address']))} ({html.escape(qc['state'])}), "
+                     f"state published {age:.1f} s ago</p>")
+    coord_nodes = {n["node_id"]: n for n in cluster.get("nodes", [])}
+    rows = []
+    for n in data["nodes"]:
+        search = n["search"]["requests"]
+        total = search.get("success", 0) + search.get("fail", 0)
+        known = coord_nodes.get(n["node_id"], {})
+        rows.append([n["node_id"], n["name"], n["address"], n["device"], n["state"], known.get("state", "unregistered"),
+                     f"{_mib(n['memory_used_bytes'])} / {_mib(n['memory_capacity_bytes'])}",
+                     (f"{_mib(n['gpu_memory_used_bytes'])} / {_mib(n['gpu_memory_capacity_bytes'])}"
+                      if n["device"] == "GPU" else "–"),
+                     n["segment_num"], n["entity_num"], n["growing_rows"], len(n["channels"]),
+                     _fmt_rate(rates.rate(f"search/{n['worker']}", total, now))])
+    parts.append(_table("Query nodes", ["node", "name", "gRPC", "device", "state", "coordinator",
+                                        "memory used / budget",
+                                        "GPU memory used / budget", "segments", "rows", "growing rows", "channels",
+                                        "searches"], rows))
+    rows = []
+    seg_rows = []
+    for c in cluster.get("collections", []):
+        partitions = ", ".join(f"{p.get('name') or p['partition_id']}: {p['state']} {p['load_percentage']} %"
+                               for p in c["partitions"])
+        replicas = "; ".join(f"{r['id']} on nodes {', '.join(map(str, r['nodes']))} ({r['resource_group']})"
+                             for r in c["replicas"])
+        rows.append([c["name"], c["collection_id"], f"{c['load_percentage']} %", len(c["replicas"]), replicas,
+                     partitions])
+        for node_id, count in sorted(c["segments_per_node"].items()):
+            seg_rows.append([c["name"], node_id, count])
+    parts.append(_table("Collections", ["collection", "id", "loaded", "replicas", "replica nodes", "partitions"], rows))
+    parts.append(_table("Segments per node", ["collection", "node", "sealed segments"], seg_rows))
+    tasks = [[kind, count] for kind, count in sorted(cluster.get("tasks", {}).items())]
+    parts.append(_table(f"QueryCoord tasks in flight ({cluster.get('tasks_waiting', 0)} waiting for a slot)",
+                        ["type", "count"], tasks))
+    parts.append(_table("Dask tasks of the coordinator in flight", ["task", "state", "count"],
+                        [[t["prefix"], t["state"], t["count"]] for t in data.get("dask_tasks", [])]))
+    searches = sum(n["search"]["requests"].get("success", 0) + n["search"]["requests"].get("fail", 0)
+                   for n in data["nodes"])
+    parts.append(_table("Rates", ["what", "rate"], [
+        ["searches (all nodes)", _fmt_rate(rates.rate("search/all", searches, now))],
+        ["WAL appends (write batches and time ticks)",
+         _fmt_rate(rates.rate("wal", cluster["wal_appends"], now) if cluster else None)],
+    ]))
+    return "".join(parts)
+
+
+def vecgrid_doc(scheduler: Any, extra: dict, doc: Any) -> None:
+    from bokeh.models import Div
+
+    rates = Rates()
+    div = Div(text=render(state(scheduler), rates), sizing_mode="stretch_width")
+
+    def refresh() -> None:
+        div.text = render(state(scheduler), rates)
+
+    doc.title = "Dask: vecgrid"
+    doc.add_root(div)
+    doc.add_periodic_callback(refresh, 1000)
+
+
+def _register() -> None:
+    from distributed.dashboard.scheduler import applications
+
+    applications.setdefault(PAGE, vecgrid_doc)
+    current = list(dask.config.get("distributed.scheduler.http.routes"))
+    if ROUTE_MODULE not in current:
+        dask.config.set({"distributed.scheduler.http.routes": current + [ROUTE_MODULE]})
+
+
+_register()
+
+
+# --- Prometheus on the scheduler's /metrics -------------------------------------------------------
+
+class WorkerCollector:
+    """``vecgrid_worker_*`` gauges from the heartbeats' node snapshots (one per process; it follows
+    the newest scheduler, as Dask's own collectors do)."""
+
+    instance: "WorkerCollector | None" = None
+
+    def __init__(self, scheduler: Any) -> None:
+        self.scheduler = scheduler
+
+    def describe(self) -> list:
+        return []
+
+    def collect(self) -> Any:
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+        labels = ["worker", "node_id"]
+        segments = GaugeMetricFamily("vecgrid_worker_segments", "Sealed segments the worker's query node serves",
+                                     labels=labels)
+        entities = GaugeMetricFamily("vecgrid_worker_entities", "Rows of those segments", labels=labels)
+        growing = GaugeMetricFamily("vecgrid_worker_growing_rows", "Rows in the node's growing segments", labels=labels)
+        gpu = GaugeMetricFamily("vecgrid_worker_gpu_memory_bytes", "GPU memory reserved (used) and budgeted (capacity)",
+                                labels=[*labels, "kind"])
+        searches = CounterMetricFamily("vecgrid_worker_search_requests", "Searches served", labels=[*labels, "status"])
+        for n in state(self.scheduler)["nodes"]:
+            key = [n["worker"], str(n["node_id"])]
+            segments.add_metric(key, n["segment_num"])
+            entities.add_metric(key, n["entity_num"])
+            growing.add_metric(key, n["growing_rows"])
+            gpu.add_metric([*key, "used"], n["gpu_memory_used_bytes"])
+            gpu.add_metric([*key, "capacity"], n["gpu_memory_capacity_bytes"])
+            for status, count in sorted(n["search"]["requests"].items()):
+                searches.add_metric([*key, status], count)
+        return [segments, entities, growing, gpu, searches]
+
+
+def dask_setup(scheduler: Any) -> None:
+    """Dask's preload hook: point the ``/metrics`` collector at this scheduler."""
+    import prometheus_client
+
+    if WorkerCollector.instance is None:
+        WorkerCollector.instance = WorkerCollector(scheduler)
+        prometheus_client.REGISTRY.register(WorkerCollector.instance)
+    else:
+        WorkerCollector.instance.scheduler = scheduler
