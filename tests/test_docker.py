@@ -238,6 +238,8 @@ def test_compose_resolves_the_services_gpu_workers_and_storage(gpu_config):
     scheduler = services["scheduler"]
     assert scheduler["image"] == coord["image"] and scheduler["entrypoint"] == ["dask"]
     assert any(p["target"] == 8787 and p["published"] == "8787" for p in scheduler["ports"])
+    # the vecgrid page and worker gauges on the scheduler's own dashboard
+    assert scheduler["command"][scheduler["command"].index("--preload") + 1] == "vecgrid.dashboard"
 
     # the metadata store and the WAL on volumes of their own, at the data dir and its wal/
     mounts = {v["target"]: v["source"] for v in coord["volumes"] if v["type"] == "volume"}
@@ -443,3 +445,12 @@ def test_the_fatbin_reader_counts_cubins_and_ptx_per_architecture(tmp_path):
     assert script.main([str(library)]) == 0
     library.write_bytes(_elf_with_fatbin(b""))
     assert script.fatbin_entries(library.read_bytes()) == {}
+
+
+@pytest.mark.slow
+def test_prometheus_scrapes_the_compose_services(gpu_config):
+    """docker/grafana/prometheus.yml names the compose file's services and ports (it runs beside them)."""
+    text = (ROOT / "docker" / "grafana" / "prometheus.yml").read_text()
+    targets = set(re.findall(r'"([\w.-]+):(\d+)"', text))
+    assert {host for host, _ in targets} <= set(gpu_config["services"]), targets
+    assert ("coord", "19121") in targets and ("scheduler", "8787") in targets
