@@ -20,6 +20,7 @@ from vecgrid.http.feathers.application import STANDARD_METHODS, Application, Rou
 from vecgrid.common.feathers_errors import (BadRequest, FeathersError, GeneralError,
                                           MethodNotAllowed, NotFound, PayloadTooLarge,
                                           error_for_status)
+from vecgrid.http.feathers.openapi import openapi_document
 from vecgrid.http.query import parse_query_string
 
 log = logging.getLogger(__name__)
@@ -235,14 +236,46 @@ class FeathersHandler(tornado.web.RequestHandler):
             super().log_exception(typ, value, tb)
 
 
+class OpenAPIHandler(tornado.web.RequestHandler):
+    """``GET /openapi.json``: the document of the services, built per request from the registry
+    (cheap, and never stale if a service is mounted after the server started)."""
+
+    SUPPORTED_METHODS = ("GET", "HEAD", "OPTIONS")
+
+    def initialize(self, app: Application) -> None:
+        self.app = app
+
+    set_default_headers = FeathersHandler.set_default_headers
+    write_error = FeathersHandler.write_error
+    log_exception = FeathersHandler.log_exception
+    _general_error = FeathersHandler._general_error
+    options = FeathersHandler.options
+
+    def get(self) -> None:
+        settings = self.app.settings
+        document = openapi_document(self.app, title=settings.get("title", "Feathers API"),
+                                    version=str(settings.get("version", "1.0.0")),
+                                    description=settings.get("description"))
+        self.set_header("Content-Type", JSON_CONTENT_TYPE)
+        self.finish(encode_json(document))
+
+    def head(self) -> None:
+        self.get()
+
+
 def make_tornado_app(app: Application, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
                      cors_origins: str | list[str] = "*", plain_handlers: list | None = None,
                      **tornado_settings: Any) -> tornado.web.Application:
     """The Tornado application serving every service of ``app`` through one handler.
 
     ``plain_handlers`` are Tornado routes matched first (``/health``, ``/metrics``: endpoints
-    that are not services); every other path is the services'.
+    that are not services); then ``GET /openapi.json``, the OpenAPI 3.1 document of the
+    services (``app.settings`` ``title``/``version``/``description`` fill its ``info``);
+    every other path is the services'.
     """
     handler_args = {"app": app, "max_body_bytes": max_body_bytes}
-    routes = list(plain_handlers or []) + [(r"/.*", FeathersHandler, handler_args)]
+    routes = list(plain_handlers or []) + [
+        (r"/openapi\.json", OpenAPIHandler, {"app": app}),
+        (r"/.*", FeathersHandler, handler_args),
+    ]
     return tornado.web.Application(routes, feathers_cors_origins=cors_origins, **tornado_settings)
