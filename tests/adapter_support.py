@@ -316,4 +316,22 @@ async def case_returned_records_are_copies(make):
     assert await everything(service) == PEOPLE
 
 
+async def case_unique_fields_refuse_a_clash_and_change_nothing(make):
+    """The ``unique`` option (vecgrid's, for users' emails): a create, update or patch that would give
+    two records one value is 409 Conflict, also within one multi create, and nothing is written."""
+    service = await seeded(make, unique=["name"], multi=True)
+    await expect_error(service.create({"id": 9, "name": "Doug"}, {}), 409, "Conflict",
+                       "A record with this name already exists")
+    await expect_error(service.create([{"id": 9, "name": "Zed"}, {"id": 10, "name": "Zed"}], {}), 409,
+                       "Conflict", "A record with this name already exists")
+    await expect_error(service.patch(1, {"name": "Bob"}, {}), 409, "Conflict",
+                       "A record with this name already exists")
+    await expect_error(service.update(1, {"name": "Bob"}, {}), 409, "Conflict",
+                       "A record with this name already exists")
+    await expect_error(service.patch(None, {"name": "Same"}, {"query": {"age": 25}}), 409, "Conflict",
+                       "A record with this name already exists")
+    assert await everything(service) == PEOPLE
+    assert (await service.patch(1, {"name": "Alice", "age": 26}, {}))["age"] == 26  # its own value
+
+
 CASES = [value for name, value in list(globals().items()) if name.startswith("case_")]

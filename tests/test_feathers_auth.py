@@ -112,7 +112,7 @@ class FeathersAuthTest(AsyncHTTPTestCase):
     # §9 `POST /users {"email", "password"}` → 201 `{"email", "id": 0}`, stored hashed
     def test_sign_up_stores_a_hash_and_never_returns_it(self):
         assert self.sign_up() == {"email": "alice@example.com", "id": 0}
-        stored = self.users._store["0"]["password"]
+        stored = self.users.store.records["0"]["password"]
         assert stored.startswith("$argon2id$") and "correct horse" not in stored
 
     # §9 `POST /authentication {"strategy": "local", ...}` → 201 {accessToken, authentication, user}
@@ -270,7 +270,7 @@ class FeathersAuthTest(AsyncHTTPTestCase):
         response, body = self.call("PUT", "/users/0", {"email": "alice@example.com", "password": "replaced"},
                                    headers=self.bearer(token))
         assert response.code == 200 and body == {"email": "alice@example.com", "id": 0}
-        assert self.users._store["0"]["password"].startswith("$argon2id$")
+        assert self.users.store.records["0"]["password"].startswith("$argon2id$")
         assert self.login(password="replaced")[0].code == 201
 
     # §9 `GET /authentication` → 405 ``Method `find` is not supported by this endpoint.``

@@ -39,6 +39,7 @@ import time
 from typing import Any, Sequence
 
 from vecgrid import __version__, errors
+from vecgrid.common.feathers_errors import FeathersError
 from vecgrid.config import ConfigError, Settings
 
 EXIT_USAGE = 2
@@ -153,6 +154,25 @@ def _parser() -> _Parser:
     worker.add_argument("--nthreads", type=int, default=2)
     worker.add_argument("--resources", default="", help="e.g. GPU=1")
     worker.add_argument("--node-port", type=int, help="QueryNode gRPC port (querynode.port, 0 = free port)")
+
+    users = sub.add_parser("users", help="manage REST users in the data dir's metadata store")
+    users_sub = users.add_subparsers(dest="users_command", required=True, parser_class=_Parser)
+    users_add = users_sub.add_parser("add", parents=[common], help="add a user (password from a prompt or stdin)")
+    users_add.add_argument("email")
+    users_add.add_argument("--role", action="append", dest="roles", choices=["admin", "writer", "reader"],
+                           help="role of the user; repeat for several (default: reader)")
+    users_add.add_argument("--password-stdin", action="store_true", help="read the password from stdin")
+    users_sub.add_parser("list", parents=[common], help="print the users as JSON lines (no passwords)")
+    users_remove = users_sub.add_parser("remove", parents=[common], help="remove a user")
+    users_remove.add_argument("email")
+    users_passwd = users_sub.add_parser("passwd", parents=[common], help="set a user's password")
+    users_passwd.add_argument("email")
+    users_passwd.add_argument("--password-stdin", action="store_true", help="read the password from stdin")
+
+    conformance = sub.add_parser("conformance-app",
+                                 help="serve the Feathers conformance app (in memory) until SIGINT/SIGTERM")
+    conformance.add_argument("--port", type=int, default=3030, help="port to listen on (0 = free port)")
+    conformance.add_argument("--host", default="127.0.0.1", help="address to bind")
     return parser
 
 
@@ -226,6 +246,45 @@ async def _coord(settings: Settings) -> None:
         await _until_signalled()
     finally:
         await coordinator.stop()
+
+
+def _read_password(args: argparse.Namespace) -> str:
+    if args.password_stdin:
+        password = sys.stdin.readline().rstrip("\n")
+    else:
+        import getpass
+        password = getpass.getpass("Password: ")
+        if getpass.getpass("Again: ") != password:
+            raise UsageError("the two passwords differ")
+    if not password:
+        raise UsageError("the password must not be empty")
+    return password
+
+
+async def _users(settings: Settings, args: argparse.Namespace) -> None:
+    """``vecgrid users``: the users service on the data dir's store, called as server code."""
+    from vecgrid.http.feathers.application import Application
+    from vecgrid.http.services.accounts import add_user, find_user, mount_users
+    from vecgrid.storage.layout import DataDir
+
+    store = DataDir(settings.common.data_dir).open_store()
+    try:
+        api = Application()
+        mount_users(api, store)
+        users = api.service("users")
+        if args.users_command == "add":
+            user = await add_user(api, args.email, _read_password(args), args.roles or ["reader"])
+            print(json.dumps({k: v for k, v in user.items() if k != "password"}), flush=True)
+        elif args.users_command == "list":
+            page = await users.find({"paginate": False})
+            for user in page:
+                print(json.dumps({k: v for k, v in user.items() if k != "password"}), flush=True)
+        elif args.users_command == "remove":
+            await users.remove((await find_user(api, args.email))["id"])
+        else:
+            await users.patch((await find_user(api, args.email))["id"], {"password": _read_password(args)})
+    finally:
+        store.close()
 
 
 def _import(settings: Settings, args: argparse.Namespace) -> int:
@@ -533,7 +592,7 @@ async def _client(args: argparse.Namespace, inputs: Any = None) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = _parser().parse_args(argv)
-        settings = Settings.load(args.config, overrides=_overrides(args))
+        settings = Settings.load(getattr(args, "config", None), overrides=_overrides(args))
         if args.command == "worker":
             parse_resources(args.resources)
         inputs = {"search": _search_inputs, "insert": _insert_inputs, "delete": _delete_inputs}.get(
@@ -553,6 +612,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             asyncio.run(_serve(settings))
         elif args.command == "coord":
             asyncio.run(_coord(settings))
+        elif args.command == "users":
+            asyncio.run(_users(settings, args))
+        elif args.command == "conformance-app":
+            from vecgrid.http.conformance import serve as serve_conformance_app
+            asyncio.run(serve_conformance_app(args.port, args.host))
         else:
             asyncio.run(_worker(settings, args))
     except KeyboardInterrupt:
@@ -560,7 +624,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as e:
         print(f"vecgrid: error: {e}", file=sys.stderr)
         return EXIT_USAGE
-    except (OSError, TimeoutError, ConfigError, errors.MilvusError) as e:
+    except (OSError, TimeoutError, ConfigError, errors.MilvusError, FeathersError) as e:
         print(f"vecgrid: error: {e}", file=sys.stderr)
         return EXIT_RUNTIME
     return 0

@@ -39,7 +39,8 @@ from vecgrid.cluster.querycoord.flush_handoff import FlushHandoff
 from vecgrid.cluster.querynode.node import QueryNode
 from vecgrid.cluster.querynode.session import PLUGIN_NAME, TOPIC
 from vecgrid.config import Settings
-from vecgrid.http.app import make_app
+from vecgrid.http.app import build_api, make_app
+from vecgrid.http.services.accounts import ensure_first_admin
 from vecgrid.http.services import RestContext
 from vecgrid.rpc.catalog_servicer import catalog_service
 from vecgrid.rpc.channel_stream_servicer import channel_stream_service
@@ -113,8 +114,11 @@ class Coordinator:
         self.write_servicer.writes = self.proxy.writes  # vecgrid.write.WriteService: writes of other processes
         sockets = tornado.netutil.bind_sockets(s.http.port, s.common.host)
         s.http.port = sockets[0].getsockname()[1]
-        rest = RestContext(coord=self.coord, proxy=self.proxy, datacoord=self.datacoord, settings=s)
-        self.http = tornado.httpserver.HTTPServer(make_app(rest))
+        rest = RestContext(coord=self.coord, proxy=self.proxy, datacoord=self.datacoord, settings=s,
+                           store=self._store)
+        api = build_api(rest)
+        await ensure_first_admin(api, os.environ)
+        self.http = tornado.httpserver.HTTPServer(make_app(rest, api))
         self.http.add_sockets(sockets)
         await self.client.register_plugin(QueryNodePlugin(self.node_settings(), self.deploy_mode))
         await self.coord.start()

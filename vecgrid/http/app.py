@@ -56,7 +56,8 @@ def build_api(ctx: RestContext) -> Application:
     return api
 
 
-def make_app(ctx: RestContext) -> tornado.web.Application:
+def make_app(ctx: RestContext, api: Application | None = None) -> tornado.web.Application:
+    """The Tornado app serving ``api`` (built from ``ctx`` when not given) and the plain endpoints."""
     settings = ctx.settings.http if ctx.settings is not None else None
     context = {"coord": ctx.coord}
     plain = [(r"/health", HealthHandler, context), (r"/version", VersionHandler, context)]
@@ -65,4 +66,4 @@ def make_app(ctx: RestContext) -> tornado.web.Application:
         options["max_body_bytes"] = int(settings.max_body_mb * 1024 * 1024)
         origins = settings.cors_origins.strip()
         options["cors_origins"] = "*" if origins == "*" else [o.strip() for o in origins.split(",") if o.strip()]
-    return make_tornado_app(build_api(ctx), plain_handlers=plain, **options)
+    return make_tornado_app(api if api is not None else build_api(ctx), plain_handlers=plain, **options)

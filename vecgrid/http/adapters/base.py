@@ -19,11 +19,12 @@ sees the plan's own buffered writes so generated ids skip ids given earlier in t
 from __future__ import annotations
 
 import copy
+import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, TypeVar
 
-from vecgrid.common.feathers_errors import BadRequest, MethodNotAllowed, NotFound
+from vecgrid.common.feathers_errors import BadRequest, Conflict, MethodNotAllowed, NotFound
 from vecgrid.http.query import QuerySchema, matches, select_fields, sort_records, split_query
 
 T = TypeVar("T")
@@ -110,18 +111,21 @@ class AdapterService(ABC):
 
     Options: ``id`` (the id field, default ``"id"``), ``paginate`` (``{"default": n, "max": m}`` or
     ``None``), ``multi`` (``False``, ``True`` or a list of ``"create"``/``"patch"``/``"remove"``),
-    ``query_schema`` (a :class:`QuerySchema` or a dict of field types).  ``params.adapter``
-    overrides any option for one call.  ``options`` is set once in ``__init__`` and only read after.
+    ``query_schema`` (a :class:`QuerySchema` or a dict of field types), ``unique`` (fields no two
+    records may share, e.g. a user's ``email``: checked in the same atomic plan as the write, so two
+    racing creates cannot both pass; a clash is 409 Conflict).  ``params.adapter`` overrides any
+    option for one call.  ``options`` is set once in ``__init__`` and only read after.
     """
 
     def __init__(self, *, id: str = "id", paginate: Mapping[str, int] | None = None,
                  multi: bool | Iterable[str] = False,
-                 query_schema: QuerySchema | Mapping[str, str] | None = None) -> None:
+                 query_schema: QuerySchema | Mapping[str, str] | None = None,
+                 unique: Iterable[str] = ()) -> None:
         if query_schema is not None and not isinstance(query_schema, QuerySchema):
             query_schema = QuerySchema(dict(query_schema))
         self.options: dict[str, Any] = {"id": id, "paginate": dict(paginate) if paginate else None,
                                         "multi": multi if isinstance(multi, bool) else list(multi),
-                                        "query_schema": query_schema}
+                                        "query_schema": query_schema, "unique": tuple(unique)}
 
     @abstractmethod
     async def _run(self, plan: Callable[[RecordView], T]) -> T:
@@ -155,6 +159,21 @@ class AdapterService(ABC):
 
     def _out(self, record: Mapping[str, Any], select: list[str] | None) -> dict[str, Any]:
         return copy.deepcopy(select_fields(record, select, self.id))
+
+    def _check_unique(self, existing: list[dict[str, Any]], written: list[dict[str, Any]]) -> None:
+        """Refuses ``written`` records that share a ``unique`` field's value with another record."""
+        for field_name in self.options["unique"]:
+            owners = {record_key(r[self.id]): r.get(field_name) for r in existing}
+            owners.update((record_key(r[self.id]), r.get(field_name)) for r in written)
+            seen: set[Any] = set()
+            for value in owners.values():
+                if value is None:
+                    continue
+                marker = json.dumps(value, sort_keys=True)
+                if marker in seen:
+                    raise Conflict(f"A record with this {field_name} already exists",
+                                   data={"field": field_name})
+                seen.add(marker)
 
     def _lookup(self, view: RecordView, record_id: Any, conditions: Mapping[str, Any]) -> dict[str, Any]:
         record = None if record_id is None else view.get(record_key(record_id))
@@ -204,14 +223,16 @@ class AdapterService(ABC):
                 raise BadRequest("Data must be an object")
 
         def plan(view: RecordView) -> list[dict[str, Any]]:
-            created = []
+            existing = view.all() if self.options["unique"] else []
+            records = []
             for item in items:
                 record = copy.deepcopy(item)
                 if record.get(self.id) is None:
                     record[self.id] = view.new_id()
                 view.put(record)
-                created.append(self._out(record, filters.select))
-            return created
+                records.append(record)
+            self._check_unique(existing, records)
+            return [self._out(record, filters.select) for record in records]
 
         created = await self._run(plan)
         return created if isinstance(data, list) else created[0]
@@ -225,9 +246,11 @@ class AdapterService(ABC):
         filters, conditions = self._split(params)
 
         def plan(view: RecordView) -> dict[str, Any]:
+            existing = view.all() if self.options["unique"] else []
             old = self._lookup(view, id, conditions)
             # The id comes from the stored record; an id in the body is ignored (facts §4).
             record = {**copy.deepcopy(data), self.id: old[self.id]}
+            self._check_unique(existing, [record])
             view.put(record)
             return self._out(record, filters.select)
 
@@ -244,9 +267,11 @@ class AdapterService(ABC):
 
         def plan(view: RecordView) -> list[dict[str, Any]]:
             # $limit and pagination never limit a multi patch (facts §4, §6).
-            targets = ([r for r in view.all() if matches(r, conditions)] if id is None
+            existing = view.all() if self.options["unique"] or id is None else []
+            targets = ([r for r in existing if matches(r, conditions)] if id is None
                        else [self._lookup(view, id, conditions)])
             patched = [{**r, **copy.deepcopy(changes)} for r in targets]
+            self._check_unique(existing, patched)
             for record in patched:
                 view.put(record)
             return [self._out(r, filters.select) for r in patched]

@@ -141,8 +141,9 @@ class MetaStoreService(AdapterService):
 
     def __init__(self, store: MetaStore, prefix: str, *, id: str = "id",
                  paginate: Mapping[str, int] | None = None, multi: bool | Iterable[str] = False,
-                 query_schema: QuerySchema | Mapping[str, str] | None = None, start_id: int = 0) -> None:
-        super().__init__(id=id, paginate=paginate, multi=multi, query_schema=query_schema)
+                 query_schema: QuerySchema | Mapping[str, str] | None = None, start_id: int = 0,
+                 unique: Iterable[str] = ()) -> None:
+        super().__init__(id=id, paginate=paginate, multi=multi, query_schema=query_schema, unique=unique)
         if not prefix:
             raise ValueError("a meta store service needs a key prefix of its own")
         self.store = store

@@ -7,7 +7,8 @@ the answer; the rules live in those roles.  Milvus errors they let through are t
 errors by one app-wide error hook (:mod:`vecgrid.http.milvus_errors`).
 
 Every service class declares ``RIGHTS``: the right each of its methods needs (``"read"``,
-``"write"`` or ``"admin"``); the authorization hook refuses a method a service does not list.
+``"write"`` or ``"admin"``; ``"public"`` and ``"self"`` for accounts); the authorization hook of
+:mod:`~vecgrid.http.services.accounts` refuses a method a service does not list.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from vecgrid.cluster.querycoord.coordinator import QueryCoord
     from vecgrid.config import Settings
     from vecgrid.http.feathers.application import Application
+    from vecgrid.storage.kv import MetaStore
 
 
 @dataclass
@@ -31,11 +33,12 @@ class RestContext:
     proxy: "Proxy | None" = None
     datacoord: "DataCoord | None" = None
     settings: "Settings | None" = None
+    store: "MetaStore | None" = None        # the metadata store: users live there
     extras: dict[str, Any] = field(default_factory=dict)
 
 
 # Modules whose mount(api, ctx) registers services, in the order the resource table lists them.
-SERVICE_MODULES: tuple[str, ...] = ()
+SERVICE_MODULES: tuple[str, ...] = ("accounts",)
 
 
 def mount_all(api: "Application", ctx: RestContext) -> None:

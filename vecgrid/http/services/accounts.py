@@ -1,0 +1,210 @@
+"""Accounts: the ``users`` and ``authentication`` services and who may call what (``rest-api.md``).
+
+Users persist in the metadata store (``http/users/`` keys, :class:`MetaStoreService`): ``{id, email,
+password, roles}``, the password an Argon2id hash that no answer carries, the email unique.  Roles:
+``admin`` (every right), ``writer`` (``read`` and ``write``: the data plane), ``reader`` (``read``:
+finds, gets, searches).  Each service class says in ``RIGHTS`` which right each of its methods needs;
+the app-wide :func:`authorization_hook` checks it before any other hook or the method runs, so a
+refused call does nothing.  ``self`` is the users service's own right: an admin, or the user the call
+is about (read yourself, change your own password).
+
+Auth is on when ``[http] auth`` says ``on``, or says ``auto`` and the REST port binds to anything but
+loopback.  The token secret comes from ``[http] jwt_secret`` or is generated once into the data dir.
+The first admin comes from ``vecgrid users add --role admin EMAIL`` or, on a start with no users, from
+``VECGRID_HTTP_ADMIN_EMAIL`` / ``VECGRID_HTTP_ADMIN_PASSWORD`` (containers).
+
+State: none of its own; the users live in the store, the login limiter in the authentication service.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
+
+from vecgrid.common.feathers_errors import BadRequest, Forbidden
+from vecgrid.config import ConfigError
+from vecgrid.http.adapters.meta_store import MetaStoreService
+from vecgrid.http.feathers.application import HookContext
+from vecgrid.http.feathers.authentication import (MIN_SECRET_BYTES, AuthenticationService, authenticate,
+                                                  hash_password, protect)
+
+if TYPE_CHECKING:
+    from vecgrid.config import Settings
+    from vecgrid.http.feathers.application import Application
+    from vecgrid.http.services import RestContext
+    from vecgrid.storage.kv import MetaStore
+
+ROLE_RIGHTS: dict[str, frozenset[str]] = {
+    "admin": frozenset({"read", "write", "admin"}),
+    "writer": frozenset({"read", "write"}),
+    "reader": frozenset({"read"}),
+}
+RIGHTS_NAMES = ("read", "write", "admin", "self")
+USERS_PREFIX = "http/users/"
+SECRET_FILE = "http_jwt_secret"
+LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
+
+
+def auth_enabled(settings: "Settings") -> bool:
+    mode = settings.http.auth.strip().lower()
+    if mode not in ("on", "off", "auto"):
+        raise ConfigError(f"http.auth must be on, off or auto, not {settings.http.auth!r}")
+    if mode == "auto":
+        return settings.common.host not in LOOPBACK_HOSTS
+    return mode == "on"
+
+
+def token_secret(settings: "Settings") -> str:
+    """``[http] jwt_secret``, or the data dir's secret file, created (mode 0600) on first use."""
+    configured = settings.http.jwt_secret
+    if configured:
+        if len(configured.encode()) < MIN_SECRET_BYTES:
+            raise ConfigError(f"http.jwt_secret must be at least {MIN_SECRET_BYTES} bytes")
+        return configured
+    path = Path(settings.common.data_dir) / SECRET_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        secret = path.read_text().strip()
+        if len(secret.encode()) < MIN_SECRET_BYTES:
+            raise ConfigError(f"{path} holds fewer than {MIN_SECRET_BYTES} bytes; remove it to make a new one")
+        return secret
+    secret = secrets.token_urlsafe(48)
+    with os.fdopen(fd, "w") as f:
+        f.write(secret)
+        f.flush()
+        os.fsync(f.fileno())
+    return secret
+
+
+def _check_roles(roles: Any) -> list[str]:
+    if not isinstance(roles, list) or not roles or not all(isinstance(r, str) for r in roles):
+        raise BadRequest("'roles' must be a non-empty array of role names",
+                         errors={"roles": f"one or more of {sorted(ROLE_RIGHTS)}"})
+    unknown = sorted(set(roles) - set(ROLE_RIGHTS))
+    if unknown:
+        raise BadRequest(f"unknown roles {unknown}", errors={"roles": f"one or more of {sorted(ROLE_RIGHTS)}"})
+    return sorted(set(roles))
+
+
+def _valid_user(data: Any, *, partial: bool) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise BadRequest("Data must be an object")
+    unknown = sorted(set(data) - {"email", "password", "roles", "id"})
+    if unknown:
+        raise BadRequest(f"unknown user fields {unknown}", errors={k: "not a user field" for k in unknown})
+    user = {k: v for k, v in data.items() if k != "id"}
+    if not partial or "email" in user:
+        email = user.get("email")
+        if not isinstance(email, str) or "@" not in email or len(email) > 254:
+            raise BadRequest("'email' must be an email address", errors={"email": "an email address"})
+    if not partial and "password" not in user:
+        raise BadRequest("'password' is required", errors={"password": "required"})
+    if "roles" in user or not partial:
+        user["roles"] = _check_roles(user.get("roles", ["reader"]))
+    return user
+
+
+def _validate_user(ctx: HookContext) -> None:
+    if isinstance(ctx.data, list):
+        raise BadRequest("Create one user at a time")
+    ctx.data = _valid_user(ctx.data, partial=ctx.method == "patch")
+
+
+def _only_admins_change_roles(ctx: HookContext) -> None:
+    """A user patching themself may change their password, not their roles or email."""
+    user = ctx.params.get("user")
+    if user is None or "admin" in (user.get("roles") or []):
+        return
+    if set(ctx.data) - {"password"}:
+        raise Forbidden("Only an admin may change a user's email or roles")
+
+
+class UsersService(MetaStoreService):
+    """``users``: accounts in the metadata store; emails unique; passwords never leave."""
+
+    RIGHTS = {"find": "admin", "get": "self", "create": "admin", "patch": "self", "remove": "admin"}
+
+    def __init__(self, store: "MetaStore") -> None:
+        super().__init__(store, USERS_PREFIX, paginate={"default": 10, "max": 50}, unique=["email"],
+                         query_schema={"id": "number", "email": "string"})
+
+
+class AuthenticationResource(AuthenticationService):
+    """``authentication``: open to everyone (logging in is how a caller gets a token)."""
+
+    RIGHTS = {"create": "public", "remove": "public"}
+
+
+def mount_users(api: "Application", store: "MetaStore") -> None:
+    """The ``users`` service alone (``vecgrid users`` uses it on the data dir's store)."""
+    api.use("users", UsersService(store), {"methods": ["find", "get", "create", "patch", "remove"]})
+    api.service("users").hooks({
+        "before": {"create": [_validate_user, hash_password("password")],
+                   "patch": [_validate_user, _only_admins_change_roles, hash_password("password")]},
+        "after": {"all": [protect("password")]},
+    })
+
+
+def mount(api: "Application", ctx: "RestContext") -> None:
+    settings = ctx.settings
+    assert settings is not None and ctx.store is not None, "accounts need the settings and the metadata store"
+    mount_users(api, ctx.store)
+    api.use("authentication", AuthenticationResource(
+        token_secret(settings), audience=settings.http.jwt_audience, lifetime_s=settings.http.token_lifetime_s,
+        max_failures=settings.http.login_max_failures, failure_window_s=settings.http.login_window_s))
+    api.hooks({"before": {"all": [authorization_hook(auth_enabled(settings))]}})
+
+
+def rights_of(service: Any, method: str) -> str | None:
+    return (getattr(service, "RIGHTS", None) or {}).get(method)
+
+
+def authorization_hook(enabled: bool):
+    """App-wide first ``before`` hook: with auth on, an external call needs a token (401) and a role
+    with the method's right (403).  Internal calls (no provider) and auth off pass."""
+    jwt = authenticate("jwt")
+
+    async def hook(ctx: HookContext) -> HookContext:
+        if not enabled or ctx.params.get("provider") is None:
+            return ctx
+        right = rights_of(ctx.service, ctx.method)
+        if right == "public":
+            return ctx
+        await jwt(ctx)
+        user = ctx.params["user"]
+        granted = set().union(*(ROLE_RIGHTS.get(r, frozenset()) for r in user.get("roles") or []))
+        if right == "self":
+            if "admin" in granted or (ctx.id is not None and str(ctx.id) == str(user.get("id"))):
+                return ctx
+        elif right in granted:
+            return ctx
+        raise Forbidden(f"Your roles do not allow {ctx.method} on {ctx.path}",
+                        data={"needs": right or "a right the service does not declare"})
+
+    return hook
+
+
+async def ensure_first_admin(api: "Application", env: Mapping[str, str]) -> dict[str, Any] | None:
+    """The containers' first admin: created from the environment when no user exists yet."""
+    email, password = env.get("VECGRID_HTTP_ADMIN_EMAIL"), env.get("VECGRID_HTTP_ADMIN_PASSWORD")
+    if not email or not password:
+        return None
+    users = api.service("users")
+    if (await users.find({"query": {"$limit": 0}}))["total"]:
+        return None
+    return await users.create({"email": email, "password": password, "roles": ["admin"]})
+
+
+async def add_user(api: "Application", email: str, password: str, roles: Iterable[str]) -> dict[str, Any]:
+    return await api.service("users").create({"email": email, "password": password, "roles": list(roles)})
+
+
+async def find_user(api: "Application", email: str) -> dict[str, Any]:
+    page = await api.service("users").find({"query": {"email": email}})
+    if not page["data"]:
+        raise BadRequest(f"no user with email {email!r}")
+    return page["data"][0]
