@@ -59,9 +59,13 @@ import copy
 import re
 from typing import Any, Mapping
 
-from vecgrid.http.feathers.application import STANDARD_METHODS, Application, RegisteredService
+from vecgrid.http.feathers.application import Application, RegisteredService
+from vecgrid.http.feathers.authentication import authenticate
 
 OPENAPI_VERSION = "3.1.0"
+# Every hook authenticate() makes runs this code: how a method is known to need a JWT without a
+# docs entry saying so.
+_AUTHENTICATE_CODE = authenticate("jwt").__code__
 ERROR_SCHEMA_REF = "#/components/schemas/FeathersError"
 ERROR_RESPONSE_REF = "#/components/responses/FeathersError"
 METHOD_HEADER = "X-Service-Method"
@@ -103,7 +107,7 @@ def openapi_document(app: Application, *, title: str = "Feathers API", version: 
         info["description"] = description
     components: dict[str, Any] = {
         "schemas": {"FeathersError": ERROR_SCHEMA, **builder.schemas},
-        "responses": {"FeathersError": _error_response("A Feathers error")},
+        "responses": {"FeathersError": _error_response("A Feathers error"), **builder.error_responses},
     }
     if builder.uses_bearer:
         components["securitySchemes"] = {BEARER: {
@@ -162,9 +166,23 @@ class _ServiceDocs:
         docs = declared.get("docs") or {}
         self._docs_all: dict = dict(docs.get("all") or {})
         self._docs: dict = {k: dict(v) for k, v in docs.items() if k != "all"}
+        self._registered = registered
 
     def docs(self, method: str) -> dict[str, Any]:
-        return {**self._docs_all, **self._docs.get(method, {})}
+        docs = {**self._docs_all, **self._docs.get(method, {})}
+        if "authenticated" not in docs and self._authenticated(method):
+            docs["authenticated"] = True
+        return docs
+
+    def _authenticated(self, method: str) -> bool:
+        """Whether an ``authenticate('jwt')`` before hook (app-wide or the service's) guards ``method``."""
+        registered = self._registered
+        for table in (registered.app._hooks, registered._hooks):
+            before = table["before"]
+            for hook in before.get("all", []) + before.get(method, []):
+                if getattr(hook, "__code__", None) is _AUTHENTICATE_CODE:
+                    return True
+        return False
 
     def allows_multi(self, method: str) -> bool:
         return self.multi if isinstance(self.multi, bool) else method in self.multi
@@ -177,6 +195,12 @@ class _Builder:
         self.paths: dict[str, dict[str, Any]] = {}
         self.schemas: dict[str, Any] = {}
         self.uses_bearer = False
+        self.error_responses: dict[str, Any] = {}
+
+    def error_response_ref(self, code: int) -> dict[str, str]:
+        name = f"Error{code}"
+        self.error_responses[name] = _error_response(_ERROR_TEXT.get(code, "A Feathers error"))
+        return {"$ref": f"#/components/responses/{name}"}
 
     # -- per service -------------------------------------------------------------------------------
     def add_service(self, registered: RegisteredService) -> None:
@@ -340,7 +364,7 @@ class _Operation:
             if docs.get("authenticated"):
                 codes.add(401)
         for code in sorted(codes):
-            responses[str(code)] = _error_response(_ERROR_TEXT.get(code, "A Feathers error"))
+            responses[str(code)] = self.builder.error_response_ref(code)
         responses["default"] = {"$ref": ERROR_RESPONSE_REF}
         return responses
 
