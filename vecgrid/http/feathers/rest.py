@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import json
 import logging
+import math
+import re
 import uuid
 from typing import Any
 
+import orjson
 import tornado.web
 
 from vecgrid.http.feathers.application import STANDARD_METHODS, Application, RouteMatch
@@ -30,9 +33,59 @@ PREFLIGHT_METHODS = "GET,HEAD,PUT,POST,DELETE,PATCH"
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
 DRAIN_BYTES = 1024 * 1024
 
+_ORJSON_OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
+# orjson reads integers beyond the int64/uint64 range as floats; a body with a run of 19 digits
+# takes the standard library's exact path instead (rare: vecgrid sends such ids as strings).
+_LONG_DIGITS = re.compile(rb"\d{19}")
+
+
 def encode_json(value: Any) -> bytes:
-    """Arrays too (Tornado's ``write`` refuses lists); no NaN, compact separators."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+    """Compact UTF-8 JSON of a result: arrays too (Tornado's ``write`` refuses lists).
+
+    Through orjson (numpy arrays and scalars included, without per-element Python work). A
+    non-finite float becomes ``null``, as ``JSON.stringify`` writes it in a Feathers server (JSON
+    has no NaN). Keys that are not strings are written as ``str`` would (``1`` → ``"1"``, ``None``
+    → ``"null"``), as the standard library does. What orjson refuses but JSON can carry (integers
+    beyond 64 bits, numpy arrays of strings) goes through the standard library with the same rules;
+    anything else that is not JSON raises ``TypeError`` (a 500 with a request id).
+    """
+    try:
+        return orjson.dumps(value, option=_ORJSON_OPTIONS)
+    except orjson.JSONEncodeError:
+        return json.dumps(_finite(value), separators=(",", ":"), ensure_ascii=False,
+                          allow_nan=False).encode()
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    if hasattr(value, "tolist") and hasattr(value, "dtype"):  # numpy arrays and scalars
+        return _finite(value.tolist())
+    return value
+
+
+def decode_json(raw: bytes | str) -> Any:
+    """A JSON body; ``ValueError`` for anything that is not strict JSON (``NaN``, ``Infinity``,
+    numbers beyond a double, lone surrogates). Integers keep every digit."""
+    data = raw.encode() if isinstance(raw, str) else raw
+    if _LONG_DIGITS.search(data):
+        return json.loads(data, parse_constant=_refuse_constant, parse_float=_finite_float)
+    return orjson.loads(data)
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _finite_float(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):
+        raise ValueError(f"number {text} is out of range")
+    return number
 
 
 def _unsupported(method: str) -> MethodNotAllowed:
@@ -166,18 +219,23 @@ class FeathersHandler(tornado.web.RequestHandler):
         if not raw:
             return None
         content_type = self.request.headers.get("Content-Type", "application/json").split(";")[0].strip().lower()
+        if content_type in ("application/x-www-form-urlencoded", "text/plain"):
+            text = self._text(raw)
+            if content_type == "text/plain":
+                return text
+            return parse_query_string(text)  # extended urlencoded bodies: qs, as Express's body parser
         try:
-            text = raw.decode("utf-8")
+            return decode_json(raw)  # checks UTF-8 itself: no decoded copy of a large body
+        except ValueError as error:
+            self._text(raw)  # the UTF-8 message where that is the fault
+            raise BadRequest(f"Invalid JSON body: {error}") from None
+
+    @staticmethod
+    def _text(raw: bytes) -> str:
+        try:
+            return raw.decode("utf-8")
         except UnicodeDecodeError as error:
             raise BadRequest("Request body is not valid UTF-8") from error
-        if content_type == "application/x-www-form-urlencoded":
-            return parse_query_string(text)  # extended urlencoded bodies: qs, as Express's body parser
-        if content_type == "text/plain":
-            return text
-        try:
-            return json.loads(text)
-        except ValueError as error:
-            raise BadRequest(f"Invalid JSON body: {error}") from None
 
     def _answer(self, result: Any, status: int) -> None:
         if result is None:
