@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, TypeVar
 
 from vecgrid.common.feathers_errors import BadRequest, Conflict, MethodNotAllowed, NotFound
-from vecgrid.http.query import QuerySchema, matches, select_fields, sort_records, split_query
+from vecgrid.http.query import (QuerySchema, compile_filter, matches, select_fields, sort_records,
+                                split_query)
 
 T = TypeVar("T")
 
@@ -194,8 +195,10 @@ class AdapterService(ABC):
             limit = min(base, maximum) if base is not None and maximum is not None else (
                 base if base is not None else maximum)
 
+        select = compile_filter(conditions)
+
         def plan(view: RecordView) -> Any:
-            found = [r for r in view.all() if matches(r, conditions)]
+            found = select(view.all())
             if filters.sort:
                 found = sort_records(found, filters.sort)
             end = None if limit is None else filters.skip + limit
@@ -264,11 +267,12 @@ class AdapterService(ABC):
             raise BadRequest("Data must be an object")
         filters, conditions = self._split(params)
         changes = {k: v for k, v in data.items() if k != self.id}
+        select = compile_filter(conditions)
 
         def plan(view: RecordView) -> list[dict[str, Any]]:
             # $limit and pagination never limit a multi patch (facts §4, §6).
             existing = view.all() if self.options["unique"] or id is None else []
-            targets = ([r for r in existing if matches(r, conditions)] if id is None
+            targets = (select(existing) if id is None
                        else [self._lookup(view, id, conditions)])
             patched = [{**r, **copy.deepcopy(changes)} for r in targets]
             self._check_unique(existing, patched)
@@ -284,9 +288,10 @@ class AdapterService(ABC):
         if id is None and not self.allows_multi("remove", params):
             raise MethodNotAllowed("Can not remove multiple entries")
         filters, conditions = self._split(params)
+        select = compile_filter(conditions)
 
         def plan(view: RecordView) -> list[dict[str, Any]]:
-            targets = ([r for r in view.all() if matches(r, conditions)] if id is None
+            targets = (select(view.all()) if id is None
                        else [self._lookup(view, id, conditions)])
             removed = [self._out(r, filters.select) for r in targets]
             for record in targets:
