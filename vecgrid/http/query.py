@@ -454,7 +454,9 @@ def _compile(conditions: Mapping[str, Any], template: str) -> Any:
         test = fast_type(operand)
         if test is None:
             return f"_equal({load}, {c})"
-        return f"(({value} == {c}) if type({load}) {test} else _equal({value}, {c}))"
+        # The comparison first: most records differ, and a value that is not equal is not equal under
+        # the generic rules either; only an equal value needs its type checked.
+        return f"(({load} == {c}) and (type({value}) {test} or _equal({value}, {c})))"
 
     def field(name: str, condition: Any) -> str:
         var = f"v{next(counter)}"
