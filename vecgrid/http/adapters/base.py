@@ -29,6 +29,7 @@ from vecgrid.http.query import (QuerySchema, compile_filter, matches, select_fie
                                 split_query)
 
 T = TypeVar("T")
+_SCALARS = frozenset((str, int, float, bool, type(None)))
 
 
 @dataclass
@@ -159,7 +160,10 @@ class AdapterService(ABC):
         return split_query(params.query, schema)
 
     def _out(self, record: Mapping[str, Any], select: list[str] | None) -> dict[str, Any]:
-        return copy.deepcopy(select_fields(record, select, self.id))
+        # A copy the caller may change without touching the store: select_fields gives a new dict,
+        # and only nested values need copying (deepcopy returns a scalar itself: the same result).
+        return {k: v if type(v) in _SCALARS else copy.deepcopy(v)
+                for k, v in select_fields(record, select, self.id).items()}
 
     def _check_unique(self, existing: list[dict[str, Any]], written: list[dict[str, Any]]) -> None:
         """Refuses ``written`` records that share a ``unique`` field's value with another record."""
