@@ -54,3 +54,10 @@ def test_mixed_kinds_follow_the_generic_rules():
 @hypothesis.given(conditions(), st.lists(records, max_size=8))
 def test_compiled_filter_keeps_what_matches_keeps(conds, recs):
     assert compile_filter(conds)(recs) == [r for r in recs if matches(r, conds)]
+
+
+def test_filter_reads_records_without_a_queried_field():
+    rows = [{"a": 1, "b": "x"}, {"a": 1}, {"b": "x"}, {"a": 2, "b": "x"}, {"a": 1, "b": "x", "c": None}]
+    assert compile_filter({"a": 1, "b": "x"})(rows) == [rows[0], rows[4]]
+    assert compile_filter({"c": None})(rows) == rows  # a missing field equals null
+    assert compile_filter({"a": {"$ne": 1}})(rows) == [rows[2], rows[3]]

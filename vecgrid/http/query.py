@@ -30,7 +30,7 @@ import math
 import re
 import urllib.parse
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 import qs_codec
 
@@ -413,13 +413,18 @@ def compile_conditions(conditions: Mapping[str, Any]) -> Callable[[Mapping[str, 
     return _compile(conditions, "lambda r: {}")
 
 
-def compile_filter(conditions: Mapping[str, Any]) -> Callable[[Iterable[Mapping[str, Any]]], list]:
-    """``lambda records: [r for r in records if matches(r, conditions)]``, one comprehension with the
-    conditions inline (no call per record)."""
-    return _compile(conditions, "lambda rows: [r for r in rows if {}]")
+def compile_filter(conditions: Mapping[str, Any]) -> Callable[[Sequence[Mapping[str, Any]]], list]:
+    """``lambda records: [r for r in records if matches(r, conditions)]`` (a sequence: it may be read twice), one comprehension with the
+    conditions inline (no call per record).
+
+    It first reads the fields by subscript (``r[name]``: a third cheaper than ``r.get``), which holds
+    while every record has every queried field, as typed resources do; the first record that lacks
+    one ends that pass with a ``KeyError`` and the scan starts over with ``r.get(name, MISSING)``.
+    """
+    return _compile(conditions, "lambda rows: [r for r in rows if {}]", fallback=True)
 
 
-def _compile(conditions: Mapping[str, Any], template: str) -> Any:
+def _compile(conditions: Mapping[str, Any], template: str, fallback: bool = False) -> Any:
     """The function of ``template`` with the conditions as one expression of the record ``r``.
 
     ``matches`` walks the conditions for every record (about 2 µs a record for three clauses); this
@@ -458,9 +463,12 @@ def _compile(conditions: Mapping[str, Any], template: str) -> Any:
         # the generic rules either; only an equal value needs its type checked.
         return f"(({load} == {c}) and (type({value}) {test} or _equal({value}, {c})))"
 
+    subscript = False  # how field() reads a field: r[name] (may raise KeyError) or r.get(name, M)
+
     def field(name: str, condition: Any) -> str:
         var = f"v{next(counter)}"
-        load, value = f"({var} := r.get({bind(name)}, M))", var
+        key = bind(name)
+        load, value = (f"({var} := r[{key}])" if subscript else f"({var} := r.get({key}, M))"), var
         if not (isinstance(condition, dict) and any(isinstance(k, str) and k.startswith("$") for k in condition)):
             return equal(load, value, condition, bind(condition))
         parts = []
@@ -492,7 +500,19 @@ def _compile(conditions: Mapping[str, Any], template: str) -> Any:
                 parts.append(field(name, condition))
         return "(" + " and ".join(parts) + ")" if parts else "True"
 
-    return eval(_code(template.format(conjunction(conditions))), namespace)  # noqa: S307 - generated names only
+    safe = eval(_code(template.format(conjunction(conditions))), namespace)  # noqa: S307 - generated names only
+    if not fallback:
+        return safe
+    subscript = True
+    fast = eval(_code(template.format(conjunction(conditions))), namespace)  # noqa: S307 - generated names only
+
+    def scan(rows: Any) -> Any:
+        try:
+            return fast(rows)
+        except KeyError:  # a record without a queried field: only r.get can read it
+            return safe(rows)
+
+    return scan
 
 
 @functools.lru_cache(maxsize=512)
