@@ -22,9 +22,11 @@ Reported per case: p50 latency of each server (ms), their difference ``p50_ms_ov
 ratio of requests/s ``rps_ratio_vs_bare``; at the top level the worse of the two cases of each
 (targets: ≤ 0.3 ms and ≥ 0.7).
 
-    .venv/bin/python bench/http.py [--quick]
+    .venv/bin/python bench/http_framework.py [--quick]
 
-The last line is one JSON object.  Run from the repository root.
+The last line is one JSON object.  Run from the repository root.  (Issue 13 calls it
+``bench/http.py``; a script of that name in ``bench/`` would shadow the standard library's ``http``
+package for every other script there, since a script's own directory comes first on ``sys.path``.)
 """
 
 from __future__ import annotations
@@ -32,11 +34,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-# This file's name would shadow the standard library's http package: not from bench/.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import argparse
+import argparse  # noqa: E402
 import asyncio
 import http.client
 import json
