@@ -153,6 +153,22 @@ async def test_rest_health_and_version(embedded):
         "name": "NotFound", "message": "Path /no/such/path not found", "code": 404, "className": "not-found"}
 
 
+async def test_rest_metrics_in_prometheus_text(embedded):
+    from prometheus_client.parser import text_string_to_metric_families
+    from tornado.httpclient import AsyncHTTPClient
+
+    http = AsyncHTTPClient()
+    await http.fetch(embedded.addresses.http + "/users?$limit=0")
+    await http.fetch(embedded.addresses.http + "/nope", raise_error=False)
+    response = await http.fetch(embedded.addresses.http + "/metrics")
+    assert response.headers["Content-Type"].startswith("text/plain")
+    families = {f.name: f for f in text_string_to_metric_families(response.body.decode())}
+    assert families["vecgrid_querycoord_querynode_num"].samples[0].value == 2
+    counts = {(s.labels["service"], s.labels["method"], s.labels["code"]): s.value
+              for s in families["vecgrid_http_request_duration_seconds"].samples if s.name.endswith("_count")}
+    assert counts[("users", "find", "200")] >= 1 and counts[("(unknown)", "GET", "404")] >= 1
+
+
 async def test_health_service_and_reflection(embedded):
     from grpc_health.v1 import health_pb2, health_pb2_grpc
     from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc

@@ -332,3 +332,61 @@ class FeathersRestTest(AsyncHTTPTestCase):
         assert self.people.records.keys() == {0}
         response, body = self.call("POST", "/people", {"name": "X"}, headers={"Authorization": "Bearer ok"})
         assert response.code == 201 and body["name"] == "X"
+
+
+class KeepAliveTest(AsyncHTTPTestCase):
+    """An error answer does not cost the client its connection: a keep-alive client (httpx, requests,
+    the browser's fetch) sends its next request on the same socket."""
+
+    def get_app(self):
+        app = Application()
+        app.use("people", People())
+        return make_tornado_app(app, max_body_bytes=1000)
+
+    def exchange(self, requests: list[bytes]) -> list[bytes]:
+        import socket
+        with socket.create_connection(("127.0.0.1", self.get_http_port()), timeout=10) as sock:
+            answers = []
+            for request in requests:
+                sock.sendall(request)
+                answers.append(self.io_loop.run_sync(lambda: self._read_answer(sock)))
+            return answers
+
+    async def _read_answer(self, sock) -> bytes:
+        import asyncio
+        loop = asyncio.get_running_loop()
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = await loop.run_in_executor(None, sock.recv, 65536)
+            if not chunk:
+                return data
+            data += chunk
+        head, _, body = data.partition(b"\r\n\r\n")
+        length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                       if line.lower().startswith(b"content-length:")), 0)
+        while len(body) < length:
+            chunk = await loop.run_in_executor(None, sock.recv, 65536)
+            if not chunk:
+                break
+            body += chunk
+        return head + b"\r\n\r\n" + body
+
+    def test_an_unknown_path_keeps_the_connection(self):
+        first, second = self.exchange([b"GET /nope HTTP/1.1\r\nHost: x\r\n\r\n",
+                                       b"GET /people/0 HTTP/1.1\r\nHost: x\r\n\r\n"])
+        assert first.startswith(b"HTTP/1.1 404") and b"Path /nope not found" in first
+        assert second.startswith(b"HTTP/1.1 200"), second
+
+    def test_an_unknown_path_with_a_body_keeps_the_connection(self):
+        body = b'{"name": "x"}'
+        first, second = self.exchange([
+            b"POST /nope HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: "
+            + str(len(body)).encode() + b"\r\n\r\n" + body,
+            b"GET /people/0 HTTP/1.1\r\nHost: x\r\n\r\n"])
+        assert first.startswith(b"HTTP/1.1 404")
+        assert second.startswith(b"HTTP/1.1 200"), second
+
+    def test_a_refused_oversized_body_says_the_connection_closes(self):
+        (first,) = self.exchange([b"POST /people HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                                  b"Content-Length: 5000\r\n\r\n"])
+        assert first.startswith(b"HTTP/1.1 413") and b"connection: close" in first.lower()

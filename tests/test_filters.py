@@ -74,6 +74,11 @@ CASES = [
     ({"flag": False}, ~d["flag"]),
     ({"tiny": int(d["tiny"][5])}, d["tiny"] == d["tiny"][5]),
     ({"score": float(d["score"][7])}, d["score"] == d["score"][7]),
+    # $eq is equality spelled out; $like is Milvus's like on VarChar
+    ({"age": {"$eq": 20}}, d["age"] == 20),
+    ({"flag": {"$eq": True}}, d["flag"]),
+    ({"tag": {"$like": "g%"}}, np.char.startswith(d["tag"], "g")),
+    ({"tag": {"$like": "%e_"}}, np.isin(d["tag"], ["red", "green"])),
     # comparisons
     ({"age": {"$lt": 10}}, d["age"] < 10),
     ({"age": {"$lte": 10}}, d["age"] <= 10),
@@ -179,8 +184,9 @@ ERRORS = [
     ({"vec": 1}, "'vec' is a vector field (FloatVector) and cannot be filtered"),
     ({"meta": {"$gt": 1}}, "'meta' is of type JSON and cannot be filtered"),
     ({"arr": {"$in": [1]}}, "'arr' is of type Array and cannot be filtered"),
-    ({"age": {"$like": "x"}}, "Invalid query parameter $like"),
-    ({"age": {"$eq": 1}}, "Invalid query parameter $eq"),
+    ({"age": {"$like": "x"}}, "$like takes a pattern string on a VarChar field; field 'age' is Int32"),
+    ({"tag": {"$like": 3}}, "$like takes a pattern string on a VarChar field"),
+    ({"age": {"$regex": "x"}}, "Invalid query parameter $regex"),
     ({"age": {"$or": [1]}}, "Invalid query parameter $or"),
     ({"$foo": 1}, "Invalid filter value $foo"),
     ({"$nor": [{"age": 1}]}, "Invalid filter value $nor"),
@@ -216,6 +222,12 @@ def test_refusals_are_parameter_invalid_with_a_clear_reason(query, message):
         compile_filter(query, SCHEMA)
     assert message in str(info.value)
     assert info.value.code == 1100
+
+
+def test_in_lists_are_capped():
+    assert mask_of({"age": {"$in": list(range(5))}}, max_in=5).sum() == np.isin(d["age"], range(5)).sum()
+    with pytest.raises(errors.ParameterTooLarge, match="has 6 values; at most 5"):
+        compile_filter({"$or": [{"age": {"$nin": list(range(6))}}]}, SCHEMA, max_in=5)
 
 
 def test_dynamic_field_keys_cannot_be_filtered():

@@ -169,10 +169,12 @@ async def test_the_first_admin_comes_from_the_environment_once(tmp_path):
         api = Application()
         accounts.mount_users(api, store)
         env = {"VECGRID_HTTP_ADMIN_EMAIL": "root@x.io", "VECGRID_HTTP_ADMIN_PASSWORD": "pw"}
-        assert await accounts.ensure_first_admin(api, {}) is None
-        created = await accounts.ensure_first_admin(api, env)
+        settings = Settings.load(env={})
+        assert await accounts.ensure_first_admin(api, settings.http.admin_email, settings.http.admin_password) is None
+        settings = Settings.load(env=env)
+        created = await accounts.ensure_first_admin(api, settings.http.admin_email, settings.http.admin_password)
         assert created["roles"] == ["admin"] and created["password"].startswith("$argon2id$")
-        assert await accounts.ensure_first_admin(api, {**env, "VECGRID_HTTP_ADMIN_EMAIL": "other@x.io"}) is None
+        assert await accounts.ensure_first_admin(api, "other@x.io", "pw") is None
         assert [u["email"] for u in await api.service("users").find({"paginate": False})] == ["root@x.io"]
     finally:
         store.close()

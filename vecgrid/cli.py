@@ -290,6 +290,7 @@ async def _users(settings: Settings, args: argparse.Namespace) -> None:
 def _import(settings: Settings, args: argparse.Namespace) -> int:
 
     from vecgrid.storage.bulk_import import ImportOptions, bulk_import, summary_json
+    from vecgrid.storage.layout import DataDir
 
     try:
         params = json.loads(args.index_params)
@@ -302,7 +303,8 @@ def _import(settings: Settings, args: argparse.Namespace) -> int:
                          index_params=params, shards=args.shards, segment_rows=args.segment_rows,
                          segment_bytes=args.segment_mb * 1024 * 1024)
     try:
-        summary = bulk_import(settings.common.data_dir, args.files, opts, progress=True)
+        summary = bulk_import(settings.common.data_dir, args.files, opts, progress=True,
+                              segment_root=DataDir.of(settings).segment_root)
     except errors.MilvusError as e:
         print(f"vecgrid: error: import failed, nothing was published: {e}", file=sys.stderr)
         return EXIT_RUNTIME

@@ -31,6 +31,17 @@ from typing import Any, Mapping
 ENV_PREFIX = "VECGRID_"
 
 
+# What a report shows instead of a secret setting's value.
+REDACTED = "******"
+_SECRET_WORDS = ("secret", "password", "access_key", "credential")
+
+
+def is_secret(name: str) -> bool:
+    """Whether a setting's value must never leave the process in a report (ShowConfigurations, REST)."""
+    lowered = name.lower()
+    return any(word in lowered for word in _SECRET_WORDS)
+
+
 class ConfigError(ValueError):
     """A configuration file or value that cannot be used; the message is one line for the user."""
 
@@ -138,6 +149,11 @@ class HTTPSettings:
     # HS256 secret of the access tokens (>= 32 bytes); empty: generated once into the data dir.
     jwt_secret: str = ""
     jwt_audience: str = "https://yourdomain.com"
+    # The first admin a container creates when the metadata store has no user yet (VECGRID_HTTP_ADMIN_EMAIL /
+    # VECGRID_HTTP_ADMIN_PASSWORD, read by vecgrid.http.services.accounts.ensure_first_admin): keys of their
+    # own, so that setting them is not an unknown setting that stops every command.
+    admin_email: str = ""
+    admin_password: str = ""
     token_lifetime_s: int = 86400
     # Login failures per email and per client address before 429, within the window.
     login_max_failures: int = 10
@@ -146,6 +162,19 @@ class HTTPSettings:
     max_in_list: int = 16384
     max_nq: int = 16384
     max_topk: int = 16384
+
+
+@dataclass
+class StorageSettings:
+    # Where sealed segments, delete logs and index files live: empty for the data dir itself, or an
+    # fsspec URL such as s3://bucket/prefix (the s3 extra).  Metadata and WAL stay in the data dir.
+    segment_root: str = ""
+    # An S3-compatible object store (MinIO, moto): its endpoint URL, credentials and region.  Empty
+    # values leave them to s3fs and botocore's own chain (AWS_* variables, ~/.aws, instance roles).
+    s3_endpoint_url: str = ""
+    s3_access_key_id: str = ""
+    s3_secret_access_key: str = ""
+    s3_region: str = ""
 
 
 @dataclass
@@ -165,6 +194,7 @@ class Settings:
     datacoord: DataCoordSettings = field(default_factory=DataCoordSettings)
     http: HTTPSettings = field(default_factory=HTTPSettings)
     dask: DaskSettings = field(default_factory=DaskSettings)
+    storage: StorageSettings = field(default_factory=StorageSettings)
 
     # --- loading -----------------------------------------------------------------
 
@@ -231,12 +261,16 @@ class Settings:
         """Flattened ``(key, value)`` pairs a component reports in ShowConfigurations.
 
         A component reports its own section (``querycoord.`` or ``querynode.``) and
-        the ``common.`` one, like Milvus's per-role key prefixes.
+        the ``common.`` one, like Milvus's per-role key prefixes.  Secrets are reported
+        as :data:`REDACTED` (Milvus reports them in clear), empty ones as empty.
         """
         items = []
         for section in ("common", role_prefix):
             for f in dataclasses.fields(getattr(self, section)):
-                items.append((f"{section}.{f.name}".lower(), _render(getattr(getattr(self, section), f.name))))
+                value = _render(getattr(getattr(self, section), f.name))
+                if value and is_secret(f.name):
+                    value = REDACTED
+                items.append((f"{section}.{f.name}".lower(), value))
         return sorted(items)
 
     def matching(self, role_prefix: str, pattern: str) -> list[tuple[str, str]]:

@@ -29,6 +29,7 @@ from distributed.diagnostics.plugin import WorkerPlugin
 from vecgrid.cluster.datacoord.compaction import Compaction
 from vecgrid.cluster.datacoord.component import DataCoord
 from vecgrid.cluster.datacoord.gc import GarbageCollector
+from vecgrid.cluster.datacoord.imports import ImportJobs
 from vecgrid.cluster.datacoord.index_builder import IndexBuilder
 from vecgrid.cluster.lifecycle import StateCode
 from vecgrid.cluster.proxy.proxy import Proxy
@@ -98,7 +99,7 @@ class Coordinator:
 
     async def start(self, scheduler_address: str) -> None:
         s = self.settings
-        data = DataDir(s.common.data_dir)
+        data = DataDir.of(s)
         self._store = data.open_store()
         self.client = await Client(scheduler_address, asynchronous=True, name="vecgrid-coordinator")
         self.coord = QueryCoord(s, self.client, self._store, self.deploy_mode)
@@ -117,7 +118,7 @@ class Coordinator:
         rest = RestContext(coord=self.coord, proxy=self.proxy, datacoord=self.datacoord, settings=s,
                            store=self._store)
         api = build_api(rest)
-        await ensure_first_admin(api, os.environ)
+        await ensure_first_admin(api, s.http.admin_email, s.http.admin_password)
         self.http = tornado.httpserver.HTTPServer(make_app(rest, api))
         self.http.add_sockets(sockets)
         await self.client.register_plugin(QueryNodePlugin(self.node_settings(), self.deploy_mode))
@@ -161,7 +162,8 @@ class Coordinator:
 
 def data_coord(qc: QueryCoord, data: DataDir, client: Client) -> DataCoord:
     """The DataCoord beside ``qc``: its catalog and appenders, the target hand-off of its flushes, and
-    its parts — index builds, compaction and garbage collection on the coordinator's Dask client."""
+    its parts — index builds, compaction and garbage collection on the coordinator's Dask client, and
+    the REST import jobs."""
     handoff = FlushHandoff(qc.collections, qc.targets, qc.target_observer)
     dc = DataCoord(qc.settings, qc.catalog, qc.appenders, data.segment_root,
                    pull_target=handoff.pull_target, sealed_copies_serve=handoff.sealed_copies_serve,
@@ -169,6 +171,7 @@ def data_coord(qc: QueryCoord, data: DataDir, client: Client) -> DataCoord:
     dc.add_part(IndexBuilder(qc.catalog, client, qc.settings, root=data.segment_root))
     dc.add_part(GarbageCollector(qc.catalog, qc.settings, handoff.segments_in_targets, root=data.segment_root))
     dc.add_part(Compaction(qc.settings, qc.catalog, client, data.segment_root, handoff.pull_target), compaction=True)
+    dc.add_part(ImportJobs(qc.catalog, data.segment_root, handoff.pull_target))
     qc.health.roles.append(("datacoord", lambda: qc.lifecycle.node_id, dc.health_reasons))
     return dc
 

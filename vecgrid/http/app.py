@@ -2,7 +2,7 @@
 
 ``make_app`` builds one Feathers :class:`~vecgrid.http.feathers.application.Application` with the
 services of ``rest-api.md`` (:mod:`vecgrid.http.services`) and serves it through the framework's
-single REST handler; ``/health`` and ``/version`` are plain Tornado handlers in front of it (they are
+single REST handler; ``/health``, ``/version`` and ``/metrics`` are plain Tornado handlers in front of it (they are
 not resources: no query syntax, no hooks).  Unknown paths get the transport's Feathers 404.
 """
 
@@ -17,6 +17,7 @@ from vecgrid.cluster.querycoord.coordinator import QueryCoord
 from vecgrid.http.base import BaseHandler
 from vecgrid.http.feathers.application import Application
 from vecgrid.http.feathers.rest import make_tornado_app
+from vecgrid.http.metrics import MetricsHandler, RestMetrics
 from vecgrid.http.milvus_errors import milvus_error_hook
 from vecgrid.http.services import RestContext, mount_all
 
@@ -60,8 +61,10 @@ def make_app(ctx: RestContext, api: Application | None = None) -> tornado.web.Ap
     """The Tornado app serving ``api`` (built from ``ctx`` when not given) and the plain endpoints."""
     settings = ctx.settings.http if ctx.settings is not None else None
     context = {"coord": ctx.coord}
-    plain = [(r"/health", HealthHandler, context), (r"/version", VersionHandler, context)]
-    options = {}
+    metrics = RestMetrics(ctx.coord)
+    plain = [(r"/health", HealthHandler, context), (r"/version", VersionHandler, context),
+             (r"/metrics", MetricsHandler, {"metrics": metrics})]
+    options: dict = {"log_function": metrics.log_request}
     if settings is not None:
         options["max_body_bytes"] = int(settings.max_body_mb * 1024 * 1024)
         origins = settings.cors_origins.strip()

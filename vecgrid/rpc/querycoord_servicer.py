@@ -12,7 +12,6 @@ from vecgrid.rpc.service import milvus_servicer
 from vecgrid.rpc.status import success
 
 SERVICE = query_coord_pb2.DESCRIPTOR.services_by_name["QueryCoord"]
-BALANCE_CHECKER = 3  # SuspendBalance / ResumeBalance switch Milvus's balance_checker
 
 
 @milvus_servicer(SERVICE, query_coord_pb2_grpc.QueryCoordServicer)
@@ -144,11 +143,11 @@ class QueryCoordServicer:
         return success()
 
     async def SuspendBalance(self, request, context):
-        self.coord.set_checker_active(BALANCE_CHECKER, False)
+        self.coord.suspend_balance()
         return success()
 
     async def ResumeBalance(self, request, context):
-        self.coord.set_checker_active(BALANCE_CHECKER, True)
+        self.coord.resume_balance()
         return success()
 
     async def CheckBalanceStatus(self, request, context):

@@ -25,6 +25,7 @@ import hashlib
 import io
 import os
 import posixpath
+import threading
 import time
 import uuid
 import zlib
@@ -39,7 +40,7 @@ from .fsutil import fsync_dir
 __all__ = [
     "FileInfo", "SegmentStorageError", "CorruptSegmentError", "StorageBackendUnavailableError",
     "Hasher", "checksum_of", "algorithm_of", "Storage", "StoredFile", "LocalStorage", "FsspecStorage",
-    "open_storage", "canonical_root",
+    "open_storage", "canonical_root", "set_filesystem_options", "filesystem_options",
 ]
 
 _CHUNK: Final = 8 << 20  # streaming verification reads
@@ -347,16 +348,34 @@ class LocalStorage(Storage):
         return removed
 
 
+# Keyword arguments of each URL scheme's fsspec filesystem (the S3 endpoint and credentials): one set per
+# process, given once at start-up from the settings (vecgrid.storage.layout.DataDir.of) and read by every
+# open.  Owned by _options_lock; kept out of the roots so no credential is ever recorded in the catalog.
+_options_lock = threading.Lock()
+_filesystem_options: dict[str, dict[str, Any]] = {}
+
+
+def set_filesystem_options(scheme: str, options: Mapping[str, Any]) -> None:
+    """What every later :class:`FsspecStorage` of ``scheme`` URLs passes to its filesystem."""
+    with _options_lock:
+        _filesystem_options[scheme] = dict(options)
+
+
+def filesystem_options(scheme: str) -> dict[str, Any]:
+    with _options_lock:
+        return dict(_filesystem_options.get(scheme, {}))
+
+
 class FsspecStorage(Storage):
     def __init__(self, root: str) -> None:
         try:
             import fsspec.core
         except ImportError as exc:  # pragma: no cover - fsspec ships with dask
             raise StorageBackendUnavailableError(f"storage root {root!r} needs fsspec (pip install fsspec)") from exc
+        scheme = root.split("://", 1)[0]
         try:
-            self.fs, self.base = fsspec.core.url_to_fs(root)
+            self.fs, self.base = fsspec.core.url_to_fs(root, **filesystem_options(scheme))
         except ImportError as exc:
-            scheme = root.split("://", 1)[0]
             hint = " (pip install 'vecgrid[s3]', i.e. s3fs)" if scheme in ("s3", "s3a") else ""
             raise StorageBackendUnavailableError(
                 f"storage root {root!r} needs an optional package for {scheme}://{hint}: {exc}"

@@ -29,8 +29,9 @@ import pyarrow as pa
 from vecgrid import errors
 from vecgrid.proto import schema_pb2
 from vecgrid.storage import segment_files
-from vecgrid.storage.catalog import Catalog, CollectionInfo, arrow_schema, validate_rows
-from vecgrid.storage.catalog.schema_rules import DEFAULT_DB_NAME, DEFAULT_PARTITION_NAME, normalize_schema
+from vecgrid.storage.catalog import Catalog, CollectionInfo, arrow_field, arrow_schema, arrow_type, validate_rows
+from vecgrid.storage.catalog.schema_rules import (DEFAULT_DB_NAME, DEFAULT_PARTITION_NAME, DYNAMIC_FIELD_NAME,
+                                                  normalize_schema)
 from vecgrid.storage.import_sources import Sources, infer_schema, open_sources
 from vecgrid.storage.layout import DataDir
 from vecgrid.storage.sharding import shard_of
@@ -65,8 +66,9 @@ class _Buffer:
 
 class _Import:
     def __init__(self, catalog: Catalog, root: str, sources: Sources, opts: ImportOptions,
-                 progress: Callable[[int], None]) -> None:
+                 progress: Callable[[int], None], cancelled: Callable[[], bool] = lambda: False) -> None:
         self.catalog, self.root, self.sources, self.opts, self.progress = catalog, root, sources, opts, progress
+        self.cancelled = cancelled
         self.created = False
         self.written: list[tuple[segment_files.SegmentFiles, str]] = []
         self.timestamp = compose_ts(physical_ms_now(), 0)
@@ -81,7 +83,8 @@ class _Import:
         out_schema = arrow_schema(coll).append(pa.field(TIMESTAMP_FIELD, pa.uint64(), nullable=False))
 
         for batch in self.sources.batches():
-            table = validate_rows(coll, batch)
+            self._check_cancelled()
+            table = _complete(coll, validate_rows(coll, batch))
             if pk_field.autoID:
                 first = self.catalog.allocate_ids(table.num_rows)
                 table = table.add_column(0, pk_field.name, pa.array(np.arange(first, first + table.num_rows)))
@@ -104,9 +107,14 @@ class _Import:
         if not self.written:
             raise errors.ParameterInvalid("the input files hold no rows")
         _check_unique(keys)
+        self._check_cancelled()   # the last moment: publishing is one transaction
         published = self.catalog.publish_segment_records(
             [{"record": record, "insert_channel": channel} for record, channel in self.written])
         return _summary(self.catalog.get_collection(coll.id), published)
+
+    def _check_cancelled(self) -> None:
+        if self.cancelled():
+            raise errors.Canceled("the import was cancelled; nothing was published")
 
     def _collection(self) -> CollectionInfo:
         opts = self.opts
@@ -157,6 +165,38 @@ class _Import:
             self.catalog.drop_collection(self.opts.db_name, self.opts.collection)
 
 
+def _complete(coll: CollectionInfo, table: pa.Table) -> pa.Table:
+    """What the files may leave out, as the proxy's inserts fill it in: fields with a default value take
+    it, and a collection with the dynamic field gets ``$meta``, the columns outside the schema as one
+    JSON object per row (``{}`` without any)."""
+    n = table.num_rows
+    for f in coll.schema.fields:
+        if f.HasField("default_value") and not f.is_primary_key:
+            default = pa.scalar(getattr(f.default_value, f.default_value.WhichOneof("data")), arrow_type(f))
+            if f.name not in table.column_names:
+                table = table.append_column(arrow_field(f), pa.repeat(default, n))
+            elif table.column(f.name).null_count:
+                table = table.set_column(table.column_names.index(f.name), arrow_field(f),
+                                         table.column(f.name).fill_null(default))
+    dynamic = coll.dynamic_field
+    if dynamic is None:
+        return table
+    known = {f.name for f in coll.schema.fields}
+    extras = [name for name in table.column_names if name not in known]
+    given = table.column(DYNAMIC_FIELD_NAME).to_pylist() if DYNAMIC_FIELD_NAME in table.column_names else [None] * n
+    if extras:
+        values = {name: table.column(name).to_pylist() for name in extras}
+        meta = []
+        for i in range(n):
+            obj = json.loads(given[i]) if given[i] else {}
+            obj.update({name: column[i] for name, column in values.items() if column[i] is not None})
+            meta.append(json.dumps(obj, default=str))
+    else:
+        meta = [g or "{}" for g in given]
+    table = table.drop([name for name in (*extras, DYNAMIC_FIELD_NAME) if name in table.column_names])
+    return table.append_column(arrow_field(dynamic), pa.array(meta, pa.string()))
+
+
 def _check_unique(keys: list[np.ndarray]) -> None:
     everything = np.concatenate(keys)
     if everything.dtype == object:
@@ -186,12 +226,35 @@ def _summary(coll: CollectionInfo, segments) -> dict[str, Any]:
     }
 
 
-def bulk_import(data_dir: str, files: list[str], opts: ImportOptions, progress: bool = False) -> dict[str, Any]:
-    """Import ``files`` into ``data_dir``'s catalog; returns the summary the CLI prints as JSON."""
+def check_options(opts: ImportOptions) -> None:
     if opts.segment_rows < 1 or opts.segment_bytes < 1:
         raise errors.ParameterInvalid("segment size limits must be positive")
+
+
+def import_sources(catalog: Catalog, segment_root: str, sources: Sources, opts: ImportOptions, *,
+                   progress: Callable[[int], None] = lambda n: None,
+                   cancelled: Callable[[], bool] = lambda: False) -> dict[str, Any]:
+    """Import opened ``sources`` through a catalog the caller owns (the coordinator's, for its REST
+    import jobs): all or nothing as :func:`bulk_import`.  ``progress(rows)`` is called after every
+    batch; ``cancelled()`` is asked before every batch and before publishing, and a True answer undoes
+    everything and raises :class:`~vecgrid.errors.Canceled`.  Blocking: run it in a thread."""
+    check_options(opts)
+    job = _Import(catalog, segment_root, sources, opts, progress, cancelled)
+    try:
+        return job.run()
+    except BaseException:
+        job.undo()
+        raise
+
+
+def bulk_import(data_dir: str, files: list[str], opts: ImportOptions, progress: bool = False,
+                segment_root: str = "") -> dict[str, Any]:
+    """Import ``files`` into ``data_dir``'s catalog, the segments under ``segment_root`` (default: the
+    data dir; an s3:// root needs its store configured, :meth:`DataDir.of`); returns the summary the CLI
+    prints as JSON."""
+    check_options(opts)
     sources = open_sources(files)
-    data = DataDir(data_dir)
+    data = DataDir(data_dir, segment_root)
     store = data.open_store()
     bar = _progress_bar(sources.num_rows) if progress else None
     try:

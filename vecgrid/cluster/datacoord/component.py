@@ -120,3 +120,16 @@ class DataCoord(Component):
         if self._compaction is None:
             raise errors.ServiceUnavailable("compaction is not enabled")
         return await self._compaction.compact(collection_id)
+
+    async def index_fail_reason(self, collection_id: int, field_id: int) -> str:
+        """Why builds of the field's index in the collection fail ('' when none does): the index
+        builder's last error per segment, as Milvus's DescribeIndex ``index_state_fail_reason``.
+        The parts' ``failures`` are copied here, on the loop that owns them."""
+        failures: dict[tuple[int, int], str] = {}
+        for part in self.parts:
+            failures.update(getattr(part, "failures", None) or {})
+        if not failures:
+            return ""
+        segments = {s.ID for s in await asyncio.to_thread(self.catalog.list_segments, collection_id)}
+        return "; ".join(f"segment {sid}: {why}" for (sid, fid), why in sorted(failures.items())
+                         if fid == field_id and sid in segments)

@@ -73,7 +73,7 @@ class GarbageCollector(Periodic):
         super().__init__(settings.datacoord.gc_interval_s)
         self.catalog = catalog
         self.segments_in_targets = segments_in_targets
-        self.root = root if root is not None else DataDir(settings.common.data_dir).segment_root
+        self.root = root if root is not None else DataDir.of(settings).segment_root
         self.retention_s = settings.datacoord.gc_retention_s
         self._clock = clock
         # path -> (size and time of the file, when a sweep first saw it unnamed)

@@ -81,7 +81,7 @@ class IndexBuilder(Periodic):
                  retries: int = RETRIES, max_in_flight: int = MAX_IN_FLIGHT) -> None:
         super().__init__(settings.datacoord.check_interval_s)
         self.catalog, self.client = catalog, client
-        self.root = root if root is not None else DataDir(settings.common.data_dir).segment_root
+        self.root = root if root is not None else DataDir.of(settings).segment_root
         self.task_timeout_s = settings.datacoord.task_timeout_s
         self.retries = retries
         self.max_in_flight = max_in_flight

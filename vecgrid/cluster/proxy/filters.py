@@ -12,10 +12,13 @@ same query object as Feathers' database adapters::
 query fails at the proxy with one :class:`~vecgrid.errors.ParameterInvalid` naming
 the problem instead of deep inside a worker:
 
-* operators: plain value (equality), ``$in``, ``$nin``, ``$lt``, ``$lte``, ``$gt``,
-  ``$gte``, ``$ne``; logical ``$or`` and ``$and`` (arrays of query objects).  Anything
-  else is refused with Feathers' wording (``Invalid query parameter $like``,
-  ``Invalid filter value $foo``);
+* operators: plain value (equality), ``$eq`` (the same, spelled out), ``$in``, ``$nin``,
+  ``$lt``, ``$lte``, ``$gt``, ``$gte``, ``$ne``, and ``$like`` (Milvus's ``like`` on a
+  VarChar field: ``%`` any run, ``_`` one character); logical ``$or`` and ``$and``
+  (arrays of query objects).  Anything else is refused with Feathers' wording
+  (``Invalid query parameter $regex``, ``Invalid filter value $foo``);
+* ``max_in`` caps the values of one ``$in`` / ``$nin`` list (the REST API's
+  ``[http] max_in_list``): a huge list is refused before anything is sent;
 * ``$limit``, ``$skip``, ``$sort`` and ``$select`` shape a result, they do not select
   rows: :func:`split_query` takes them off before compiling;
 * fields must exist and be scalar: Bool, Int8/16/32/64, Float, Double, VarChar (and the
@@ -46,9 +49,10 @@ __all__ = ["compile_filter", "split_query", "RESULT_KEYS", "OPERATORS"]
 
 RESULT_KEYS = ("$limit", "$skip", "$sort", "$select")
 LOGICAL = ("$or", "$and")
-_COMPARE = {"$lt": "<", "$lte": "<=", "$gt": ">", "$gte": ">=", "$ne": "!="}
+_COMPARE = {"$lt": "<", "$lte": "<=", "$gt": ">", "$gte": ">=", "$ne": "!=", "$eq": "=="}
 _SET = ("$in", "$nin")
-OPERATORS = (*_COMPARE, *_SET)
+LIKE = "$like"
+OPERATORS = (*_COMPARE, *_SET, LIKE)
 
 _INTS = {schema_pb2.Int8, schema_pb2.Int16, schema_pb2.Int32, schema_pb2.Int64}
 _FLOATS = {schema_pb2.Float, schema_pb2.Double}
@@ -65,11 +69,11 @@ def split_query(query: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any
 
 
 def compile_filter(query: Mapping[str, Any] | None, schema: schema_pb2.CollectionSchema, *,
-                   coerce_strings: bool = False) -> plan_pb2.Expr | None:
+                   coerce_strings: bool = False, max_in: int | None = None) -> plan_pb2.Expr | None:
     """The ``plan.Expr`` of ``query`` over ``schema``; ``None`` when it selects every row (empty query)."""
     if query is None:
         return None
-    return _Compiler(schema, coerce_strings).query(query, "the query")
+    return _Compiler(schema, coerce_strings, max_in).query(query, "the query")
 
 
 def _check_object(value: Any, where: str) -> None:
@@ -90,9 +94,10 @@ def _all(exprs: list[plan_pb2.Expr]) -> plan_pb2.Expr | None:
 
 
 class _Compiler:
-    def __init__(self, schema: schema_pb2.CollectionSchema, coerce: bool) -> None:
+    def __init__(self, schema: schema_pb2.CollectionSchema, coerce: bool, max_in: int | None = None) -> None:
         self.schema = schema
         self.coerce = coerce
+        self.max_in = max_in
         self.fields = {f.name: f for f in schema.fields}
 
     # --- structure ------------------------------------------------------------------------------
@@ -144,12 +149,21 @@ class _Compiler:
             if op in _SET:
                 if not isinstance(operand, list):
                     raise errors.ParameterInvalid(f"{op} on field {name!r} expects an array, got {_show(operand)}")
+                if self.max_in is not None and len(operand) > self.max_in:
+                    raise errors.ParameterTooLarge(f"{op} on field {name!r} has {len(operand)} values; at most "
+                                                   f"{self.max_in} are allowed in one list", field=name)
                 e = E.term(col, [self.value(f, v) for v in operand])
                 parts.append(E.not_(e) if op == "$nin" else e)
             elif op in _COMPARE:
-                if f.data_type == schema_pb2.Bool and op != "$ne":
+                if f.data_type == schema_pb2.Bool and op not in ("$ne", "$eq"):
                     raise errors.ParameterInvalid(f"{op} does not apply to Bool field {name!r}; use a value or $ne")
                 parts.append(E.compare(col, _COMPARE[op], self.value(f, operand)))
+            elif op == LIKE:
+                if f.data_type not in _STRINGS or not isinstance(operand, str):
+                    raise errors.ParameterInvalid(f"$like takes a pattern string on a VarChar field; field {name!r} "
+                                                  f"is {schema_pb2.DataType.Name(f.data_type)}, got {_show(operand)}",
+                                                  field=name)
+                parts.append(E.match(col, "like", operand))
             elif isinstance(op, str) and op.startswith("$"):
                 raise errors.ParameterInvalid(f"Invalid query parameter {op}")
             else:

@@ -41,7 +41,8 @@ own process, or over its ``WriteService`` from any other (:mod:`.write_access`),
 reads of the catalog do.
 
 Filters are query objects in the REST seed's syntax (:mod:`.filters`) or ready
-``plan.Expr`` messages.
+``plan.Expr`` messages.  Reads name the collection, or pass the :class:`CollectionMeta` a caller has just
+described (it then is not read again).
 """
 
 from __future__ import annotations
@@ -202,6 +203,11 @@ class Proxy:
     async def describe(self, collection: str) -> CollectionMeta:
         return await self.catalog.describe(collection, self.db_name)
 
+    async def _meta(self, collection: "str | CollectionMeta") -> CollectionMeta:
+        """A read's collection: a name is described; a caller that has just described it (the REST service,
+        which needs the schema first) passes the :class:`CollectionMeta` and saves the catalog read."""
+        return collection if isinstance(collection, CollectionMeta) else await self.describe(collection)
+
     async def shard_leaders(self, collection_id: int, *, refresh: bool = False) -> list[Shard]:
         """The collection's shards with their leaders (cached; ``refresh`` asks QueryCoord again)."""
         cached = self._leaders.get(collection_id)
@@ -232,16 +238,25 @@ class Proxy:
 
     # --- reads ------------------------------------------------------------------------------------
 
-    async def search(self, collection: str, vectors: Any, *, limit: int = 10, offset: int = 0, filter: Filter = None,
+    async def search(self, collection: "str | CollectionMeta", vectors: Any, *, limit: int = 10, offset: int = 0, filter: Filter = None,
                      output_fields: Sequence[str] = (), anns_field: str | None = None,
                      search_params: Mapping[str, Any] | None = None, partition_names: Sequence[str] = (),
                      round_decimal: int = -1, consistency: str | int | None = "Strong",
-                     guarantee_timestamp: int | None = None) -> list[list[dict[str, Any]]]:
+                     guarantee_timestamp: int | None = None, group_by: str | None = None,
+                     group_size: int = 1) -> list[list[dict[str, Any]]]:
         """The ``limit`` nearest rows (after skipping ``offset``) of every query vector, best first.
 
         ``vectors``: ``nq × dim`` (or one ``dim``) floats.  ``distance`` is the metric's value:
-        squared L2 (smaller is closer) or IP / COSINE similarity (larger is closer)."""
-        meta = await self.describe(collection)
+        squared L2 (smaller is closer) or IP / COSINE similarity (larger is closer).
+
+        ``search_params`` ``radius`` / ``range_filter`` make it a range search (Milvus's bounds: L2
+        ``range_filter <= distance < radius``, IP / COSINE ``radius < distance <= range_filter``) and
+        ``group_by`` (a scalar field) a grouping search: the best ``group_size`` hits of each of the
+        ``limit`` best groups (after ``offset`` groups), a group ranked by its best hit.  The engine
+        answers plain top-k only, so both run here over top-k searches of growing depth (×4, up to
+        :data:`MAX_TOPK`) until every query has its answer or the depth is exhausted; every round reads
+        the same snapshot (the first round's guarantee timestamps, pinned as the MVCC timestamps)."""
+        meta = await self._meta(collection)
         field = meta.vector_field(anns_field)
         xq = _query_vectors(vectors, field_dim(field), field.name)
         topk = _topk(limit, offset)
@@ -250,23 +265,64 @@ class Proxy:
         asked = str(params.pop("metric_type", metric)).upper()
         if asked != metric:
             raise errors.ParameterInvalid(f"metric type {asked} does not match the index of {field.name!r} ({metric})")
-        out_ids = meta.output_field_ids(output_fields)
+        bounds = _RangeBounds.of(params.pop("radius", None), params.pop("range_filter", None), metric)
+        names = list(output_fields)
+        if group_by is not None:
+            _check_group_field(meta, group_by)
+            if not isinstance(group_size, int) or isinstance(group_size, bool) or not 1 <= group_size <= MAX_TOPK:
+                raise errors.ParameterInvalid(f"group_size ({group_size!r}) should be in range [1, {MAX_TOPK}]")
+            if group_by not in names and "*" not in names:
+                names.append(group_by)
+        expr = self._expr(filter, meta)
+        out_ids = meta.output_field_ids(names)
+        partition_ids = meta.partition_ids(partition_names)
+        guarantee, level = await self._consistency(consistency, guarantee_timestamp, meta)
+        plain = bounds is None and group_by is None
+
+        async def run(queries: np.ndarray, k: int) -> list[list[dict[str, Any]]]:
+            return await self._search_round(meta, field, queries, k, metric, params, expr, out_ids, partition_ids,
+                                            round_decimal, guarantee, level, pin=not plain,
+                                            offset=offset if plain else 0, limit=limit if plain else k)
+
+        if plain:
+            return await run(xq, topk)
+        answers: list[list[dict[str, Any]] | None] = [None] * len(xq)
+        pending = list(range(len(xq)))
+        k = topk
+        while pending:
+            rounds = await run(xq[pending], k)
+            still = []
+            for q, hits in zip(pending, rounds):
+                chosen, settled = _select_hits(hits, k, offset, limit, bounds, group_by, group_size)
+                if settled:
+                    answers[q] = chosen
+                else:
+                    still.append(q)
+            pending = still
+            k = min(k * 4, MAX_TOPK)
+        return answers  # type: ignore[return-value]
+
+    async def _search_round(self, meta: CollectionMeta, field: schema_pb2.FieldSchema, xq: np.ndarray, topk: int,
+                            metric: str, params: Mapping[str, Any], expr: plan_pb2.Expr | None, out_ids: list[int],
+                            partition_ids: list[int], round_decimal: int, guarantee: "_Guarantee", level: int, *,
+                            pin: bool, offset: int, limit: int) -> list[list[dict[str, Any]]]:
         req_id = next(_request_ids)
         inner = internal_pb2.SearchRequest(
             base=common_pb2.MsgBase(msg_type=common_pb2.Search, msgID=req_id), reqID=req_id, dbID=meta.db_id,
-            collectionID=meta.id, partitionIDs=meta.partition_ids(partition_names),
+            collectionID=meta.id, partitionIDs=partition_ids,
             placeholder_group=encode_placeholder_group(xq), dsl_type=common_pb2.BoolExprV1,
             serialized_expr_plan=E.search_plan(field_id=field.fieldID, topk=topk, metric=metric,
-                                               expr=self._expr(filter, meta), search_params=params,
+                                               expr=expr, search_params=params,
                                                round_decimal=round_decimal, output_field_ids=out_ids),
-            output_fields_id=out_ids, nq=len(xq), topk=topk, metricType=metric)
-        guarantee, inner.consistency_level = await self._consistency(consistency, guarantee_timestamp, meta)
+            output_fields_id=out_ids, nq=len(xq), topk=topk, metricType=metric, consistency_level=level)
 
         def request(channel: str, channels: int) -> Q.SearchRequest:
             req = Q.SearchRequest(dml_channels=[channel], from_shard_leader=False, scope=Q.All,
                                   total_channel_num=channels)
             req.req.CopyFrom(inner)
             req.req.guarantee_timestamp = guarantee.of(channel)
+            if pin:
+                req.req.mvcc_timestamp = guarantee.of(channel)
             return req
 
         shards, parts = await self._fan_out(meta, "Search", request)
@@ -276,7 +332,31 @@ class Proxy:
             return _hits(from_search_result_data(merged.sliced_blob), offset, limit)
         return await _off_loop(reduce, len(xq) * topk * len(parts))
 
-    async def query(self, collection: str, *, filter: Filter = None, output_fields: Sequence[str] = (),
+    async def stored_vectors(self, collection: "str | CollectionMeta", ids: Sequence[Any], *, anns_field: str | None = None,
+                             consistency: str | int | None = "Strong",
+                             guarantee_timestamp: int | None = None) -> tuple[np.ndarray, list[Any]]:
+        """``(vectors in the order of ids, ids not found)``: the stored vectors of ``anns_field`` (a search by
+        primary keys, which Milvus lacks)."""
+        meta = await self._meta(collection)
+        field = meta.vector_field(anns_field)
+        pk = meta.pk_field
+        keys = _check_keys(pk, ids)
+        cond = E.term(E.column(pk.fieldID, pk.data_type, is_primary_key=True), keys)
+        inner, guarantee = await self._retrieve_request(meta, cond, [pk.fieldID, field.fieldID], (), consistency,
+                                                        guarantee_timestamp)
+        merged = await self._retrieve(meta, inner, guarantee, pin=False)
+        columns = {c.name: c for c in _columns(merged)}
+        dim = field_dim(field)
+        if pk.name not in columns:
+            return np.zeros((0, dim), np.float32), list(keys)
+        found = {k: i for i, k in enumerate(columns[pk.name].values.tolist())}
+        missing = [k for k in keys if k not in found]
+        if missing:
+            return np.zeros((0, dim), np.float32), missing
+        rows = np.asarray([found[k] for k in keys], dtype=np.int64)
+        return np.asarray(columns[field.name].values, dtype=np.float32).reshape(-1, dim)[rows], []
+
+    async def query(self, collection: "str | CollectionMeta", *, filter: Filter = None, output_fields: Sequence[str] = (),
                     limit: int | None = None, offset: int = 0, partition_names: Sequence[str] = (),
                     consistency: str | int | None = "Strong",
                     guarantee_timestamp: int | None = None) -> list[dict[str, Any]]:
@@ -284,7 +364,7 @@ class Proxy:
         ``output_fields``; at most ``limit`` after skipping ``offset`` (no limit: every row)."""
         if offset < 0 or (limit is not None and limit < 0):
             raise errors.ParameterInvalid(f"limit ({limit}) and offset ({offset}) must not be negative")
-        meta = await self.describe(collection)
+        meta = await self._meta(collection)
         return await self._query(meta, filter=filter, output_fields=output_fields, limit=limit, offset=offset,
                                  partition_names=partition_names, consistency=consistency,
                                  guarantee_timestamp=guarantee_timestamp)
@@ -303,15 +383,94 @@ class Proxy:
             return _rows(merge_retrieve(parts, inner, [s.channel for s in shards], cut))[offset:]
         return await _off_loop(reduce, sum(p.all_retrieve_count for p in parts))
 
-    async def count(self, collection: str, *, filter: Filter = None, partition_names: Sequence[str] = (),
+    async def count(self, collection: "str | CollectionMeta", *, filter: Filter = None, partition_names: Sequence[str] = (),
                     consistency: str | int | None = "Strong", guarantee_timestamp: int | None = None) -> int:
         """How many rows match ``filter`` (Milvus's ``count(*)``)."""
-        meta = await self.describe(collection)
+        meta = await self._meta(collection)
         inner, guarantee = await self._retrieve_request(meta, filter, [], partition_names, consistency,
                                                         guarantee_timestamp, is_count=True)
         shards, parts = await self._fan_out(meta, "Query", _query_request(inner, guarantee))
         merged = merge_retrieve(parts, inner, [s.channel for s in shards])
         return int(merged.fields_data[0].scalars.long_data.data[0]) if len(merged.fields_data) else 0
+
+    async def find(self, collection: "str | CollectionMeta", *, filter: Filter = None, sort: Sequence[tuple[str, int]] = (),
+                   offset: int = 0, limit: int | None = None, output_fields: Sequence[str] = (),
+                   partition_names: Sequence[str] = (), consistency: str | int | None = "Strong",
+                   guarantee_timestamp: int | None = None,
+                   with_total: bool = True) -> tuple[int | None, list[dict[str, Any]]]:
+        """``(total, page)``: the rows matching ``filter`` ordered by ``sort`` (``[(field, 1 | -1)]`` on scalar
+        fields, then by primary key), ``limit`` of them after ``offset``, and how many match in all — both read
+        from ONE snapshot (the guarantee timestamps pinned as the MVCC timestamps of every request).
+
+        Ordered by primary key (no ``sort``, or the key ascending) the shard leaders cut each channel at
+        ``offset + limit`` rows; ordered by anything else every matching row's key and sort fields are read,
+        sorted here (exact across shards and segments), and the page's other fields read for its keys only."""
+        if offset < 0 or (limit is not None and limit < 0):
+            raise errors.ParameterInvalid(f"limit ({limit}) and offset ({offset}) must not be negative")
+        meta = await self._meta(collection)
+        pk = meta.pk_field
+        order = [(name, direction) for name, direction in sort]
+        for name, direction in order:
+            _check_sort_field(meta, name)
+            if direction not in (1, -1):
+                raise errors.ParameterInvalid(f"the sort direction of {name!r} is 1 or -1, got {direction!r}")
+        expr = self._expr(filter, meta)
+        partition_ids = meta.partition_ids(partition_names)
+        out_ids = meta.output_field_ids(output_fields)
+        guarantee, _ = await self._consistency(consistency, guarantee_timestamp, meta)
+
+        async def total() -> int | None:
+            return await self._count_pinned(meta, expr, partition_ids, guarantee) if with_total else None
+
+        if not order or order == [(pk.name, 1)]:
+            async def page() -> list[dict[str, Any]]:
+                if limit == 0:
+                    return []
+                cut = -1 if limit is None else offset + limit
+                inner = self._retrieve_inner(meta, expr, out_ids, partition_ids, limit=cut)
+                return _rows(await self._retrieve(meta, inner, guarantee, pin=True, limit=cut))[offset:]
+            count, rows = await gather_all([total(), page()])
+            return count, rows
+        key_ids = meta.output_field_ids([pk.name, *(name for name, _ in order)])
+        inner = self._retrieve_inner(meta, expr, key_ids, partition_ids)
+        keyed = await self._retrieve(meta, inner, guarantee, pin=True)
+        columns = {c.name: c for c in _columns(keyed)}
+        if pk.name not in columns:
+            return (0 if with_total else None), []
+        n = len(columns[pk.name])
+        ranked = await _off_loop(lambda: _sort_order(columns, order, pk.name), n)
+        window = ranked[offset:None if limit is None else offset + limit]
+        if set(out_ids) <= set(key_ids):
+            picked = [columns[name].take(window) for name in columns if columns[name].field_id in out_ids
+                      or name == pk.name]
+            return (n if with_total else None), _entities(picked, len(window))
+        keys = columns[pk.name].values[window].tolist()
+        if not keys:
+            return (n if with_total else None), []
+        cond = E.term(E.column(pk.fieldID, pk.data_type, is_primary_key=True), keys)
+        inner = self._retrieve_inner(meta, cond if expr is None else E.and_(expr, cond), out_ids, partition_ids)
+        by_key = {row[pk.name]: row for row in _rows(await self._retrieve(meta, inner, guarantee, pin=True))}
+        return (n if with_total else None), [by_key[k] for k in keys if k in by_key]
+
+    async def count_groups(self, collection: "str | CollectionMeta", field: str, *, filter: Filter = None,
+                           partition_names: Sequence[str] = (), consistency: str | int | None = "Strong",
+                           guarantee_timestamp: int | None = None) -> list[tuple[Any, int]]:
+        """``[(value, rows)]`` for every distinct value of the scalar ``field`` among the rows matching ``filter``,
+        most rows first (ties by value)."""
+        meta = await self._meta(collection)
+        f = _check_group_field(meta, field)
+        inner, guarantee = await self._retrieve_request(meta, filter, [meta.pk_field.fieldID, f.fieldID],
+                                                        partition_names, consistency, guarantee_timestamp)
+        merged = await self._retrieve(meta, inner, guarantee, pin=False)
+        column = next((c for c in _columns(merged) if c.name == field), None)
+        if column is None or not len(column):
+            return []
+
+        def tally() -> list[tuple[Any, int]]:
+            values, counts = np.unique(column.values, return_counts=True)
+            order = np.argsort(-counts, kind="stable")
+            return list(zip(values[order].tolist(), counts[order].tolist()))
+        return await _off_loop(tally, len(column))
 
     # --- writes -----------------------------------------------------------------------------------
 
@@ -397,18 +556,38 @@ class Proxy:
                                 partition_names: Sequence[str], consistency: str | int | None,
                                 explicit: int | None, *, limit: int = -1,
                                 is_count: bool = False) -> tuple[internal_pb2.RetrieveRequest, _Guarantee]:
-        node = plan_pb2.QueryPlanNode(is_count=is_count, limit=max(limit, 0))
         expr = self._expr(filter, meta)
+        partition_ids = meta.partition_ids(partition_names)
+        guarantee, _ = await self._consistency(consistency, explicit, meta)
+        return self._retrieve_inner(meta, expr, out_ids, partition_ids, limit=limit, is_count=is_count), guarantee
+
+    @staticmethod
+    def _retrieve_inner(meta: CollectionMeta, expr: plan_pb2.Expr | None, out_ids: list[int],
+                        partition_ids: list[int], *, limit: int = -1,
+                        is_count: bool = False) -> internal_pb2.RetrieveRequest:
+        node = plan_pb2.QueryPlanNode(is_count=is_count, limit=max(limit, 0))
         if expr is not None:
             node.predicates.CopyFrom(expr)
         req_id = next(_request_ids)
-        partition_ids = meta.partition_ids(partition_names)
-        guarantee, _ = await self._consistency(consistency, explicit, meta)
         return internal_pb2.RetrieveRequest(
             base=common_pb2.MsgBase(msg_type=common_pb2.Retrieve, msgID=req_id), reqID=req_id, dbID=meta.db_id,
             collectionID=meta.id, partitionIDs=partition_ids,
             serialized_expr_plan=plan_pb2.PlanNode(query=node, output_field_ids=out_ids).SerializeToString(),
-            output_fields_id=out_ids, limit=max(limit, 0), is_count=is_count), guarantee
+            output_fields_id=out_ids, limit=max(limit, 0), is_count=is_count)
+
+    async def _retrieve(self, meta: CollectionMeta, inner: internal_pb2.RetrieveRequest, guarantee: _Guarantee, *,
+                        pin: bool, limit: int = -1) -> internal_pb2.RetrieveResults:
+        """The channels' answers to ``inner``, merged; ``pin`` reads every channel at its guarantee timestamp
+        (the requests of one call then see one snapshot)."""
+        shards, parts = await self._fan_out(meta, "Query", _query_request(inner, guarantee, pin=pin))
+        return await _off_loop(lambda: merge_retrieve(parts, inner, [s.channel for s in shards], limit),
+                               sum(p.all_retrieve_count for p in parts))
+
+    async def _count_pinned(self, meta: CollectionMeta, expr: plan_pb2.Expr | None, partition_ids: list[int],
+                            guarantee: _Guarantee) -> int:
+        inner = self._retrieve_inner(meta, expr, [], partition_ids, is_count=True)
+        merged = await self._retrieve(meta, inner, guarantee, pin=True)
+        return int(merged.fields_data[0].scalars.long_data.data[0]) if len(merged.fields_data) else 0
 
     # --- routing ----------------------------------------------------------------------------------
 
@@ -477,11 +656,14 @@ async def _off_loop(fn: Callable[[], Any], hits: int) -> Any:
     return fn() if hits <= INLINE_MERGE_HITS else await asyncio.to_thread(fn)
 
 
-def _query_request(inner: internal_pb2.RetrieveRequest, guarantee: _Guarantee) -> Callable[[str, int], Q.QueryRequest]:
+def _query_request(inner: internal_pb2.RetrieveRequest, guarantee: _Guarantee,
+                   pin: bool = False) -> Callable[[str, int], Q.QueryRequest]:
     def request(channel: str, channels: int) -> Q.QueryRequest:
         req = Q.QueryRequest(dml_channels=[channel], from_shard_leader=False, scope=Q.All)
         req.req.CopyFrom(inner)
         req.req.guarantee_timestamp = guarantee.of(channel)
+        if pin:
+            req.req.mvcc_timestamp = guarantee.of(channel)
         return req
     return request
 
@@ -544,6 +726,113 @@ def _hits(tk: Any, offset: int, limit: int) -> list[list[dict[str, Any]]]:
         hi = min(int(o[q + 1]), lo + limit)
         out.append([{"id": ids[j], "distance": scores[j], "entity": entities[j]} for j in range(lo, hi)])
     return out
+
+
+_SORTABLE = {schema_pb2.Bool, schema_pb2.Int8, schema_pb2.Int16, schema_pb2.Int32, schema_pb2.Int64, schema_pb2.Float,
+             schema_pb2.Double, schema_pb2.VarChar, schema_pb2.String}
+_SMALLER_IS_CLOSER = ("L2", "HAMMING", "JACCARD")
+
+
+def _check_sort_field(meta: CollectionMeta, name: str) -> schema_pb2.FieldSchema:
+    f = meta.field(name)
+    if f.data_type not in _SORTABLE or f.is_dynamic:
+        raise errors.ParameterInvalid(f"field {name!r} ({schema_pb2.DataType.Name(f.data_type)}) cannot order rows; "
+                                      "sort by a scalar field", field=name)
+    return f
+
+
+def _check_group_field(meta: CollectionMeta, name: str) -> schema_pb2.FieldSchema:
+    f = _check_sort_field(meta, name)
+    if f.data_type in (schema_pb2.Float, schema_pb2.Double):
+        raise errors.ParameterInvalid(f"field {name!r} is {schema_pb2.DataType.Name(f.data_type)}: group by a Bool, "
+                                      "integer or VarChar field", field=name)
+    return f
+
+
+def _check_keys(pk: schema_pb2.FieldSchema, ids: Sequence[Any]) -> list[Any]:
+    keys = list(ids) if isinstance(ids, (list, tuple)) else None
+    if not keys:
+        raise errors.ParameterInvalid("ids must be a non-empty array of primary keys")
+    want = str if pk.data_type in (schema_pb2.VarChar, schema_pb2.String) else int
+    for k in keys:
+        if not isinstance(k, want) or isinstance(k, bool):
+            raise errors.ParameterInvalid(f"the primary key {pk.name!r} is {schema_pb2.DataType.Name(pk.data_type)}: "
+                                          f"{k!r} is not one", field=pk.name)
+    return keys
+
+
+def _columns(results: internal_pb2.RetrieveResults) -> list[FieldColumn]:
+    return [field_data_to_column(fd) for fd in results.fields_data if fd.field_name != COUNT_FIELD]
+
+
+def _sort_order(columns: Mapping[str, FieldColumn], order: Sequence[tuple[str, int]], pk: str) -> np.ndarray:
+    """Row positions ordered by ``order`` (first key first), ties by primary key ascending."""
+    def rank(values: np.ndarray) -> np.ndarray:
+        return np.unique(values, return_inverse=True)[1].reshape(-1)
+    keys = [rank(columns[pk].values)]
+    for name, direction in reversed(order):
+        r = rank(columns[name].values)
+        keys.append(r if direction == 1 else -r)
+    return np.lexsort(keys)
+
+
+@dataclass(frozen=True)
+class _RangeBounds:
+    """Milvus's range search bounds in the metric's direction (see :meth:`Proxy.search`)."""
+
+    radius: float | None
+    range_filter: float | None
+    smaller_is_closer: bool
+
+    @staticmethod
+    def of(radius: Any, range_filter: Any, metric: str) -> "_RangeBounds | None":
+        if radius is None and range_filter is None:
+            return None
+        values = []
+        for name, v in (("radius", radius), ("range_filter", range_filter)):
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v)):
+                raise errors.ParameterInvalid(f"search param {name!r} must be a finite number, got {v!r}")
+            values.append(None if v is None else float(v))
+        radius, range_filter = values
+        smaller = metric in _SMALLER_IS_CLOSER
+        if radius is not None and range_filter is not None:
+            if smaller and not range_filter < radius:
+                raise errors.ParameterInvalid(f"range_filter ({range_filter}) must be less than radius ({radius}) "
+                                              f"for metric {metric}")
+            if not smaller and not range_filter > radius:
+                raise errors.ParameterInvalid(f"range_filter ({range_filter}) must be greater than radius ({radius}) "
+                                              f"for metric {metric}")
+        return _RangeBounds(radius, range_filter, smaller)
+
+    def holds(self, d: float) -> bool:
+        if self.smaller_is_closer:
+            return (self.radius is None or d < self.radius) and (self.range_filter is None or d >= self.range_filter)
+        return (self.radius is None or d > self.radius) and (self.range_filter is None or d <= self.range_filter)
+
+    def beyond(self, d: float) -> bool:
+        """Past the outer bound: no farther hit can be in range."""
+        if self.radius is None:
+            return False
+        return d >= self.radius if self.smaller_is_closer else d <= self.radius
+
+
+def _select_hits(hits: list[dict[str, Any]], k: int, offset: int, limit: int, bounds: _RangeBounds | None,
+                 group_by: str | None, group_size: int) -> tuple[list[dict[str, Any]], bool]:
+    """``(answer, settled)`` of one query from its top ``k`` hits: settled when a deeper search could not
+    change the answer (enough hits, the range's outer bound passed, fewer than ``k`` rows, or depth exhausted)."""
+    exhausted = len(hits) < k or k >= MAX_TOPK or bool(hits and bounds is not None and bounds.beyond(hits[-1]["distance"]))
+    kept = [h for h in hits if bounds.holds(h["distance"])] if bounds is not None else hits
+    want = offset + limit
+    if group_by is None:
+        return kept[offset:want], exhausted or len(kept) >= want
+    groups: dict[Any, list[dict[str, Any]]] = {}
+    for h in kept:
+        members = groups.setdefault(h["entity"].get(group_by), [])
+        if len(members) < group_size:
+            members.append(h)
+    ranked = list(groups.values())
+    full = len(ranked) >= want and all(len(m) >= group_size for m in ranked[:want])
+    return [h for members in ranked[offset:want] for h in members], exhausted or full
 
 
 def _rows(results: internal_pb2.RetrieveResults) -> list[dict[str, Any]]:

@@ -32,7 +32,7 @@ from vecgrid.proto import schema_pb2
 from vecgrid.storage.catalog import CollectionInfo, arrow_schema, arrow_type, validate_rows
 from vecgrid.storage.catalog.schema_rules import DYNAMIC_FIELD_NAME
 
-__all__ = ["Rows", "to_table", "prepare", "auto_id_error", "encode_table", "decode_table"]
+__all__ = ["Rows", "to_table", "prepare", "auto_id_error", "encode_table", "decode_table", "row_errors"]
 
 D = schema_pb2.DataType
 #: What a write accepts: row dicts, a dict of columns, or Arrow.
@@ -185,6 +185,31 @@ def _vectors(values: Any) -> pa.Array:
         return pa.array(list(values))
     flat = np.ascontiguousarray(matrix, dtype=np.float32).reshape(-1)
     return pa.FixedSizeListArray.from_arrays(pa.array(flat), matrix.shape[1])
+
+
+def row_errors(rows: Sequence[Any], schema: schema_pb2.CollectionSchema, *,
+               upsert: bool = False) -> list[tuple[int, str]]:
+    """``[(row index, why)]`` for the rows of a refused batch that would be refused alone: the checks of
+    :func:`prepare` that need only the schema, row by row.  Run on the failure path only (a batch is checked
+    column-wise); a batch refused for a reason no single row has (a primary key twice) gives ``[]``."""
+    pk = next(f for f in schema.fields if f.is_primary_key)
+    known = {f.name for f in schema.fields}
+    out = []
+    for i, row in enumerate(rows):
+        try:
+            if not isinstance(row, Mapping):
+                raise errors.ParameterInvalid(f"a row is a {type(row).__name__}, not an object of field values")
+            table = to_table([row], schema)
+            if pk.autoID and (upsert or pk.name in table.column_names):
+                raise errors.ParameterInvalid(f"can not assign primary field data when auto id enabled {pk.name}")
+            if not schema.enable_dynamic_field:
+                unknown = next((n for n in table.column_names if n not in known or n == DYNAMIC_FIELD_NAME), None)
+                if unknown is not None:
+                    raise errors.ParameterInvalid(unexpected_field(unknown))
+            validate_rows(schema, table)
+        except errors.MilvusError as e:
+            out.append((i, e.message))
+    return out
 
 
 def encode_table(table: pa.Table) -> bytes:

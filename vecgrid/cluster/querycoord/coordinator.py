@@ -28,6 +28,7 @@ from vecgrid.cluster.querycoord.checkers.index_checker import IndexChecker
 from vecgrid.cluster.querycoord.checkers.leader_checker import LeaderChecker
 from vecgrid.cluster.querycoord.checkers.segment_checker import SegmentChecker
 from vecgrid.cluster.querycoord.context import CheckerContext
+from vecgrid.cluster.querycoord.ddl import Ddl
 from vecgrid.cluster.querycoord.dist.cluster_view import LiveClusterView
 from vecgrid.cluster.querycoord.dist.dist_handler import DistController
 from vecgrid.cluster.querycoord.dist.distribution import DistributionManager
@@ -52,7 +53,7 @@ from vecgrid.cluster.querycoord.timetick import TimeTicker
 from vecgrid.cluster.querycoord.wal_retention import WalRetention
 from vecgrid.cluster.streaming import ChannelAppenders
 from vecgrid.config import Settings
-from vecgrid.proto import common_pb2, milvus_pb2, query_coord_pb2, rg_pb2
+from vecgrid.proto import common_pb2, internal_pb2, milvus_pb2, query_coord_pb2, rg_pb2
 from vecgrid.storage.kv import MetaStore
 from vecgrid.storage.layout import DataDir
 from vecgrid.storage.wal import Wal
@@ -116,6 +117,7 @@ class QueryCoord(Component):
                                                       q.load_timeout_s, self._cancel_load)
         self.jobs = Jobs(self.ctx, self.resources, self.executor, settings, self._poke, self._pull_target)
         self.manual = ManualBalance(self.ctx, q.segment_task_timeout_s)
+        self.ddl = Ddl(self)   # definitions that also touch loads: create/drop collection, partition, index
         wal = Wal(DataDir(settings.common.data_dir).wal_root)
         self.appenders = ChannelAppenders(wal, self.catalog.allocate_timestamp, self.catalog.allocate_segment_id)
         self.ticker = TimeTicker(self.appenders, self.catalog, self.collections, q.time_tick_interval_s)
@@ -257,6 +259,27 @@ class QueryCoord(Component):
             return _unreachable(node, reply.status.reason)
         return json.loads(reply.response)
 
+    async def node_configurations(self, pattern: str) -> list[tuple[int, list[tuple[str, str]]]]:
+        """ShowConfigurations of every query node, asked at once: (node id, items) per node.  A node
+        that cannot answer fails the call (NodeNotAvailable naming it): a partial answer would look
+        like a node without those settings."""
+        self.lifecycle.check_healthy()
+        nodes = self.nodes.all()
+        replies = await asyncio.gather(*(self._node_configurations(n, pattern) for n in nodes))
+        return list(zip([n.node_id for n in nodes], replies))
+
+    async def _node_configurations(self, node: NodeInfo, pattern: str) -> list[tuple[str, str]]:
+        try:
+            reply = await self.node_clients.stub(node.node_id).ShowConfigurations(
+                internal_pb2.ShowConfigurationsRequest(pattern=pattern),
+                timeout=self.settings.common.healthcheck_timeout_s,
+                metadata=self.node_clients.metadata(node.node_id))
+        except Exception as e:  # noqa: BLE001 - surfaced as the node's unavailability
+            raise errors.NodeNotAvailable(f"ShowConfigurations failed: {e}", node=node.node_id) from e
+        if reply.status.code != 0:
+            raise errors.NodeNotAvailable(f"ShowConfigurations failed: {reply.status.reason}", node=node.node_id)
+        return [(kv.key, kv.value) for kv in reply.configuations]
+
     def health_reasons(self) -> tuple[list[str], bool]:
         """CheckHealth: the cached reasons and whether the cluster counts as healthy."""
         self.lifecycle.check_healthy()
@@ -293,6 +316,23 @@ class QueryCoord(Component):
         if dist is None:
             return [], []
         return [c.channel for c in dist.channels], [s.ID for s in dist.segments]
+
+    async def node_reports(self, node_id: int | None = None) -> list[reports.NodeReport]:
+        """Each query node (or the one ``node_id``) as an operator's table shows it: ListQueryNode's
+        fields, GetQueryNodeDistribution's channels and segments, whether it is suspended, its resource
+        group, and the memory its own GetMetrics report gives (asked of every node at once)."""
+        self.lifecycle.check_healthy()
+        nodes = [self._node(node_id)] if node_id is not None else self.nodes.all()
+        docs = await asyncio.gather(*(self._node_metrics(n) for n in nodes))
+        out = []
+        for info, doc in zip(nodes, docs):
+            if node_id is None and self.nodes.get(info.node_id) is not info:
+                continue  # left (or restarted) while the reports were asked for
+            channels, segments = self.query_node_distribution(info.node_id)
+            dist = self.dist.node(info.node_id)
+            out.append(reports.node_report(info, info.node_id in self.suspended, self.resources.group_of(info.node_id),
+                                           channels, segments, dist.mem_capacity_mb if dist else 0.0, doc))
+        return out
 
     def suspend_node(self, node_id: int) -> None:
         """Take the node out of its resource group (it gets drained); it stays unassigned until resumed."""
@@ -356,9 +396,19 @@ class QueryCoord(Component):
         self.lifecycle.check_healthy()
         return reports.segment_infos(self.ctx, collection_id, segment_ids)
 
+    def segment_placements(self, collection_id: int) -> dict[int, dict[int, str]]:
+        """Segment id -> node -> where that copy is served from (``InGPU`` / ``InMemory``)."""
+        self.lifecycle.check_healthy()
+        return reports.segment_placements(self.ctx, collection_id)
+
     def shard_leaders(self, collection_id: int) -> list[query_coord_pb2.ShardLeadersList]:
         self.lifecycle.check_healthy()
         return reports.shard_leaders(self.ctx, collection_id)
+
+    def index_placement(self, collection_id: int, field_id: int) -> dict[str, int]:
+        """Loaded segment copies of a vector field per placement (GPU / CPU)."""
+        self.lifecycle.check_healthy()
+        return reports.index_placement(self.ctx, collection_id, field_id)
 
     def replica_infos(self, collection_id: int, with_shard_nodes: bool) -> list[milvus_pb2.ReplicaInfo]:
         self.lifecycle.check_healthy()
@@ -380,17 +430,26 @@ class QueryCoord(Component):
         self.lifecycle.check_healthy()
         self.checkers.set_active(checker_id, active)
 
+    def suspend_balance(self) -> None:
+        """SuspendBalance: automatic balancing stops (Milvus switches its balance checker off)."""
+        self.set_checker_active(BalanceChecker.id, False)
+
+    def resume_balance(self) -> None:
+        self.set_checker_active(BalanceChecker.id, True)
+
     def balance_active(self) -> bool:
         self.lifecycle.check_healthy()
         return self.checkers.get(BalanceChecker.id).active
 
-    def transfer_segment(self, req: query_coord_pb2.TransferSegmentRequest) -> None:
+    def transfer_segment(self, req: query_coord_pb2.TransferSegmentRequest) -> int:
+        """TransferSegment; returns how many moves were scheduled (0: nothing left to move)."""
         self.lifecycle.check_healthy()
-        self.manual.transfer_segment(req)
+        return len(self.manual.transfer_segment(req))
 
-    def transfer_channel(self, req: query_coord_pb2.TransferChannelRequest) -> None:
+    def transfer_channel(self, req: query_coord_pb2.TransferChannelRequest) -> int:
+        """TransferChannel; returns how many moves were scheduled (0: nothing left to move)."""
         self.lifecycle.check_healthy()
-        self.manual.transfer_channel(req)
+        return len(self.manual.transfer_channel(req))
 
     async def load_balance(self, req: query_coord_pb2.LoadBalanceRequest) -> None:
         self.lifecycle.check_healthy()
@@ -451,7 +510,10 @@ class QueryCoord(Component):
             info = self.nodes.get(node_id)
             return None if info is None else common_pb2.NodeInfo(node_id=info.node_id, address=info.address,
                                                                   hostname=info.hostname)
-        return self.resources.describe(name, online)
+        described = self.resources.describe(name, online)
+        loaded = [r for cid in self.collections.ids() for r in self.replicas.of_collection(cid)]
+        reports.replica_usage(described, loaded, self.resources.group_of)
+        return described
 
 
 def _unreachable(node: NodeInfo, reason: str) -> dict:

@@ -1,19 +1,21 @@
 """What the coordinator reports about loads, as Milvus's ``services.go`` / ``handlers.go`` do:
 ShowCollections, ShowPartitions, GetPartitionStates, GetSegmentInfo, GetShardLeaders,
-GetReplicas.  Plain functions over the checker context; the servicer encodes the results.
+GetReplicas; and about nodes and where segment copies are served from (the REST cluster plane).
+Plain functions over the checker context; the servicer and the REST services encode the results.
 """
 
 from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 from vecgrid import errors
 from vecgrid.cluster.querycoord.context import CheckerContext
 from vecgrid.cluster.querycoord.dist.leaders import leader_of, replica_nodes, view_problem
 from vecgrid.cluster.querycoord.meta.failed_load_cache import FailedLoadCache
 from vecgrid.cluster.querycoord.meta.target_manager import Scope, segment_refs
+from vecgrid.cluster.querycoord.session.node_manager import STOPPING, NodeInfo
 from vecgrid.common.keys import PLACEMENT_PARAM
 from vecgrid.proto import common_pb2, milvus_pb2, query_coord_pb2 as Q
 
@@ -90,6 +92,13 @@ def show_partitions(ctx: CheckerContext, cid: int, pids: list[int], refresh_vers
     return [PartitionReport(pid, ctx.collections.partition_percentage(cid, pid), refresh) for pid in partitions]
 
 
+def _on_gpu(seg: Q.SegmentVersionInfo) -> bool:
+    """Whether a node serves this segment copy's every index from GPU memory (as its node reports)."""
+    placements = [kv.value for info in seg.index_info.values() for kv in info.index_params
+                  if kv.key == PLACEMENT_PARAM]
+    return bool(placements) and all(p == "GPU" for p in placements)
+
+
 def _gpu_share(ctx: CheckerContext, cid: int, pid: int) -> tuple[int, int]:
     """(segment copies of the partition served from GPU, all its loaded copies) over replica nodes."""
     on_gpu = total = 0
@@ -98,10 +107,20 @@ def _gpu_share(ctx: CheckerContext, cid: int, pid: int) -> tuple[int, int]:
         if node_id not in members or seg.partition != pid or not seg.index_info:
             continue
         total += 1
-        placements = [kv.value for info in seg.index_info.values() for kv in info.index_params
-                      if kv.key == PLACEMENT_PARAM]
-        on_gpu += bool(placements) and all(p == "GPU" for p in placements)
+        on_gpu += _on_gpu(seg)
     return on_gpu, total
+
+
+IN_GPU, IN_MEMORY = Q.PartitionState.Name(Q.InGPU), Q.PartitionState.Name(Q.InMemory)
+
+
+def segment_placements(ctx: CheckerContext, cid: int) -> dict[int, dict[int, str]]:
+    """Segment id -> node -> ``InGPU`` or ``InMemory``: each served copy's placement, the per-segment
+    view of what :func:`partition_states` sums per partition."""
+    out: dict[int, dict[int, str]] = {}
+    for node_id, seg in ctx.dist.segments(cid):
+        out.setdefault(seg.ID, {})[node_id] = IN_GPU if _on_gpu(seg) else IN_MEMORY
+    return out
 
 
 def partition_states(ctx: CheckerContext, cid: int, pids: list[int]) -> list[Q.PartitionStates]:
@@ -172,6 +191,58 @@ def shard_leaders(ctx: CheckerContext, cid: int) -> list[Q.ShardLeadersList]:
     return out
 
 
+def replica_usage(info: Q.ResourceGroupInfo, replicas: list[Q.Replica],
+                  group_of: Callable[[int], str | None]) -> None:
+    """DescribeResourceGroup's per-collection counts over every loaded ``replicas``, as Milvus's: the
+    group's loaded replicas, their nodes now in other groups (outgoing), and the group's nodes serving
+    other groups' replicas (incoming)."""
+    members = {n.node_id for n in info.nodes}
+    for replica in replicas:
+        cid, nodes = replica.collectionID, (*replica.nodes, *replica.ro_nodes)
+        if replica.resource_group == info.name:
+            info.num_loaded_replica[cid] += 1
+            outgoing = sum(1 for n in nodes if group_of(n) != info.name)
+            if outgoing:
+                info.num_outgoing_node[cid] += outgoing
+        else:
+            incoming = sum(1 for n in nodes if n in members)
+            if incoming:
+                info.num_incoming_node[cid] += incoming
+
+
+MB = 1 << 20
+
+# Node states of the REST cluster plane: suspended is the coordinator's (SuspendNode), the others the node's.
+NODE_NORMAL, NODE_SUSPENDED, NODE_STOPPING = "normal", "suspended", "stopping"
+
+
+@dataclass
+class NodeReport:
+    """One query node as the coordinator knows it; ``hardware`` and ``devices`` come from the node's own
+    GetMetrics report (``metrics_error`` says why they are missing when the node did not answer)."""
+
+    info: NodeInfo
+    state: str
+    resource_group: str | None
+    channels: list[str]
+    segments: list[int]
+    memory_capacity_bytes: int
+    hardware: dict[str, Any]
+    devices: list[dict[str, Any]]
+    metrics_error: str | None
+
+
+def node_report(info: NodeInfo, suspended: bool, resource_group: str | None, channels: list[str],
+                segments: list[int], mem_capacity_mb: float, metrics: dict[str, Any] | None) -> NodeReport:
+    state = NODE_STOPPING if info.state == STOPPING else NODE_SUSPENDED if suspended else NODE_NORMAL
+    base = (metrics or {}).get("base_component_infos", {})
+    error = base.get("error_reason") or "no answer" if base.get("has_error") or metrics is None else None
+    hardware = {} if error else dict(base.get("hardware_infos", {}))
+    capacity = int(mem_capacity_mb * MB) or int(hardware.get("memory", 0))
+    return NodeReport(info, state, resource_group, channels, segments, capacity, hardware,
+                      [] if error else list(metrics.get("devices", [])), error)
+
+
 def replicas(ctx: CheckerContext, cid: int, with_shard_nodes: bool,
              group_of: Callable[[int], str | None]) -> list[milvus_pb2.ReplicaInfo]:
     """GetReplicas; ``num_outbound_node`` counts the replica's nodes now in other groups, per group."""
@@ -203,3 +274,20 @@ def replicas(ctx: CheckerContext, cid: int, with_shard_nodes: bool,
         info.shard_replicas.extend(shards)
         out.append(info)
     return out
+
+
+def index_placement(ctx: CheckerContext, cid: int, field_id: int) -> dict[str, int]:
+    """Where the loaded copies of a vector field's segments are served from: copies per placement
+    (``GPU`` / ``CPU``) over the replicas' nodes, as their nodes last reported; ``{}`` when not loaded."""
+    counts: dict[str, int] = {}
+    if ctx.collections.get(cid) is None:
+        return counts
+    members = {n for r in ctx.replicas.of_collection(cid) for n in replica_nodes(r)}
+    for node_id, seg in ctx.dist.segments(cid):
+        info = seg.index_info.get(field_id) if node_id in members else None
+        if info is None:
+            continue
+        for kv in info.index_params:
+            if kv.key == PLACEMENT_PARAM:
+                counts[kv.value] = counts.get(kv.value, 0) + 1
+    return counts

@@ -60,6 +60,7 @@ from vecgrid.common.keys import COORD_ADDRESS_KEY, checksums_from_properties, no
 from vecgrid.config import Settings
 from vecgrid.gpu.results import primary_keys
 from vecgrid.proto import (common_pb2, internal_pb2, query_coord_pb2, schema_pb2)
+from vecgrid.storage.layout import DataDir
 from vecgrid.storage.segment_files import FileInfo
 
 log = logging.getLogger(__name__)
@@ -112,7 +113,7 @@ class QueryNode(Component):
         self.peers = PeerClients()
         #: how this node's delegators reach every node of their views, this one included
         self.workers = Workers(LocalWorker(self), self.peers)
-        self.loader = SegmentLoader(settings.common.data_dir, self.devices, self.segments, self.collections,
+        self.loader = SegmentLoader(DataDir.of(settings).segment_root, self.devices, self.segments, self.collections,
                                     self._lock, self._touch)
         #: QueryStream chunk limit (bytes of one RetrieveResults)
         self.stream_chunk_bytes = settings.querynode.stream_chunk_bytes
@@ -350,6 +351,8 @@ class QueryNode(Component):
             "quota_metrics": {},
             "collection_metrics": {"collection_ids": [c.id for c in self.collections.all()]},
             "worker_name": self.name,
+            # vecgrid's own: each device's index budget and use (the REST nodes table shows them).
+            "devices": [d.stats() for d in self.devices().devices],
         }
         return json.dumps(doc)
 

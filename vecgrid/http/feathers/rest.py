@@ -69,8 +69,9 @@ def _finite(value: Any) -> Any:
 
 
 def decode_json(raw: bytes | str) -> Any:
-    """A JSON body; ``ValueError`` for anything that is not strict JSON (``NaN``, ``Infinity``,
-    numbers beyond a double, lone surrogates). Integers keep every digit."""
+    """A JSON body by ``JSON.parse`` rules: ``ValueError`` for ``NaN``/``Infinity`` literals, numbers
+    beyond double range (JavaScript would read Infinity and answer null) and lone surrogates, so a
+    malformed body is a 400, not a crash later. Integers keep every digit."""
     data = raw.encode() if isinstance(raw, str) else raw
     if _LONG_DIGITS.search(data):
         return json.loads(data, parse_constant=_refuse_constant, parse_float=_finite_float)
@@ -126,9 +127,10 @@ class FeathersHandler(tornado.web.RequestHandler):
             raise self._too_large()
         if self.request.method == "OPTIONS":
             return
+        # An unknown path is answered by the verb method, once the body is read: raised here, the
+        # answer would leave an unread body on the connection and Tornado would close it under a
+        # keep-alive client.
         self._match = self.app.lookup(self.request.path)
-        if self._match is None:
-            raise NotFound(f"Path {self.request.path} not found")
 
     def data_received(self, chunk: bytes) -> None:
         self._body_size += len(chunk)
@@ -137,13 +139,20 @@ class FeathersHandler(tornado.web.RequestHandler):
         else:
             self._chunks.clear()  # chunked upload over the limit: refused once it is read
 
+    @property
+    def match(self) -> RouteMatch:
+        """The service the path names; 404 when none does."""
+        if self._match is None:
+            raise NotFound(f"Path {self.request.path} not found")
+        return self._match
+
     def _too_large(self) -> PayloadTooLarge:
         return PayloadTooLarge(f"Request body is larger than {self.max_body_bytes} bytes",
                                data={"limit": self.max_body_bytes})
 
     # -- verbs -------------------------------------------------------------------------
     async def get(self, *_: str) -> None:
-        await self._dispatch("find" if self._match.id is None else "get")
+        await self._dispatch("find" if self.match.id is None else "get")
 
     async def head(self, *_: str) -> None:
         await self.get()
@@ -156,7 +165,7 @@ class FeathersHandler(tornado.web.RequestHandler):
             await self._dispatch("create", with_body=True, status=201, with_id=False)
 
     async def put(self, *_: str) -> None:
-        if self._match.id is None and self._match.service.exposes("update"):
+        if self.match.id is None and self.match.service.exposes("update"):
             # Refused before any body parsing or hook: nothing may change (§3).
             await self._fail(BadRequest("You can not replace multiple instances. Did you mean 'patch'?"))
             return
@@ -180,28 +189,30 @@ class FeathersHandler(tornado.web.RequestHandler):
     # -- the mapping -------------------------------------------------------------------
     async def _dispatch(self, method: str, *, with_body: bool = False, status: int = 200,
                         with_id: bool = True) -> None:
-        registered = self._match.service
+        registered = self.match.service
         try:
             if not registered.exposes(method):
                 raise _unsupported(method)
             data = self._body() if with_body else None
+            params = self._params()
             result = await registered.call(method, id=self._match.id if with_id else None,
-                                           data=data, params=self._params())
+                                           data=data, params=params)
         except Exception as error:  # noqa: BLE001 - every failure becomes a Feathers body
             await self._fail(error)
             return
-        self._answer(result, status)
+        self._answer(result, status, params)
 
     async def _dispatch_custom(self, method: str) -> None:
-        registered = self._match.service
+        registered = self.match.service
         try:
             if method in STANDARD_METHODS or method not in registered.custom_methods:
                 raise _unsupported(method)
-            result = await registered.call(method, data=self._body(), params=self._params())
+            params = self._params()
+            result = await registered.call(method, data=self._body(), params=params)
         except Exception as error:  # noqa: BLE001 - every failure becomes a Feathers body
             await self._fail(error)
             return
-        self._answer(result, 200)
+        self._answer(result, 200, params)
 
     def _params(self) -> dict:
         return {
@@ -237,7 +248,10 @@ class FeathersHandler(tornado.web.RequestHandler):
         except UnicodeDecodeError as error:
             raise BadRequest("Request body is not valid UTF-8") from error
 
-    def _answer(self, result: Any, status: int) -> None:
+    def _answer(self, result: Any, status: int, params: dict | None = None) -> None:
+        # A service (or hook) answers headers by filling params["response_headers"] (e.g. X-Vecgrid-Ts).
+        for name, value in ((params or {}).get("response_headers") or {}).items():
+            self.set_header(name, str(value))
         if result is None:
             self.set_status(204)
             self.finish()
@@ -281,6 +295,9 @@ class FeathersHandler(tornado.web.RequestHandler):
         else:
             feathers_error = error_for_status(status_code, self._reason)
         self.clear_header("Content-Type")
+        if isinstance(feathers_error, PayloadTooLarge):
+            # Refused before its body was read: Tornado closes the connection after this answer.
+            self.set_header("Connection", "close")
         self.set_status(feathers_error.code)
         self.set_header("Content-Type", JSON_CONTENT_TYPE)
         self.finish(encode_json(feathers_error.to_dict()))

@@ -38,7 +38,8 @@ class RestContext:
 
 
 # Modules whose mount(api, ctx) registers services, in the order the resource table lists them.
-SERVICE_MODULES: tuple[str, ...] = ("accounts",)
+SERVICE_MODULES: tuple[str, ...] = ("accounts", "collections", "partitions", "indexes", "entities", "import_jobs",
+                                    "cluster_plane")
 
 
 def mount_all(api: "Application", ctx: RestContext) -> None:

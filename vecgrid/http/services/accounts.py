@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import secrets
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable
 
 from vecgrid.common.feathers_errors import BadRequest, Forbidden
 from vecgrid.config import ConfigError
@@ -188,9 +188,9 @@ def authorization_hook(enabled: bool):
     return hook
 
 
-async def ensure_first_admin(api: "Application", env: Mapping[str, str]) -> dict[str, Any] | None:
-    """The containers' first admin: created from the environment when no user exists yet."""
-    email, password = env.get("VECGRID_HTTP_ADMIN_EMAIL"), env.get("VECGRID_HTTP_ADMIN_PASSWORD")
+async def ensure_first_admin(api: "Application", email: str, password: str) -> dict[str, Any] | None:
+    """The containers' first admin (``[http] admin_email`` / ``admin_password``, i.e.
+    ``VECGRID_HTTP_ADMIN_EMAIL`` / ``_PASSWORD``): created when no user exists yet."""
     if not email or not password:
         return None
     users = api.service("users")

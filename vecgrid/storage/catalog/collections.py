@@ -302,6 +302,50 @@ class CollectionMeta(CatalogBase):
             self._collection_keys.drop(cid)
             return True
 
+    def rename_collection(self, db_name: str, old_name: str, new_name: str) -> CollectionInfo:
+        """Milvus's RenameCollection within one database: the id, channels, segments and loads stay.
+
+        ``CollectionNotFound`` when ``old_name`` does not exist; ``ParameterInvalid`` for a bad new name
+        or one another collection of the database holds (nothing is written then).
+        """
+        with self._lock:
+            db = self._database(db_name)
+            validate_name("collection", new_name)
+            pb = self._find_collection(db.id, old_name) if isinstance(old_name, str) else None
+            if pb is None:
+                raise errors.CollectionNotFound(database=db.name, collection=old_name)
+            if new_name == old_name:
+                return self._view(pb)
+            if self._find_collection(db.id, new_name) is not None:
+                raise errors.ParameterInvalid(
+                    f"duplicated new collection name {db.name}:{new_name} with other collection name")
+            pb.schema.name = new_name
+            self._store.put(keys.collection_key(db.id, pb.ID), encode(pb))
+            return self._view(pb)
+
+    def alter_collection(self, db_name: str, name: str, *, properties: Mapping[str, object] | None = None,
+                         description: str | None = None) -> CollectionInfo:
+        """Milvus's AlterCollection: ``properties`` are merged into the collection's (a key given again is
+        replaced), ``description`` replaces the schema's. Validated before anything is written."""
+        with self._lock:
+            db = self._database(db_name)
+            if not isinstance(name, str):
+                raise errors.ParameterInvalid(f"collection name must be a string, got {type(name).__name__}")
+            pb = self._find_collection(db.id, name)
+            if pb is None:
+                raise errors.CollectionNotFound(database=db.name, collection=name)
+            if description is not None and not isinstance(description, str):
+                raise errors.ParameterInvalid(f"description must be a string, got {type(description).__name__}")
+            merged = {p.key: p.value for p in pb.properties}
+            merged.update({p.key: p.value for p in normalize_properties("collection", properties)})
+            props = normalize_properties("collection", merged)
+            del pb.properties[:]
+            pb.properties.extend(props)
+            if description is not None:
+                pb.schema.description = description
+            self._store.put(keys.collection_key(db.id, pb.ID), encode(pb))
+            return self._view(pb)
+
     # =========================================================================================
     # partitions
 

@@ -193,6 +193,12 @@ class SegmentMeta(CatalogBase):
         ]
         return sorted(out, key=lambda s: s.ID)
 
+    def flushed_rows(self, collection_id: int, partition_id: int | None = None) -> int:
+        """Rows of the collection's (or partition's) Flushed data segments: Milvus's ``num_entities``
+        (deletes not applied; rows still growing in the log not counted until a flush)."""
+        return sum(s.num_of_rows for s in self.list_segments(collection_id, partition_id, states=[S.Flushed])
+                   if s.level != L.L0)
+
     # =========================================================================================
     # files
 

@@ -1,0 +1,160 @@
+"""Search and insert through vecgrid's REST API against faiss on the same vectors, same run.
+
+A real ``vecgrid serve`` (2 workers, a subprocess) and one keep-alive HTTP client in this process,
+bodies encoded and decoded with orjson as a tuned client would:
+
+* ``rest_insert_rows_per_s``: rows of 1,000 × 128 batches posted as JSON to
+  ``collections/bench/entities`` (validated, durable in the WAL before the answer), one client.
+* the collection (FLAT, L2, 2 shards) is then flushed and loaded; ``faiss.IndexFlatL2`` holds the same
+  vectors in this process.
+* ``rest_p50_ms_over_faiss``: p50 of an nq=1, k=10 ``search`` through REST minus p50 of the same
+  query on faiss, alternating call by call (target ≤ 2.5 ms).
+* ``rest_qps_ratio_nq100``: queries per second at nq=100 through REST over faiss's, alternating
+  (target ≥ 0.5).  Every REST answer is checked against faiss's ids.
+
+    .venv/bin/python bench/rest.py [--quick]
+
+The last line is one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import faiss
+import numpy as np
+import orjson
+
+DIM = 128
+BATCH = 1000
+VECGRID = str(Path(sys.executable).with_name("vecgrid"))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Rest:
+    """One keep-alive connection; raises on any status but the expected one."""
+
+    def __init__(self, port: int) -> None:
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+
+    def call(self, method: str, path: str, body=None, headers=None, expect=(200, 201)):
+        raw = orjson.dumps(body, option=orjson.OPT_SERIALIZE_NUMPY) if body is not None else None
+        self.conn.request(method, path, body=raw, headers={"Content-Type": "application/json", **(headers or {})})
+        response = self.conn.getresponse()
+        data = response.read()
+        if response.status not in expect:
+            raise RuntimeError(f"{method} {path}: {response.status} {data[:500]!r}")
+        return orjson.loads(data) if data else None
+
+    def search(self, vectors: np.ndarray, limit: int = 10):
+        return self.call("POST", "/collections/bench/entities", {"vectors": vectors, "limit": limit},
+                         {"X-Service-Method": "search"})
+
+
+def wait_ready(port: int, proc: subprocess.Popen, timeout_s: float = 180.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"vecgrid serve exited with {proc.returncode}")
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            conn.request("GET", "/health")
+            if conn.getresponse().status == 200:
+                return
+        except OSError:
+            pass
+        time.sleep(0.5)
+    raise TimeoutError("vecgrid serve did not become healthy")
+
+
+def run(quick: bool) -> dict:
+    rows, rounds_nq1, rounds_nq100 = (50_000, 300, 20) if quick else (200_000, 1000, 50)
+    rng = np.random.default_rng(7)
+    vectors = rng.standard_normal((rows, DIM), dtype=np.float32)
+    queries = rng.standard_normal((256, DIM), dtype=np.float32)
+    index = faiss.IndexFlatL2(DIM)
+    index.add(vectors)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        http_port, coord_port = free_port(), free_port()
+        env = {**os.environ, "VECGRID_DATACOORD_FLUSH_IDLE_S": "86400", "VECGRID_DATACOORD_AUTO_COMPACTION": "false"}
+        proc = subprocess.Popen([VECGRID, "serve", "--data-dir", tmp, "--workers", "2", "--http-port", str(http_port),
+                                 "--coord-port", str(coord_port), "--dashboard-port", "0"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+        try:
+            wait_ready(http_port, proc)
+            rest = Rest(http_port)
+            rest.call("POST", "/collections", {"name": "bench", "dimension": DIM, "metric": "L2", "shards": 2,
+                                               "indexes": [{"field": "vector", "type": "FLAT", "metric": "L2"}]})
+            start = time.perf_counter()
+            for lo in range(0, rows, BATCH):
+                batch = [{"id": i, "vector": vectors[i]} for i in range(lo, min(lo + BATCH, rows))]
+                rest.call("POST", "/collections/bench/entities", batch)
+            insert_rows_per_s = rows / (time.perf_counter() - start)
+            rest.call("POST", "/collections", {"name": "bench"}, {"X-Service-Method": "flush"})
+            rest.call("POST", "/collections", {"name": "bench", "wait": True}, {"X-Service-Method": "load"})
+            rest.search(queries[:1])  # warm: leaders cached
+
+            rest_ms, faiss_ms = [], []
+            for i in range(rounds_nq1):
+                q = queries[i % len(queries)][None, :]
+                t = time.perf_counter()
+                hits = rest.search(q)
+                rest_ms.append((time.perf_counter() - t) * 1e3)
+                t = time.perf_counter()
+                _, ids = index.search(q, 10)
+                faiss_ms.append((time.perf_counter() - t) * 1e3)
+                assert [h["id"] for h in hits[0]] == ids[0].tolist(), (hits[0], ids[0])
+
+            rest_s = faiss_s = 0.0
+            for i in range(rounds_nq100):
+                q = np.roll(queries, i, axis=0)[:100]
+                t = time.perf_counter()
+                hits = rest.search(q)
+                rest_s += time.perf_counter() - t
+                t = time.perf_counter()
+                _, ids = index.search(q, 10)
+                faiss_s += time.perf_counter() - t
+                assert len(hits) == 100 and [h["id"] for h in hits[99]] == ids[99].tolist()
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+    rest_p50, faiss_p50 = float(np.percentile(rest_ms, 50)), float(np.percentile(faiss_ms, 50))
+    return {
+        "rows": rows, "dim": DIM,
+        "rest_insert_rows_per_s": round(insert_rows_per_s),
+        "rest_p50_ms_nq1": round(rest_p50, 3), "faiss_p50_ms_nq1": round(faiss_p50, 3),
+        "rest_p99_ms_nq1": round(float(np.percentile(rest_ms, 99)), 3),
+        "rest_p50_ms_over_faiss": round(rest_p50 - faiss_p50, 3),
+        "rest_qps_nq100": round(rounds_nq100 * 100 / rest_s, 1), "faiss_qps_nq100": round(rounds_nq100 * 100 / faiss_s, 1),
+        "rest_qps_ratio_nq100": round(faiss_s / rest_s, 3),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="50,000 rows and fewer rounds (under 2 minutes)")
+    args = ap.parse_args()
+    print(json.dumps(run(args.quick)))
+
+
+if __name__ == "__main__":
+    main()

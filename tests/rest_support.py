@@ -1,0 +1,66 @@
+"""Helpers for tests of vecgrid's REST services over real HTTP: a Feathers app with chosen service modules
+served by Tornado on a loopback port, a JSON client for it, and a snapshot of what the catalog and the
+coordinator hold (to show that a refused call changed nothing)."""
+
+from __future__ import annotations
+
+import importlib
+import json
+from typing import Any
+
+import tornado.httpclient
+import tornado.httpserver
+import tornado.netutil
+
+from vecgrid.http.feathers.application import Application
+from vecgrid.http.feathers.rest import make_tornado_app
+from vecgrid.http.milvus_errors import milvus_error_hook
+from vecgrid.http.services import RestContext
+
+
+class RestServer:
+    """``modules`` of :mod:`vecgrid.http.services` mounted on one app, listening on 127.0.0.1:<free port>."""
+
+    def __init__(self, ctx: RestContext, modules: list[str]) -> None:
+        self.api = Application()
+        self.api.hooks({"error": {"all": [milvus_error_hook]}})
+        for name in modules:
+            importlib.import_module(f"vecgrid.http.services.{name}").mount(self.api, ctx)
+        sockets = tornado.netutil.bind_sockets(0, "127.0.0.1")
+        self.server = tornado.httpserver.HTTPServer(make_tornado_app(self.api))
+        self.server.add_sockets(sockets)
+        self.base = f"http://127.0.0.1:{sockets[0].getsockname()[1]}"
+        self.client = tornado.httpclient.AsyncHTTPClient(force_instance=True)
+
+    async def call(self, verb: str, path: str, data: Any = None, *, method: str | None = None,
+                   raw: bytes | None = None) -> tuple[int, Any]:
+        """One request; ``method`` is a custom method (POST with ``X-Service-Method``).  Answers
+        ``(status, decoded JSON body or None)``."""
+        headers = {"Content-Type": "application/json"}
+        if method is not None:
+            headers["X-Service-Method"] = method
+        payload = raw if raw is not None else (json.dumps(data).encode() if data is not None else None)
+        if payload is None and verb in ("POST", "PUT", "PATCH"):
+            payload = b""
+        response = await self.client.fetch(self.base + path, method=verb, body=payload, headers=headers,
+                                           raise_error=False, allow_nonstandard_methods=True, request_timeout=300)
+        return response.code, (json.loads(response.body) if response.body else None)
+
+    async def close(self) -> None:
+        self.client.close()
+        self.server.stop()
+        await self.server.close_all_connections()
+
+
+def catalog_state(catalog, coord=None) -> list:
+    """Every collection of the default database with its partitions and indexes (and, with ``coord``,
+    what is loaded): equal before and after a call that must change nothing."""
+    out = []
+    for coll in catalog.list_collections("default"):
+        indexes = [(i.index_name, i.indexID, [(kv.key, kv.value) for kv in i.index_params])
+                   for i in catalog.describe_index(coll.id)]
+        out.append((coll.pb.SerializeToString(deterministic=True), [p.SerializeToString() for p in coll.partitions],
+                    indexes))
+    if coord is not None:
+        out.append(("loaded", [(cid, coord.collections.partition_ids(cid)) for cid in coord.collections.ids()]))
+    return out

@@ -1,0 +1,276 @@
+"""``collections``: list, describe, create (full schema or pymilvus's quick form), alter, drop, and the
+custom ``load``, ``release``, ``flush``, ``compact``, ``rename`` (``rest-api.md``, data plane).
+
+Each method decodes the body (a 400 naming every bad key before anything is called), makes one call
+of the catalog, the coordinator's :class:`~vecgrid.cluster.querycoord.ddl.Ddl` or the proxy, and
+encodes the answer.  A collection is named by its name (the path id and the custom methods' ``name``),
+in the default database.
+
+``rowCount`` is exact (a Strong ``count(*)``, deletes applied) for a collection loaded to 100 %; for
+any other it is Milvus's ``num_entities``: the rows of its flushed segments (rows still in the log are
+counted once flushed).  If the count of a loaded collection fails, the flushed rows are given and
+``rowCountError`` says why.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from vecgrid import errors
+from vecgrid.cluster.querycoord.ddl import LOADED, NOT_LOAD, IndexRequest, LoadOptions, load_state, wait_loaded
+from vecgrid.cluster.querycoord.job.jobs import LoadRequest
+from vecgrid.common.feathers_errors import BadRequest, Conflict
+from vecgrid.http.services.collection_common import (READ, WRITE, body, check_keys, describe, index_json,
+                                                     json_int, load_json, positive_int, schema_from_json,
+                                                     schema_to_json, string_list)
+from vecgrid.proto import common_pb2, query_coord_pb2 as Q, schema_pb2
+from vecgrid.storage.catalog import CollectionInfo
+from vecgrid.storage.catalog.schema_rules import DEFAULT_DB_NAME, normalize_properties
+
+DEFAULT_LOAD_WAIT_S = 300.0
+QUICK_MAX_LENGTH = 65_535
+
+_CREATE_KEYS = {"name": str, "schema": dict, "dimension": int, "metric": str, "idType": str, "autoId": bool,
+                "primaryField": str, "vectorField": str, "maxLength": int, "indexes": list, "shards": int,
+                "properties": dict, "description": str, "consistencyLevel": str, "load": bool,
+                "replicas": int, "resourceGroups": list}
+_INDEX_KEYS = {"field": str, "fieldName": str, "type": str, "indexType": str, "metric": str, "metricType": str,
+               "params": dict, "name": str, "indexName": str}
+_PATCH_KEYS = {"description": str, "properties": dict, "replicas": int, "resourceGroups": list}
+_LOAD_KEYS = {"name": str, "replicas": int, "resourceGroups": list, "partitions": list, "fields": list,
+              "refresh": bool, "wait": bool, "timeout": (int, float)}
+
+
+def index_requests(raw: Any, what: str = "indexes") -> list[IndexRequest]:
+    if not isinstance(raw, list):
+        raise BadRequest(f"Invalid {what}: must be an array", errors={what: "must be an array"})
+    out = []
+    for i, item in enumerate(raw):
+        if not isinstance(item, dict):
+            raise BadRequest(f"Invalid {what}[{i}]: must be an object", errors={f"{what}[{i}]": "must be an object"})
+        check_keys(item, _INDEX_KEYS, f"{what}[{i}]")
+        field = item.get("field", item.get("fieldName"))
+        if not field:
+            raise BadRequest(f"Invalid {what}[{i}]: field is required", errors={f"{what}[{i}].field": "is required"})
+        out.append(IndexRequest(field=field, index_type=item.get("type", item.get("indexType")) or "AUTOINDEX",
+                                metric=item.get("metric", item.get("metricType")), params=item.get("params") or {},
+                                name=item.get("name", item.get("indexName")) or ""))
+    return out
+
+
+def quick_schema(data: dict) -> tuple[schema_pb2.CollectionSchema, list[IndexRequest]]:
+    """pymilvus's quick setup: ``id`` (Int64, or VarChar when ``idType`` says so) primary key, ``vector``
+    FloatVector of ``dimension``, the dynamic field on, an AUTOINDEX with ``metric`` (COSINE)."""
+    id_type = (data.get("idType") or "Int64").lower()
+    if id_type not in ("int64", "int", "varchar", "string", "str"):
+        raise BadRequest("Invalid collection: idType must be Int64 or VarChar", errors={"idType": "must be Int64 or VarChar"})
+    varchar = id_type in ("varchar", "string", "str")
+    pk_name, vec_name = data.get("primaryField") or "id", data.get("vectorField") or "vector"
+    pk = schema_pb2.FieldSchema(name=pk_name, is_primary_key=True, autoID=bool(data.get("autoId", False)),
+                                data_type=schema_pb2.VarChar if varchar else schema_pb2.Int64)
+    if varchar:
+        pk.type_params.add(key="max_length", value=str(data.get("maxLength") or QUICK_MAX_LENGTH))
+    vec = schema_pb2.FieldSchema(name=vec_name, data_type=schema_pb2.FloatVector)
+    vec.type_params.add(key="dim", value=str(data["dimension"]))
+    schema = schema_pb2.CollectionSchema(fields=[pk, vec], enable_dynamic_field=True,
+                                         description=data.get("description") or "")
+    indexes = [IndexRequest(field=vec_name, index_type="AUTOINDEX", metric=data.get("metric") or "COSINE")]
+    return schema, indexes
+
+
+def consistency_level(data: dict) -> int:
+    name = data.get("consistencyLevel")
+    if name is None:
+        return common_pb2.Bounded
+    for known, number in common_pb2.ConsistencyLevel.items():
+        if known.lower() == name.lower():
+            return number
+    raise BadRequest(f"Invalid collection: unknown consistencyLevel {name!r}",
+                     errors={"consistencyLevel": f"one of {', '.join(common_pb2.ConsistencyLevel.keys())}"})
+
+
+class CollectionsService:
+    """The ``collections`` service over the coordinator's catalog, DDL, loads and proxy (module doc)."""
+
+    RIGHTS = {"find": READ, "get": READ, "create": WRITE, "patch": WRITE, "remove": WRITE, "load": WRITE,
+              "release": WRITE, "flush": WRITE, "compact": WRITE, "rename": WRITE}
+
+    def __init__(self, ctx) -> None:
+        self.ctx = ctx
+        self.coord = ctx.coord
+        self.catalog = ctx.coord.catalog
+
+    # --- encoding ---------------------------------------------------------------------------------
+
+    async def _row_count(self, coll: CollectionInfo, loaded: bool) -> dict[str, Any]:
+        if loaded and self.ctx.proxy is not None:
+            try:
+                return {"rowCount": await self.ctx.proxy.count(coll.name)}
+            except errors.MilvusError as e:
+                flushed = await asyncio.to_thread(self.catalog.flushed_rows, coll.id)
+                return {"rowCount": flushed, "rowCountError": str(e)}
+        return {"rowCount": await asyncio.to_thread(self.catalog.flushed_rows, coll.id)}
+
+    async def _summary(self, coll: CollectionInfo) -> dict[str, Any]:
+        state = load_state(self.coord, coll.id)
+        return {"name": coll.name, "id": json_int(coll.id),
+                **await self._row_count(coll, state.state == LOADED), **load_json(state)}
+
+    async def _describe(self, coll: CollectionInfo) -> dict[str, Any]:
+        state = load_state(self.coord, coll.id)
+        out = {
+            "name": coll.name, "id": json_int(coll.id), "description": coll.schema.description,
+            "schema": schema_to_json(coll.schema), "shards": coll.shards_num, "channels": list(coll.vchannels),
+            "consistencyLevel": common_pb2.ConsistencyLevel.Name(coll.consistency_level),
+            "properties": coll.properties, "createdAt": json_int(coll.create_time),
+            "partitions": [{"name": p.partitionName, "id": json_int(p.partitionID)} for p in coll.partitions],
+            **await self._row_count(coll, state.state == LOADED), **load_json(state),
+        }
+        infos = await asyncio.to_thread(self.catalog.describe_index, coll.id)
+        out["indexes"] = [index_json(coll, i, self.coord.index_placement(coll.id, i.fieldID)) for i in infos]
+        replicas = self.coord.replica_infos(coll.id, False) if state.state != NOT_LOAD else []
+        out["replicas"] = len(replicas)
+        out["resourceGroups"] = sorted({r.resource_group_name for r in replicas})
+        names = {p.partitionID: p.partitionName for p in coll.partitions}
+        states = self.coord.partition_states(coll.id, []) if state.state != NOT_LOAD else []
+        out["partitionStates"] = [{"name": names.get(s.partitionID, ""), "id": json_int(s.partitionID),
+                                   "state": Q.PartitionState.Name(s.state), "loadPercent": s.inMemory_percentage}
+                                  for s in states]
+        return out
+
+    # --- standard methods -------------------------------------------------------------------------
+
+    async def find(self, params: dict) -> list[dict[str, Any]]:
+        colls = await asyncio.to_thread(self.catalog.list_collections, DEFAULT_DB_NAME)
+        return [await self._summary(c) for c in colls]
+
+    async def get(self, id: str, params: dict) -> dict[str, Any]:  # noqa: A002
+        return await self._describe(await describe(self.catalog, id))
+
+    async def create(self, data: Any, params: dict) -> dict[str, Any]:
+        data = body(data, "create")
+        check_keys(data, _CREATE_KEYS, "collection", required=("name",))
+        if ("schema" in data) == ("dimension" in data):
+            raise BadRequest("Invalid collection: give either a schema or a dimension (the quick form)",
+                             errors={"schema": "either schema or dimension", "dimension": "either schema or dimension"})
+        if "schema" in data:
+            quick_only = [k for k in ("metric", "idType", "autoId", "primaryField", "vectorField", "maxLength")
+                          if k in data]
+            if quick_only:
+                raise BadRequest(f"Invalid collection: {', '.join(quick_only)} belong to the quick form (dimension)",
+                                 errors={k: "only with dimension" for k in quick_only})
+            schema, indexes = schema_from_json(data["schema"]), []
+        else:
+            schema, indexes = quick_schema(data)
+        if data.get("indexes") is not None:
+            indexes = index_requests(data["indexes"])
+        if "properties" in data:
+            normalize_properties("collection", data["properties"])   # a bad property is a 400 before anything
+        level = consistency_level(data)
+        load = None
+        if data.get("load"):
+            load = LoadOptions(positive_int(data, "replicas", "collection"), string_list(data, "resourceGroups",
+                                                                                         "collection"))
+        elif "replicas" in data or "resourceGroups" in data:
+            raise BadRequest("Invalid collection: replicas and resourceGroups go with load: true",
+                             errors={k: "only with load: true" for k in ("replicas", "resourceGroups") if k in data})
+        name = data["name"]
+        if await asyncio.to_thread(self.catalog.has_collection, DEFAULT_DB_NAME, name):
+            raise Conflict(f"collection {name!r} already exists", data={"collection": name})
+        coll = await self.coord.ddl.create_collection(
+            DEFAULT_DB_NAME, name, schema, shards_num=data.get("shards") or 1, properties=data.get("properties"),
+            indexes=indexes, load=load, consistency_level=level)
+        return await self._describe(coll)
+
+    async def patch(self, id: str, data: Any, params: dict) -> dict[str, Any]:  # noqa: A002
+        if id is None:
+            raise BadRequest("patch a collection by its name (/collections/NAME)")
+        data = body(data, "patch")
+        check_keys(data, _PATCH_KEYS, "collection patch")
+        rgs = string_list(data, "resourceGroups", "collection patch")
+        replicas = positive_int(data, "replicas", "collection patch")
+        if "properties" in data:
+            normalize_properties("collection", data["properties"])
+        coll = await describe(self.catalog, id)
+        if replicas or rgs:
+            await self.coord.ddl.update_load_config(coll.id, replicas, rgs)
+        if "properties" in data or "description" in data:
+            coll = await asyncio.to_thread(self.catalog.alter_collection, DEFAULT_DB_NAME, id,
+                                           properties=data.get("properties"), description=data.get("description"))
+        return await self._describe(coll)
+
+    async def remove(self, id: str, params: dict) -> dict[str, Any]:  # noqa: A002
+        if id is None:
+            raise BadRequest("remove a collection by its name (/collections/NAME)")
+        coll = await describe(self.catalog, id)
+        before = await self._summary(coll)
+        await self.coord.ddl.drop_collection(DEFAULT_DB_NAME, id)
+        return {**before, "loadState": NOT_LOAD, "loadPercent": 0}
+
+    # --- custom methods ---------------------------------------------------------------------------
+
+    async def load(self, data: Any, params: dict) -> dict[str, Any]:
+        data = body(data, "load")
+        check_keys(data, _LOAD_KEYS, "load", required=("name",))
+        partitions = string_list(data, "partitions", "load")
+        fields = string_list(data, "fields", "load")
+        rgs = string_list(data, "resourceGroups", "load")
+        replicas = positive_int(data, "replicas", "load")
+        timeout = data.get("timeout", DEFAULT_LOAD_WAIT_S)
+        if timeout <= 0:
+            raise BadRequest("Invalid load: timeout must be positive", errors={"timeout": "must be positive"})
+        coll = await describe(self.catalog, data["name"])
+        pids = [coll.partition(p).partitionID for p in partitions] or None
+        field_ids = [coll.field(f).fieldID for f in fields]
+        await self.coord.load(LoadRequest(coll.id, pids, replicas, rgs, field_ids, bool(data.get("refresh"))))
+        if data.get("wait"):
+            state = await wait_loaded(self.coord, coll.id, pids, timeout)
+        else:
+            state = load_state(self.coord, coll.id, pids)
+        return {"name": coll.name, **load_json(state)}
+
+    async def release(self, data: Any, params: dict) -> dict[str, Any]:
+        data = body(data, "release")
+        check_keys(data, {"name": str, "partitions": list}, "release", required=("name",))
+        partitions = string_list(data, "partitions", "release")
+        coll = await describe(self.catalog, data["name"])
+        if partitions:
+            await self.coord.release_partitions(coll.id, [coll.partition(p).partitionID for p in partitions])
+        else:
+            await self.coord.release_collection(coll.id)
+        return {"name": coll.name, **load_json(load_state(self.coord, coll.id))}
+
+    async def flush(self, data: Any, params: dict) -> dict[str, Any]:
+        """Answers once the sealed segments are published (``wait`` is accepted for Milvus's clients;
+        vecgrid's flush always waits)."""
+        data = body(data, "flush")
+        check_keys(data, {"name": str, "wait": bool}, "flush", required=("name",))
+        segments = await self._proxy("flush").flush(data["name"])
+        return {"name": data["name"], "segmentIds": [json_int(s) for s in segments]}
+
+    async def compact(self, data: Any, params: dict) -> dict[str, Any]:
+        data = body(data, "compact")
+        check_keys(data, {"name": str}, "compact", required=("name",))
+        plan = await self._proxy("compact").compact(data["name"])
+        return {"name": data["name"], "compactionId": json_int(plan)}
+
+    async def rename(self, data: Any, params: dict) -> dict[str, Any]:
+        data = body(data, "rename")
+        check_keys(data, {"name": str, "newName": str}, "rename", required=("name", "newName"))
+        await describe(self.catalog, data["name"])   # 404 first
+        if data["newName"] != data["name"] and \
+                await asyncio.to_thread(self.catalog.has_collection, DEFAULT_DB_NAME, data["newName"]):
+            raise Conflict(f"collection {data['newName']!r} already exists", data={"collection": data["newName"]})
+        coll = await asyncio.to_thread(self.catalog.rename_collection, DEFAULT_DB_NAME, data["name"], data["newName"])
+        return await self._describe(coll)
+
+    def _proxy(self, what: str):
+        if self.ctx.proxy is None:
+            raise errors.ServiceUnimplemented(f"{what} needs the coordinator's proxy, which this app was built without")
+        return self.ctx.proxy
+
+
+def mount(api, ctx) -> None:
+    api.use("collections", CollectionsService(ctx),
+            {"methods": ["find", "get", "create", "patch", "remove", "load", "release", "flush", "compact", "rename"]})
