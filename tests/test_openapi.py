@@ -44,6 +44,14 @@ class Accounts:
         return {"id": id}
 
 
+class Plain:
+    async def patch(self, id, data, params):
+        return data
+
+    async def remove(self, id, params):
+        return None
+
+
 def small_app() -> Application:
     app = Application({"title": "test API", "version": "9.9"})
     app.use("people", MemoryService(query_schema=PEOPLE_FIELDS))
@@ -57,6 +65,8 @@ def small_app() -> Application:
         "schema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
         "docs": {"all": {"authenticated": True}, "remove": {"errors": [409]}}})
     app.use("accounts", Accounts(), {"docs": {"get": {"result": {"type": "object"}}}})
+    app.use("plain", Plain())
+    app.use("plain-multi", Plain(), {"multi": ["remove"]})
     app.service("accounts").hooks({"before": {"get": [authenticate("jwt")]}})
     return app
 
@@ -247,3 +257,29 @@ class OpenAPIEndpointTest(AsyncHTTPTestCase):
         assert response.code == 405
         body = json.loads(response.body)
         assert body["name"] == "MethodNotAllowed" and body["className"] == "method-not-allowed"
+
+
+def test_multi_calls_of_services_that_are_no_adapter():
+    paths = openapi_document(small_app())["paths"]
+    assert set(paths["/plain"]) == {"patch", "delete"}  # unknown: documented (a refusal is a 405)
+    assert set(paths["/plain-multi"]) == {"delete"}     # declared: only remove takes multi
+
+
+def test_vecgrid_services_document_is_valid(tmp_path):
+    # The coordinator's services (without accounts, which need a metadata store) mounted on fakes.
+    import importlib
+    from types import SimpleNamespace
+
+    from tests.conftest import embedded_settings
+    from vecgrid.http.services import SERVICE_MODULES, RestContext
+
+    settings = embedded_settings(tmp_path)
+    ctx = RestContext(coord=SimpleNamespace(catalog=None, settings=settings), settings=settings,
+                      proxy=SimpleNamespace())
+    api = Application()
+    for module in SERVICE_MODULES:
+        if module != "accounts":
+            importlib.import_module(f"vecgrid.http.services.{module}").mount(api, ctx)
+    document = openapi_document(api)
+    assert_valid_openapi_31(document)
+    assert "/collections/{collection}/entities/{id}" in document["paths"]

@@ -9,6 +9,8 @@ What a registration may declare for its document (``app.use(path, service, optio
 
     app.use("people", MemoryService(...), {
         "schema": {...},         # JSON Schema of one record as the service returns it
+        "multi": ["remove"],     # for services that are no adapter: which multi calls they take
+                                 # (collection PATCH/DELETE documented only for those)
         "data_schema": {...},    # JSON Schema of create/update bodies (default: "schema" without
                                  # "required"; patch bodies never have required fields)
         "docs": {                # per method, or "all" for every method of the service
@@ -157,7 +159,10 @@ class _ServiceDocs:
         options = options if self.adapter else {}
         self.id_field: str | None = options.get("id")
         self.paginate = options.get("paginate")
-        self.multi = options.get("multi", False)
+        # Multi PATCH/DELETE are documented where allowed: an adapter's option, else a "multi"
+        # registration option, else (unknown) documented, their refusal being a 405.
+        self.multi_known = self.adapter or "multi" in registered.options
+        self.multi = options.get("multi", registered.options.get("multi", False))
         schema = options.get("query_schema")
         fields = getattr(schema, "fields", schema)
         self.query_fields: dict[str, str] | None = dict(fields) if fields is not None else None
@@ -234,11 +239,11 @@ class _Builder:
             item["put"] = op.item("update", 200, body=op.data_schema(partial=False))
         if "patch" in methods:
             item["patch"] = op.item("patch", 200, body=op.data_schema(partial=True))
-            if not info.adapter or info.allows_multi("patch"):
+            if not info.multi_known or info.allows_multi("patch"):
                 collection["patch"] = op.multi("patch", body=op.data_schema(partial=True))
         if "remove" in methods:
             item["delete"] = op.item("remove", 200)
-            if not info.adapter or info.allows_multi("remove"):
+            if not info.multi_known or info.allows_multi("remove"):
                 collection["delete"] = op.multi("remove")
 
         for path, operations in ((collection_path, collection), (item_path, item)):
