@@ -500,9 +500,9 @@ def _compile(conditions: Mapping[str, Any], template: str, fallback: bool = Fals
                 parts.append(field(name, condition))
         return "(" + " and ".join(parts) + ")" if parts else "True"
 
-    safe = eval(_code(template.format(conjunction(conditions))), namespace)  # noqa: S307 - generated names only
+    safe_source = template.format(conjunction(conditions))
     if not fallback:
-        return safe
+        return eval(_code(safe_source), namespace)  # noqa: S307 - generated names only
     subscript = True
     fast = eval(_code(template.format(conjunction(conditions))), namespace)  # noqa: S307 - generated names only
 
@@ -510,7 +510,7 @@ def _compile(conditions: Mapping[str, Any], template: str, fallback: bool = Fals
         try:
             return fast(rows)
         except KeyError:  # a record without a queried field: only r.get can read it
-            return safe(rows)
+            return eval(_code(safe_source), namespace)(rows)  # noqa: S307 - generated names only
 
     return scan
 
