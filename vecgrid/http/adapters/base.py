@@ -22,7 +22,7 @@ import copy
 import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, TypeVar
+from typing import Any, Callable, Collection, Iterable, Mapping, TypeVar
 
 from vecgrid.common.feathers_errors import BadRequest, Conflict, MethodNotAllowed, NotFound
 from vecgrid.http.query import (QuerySchema, compile_filter, matches, select_fields, sort_records,
@@ -79,8 +79,8 @@ class RecordView(ABC):
         """The stored record under ``key`` (not to be mutated), or ``None``."""
 
     @abstractmethod
-    def load_all(self) -> list[dict[str, Any]]:
-        """Every stored record in insertion order (not to be mutated)."""
+    def load_all(self) -> Collection[dict[str, Any]]:
+        """Every stored record in insertion order (not to be mutated; may be read more than once)."""
 
     @abstractmethod
     def next_candidate_id(self) -> Any:
@@ -91,7 +91,7 @@ class RecordView(ABC):
             return self.writes[key]
         return self.load(key)
 
-    def all(self) -> list[dict[str, Any]]:
+    def all(self) -> Collection[dict[str, Any]]:
         assert not self.writes, "a plan reads all records before it writes"
         return self.load_all()
 
