@@ -25,11 +25,12 @@ Everything here is pure: no state, safe from any thread.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import urllib.parse
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 import qs_codec
 
@@ -399,3 +400,123 @@ def select_fields(record: Mapping[str, Any], select: list[str] | None, id_field:
         return dict(record)
     keep = set(select) | {id_field}
     return {k: v for k, v in record.items() if k in keep}
+
+
+# -- compiled matching ------------------------------------------------------------------------------
+
+_NUMBERS = (int, float)
+_COMPARISONS = {"$lt": "<", "$lte": "<=", "$gt": ">", "$gte": ">="}
+
+
+def compile_conditions(conditions: Mapping[str, Any]) -> Callable[[Mapping[str, Any]], bool]:
+    """A predicate equal to ``lambda record: matches(record, conditions)``, for scanning many records."""
+    return _compile(conditions, "lambda r: {}")
+
+
+def compile_filter(conditions: Mapping[str, Any]) -> Callable[[Sequence[Mapping[str, Any]]], list]:
+    """``lambda records: [r for r in records if matches(r, conditions)]`` (a sequence: it may be read twice), one comprehension with the
+    conditions inline (no call per record).
+
+    It first reads the fields by subscript (``r[name]``: a third cheaper than ``r.get``), which holds
+    while every record has every queried field, as typed resources do; the first record that lacks
+    one ends that pass with a ``KeyError`` and the scan starts over with ``r.get(name, MISSING)``.
+    """
+    return _compile(conditions, "lambda rows: [r for r in rows if {}]", fallback=True)
+
+
+def _compile(conditions: Mapping[str, Any], template: str, fallback: bool = False) -> Any:
+    """The function of ``template`` with the conditions as one expression of the record ``r``.
+
+    ``matches`` walks the conditions for every record (about 2 µs a record for three clauses); this
+    builds one expression for them once per query.  Every clause has a fast path for the common
+    case — a number operand against a value whose type is exactly ``int`` or ``float``, a string
+    against a ``str``, a boolean against a ``bool`` — where the generic rules reduce to one Python
+    comparison, and calls the generic functions above otherwise, so the semantics are those of
+    ``matches`` by construction.  The generated source holds only generated names: field names and
+    operands are bound in its namespace, never written into it.
+    """
+    namespace: dict[str, Any] = {"M": _MISSING, "NUM": _NUMBERS, "_equal": _equal, "_ordered": _ordered,
+                                 "_field_matches": _field_matches}
+    counter = iter(range(1 << 30))
+
+    def bind(value: Any) -> str:
+        name = f"c{next(counter)}"
+        namespace[name] = value
+        return name
+
+    def fast_type(operand: Any) -> str | None:
+        """The type test under which the generic rules reduce to a plain comparison with ``operand``."""
+        kind = type(operand)
+        if kind in _NUMBERS:
+            return "in NUM"
+        if kind is str:
+            return "is str"
+        if kind is bool:
+            return "is bool"
+        return None
+
+    def equal(load: str, value: str, operand: Any, c: str) -> str:
+        test = fast_type(operand)
+        if test is None:
+            return f"_equal({load}, {c})"
+        # The comparison first: most records differ, and a value that is not equal is not equal under
+        # the generic rules either; only an equal value needs its type checked.
+        return f"(({load} == {c}) and (type({value}) {test} or _equal({value}, {c})))"
+
+    subscript = False  # how field() reads a field: r[name] (may raise KeyError) or r.get(name, M)
+
+    def field(name: str, condition: Any) -> str:
+        var = f"v{next(counter)}"
+        key = bind(name)
+        load, value = (f"({var} := r[{key}])" if subscript else f"({var} := r.get({key}, M))"), var
+        if not (isinstance(condition, dict) and any(isinstance(k, str) and k.startswith("$") for k in condition)):
+            return equal(load, value, condition, bind(condition))
+        parts = []
+        for op, operand in condition.items():
+            c = bind(operand)
+            if op == "$eq":
+                parts.append(equal(load, value, operand, c))
+            elif op == "$ne":
+                parts.append(f"(not {equal(load, value, operand, c)})")
+            elif op in _COMPARISONS and fast_type(operand) in ("in NUM", "is str"):
+                symbol = _COMPARISONS[op]
+                parts.append(f"(({value} {symbol} {c}) if type({load}) {fast_type(operand)} "
+                             f"else _ordered({value}, {c}, {bind(op)}))")
+            else:
+                parts.append(f"_field_matches({load}, {{{bind(op)}: {c}}})")
+            load = value  # loaded by the first part, which runs first
+        return "(" + " and ".join(parts) + ")" if parts else "True"
+
+    def conjunction(conds: Mapping[str, Any]) -> str:
+        parts = []
+        for name, condition in conds.items():
+            if name == "$or":
+                parts.append("(" + " or ".join(conjunction(sub) for sub in condition) + ")"
+                             if condition else "False")
+            elif name == "$and":
+                parts.append("(" + " and ".join(conjunction(sub) for sub in condition) + ")"
+                             if condition else "True")
+            else:
+                parts.append(field(name, condition))
+        return "(" + " and ".join(parts) + ")" if parts else "True"
+
+    safe_source = template.format(conjunction(conditions))
+    if not fallback:
+        return eval(_code(safe_source), namespace)  # noqa: S307 - generated names only
+    subscript = True
+    fast = eval(_code(template.format(conjunction(conditions))), namespace)  # noqa: S307 - generated names only
+
+    def scan(rows: Any) -> Any:
+        try:
+            return fast(rows)
+        except KeyError:  # a record without a queried field: only r.get can read it
+            return eval(_code(safe_source), namespace)(rows)  # noqa: S307 - generated names only
+
+    return scan
+
+
+@functools.lru_cache(maxsize=512)
+def _code(source: str) -> Any:
+    # The source depends on the query's shape only (values live in the namespace): queries of one
+    # shape share one compilation, which costs more than the scan of a few thousand records.
+    return compile(source, "<query conditions>", "eval")

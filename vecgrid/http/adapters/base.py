@@ -22,12 +22,14 @@ import copy
 import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, TypeVar
+from typing import Any, Callable, Collection, Iterable, Mapping, TypeVar
 
 from vecgrid.common.feathers_errors import BadRequest, Conflict, MethodNotAllowed, NotFound
-from vecgrid.http.query import QuerySchema, matches, select_fields, sort_records, split_query
+from vecgrid.http.query import (QuerySchema, compile_filter, matches, select_fields, sort_records,
+                                split_query)
 
 T = TypeVar("T")
+_SCALARS = frozenset((str, int, float, bool, type(None)))
 
 
 @dataclass
@@ -77,8 +79,8 @@ class RecordView(ABC):
         """The stored record under ``key`` (not to be mutated), or ``None``."""
 
     @abstractmethod
-    def load_all(self) -> list[dict[str, Any]]:
-        """Every stored record in insertion order (not to be mutated)."""
+    def load_all(self) -> Collection[dict[str, Any]]:
+        """Every stored record in insertion order (not to be mutated; may be read more than once)."""
 
     @abstractmethod
     def next_candidate_id(self) -> Any:
@@ -89,7 +91,7 @@ class RecordView(ABC):
             return self.writes[key]
         return self.load(key)
 
-    def all(self) -> list[dict[str, Any]]:
+    def all(self) -> Collection[dict[str, Any]]:
         assert not self.writes, "a plan reads all records before it writes"
         return self.load_all()
 
@@ -158,7 +160,10 @@ class AdapterService(ABC):
         return split_query(params.query, schema)
 
     def _out(self, record: Mapping[str, Any], select: list[str] | None) -> dict[str, Any]:
-        return copy.deepcopy(select_fields(record, select, self.id))
+        # A copy the caller may change without touching the store: select_fields gives a new dict,
+        # and only nested values need copying (deepcopy returns a scalar itself: the same result).
+        return {k: v if type(v) in _SCALARS else copy.deepcopy(v)
+                for k, v in select_fields(record, select, self.id).items()}
 
     def _check_unique(self, existing: list[dict[str, Any]], written: list[dict[str, Any]]) -> None:
         """Refuses ``written`` records that share a ``unique`` field's value with another record."""
@@ -194,8 +199,10 @@ class AdapterService(ABC):
             limit = min(base, maximum) if base is not None and maximum is not None else (
                 base if base is not None else maximum)
 
+        select = compile_filter(conditions)
+
         def plan(view: RecordView) -> Any:
-            found = [r for r in view.all() if matches(r, conditions)]
+            found = select(view.all())
             if filters.sort:
                 found = sort_records(found, filters.sort)
             end = None if limit is None else filters.skip + limit
@@ -264,11 +271,12 @@ class AdapterService(ABC):
             raise BadRequest("Data must be an object")
         filters, conditions = self._split(params)
         changes = {k: v for k, v in data.items() if k != self.id}
+        select = compile_filter(conditions)
 
         def plan(view: RecordView) -> list[dict[str, Any]]:
             # $limit and pagination never limit a multi patch (facts §4, §6).
             existing = view.all() if self.options["unique"] or id is None else []
-            targets = ([r for r in existing if matches(r, conditions)] if id is None
+            targets = (select(existing) if id is None
                        else [self._lookup(view, id, conditions)])
             patched = [{**r, **copy.deepcopy(changes)} for r in targets]
             self._check_unique(existing, patched)
@@ -284,9 +292,10 @@ class AdapterService(ABC):
         if id is None and not self.allows_multi("remove", params):
             raise MethodNotAllowed("Can not remove multiple entries")
         filters, conditions = self._split(params)
+        select = compile_filter(conditions)
 
         def plan(view: RecordView) -> list[dict[str, Any]]:
-            targets = ([r for r in view.all() if matches(r, conditions)] if id is None
+            targets = (select(view.all()) if id is None
                        else [self._lookup(view, id, conditions)])
             removed = [self._out(r, filters.select) for r in targets]
             for record in targets:

@@ -12,15 +12,18 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
 import uuid
 from typing import Any
 
+import orjson
 import tornado.web
 
 from vecgrid.http.feathers.application import STANDARD_METHODS, Application, RouteMatch
 from vecgrid.common.feathers_errors import (BadRequest, FeathersError, GeneralError,
                                           MethodNotAllowed, NotFound, PayloadTooLarge,
                                           error_for_status)
+from vecgrid.http.feathers.openapi import openapi_document
 from vecgrid.http.query import parse_query_string
 
 log = logging.getLogger(__name__)
@@ -30,26 +33,60 @@ PREFLIGHT_METHODS = "GET,HEAD,PUT,POST,DELETE,PATCH"
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
 DRAIN_BYTES = 1024 * 1024
 
+_ORJSON_OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
+# orjson reads integers beyond the int64/uint64 range as floats; a body with a run of 19 digits
+# takes the standard library's exact path instead (rare: vecgrid sends such ids as strings).
+_LONG_DIGITS = re.compile(rb"\d{19}")
+
+
 def encode_json(value: Any) -> bytes:
-    """Arrays too (Tornado's ``write`` refuses lists); no NaN, compact separators."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+    """Compact UTF-8 JSON of a result: arrays too (Tornado's ``write`` refuses lists).
+
+    Through orjson (numpy arrays and scalars included, without per-element Python work). A
+    non-finite float becomes ``null``, as ``JSON.stringify`` writes it in a Feathers server (JSON
+    has no NaN). Keys that are not strings are written as ``str`` would (``1`` → ``"1"``, ``None``
+    → ``"null"``), as the standard library does. What orjson refuses but JSON can carry (integers
+    beyond 64 bits, numpy arrays of strings) goes through the standard library with the same rules;
+    anything else that is not JSON raises ``TypeError`` (a 500 with a request id).
+    """
+    try:
+        return orjson.dumps(value, option=_ORJSON_OPTIONS)
+    except orjson.JSONEncodeError:
+        return json.dumps(_finite(value), separators=(",", ":"), ensure_ascii=False,
+                          allow_nan=False).encode()
 
 
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if math.isinf(value):
-        raise ValueError(f"number out of range: {text}")
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    if hasattr(value, "tolist") and hasattr(value, "dtype"):  # numpy arrays and scalars
+        return _finite(value.tolist())
     return value
+
+
+def decode_json(raw: bytes | str) -> Any:
+    """A JSON body by ``JSON.parse`` rules: ``ValueError`` for ``NaN``/``Infinity`` literals, numbers
+    beyond double range (JavaScript would read Infinity and answer null) and lone surrogates, so a
+    malformed body is a 400, not a crash later. Integers keep every digit."""
+    data = raw.encode() if isinstance(raw, str) else raw
+    if _LONG_DIGITS.search(data):
+        return json.loads(data, parse_constant=_refuse_constant, parse_float=_finite_float)
+    return orjson.loads(data)
 
 
 def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-def decode_json_body(text: str) -> Any:
-    """``JSON.parse`` rules: no NaN/Infinity literals, and no number beyond double range (JavaScript
-    would read it as Infinity and answer null); either is a malformed body (400), not a crash later."""
-    return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+def _finite_float(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):
+        raise ValueError(f"number {text} is out of range")
+    return number
 
 
 def _unsupported(method: str) -> MethodNotAllowed:
@@ -193,18 +230,23 @@ class FeathersHandler(tornado.web.RequestHandler):
         if not raw:
             return None
         content_type = self.request.headers.get("Content-Type", "application/json").split(";")[0].strip().lower()
+        if content_type in ("application/x-www-form-urlencoded", "text/plain"):
+            text = self._text(raw)
+            if content_type == "text/plain":
+                return text
+            return parse_query_string(text)  # extended urlencoded bodies: qs, as Express's body parser
         try:
-            text = raw.decode("utf-8")
+            return decode_json(raw)  # checks UTF-8 itself: no decoded copy of a large body
+        except ValueError as error:
+            self._text(raw)  # the UTF-8 message where that is the fault
+            raise BadRequest(f"Invalid JSON body: {error}") from None
+
+    @staticmethod
+    def _text(raw: bytes) -> str:
+        try:
+            return raw.decode("utf-8")
         except UnicodeDecodeError as error:
             raise BadRequest("Request body is not valid UTF-8") from error
-        if content_type == "application/x-www-form-urlencoded":
-            return parse_query_string(text)  # extended urlencoded bodies: qs, as Express's body parser
-        if content_type == "text/plain":
-            return text
-        try:
-            return decode_json_body(text)
-        except ValueError as error:
-            raise BadRequest(f"Invalid JSON body: {error}") from None
 
     def _answer(self, result: Any, status: int, params: dict | None = None) -> None:
         # A service (or hook) answers headers by filling params["response_headers"] (e.g. X-Vecgrid-Ts).
@@ -269,14 +311,46 @@ class FeathersHandler(tornado.web.RequestHandler):
             super().log_exception(typ, value, tb)
 
 
+class OpenAPIHandler(tornado.web.RequestHandler):
+    """``GET /openapi.json``: the document of the services, built per request from the registry
+    (cheap, and never stale if a service is mounted after the server started)."""
+
+    SUPPORTED_METHODS = ("GET", "HEAD", "OPTIONS")
+
+    def initialize(self, app: Application) -> None:
+        self.app = app
+
+    set_default_headers = FeathersHandler.set_default_headers
+    write_error = FeathersHandler.write_error
+    log_exception = FeathersHandler.log_exception
+    _general_error = FeathersHandler._general_error
+    options = FeathersHandler.options
+
+    def get(self) -> None:
+        settings = self.app.settings
+        document = openapi_document(self.app, title=settings.get("title", "Feathers API"),
+                                    version=str(settings.get("version", "1.0.0")),
+                                    description=settings.get("description"))
+        self.set_header("Content-Type", JSON_CONTENT_TYPE)
+        self.finish(encode_json(document))
+
+    def head(self) -> None:
+        self.get()
+
+
 def make_tornado_app(app: Application, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
                      cors_origins: str | list[str] = "*", plain_handlers: list | None = None,
                      **tornado_settings: Any) -> tornado.web.Application:
     """The Tornado application serving every service of ``app`` through one handler.
 
     ``plain_handlers`` are Tornado routes matched first (``/health``, ``/metrics``: endpoints
-    that are not services); every other path is the services'.
+    that are not services); then ``GET /openapi.json``, the OpenAPI 3.1 document of the
+    services (``app.settings`` ``title``/``version``/``description`` fill its ``info``);
+    every other path is the services'.
     """
     handler_args = {"app": app, "max_body_bytes": max_body_bytes}
-    routes = list(plain_handlers or []) + [(r"/.*", FeathersHandler, handler_args)]
+    routes = list(plain_handlers or []) + [
+        (r"/openapi\.json", OpenAPIHandler, {"app": app}),
+        (r"/.*", FeathersHandler, handler_args),
+    ]
     return tornado.web.Application(routes, feathers_cors_origins=cors_origins, **tornado_settings)
