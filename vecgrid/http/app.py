@@ -49,7 +49,7 @@ class VersionHandler(BaseHandler):
 
 def build_api(ctx: RestContext) -> Application:
     """The Feathers application of the coordinator: every vecgrid service, Milvus errors mapped."""
-    api = Application()
+    api = Application({"title": "vecgrid REST API", "version": vecgrid.__version__})
     api.hooks({"error": {"all": [milvus_error_hook]}})
     mount_all(api, ctx)
     return api
