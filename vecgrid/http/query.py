@@ -502,21 +502,30 @@ def _compile(conditions: Mapping[str, Any], template: str, fallback: bool = Fals
 
     safe_source = template.format(conjunction(conditions))
     if not fallback:
-        return eval(_code(safe_source), namespace)  # noqa: S307 - generated names only
+        return _build(safe_source, namespace)
     subscript = True
-    fast = eval(_code(template.format(conjunction(conditions))), namespace)  # noqa: S307 - generated names only
+    fast = _build(template.format(conjunction(conditions)), namespace)
 
     def scan(rows: Any) -> Any:
         try:
             return fast(rows)
         except KeyError:  # a record without a queried field: only r.get can read it
-            return eval(_code(safe_source), namespace)(rows)  # noqa: S307 - generated names only
+            return _build(safe_source, namespace)(rows)
 
     return scan
 
 
+def _build(source: str, namespace: dict[str, Any]) -> Any:
+    """The function of ``source`` with ``namespace``'s values bound as closure variables: a scan reads
+    them as fast locals of its comprehension, where globals of an ``eval`` namespace cost a dictionary
+    lookup per record and clause (the scan ran at 1.6x a hand-written comprehension that way)."""
+    return _factory(f"def _make({', '.join(namespace)}):\n    return {source}\n")(**namespace)
+
+
 @functools.lru_cache(maxsize=512)
-def _code(source: str) -> Any:
-    # The source depends on the query's shape only (values live in the namespace): queries of one
-    # shape share one compilation, which costs more than the scan of a few thousand records.
-    return compile(source, "<query conditions>", "eval")
+def _factory(source: str) -> Any:
+    # The source depends on the query's shape only (values are the factory's arguments): queries of
+    # one shape share one compilation, which costs more than the scan of a few thousand records.
+    scope: dict[str, Any] = {}
+    exec(compile(source, "<query conditions>", "exec"), scope)  # noqa: S102 - generated names only
+    return scope["_make"]
