@@ -115,3 +115,11 @@ class FeathersJsonTest(AsyncHTTPTestCase):
         assert response.code == 400
         body = json.loads(response.body)
         assert body["name"] == "BadRequest" and body["message"].startswith("Invalid JSON body")
+
+
+def test_a_refused_literal_is_named():
+    import pytest
+    from vecgrid.http.feathers.rest import decode_json
+    for literal in ("NaN", "Infinity", "-Infinity"):
+        with pytest.raises(ValueError, match=f"^{literal} is not JSON"):
+            decode_json(f'{{"v": [1, {literal}]}}'.encode())

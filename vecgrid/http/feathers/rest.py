@@ -37,6 +37,7 @@ _ORJSON_OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
 # orjson reads integers beyond the int64/uint64 range as floats; a body with a run of 19 digits
 # takes the standard library's exact path instead (rare: vecgrid sends such ids as strings).
 _LONG_DIGITS = re.compile(rb"\d{19}")
+_NOT_JSON_LITERAL = re.compile(rb"-?(?:NaN|Infinity)")
 
 
 def encode_json(value: Any) -> bytes:
@@ -75,7 +76,15 @@ def decode_json(raw: bytes | str) -> Any:
     data = raw.encode() if isinstance(raw, str) else raw
     if _LONG_DIGITS.search(data):
         return json.loads(data, parse_constant=_refuse_constant, parse_float=_finite_float)
-    return orjson.loads(data)
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as error:
+        # Name the literal JavaScript refuses, rather than orjson's "unexpected character".
+        start = error.pos - 1 if data[error.pos - 1:error.pos] == b"-" else error.pos  # orjson points past a sign
+        token = _NOT_JSON_LITERAL.match(data, start)
+        if token is None:
+            raise
+        raise ValueError(f"{token.group().decode()} is not JSON (line {error.lineno} column {error.colno})") from None
 
 
 def _refuse_constant(name: str) -> Any:
