@@ -53,8 +53,12 @@ CHECKERS = ("check_channel_interval_s", "check_segment_interval_s", "check_balan
             "check_index_interval_s", "check_leader_interval_s")
 
 
+FAISS_THREADS = 0  # --faiss-threads: the nodes' setting (0: their default)
+
+
 def bench_settings(data_dir: str) -> Settings:
     settings = embedded_settings(Path(data_dir), workers=2)
+    settings.querynode.faiss_threads = FAISS_THREADS
     for name in CHECKERS:
         setattr(settings.querycoord, name, 24 * 3600.0)
     return settings
@@ -238,7 +242,7 @@ async def run_ivf(rows: int, rounds: int) -> dict:
                 await alternating(sides, 5)  # warm-up
                 lat = await alternating(sides, rounds)
                 if nq == NQ:
-                    qps = {name: len(xs) / sum(xs) for name, xs in lat.items()}
+                    qps = {name: NQ * len(xs) / sum(xs) for name, xs in lat.items()}  # queries/s
                     out.update({f"ivf_{name}_qps_nq100": v for name, v in qps.items()})
                     out["ivf_qps_ratio_nq100_vs_floor"] = qps["leader"] / qps["floor"]
                     out["ivf_qps_ratio_nq100_vs_faiss"] = qps["leader"] / qps["faiss"]
@@ -247,19 +251,25 @@ async def run_ivf(rows: int, rounds: int) -> dict:
                         out[f"ivf_{name}_p50_ms_nq1"] = _ms(xs, 50)
                         out[f"ivf_{name}_p99_ms_nq1"] = _ms(xs, 99)
                     out["ivf_p50_ms_over_floor"] = _ms(lat["leader"], 50) - _ms(lat["floor"], 50)
-                    # 16 clients vs one, alternating runs so both see the same load
-                    single, many, many_lat = [], [], []
+                    # 16 clients vs one, leader and floor, alternating runs so all see the same load
+                    for name in ("leader", "floor"):
+                        out[f"{name}_concurrent"] = {"single": [], "many": [], "lat": []}
                     for _ in range(3):
-                        q1, _lat1 = await concurrent(sides["leader"], 1, rounds // 2)
-                        q16, lat16 = await concurrent(sides["leader"], CLIENTS, rounds // 2)
-                        single.append(q1)
-                        many.append(q16)
-                        many_lat += lat16
-                    out["single_client_qps_nq1"] = float(np.median(single))
-                    out["concurrent16_qps_nq1"] = float(np.median(many))
-                    out["concurrent16_qps_ratio"] = float(np.median(np.asarray(many) / np.asarray(single)))
-                    out["concurrent16_p99_ms"] = _ms(many_lat, 99)
-                    out["concurrent16_p99_over_single_p50"] = _ms(many_lat, 99) / _ms(lat["leader"], 50)
+                        for name in ("leader", "floor"):
+                            got = out[f"{name}_concurrent"]
+                            q1, _lat1 = await concurrent(sides[name], 1, rounds // 2)
+                            q16, lat16 = await concurrent(sides[name], CLIENTS, rounds // 2)
+                            got["single"].append(q1)
+                            got["many"].append(q16)
+                            got["lat"] += lat16
+                    for name, prefix in (("leader", ""), ("floor", "floor_")):
+                        got = out.pop(f"{name}_concurrent")
+                        single, many = np.asarray(got["single"]), np.asarray(got["many"])
+                        out[f"{prefix}single_client_qps_nq1"] = float(np.median(single))
+                        out[f"{prefix}concurrent16_qps_nq1"] = float(np.median(many))
+                        out[f"{prefix}concurrent16_qps_ratio"] = float(np.median(many / single))
+                        out[f"{prefix}concurrent16_p99_ms"] = _ms(got["lat"], 99)
+                        out[f"{prefix}concurrent16_p99_over_single_p50"] = _ms(got["lat"], 99) / _ms(lat[name], 50)
     return out
 
 
@@ -269,7 +279,10 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=None)
     ap.add_argument("--rounds", type=int, default=None)
     ap.add_argument("--case", choices=("all", "flat", "ivf"), default="all")
+    ap.add_argument("--faiss-threads", type=int, default=0, help="querynode.faiss_threads (0: its default)")
     args = ap.parse_args()
+    global FAISS_THREADS
+    FAISS_THREADS = args.faiss_threads
     rows = args.rows or (20_000 if args.quick else 200_000)
     rounds = args.rounds or 200
     figures = asyncio.run(run(rows, rounds)) if args.case in ("all", "flat") else {}
