@@ -16,6 +16,17 @@ on the nodes directly, which the coordinator would otherwise release as unknown 
 The last line is one JSON object: ``qps_ratio_nq100`` (leader QPS / faiss QPS, one request at a
 time, nq=100), ``p50_ms_over_faiss`` and ``p99_ms_over_faiss`` (latency added over faiss at nq=1,
 ms), plus the raw numbers.
+
+The IVF case (keys ``ivf_*``): IVF_FLAT nlist 1024 (fewer at ``--quick``: 39 training points per
+list), nprobe 8, one segment on the leader (every sealed segment local), against the **bare gRPC
+floor** (``bench/grpc_floor.py``: a minimal Python gRPC server in its own process answering the same
+Search request bytes with one ``index.search``) and faiss in this process, the three called in turn
+call by call.  ``ivf_p50_ms_over_floor`` (nq=1), ``ivf_qps_ratio_nq100_vs_floor`` and
+``ivf_qps_ratio_nq100_vs_faiss`` (queries/s at nq=100), then 16 concurrent nq=1 clients against one:
+``concurrent16_qps_ratio`` (the leader) and ``floor_concurrent16_qps_ratio`` (the floor, the same
+run: what gRPC itself allows on this host), with the p99 under 16 clients.  The floor and faiss
+search an index built here from the same vectors (the leader builds its own at load: same nlist,
+so the same work per query).  ``--faiss-threads`` sets the nodes' ``querynode.faiss_threads``.
 Reuses the test helpers in ``tests/querynode_support.py`` (run from the repository root).
 """
 
