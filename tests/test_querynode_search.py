@@ -276,6 +276,7 @@ async def test_concurrent_small_searches_share_one_engine_search(qn, datasets, m
 
     monkeypatch.setattr(search_mod, "engine_search", engine_search)
     node = qn.node
+    node.batcher.window_s = 3600.0  # the searches above came within the window: these are not alone
     replies = await asyncio.gather(*(node.search_segments(r) for r in reqs), node.search_segments(other_plan),
                                    node.search_segments(bad), return_exceptions=True)
     assert sorted(calls) == [1, 8]   # the eight together, the other plan alone, the bad one never

@@ -252,9 +252,11 @@ class SearchBatcher:
     node), whose top-k are split back per request — each the same as if searched alone, since
     every query's hits are found and merged on their own.
 
-    A batch leaves on the next loop iteration when no search of its key is running (a lone caller
-    waits for nothing), else when the running one ends, after ``window_s`` at the latest, or at once
-    when it holds ``max_nq`` queries.  Owned by the node's event loop: ``_pending`` and ``_running``
+    A search that comes ``window_s`` or more after the previous one and is tiny (see
+    :func:`run_search`) runs at once on the loop: a lone caller waits for nothing, not even a loop
+    iteration.  Otherwise a batch leaves on the next loop iteration when no search of its key is
+    running, else when the running one ends, after ``window_s`` at the latest, or at once when it
+    holds ``max_nq`` queries.  Owned by the node's event loop: ``_pending`` and ``_running``
     are read and written there only; searches run on the loop when tiny, else in worker threads.
     """
 
@@ -264,6 +266,7 @@ class SearchBatcher:
         self._pending: dict[tuple, _Batch] = {}
         self._running: dict[tuple, int] = {}
         self._tasks: set[asyncio.Task] = set()   # batches searching in worker threads
+        self._last_arrival = float("-inf")       # loop time of the last batchable search
 
     def _key(self, coll: Collection, segments: Sequence[Any], req: internal_pb2.SearchRequest,
              channels: Sequence[str]) -> tuple | None:
@@ -277,10 +280,15 @@ class SearchBatcher:
         key = self._key(coll, segments, req, channels)
         if key is None:
             return await run_search(coll, segments, req, channels)
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        quiet, self._last_arrival = now - self._last_arrival >= self.window_s, now
+        if quiet and key not in self._pending and not self._running.get(key) and _inline(segments, req):
+            # nothing arrived within a window: a lone caller, searched at once on the loop
+            return search_segments(coll, segments, req, channels)
         plan = search_plan(bytes(req.serialized_expr_plan))
         f = _vector_field(coll, plan)
         xq = decode_queries(req.placeholder_group, field_dim(f))  # a malformed request fails alone
-        loop = asyncio.get_running_loop()
         batch = self._pending.get(key)
         if batch is None:
             batch = self._pending[key] = _Batch(coll, segments, channels)
