@@ -221,13 +221,14 @@ def _use_faiss_threads() -> None:
             faiss.omp_set_num_threads(_faiss_threads)
 
 
-def default_faiss_threads(nodes_on_host: int) -> int:
-    """One thread per core this process may use, shared by the nodes on the host."""
+def default_faiss_threads() -> int:
+    """One thread per core this process may use: faiss's own default, which Dask's workers lose
+    (they start with ``OMP_NUM_THREADS=1``).  faiss spreads a batch's queries over them; a single
+    query uses one."""
     try:
-        cores = len(os.sched_getaffinity(0))
+        return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not Linux
-        cores = os.cpu_count() or 1
-    return max(1, cores // max(1, nodes_on_host))
+        return max(1, os.cpu_count() or 1)
 
 
 # --- micro-batching --------------------------------------------------------------------------------
