@@ -122,7 +122,7 @@ class QueryNode(Component):
         self.delegators: dict[str, ShardDelegator] = {}
         self.max_tt_delay_s = MAX_TT_DELAY_S
         qn = settings.querynode
-        search_mod.configure_faiss_threads(qn.faiss_threads or search_mod.default_faiss_threads())
+        search_mod.configure_faiss_threads(qn.faiss_threads or search_mod.default_faiss_threads(settings.dask.workers))
         #: micro-batching of the searches this node runs (owned by the node's event loop)
         self.batcher = search_mod.SearchBatcher(qn.batch_window_ms / 1000.0, qn.batch_max_nq)
 

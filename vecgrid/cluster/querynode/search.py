@@ -221,14 +221,15 @@ def _use_faiss_threads() -> None:
             faiss.omp_set_num_threads(_faiss_threads)
 
 
-def default_faiss_threads() -> int:
-    """One thread per core this process may use: faiss's own default, which Dask's workers lose
-    (they start with ``OMP_NUM_THREADS=1``).  faiss spreads a batch's queries over them; a single
-    query uses one."""
+def default_faiss_threads(nodes_on_host: int) -> int:
+    """The cores this process may use, shared by the query nodes of its host: faiss alone takes one
+    per core (Dask's workers start with ``OMP_NUM_THREADS=1``), but nodes that each take every core
+    slow each other down when they search at once (a FLAT read fans out to all of them)."""
     try:
-        return max(1, len(os.sched_getaffinity(0)))
+        cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
-        return max(1, os.cpu_count() or 1)
+        cores = os.cpu_count() or 1
+    return max(1, cores // max(1, nodes_on_host))
 
 
 # --- micro-batching --------------------------------------------------------------------------------
