@@ -16,6 +16,17 @@ on the nodes directly, which the coordinator would otherwise release as unknown 
 The last line is one JSON object: ``qps_ratio_nq100`` (leader QPS / faiss QPS, one request at a
 time, nq=100), ``p50_ms_over_faiss`` and ``p99_ms_over_faiss`` (latency added over faiss at nq=1,
 ms), plus the raw numbers.
+
+The IVF case (keys ``ivf_*``): IVF_FLAT nlist 1024 (fewer at ``--quick``: 39 training points per
+list), nprobe 8, one segment on the leader (every sealed segment local), against the **bare gRPC
+floor** (``bench/grpc_floor.py``: a minimal Python gRPC server in its own process answering the same
+Search request bytes with one ``index.search``) and faiss in this process, the three called in turn
+call by call.  ``ivf_p50_ms_over_floor`` (nq=1), ``ivf_qps_ratio_nq100_vs_floor`` and
+``ivf_qps_ratio_nq100_vs_faiss`` (queries/s at nq=100), then 16 concurrent nq=1 clients against one:
+``concurrent16_qps_ratio`` (the leader) and ``floor_concurrent16_qps_ratio`` (the floor, the same
+run: what gRPC itself allows on this host), with the p99 under 16 clients.  The floor and faiss
+search an index built here from the same vectors (the leader builds its own at load: same nlist,
+so the same work per query).  ``--faiss-threads`` sets the nodes' ``querynode.faiss_threads``.
 Reuses the test helpers in ``tests/querynode_support.py`` (run from the repository root).
 """
 
@@ -41,6 +52,7 @@ from tests.querynode_support import (DIM, Dataset, import_collection, load_reque
 from tests.test_delegator_localcluster import RemoteNode  # noqa: E402
 from vecgrid.config import Settings  # noqa: E402
 from vecgrid.deploy import EmbeddedCluster  # noqa: E402
+from vecgrid.gpu.build import build_index_file, read_index_file  # noqa: E402
 from vecgrid.proto import data_coord_pb2, query_coord_pb2 as Q  # noqa: E402
 from vecgrid.storage.layout import DataDir  # noqa: E402
 from vecgrid.storage.wal import Wal  # noqa: E402
@@ -52,20 +64,25 @@ CHECKERS = ("check_channel_interval_s", "check_segment_interval_s", "check_balan
             "check_index_interval_s", "check_leader_interval_s")
 
 
+FAISS_THREADS = 0  # --faiss-threads: the nodes' setting (0: their default)
+
+
 def bench_settings(data_dir: str) -> Settings:
     settings = embedded_settings(Path(data_dir), workers=2)
+    settings.querynode.faiss_threads = FAISS_THREADS
     for name in CHECKERS:
         setattr(settings.querycoord, name, 24 * 3600.0)
     return settings
 
 
 @asynccontextmanager
-async def serving(rows: int) -> AsyncIterator[tuple[Dataset, RemoteNode]]:
-    """A two-node cluster serving ``rows`` vectors (one sealed segment per node); yields the data
-    set and the shard leader."""
+async def serving(rows: int, index: str = "FLAT", index_params: dict | None = None,
+                  split: bool = True) -> AsyncIterator[tuple[Dataset, RemoteNode]]:
+    """A two-node cluster serving ``rows`` vectors; yields the data set and the shard leader.
+    ``split``: one sealed segment per node, else one segment, on the leader."""
     with tempfile.TemporaryDirectory() as tmp:
-        ds = import_collection(Path(tmp), "bench", metric="L2", index="FLAT", n=rows, shards=1,
-                               segment_rows=max(1, rows // 2), seed=7)  # one segment per node
+        ds = import_collection(Path(tmp), "bench", metric="L2", index=index, index_params=index_params, n=rows,
+                               shards=1, segment_rows=max(1, rows // 2 if split else rows), seed=7)
         (channel,) = ds.channels
         writer = Wal(DataDir(ds.data_dir).wal_root).open_writer(channel)
         cluster = EmbeddedCluster(bench_settings(ds.data_dir))
@@ -82,7 +99,8 @@ async def serving(rows: int) -> AsyncIterator[tuple[Dataset, RemoteNode]]:
             assert (await leader.call("WatchDmChannels", watch)).code == 0
             segs = ds.segment_ids
             await leader.load(ds, segs[::2], dst_node_id=a, need_transfer=True, version=1)
-            await leader.load(ds, segs[1::2], dst_node_id=b, need_transfer=True, version=1)
+            if segs[1::2]:
+                await leader.load(ds, segs[1::2], dst_node_id=b, need_transfer=True, version=1)
             yield ds, leader
         finally:
             writer.close()
@@ -148,15 +166,140 @@ async def run(rows: int, rounds: int) -> dict:
     }
 
 
+IVF_NLIST, IVF_NPROBE = 1024, 8
+CLIENTS = 16
+
+
+def ivf_index_file(ds: Dataset, nlist: int) -> str:
+    """An IVF_FLAT index file over the data set's vectors, for the floor and faiss directly.  The
+    leader builds its own at load (the imported segment has none): same vectors, nlist and nprobe,
+    so the same cost per search, though k-means may place the centroids a little differently."""
+    path = str(Path(ds.data_dir, "bench-ivf.index"))
+    Path(path).write_bytes(build_index_file(ds.vectors, "IVF_FLAT", "L2", {"nlist": nlist}, use_gpu=False))
+    return path
+
+
+@asynccontextmanager
+async def grpc_floor(index_path: str) -> AsyncIterator[RemoteNode]:
+    """``bench/grpc_floor.py`` serving the index in its own process."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, str(Path(__file__).with_name("grpc_floor.py")), index_path, str(IVF_NPROBE),
+        stdout=asyncio.subprocess.PIPE)
+    try:
+        port = int((await proc.stdout.readline()).decode())
+        yield RemoteNode(0, f"127.0.0.1:{port}")
+    finally:
+        proc.kill()
+        await proc.wait()
+
+
+async def alternating(calls: dict[str, Callable[[int], Awaitable[None]]], rounds: int) -> dict[str, list[float]]:
+    """Seconds each call took, the sides alternating call by call (same background load)."""
+    out: dict[str, list[float]] = {name: [] for name in calls}
+    for i in range(rounds):
+        for name, call in calls.items():
+            t0 = time.perf_counter()
+            await call(i)
+            out[name].append(time.perf_counter() - t0)
+    return out
+
+
+async def concurrent(call: Callable[[int], Awaitable[None]], clients: int, per_client: int) -> tuple[float, list[float]]:
+    """QPS of ``clients`` concurrent callers doing ``per_client`` calls each, and every call's latency."""
+    lat: list[float] = []
+
+    async def client(c: int) -> None:
+        for i in range(per_client):
+            t0 = time.perf_counter()
+            await call(c * per_client + i)
+            lat.append(time.perf_counter() - t0)
+    t0 = time.perf_counter()
+    await asyncio.gather(*(client(c) for c in range(clients)))
+    return clients * per_client / (time.perf_counter() - t0), lat
+
+
+def _ms(xs: list[float], q: float) -> float:
+    return float(np.percentile(np.asarray(xs) * 1000, q))
+
+
+async def run_ivf(rows: int, rounds: int) -> dict:
+    """IVF_FLAT nlist 1024 / nprobe 8, one segment on the leader, against the bare gRPC floor serving
+    the same index file and faiss directly, call by call; then 16 concurrent nq=1 clients."""
+    import faiss
+
+    nlist = min(IVF_NLIST, max(1, rows // 39))  # faiss wants >= 39 training points per list
+    async with serving(rows, "IVF_FLAT", {"nlist": nlist}, split=False) as (ds, leader):
+        path = ivf_index_file(ds, nlist)
+        index, _ = read_index_file(path)
+        params = faiss.SearchParametersIVF(nprobe=IVF_NPROBE)
+        rng = np.random.default_rng(1)
+        queries = [rng.standard_normal((NQ, DIM)).astype(np.float32) for _ in range(rounds)]
+        out: dict = {"ivf_nlist": nlist, "ivf_nprobe": IVF_NPROBE}
+        async with grpc_floor(path) as floor:
+            for nq in (NQ, 1):
+                reqs = [search_request(ds, q[:nq], K, from_shard_leader=False, scope=Q.All,
+                                       params={"nprobe": IVF_NPROBE}) for q in queries]
+
+                def via(node: RemoteNode) -> Callable[[int], Awaitable[None]]:
+                    async def call(i: int) -> None:
+                        reply = await node.call("Search", reqs[i % len(reqs)])
+                        assert reply.status.code == 0, reply.status
+                    return call
+
+                async def direct(i: int) -> None:
+                    index.search(queries[i % len(queries)][:nq], K, params=params)
+
+                sides = {"leader": via(leader), "floor": via(floor), "faiss": direct}
+                await alternating(sides, 5)  # warm-up
+                lat = await alternating(sides, rounds)
+                if nq == NQ:
+                    qps = {name: NQ * len(xs) / sum(xs) for name, xs in lat.items()}  # queries/s
+                    out.update({f"ivf_{name}_qps_nq100": v for name, v in qps.items()})
+                    out["ivf_qps_ratio_nq100_vs_floor"] = qps["leader"] / qps["floor"]
+                    out["ivf_qps_ratio_nq100_vs_faiss"] = qps["leader"] / qps["faiss"]
+                else:
+                    for name, xs in lat.items():
+                        out[f"ivf_{name}_p50_ms_nq1"] = _ms(xs, 50)
+                        out[f"ivf_{name}_p99_ms_nq1"] = _ms(xs, 99)
+                    out["ivf_p50_ms_over_floor"] = _ms(lat["leader"], 50) - _ms(lat["floor"], 50)
+                    # 16 clients vs one, leader and floor, alternating runs so all see the same load
+                    for name in ("leader", "floor"):
+                        out[f"{name}_concurrent"] = {"single": [], "many": [], "lat": []}
+                    for _ in range(3):
+                        for name in ("leader", "floor"):
+                            got = out[f"{name}_concurrent"]
+                            q1, _lat1 = await concurrent(sides[name], 1, rounds // 2)
+                            q16, lat16 = await concurrent(sides[name], CLIENTS, rounds // 2)
+                            got["single"].append(q1)
+                            got["many"].append(q16)
+                            got["lat"] += lat16
+                    for name, prefix in (("leader", ""), ("floor", "floor_")):
+                        got = out.pop(f"{name}_concurrent")
+                        single, many = np.asarray(got["single"]), np.asarray(got["many"])
+                        out[f"{prefix}single_client_qps_nq1"] = float(np.median(single))
+                        out[f"{prefix}concurrent16_qps_nq1"] = float(np.median(many))
+                        out[f"{prefix}concurrent16_qps_ratio"] = float(np.median(many / single))
+                        out[f"{prefix}concurrent16_p99_ms"] = _ms(got["lat"], 99)
+                        out[f"{prefix}concurrent16_p99_over_single_p50"] = _ms(got["lat"], 99) / _ms(lat[name], 50)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small run (well under 2 minutes)")
     ap.add_argument("--rows", type=int, default=None)
     ap.add_argument("--rounds", type=int, default=None)
+    ap.add_argument("--case", choices=("all", "flat", "ivf"), default="all")
+    ap.add_argument("--faiss-threads", type=int, default=0, help="querynode.faiss_threads (0: its default)")
     args = ap.parse_args()
+    global FAISS_THREADS
+    FAISS_THREADS = args.faiss_threads
     rows = args.rows or (20_000 if args.quick else 200_000)
     rounds = args.rounds or 200
-    print(json.dumps(asyncio.run(run(rows, rounds))))
+    figures = asyncio.run(run(rows, rounds)) if args.case in ("all", "flat") else {}
+    if args.case in ("all", "ivf"):
+        figures.update(asyncio.run(run_ivf(rows, rounds)))
+    print(json.dumps(figures))
 
 
 if __name__ == "__main__":

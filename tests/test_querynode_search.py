@@ -3,9 +3,12 @@ Int64 and VarChar keys, filters, output fields, segment and partition selection,
 
 from __future__ import annotations
 
+import asyncio
+
 import numpy as np
 import pytest
 
+from vecgrid import errors
 from vecgrid.cluster.querynode import search as search_mod
 from vecgrid.gpu import exprs as E
 from vecgrid.gpu.results import encode_placeholder_group, from_search_result_data
@@ -251,3 +254,34 @@ async def test_tiny_searches_run_on_the_loop_larger_ones_in_a_thread(qn, dataset
     threaded, _ = await _search(qn, req)
     assert search_mod.search_segments in offloaded
     assert inline.sliced_blob == threaded.sliced_blob
+
+
+async def test_concurrent_small_searches_share_one_engine_search(qn, datasets, monkeypatch):
+    """Micro-batching: searches arriving together for the same segments and plan become one engine
+    search of all their queries, and each caller gets what it would have got alone — also the
+    caller whose request is malformed (its own error) and one with another plan (searched apart)."""
+    ds = datasets["ivf_ip"]
+    await qn.load(ds)
+    xq = _queries(ds, nq=8)
+    reqs = [search_request(ds, xq[i:i + 1], K, output=[ds.field_ids["age"]]) for i in range(8)]
+    alone = [(await _search(qn, r))[0] for r in reqs]
+    other_plan = search_request(ds, xq[:1], K + 1)
+    bad = search_request(ds, xq[:1, :DIM - 1], K)
+    calls = []
+    real = search_mod.engine_search
+
+    def engine_search(engines, queries, k, **kw):
+        calls.append(len(queries))
+        return real(engines, queries, k, **kw)
+
+    monkeypatch.setattr(search_mod, "engine_search", engine_search)
+    node = qn.node
+    node.batcher.window_s = 3600.0  # the searches above came within the window: these are not alone
+    replies = await asyncio.gather(*(node.search_segments(r) for r in reqs), node.search_segments(other_plan),
+                                   node.search_segments(bad), return_exceptions=True)
+    assert sorted(calls) == [1, 8]   # the eight together, the other plan alone, the bad one never
+    for got, want in zip(replies[:8], alone):
+        assert got.sliced_blob == want.sliced_blob and got.num_queries == 1
+        assert list(got.sealed_segmentIDs_searched) == list(want.sealed_segmentIDs_searched)
+    assert from_search_result_data(replies[8].sliced_blob).k == K + 1
+    assert isinstance(replies[9], errors.ParameterInvalid)

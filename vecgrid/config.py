@@ -108,6 +108,16 @@ class QueryNodeSettings:
     # Growing (not yet flushed) data a node may hold as shard leader; a write that would pass it is
     # refused with Milvus's quota error (code 9) until a flush frees memory.
     max_growing_mb: float = 1024.0
+    # OpenMP threads of one faiss search in this node (0: the cores this process may use divided by
+    # the query nodes of its host, dask.workers; at least 1).  A host running one busy leader does
+    # better with every core; nodes that search at once (a read fans out to all) with their share.
+    faiss_threads: int = 0
+    # Micro-batching: concurrent small searches of the same segments and plan are gathered into one
+    # faiss call.  A batch leaves as soon as nothing runs for its key, else after at most this long,
+    # or once it holds batch_max_nq queries; 0 turns batching off.  Requests above batch_max_nq
+    # queries are searched alone.
+    batch_window_ms: float = 0.5
+    batch_max_nq: int = 64
 
 
 @dataclass

@@ -79,7 +79,7 @@ import logging
 import os
 import time
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, NoReturn, Sequence
 
 import numpy as np
 
@@ -378,14 +378,24 @@ class ShardDelegator:
 
         The first failure fails the read, naming its node (``worker(N) query failed: ...``), once
         every other call is cancelled and awaited; a cancel of the read propagates as it is."""
+        if len(calls) == 1:  # the usual read of a leader holding all its segments: no task, no gather
+            node_id, call = calls[0]
+            try:
+                return [await call]
+            except Exception as e:
+                self._raise_worker_failure(node_id, e)
         tasks = [(node_id, asyncio.ensure_future(call)) for node_id, call in calls]
         try:
             return await gather_all(task for _, task in tasks)
         except Exception as e:
             node_id = next((n for n, t in tasks if t.done() and not t.cancelled() and t.exception() is e), None)
-            if isinstance(e, errors.MilvusError):
-                raise type(e)(f"worker({node_id}) query failed: {e}") from None
-            raise errors.UnexpectedError(f"worker({node_id}) query failed: {e}") from None
+            self._raise_worker_failure(node_id, e)
+
+    @staticmethod
+    def _raise_worker_failure(node_id: int | None, e: Exception) -> NoReturn:
+        if isinstance(e, errors.MilvusError):
+            raise type(e)(f"worker({node_id}) query failed: {e}") from None
+        raise errors.UnexpectedError(f"worker({node_id}) query failed: {e}") from None
 
     def _sub(self, req: Any, node_id: int, segment_ids: Sequence[int], scope: int, mvcc: int) -> Any:
         sub = type(req)()

@@ -123,6 +123,10 @@ class QueryNode(Component):
         self._dml_lock: asyncio.Lock | None = None
         self.delegators: dict[str, ShardDelegator] = {}
         self.max_tt_delay_s = MAX_TT_DELAY_S
+        qn = settings.querynode
+        search_mod.configure_faiss_threads(qn.faiss_threads or search_mod.default_faiss_threads(settings.dask.workers))
+        #: micro-batching of the searches this node runs (owned by the node's event loop)
+        self.batcher = search_mod.SearchBatcher(qn.batch_window_ms / 1000.0, qn.batch_max_nq)
 
     # --- session ---------------------------------------------------------------------------
 
@@ -539,7 +543,7 @@ class QueryNode(Component):
         inner = req.req
         coll = self.collections.require(inner.collectionID)
         segments = self._select(coll, inner.partitionIDs, req.segmentIDs, req.scope, req.dml_channels)
-        return await search_mod.run_search(coll, segments, inner, req.dml_channels)
+        return await self.batcher.search(coll, segments, inner, req.dml_channels)
 
     async def search(self, req: Q.SearchRequest) -> internal_pb2.SearchResults:
         """Search: from a shard leader = :meth:`search_segments`; from a proxy = through delegators."""

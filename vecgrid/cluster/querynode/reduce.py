@@ -46,6 +46,13 @@ def merge_search(parts: Sequence[internal_pb2.SearchResults], req: internal_pb2.
         return out
     metric = next((p.metric_type for p in parts if p.metric_type), "") or req.metricType
     k = max([p.top_k for p in parts] + [0]) or req.topk
+    if len(parts) == 1 and parts[0].sliced_num_count <= 1:
+        # one part is already merged (its node merged its segments the same way): passed on without
+        # decoding; the key field's name is appended (a later field of a serialized message wins)
+        srd_tail = schema_pb2.SearchResultData(primary_field_name=pk_name).SerializeToString()
+        out.metric_type, out.num_queries, out.top_k = metric, parts[0].num_queries, k
+        out.sliced_blob, out.sliced_num_count = parts[0].sliced_blob + srd_tail, 1
+        return out
     srd = merge_search_results([p.sliced_blob for p in parts], k, metric or "L2", primary_field_name=pk_name)
     out.metric_type, out.num_queries, out.top_k = metric, srd.num_queries, k
     out.sliced_blob, out.sliced_num_count = srd.SerializeToString(), 1

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import os
 import time
 from typing import Any, Sequence
 
@@ -31,8 +32,9 @@ from vecgrid.cluster.querynode.output_fields import fetch_columns, resolve_outpu
 from vecgrid.cluster.querynode.segments import SealedSegment
 from vecgrid.gpu.merge import MAX_TOPK, TopK
 from vecgrid.gpu.plan import SearchPlan, parse_search_plan
+from vecgrid.gpu import require_faiss
 from vecgrid.gpu.results import decode_placeholder_group, to_search_result_data
-from vecgrid.gpu.search import search_segments as engine_search
+from vecgrid.gpu.search import default_nprobe, search_segments as engine_search
 from vecgrid.proto import common_pb2, internal_pb2, schema_pb2
 
 
@@ -63,10 +65,8 @@ def mvcc_timestamp(value: int) -> int | None:
     return int(value) or None
 
 
-def _search_one(coll: Collection, segments: Sequence[SealedSegment], plan_bytes: bytes, placeholder: bytes,
-                metric_hint: str, output_ids: Sequence[int], timestamp: int | None
-                ) -> tuple[schema_pb2.SearchResultData, str, int, int]:
-    plan = search_plan(bytes(plan_bytes))
+def _vector_field(coll: Collection, plan: SearchPlan) -> schema_pb2.FieldSchema:
+    """The plan's vector field, checked against the collection; the plan's topk checked."""
     f = coll.fields.get(plan.field_id)
     if f is None:
         raise errors.ParameterInvalid(f"the plan searches field {plan.field_id}, which collection {coll.id} "
@@ -77,15 +77,22 @@ def _search_one(coll: Collection, segments: Sequence[SealedSegment], plan_bytes:
         raise errors.ParameterInvalid(f"vector field {f.name!r} is not loaded", field=f.name)
     if not 1 <= plan.topk <= MAX_TOPK:
         raise errors.ParameterInvalid(f"topk [{plan.topk}] is invalid, it should be in range [1, {MAX_TOPK}]")
-    xq = decode_queries(placeholder, field_dim(f))
-    if len(xq) > MAX_TOPK:
-        raise errors.ParameterInvalid(f"nq [{len(xq)}] is invalid, it should be in range [1, {MAX_TOPK}]")
+    return f
+
+
+def _search_vectors(coll: Collection, segments: Sequence[SealedSegment], plan_bytes: bytes, xq: np.ndarray,
+                    metric_hint: str, output_ids: Sequence[int], timestamp: int | None
+                    ) -> tuple[str, list[SealedSegment], TopK, list[str]]:
+    """The engine search of decoded queries: (metric, segments searched, top-k, output field names)."""
+    plan = search_plan(bytes(plan_bytes))
+    f = _vector_field(coll, plan)
     metric = (plan.metric or metric_hint or "").upper()
     field_ids = resolve_output_fields(coll, output_ids or plan.output_field_ids)
     live = [s for s in segments if not s.is_l0]
     engines = [s.engine(f.fieldID) for s in live]
     if not metric and engines:
         metric = engines[0].metric
+    _use_faiss_threads()
     if engines:
         topk = engine_search(engines, xq, plan.topk, expr=plan.expr, timestamp=timestamp,
                              params=plan.search_params, metric=metric or None,
@@ -96,9 +103,28 @@ def _search_one(coll: Collection, segments: Sequence[SealedSegment], plan_bytes:
         topk.sources = np.zeros(0, dtype=np.int32)
     if field_ids:
         topk.fields = fetch_columns(coll, live, topk.sources, topk.rows, field_ids)
+    return metric, live, topk, [c.name for c in topk.fields or []]
+
+
+def _search_one(coll: Collection, segments: Sequence[SealedSegment], plan_bytes: bytes, placeholder: bytes,
+                metric_hint: str, output_ids: Sequence[int], timestamp: int | None
+                ) -> tuple[schema_pb2.SearchResultData, str, int, int]:
+    plan = search_plan(bytes(plan_bytes))
+    xq = decode_queries(placeholder, field_dim(_vector_field(coll, plan)))
+    if len(xq) > MAX_TOPK:
+        raise errors.ParameterInvalid(f"nq [{len(xq)}] is invalid, it should be in range [1, {MAX_TOPK}]")
+    metric, live, topk, names = _search_vectors(coll, segments, plan_bytes, xq, metric_hint, output_ids, timestamp)
     total = sum(s.num_rows for s in live)
-    srd = to_search_result_data(topk, output_fields=[c.name for c in topk.fields or []], all_search_count=total)
+    srd = to_search_result_data(topk, output_fields=names, all_search_count=total)
     return srd, metric, len(xq), plan.topk
+
+
+def _results_shell(req: internal_pb2.SearchRequest, segments: Sequence[SealedSegment],
+                   channels: Sequence[str]) -> internal_pb2.SearchResults:
+    return internal_pb2.SearchResults(
+        status=common_pb2.Status(), reqID=req.reqID, channelIDs_searched=list(channels),
+        sealed_segmentIDs_searched=[s.segment_id for s in segments if not s.is_l0],
+        is_topk_reduce=req.is_topk_reduce, is_recall_evaluation=req.is_recall_evaluation)
 
 
 def search_segments(coll: Collection, segments: Sequence[SealedSegment], req: internal_pb2.SearchRequest,
@@ -106,10 +132,7 @@ def search_segments(coll: Collection, segments: Sequence[SealedSegment], req: in
     """Search ``segments`` (all of ``coll``) for ``req``; see the module docstring."""
     started = time.perf_counter()
     timestamp = mvcc_timestamp(req.mvcc_timestamp)
-    out = internal_pb2.SearchResults(
-        status=common_pb2.Status(), reqID=req.reqID, channelIDs_searched=list(channels),
-        sealed_segmentIDs_searched=[s.segment_id for s in segments if not s.is_l0],
-        is_topk_reduce=req.is_topk_reduce, is_recall_evaluation=req.is_recall_evaluation)
+    out = _results_shell(req, segments, channels)
     if req.is_advanced:
         out.is_advanced = True
         for i, sub in enumerate(req.sub_reqs):
@@ -133,17 +156,253 @@ def search_segments(coll: Collection, segments: Sequence[SealedSegment], req: in
     return out
 
 
+def _scan_rows(seg: Any, plan: SearchPlan) -> int:
+    """Rows one query of ``plan`` compares in ``seg``: all of them for a flat scan (and a filter),
+    the probed lists for IVF, a graph walk's few thousand for HNSW/CAGRA."""
+    n = int(seg.num_rows)
+    engines = getattr(seg, "engines", None)
+    engine = engines.get(plan.field_id) if engines is not None else None
+    family = getattr(engine, "family", "flat")
+    if plan.expr is not None or family == "flat":
+        return n
+    if family == "ivf":
+        nlist = max(1, int(engine.nlist or 1))
+        nprobe = int(plan.search_params.get("nprobe") or default_nprobe(nlist))
+        return nlist + n * min(nlist, nprobe) // nlist
+    return min(n, 64 * max(plan.topk, int(plan.search_params.get("ef") or 0), 64))
+
+
 def search_work(segments: Sequence[Any], req: internal_pb2.SearchRequest) -> int:
     """A cost estimate of ``req`` over ``segments``: query floats (read off the placeholder bytes,
-    no decoding) times rows, the multiply-adds of a flat scan; an upper bound for other indexes."""
-    floats = (len(req.placeholder_group) + sum(len(s.placeholder_group) for s in req.sub_reqs)) // 4
-    return floats * sum(s.num_rows for s in segments)
+    no decoding) times the rows each query compares (see :func:`_scan_rows`)."""
+    subs = list(req.sub_reqs) if req.is_advanced else [req]
+    work = 0
+    for sub in subs:
+        try:
+            plan = search_plan(bytes(sub.serialized_expr_plan))
+        except errors.MilvusError:
+            return INLINE_SEARCH_WORK + 1  # the search reports it, off the loop as any other
+        floats = len(sub.placeholder_group) // 4
+        work += floats * sum(_scan_rows(s, plan) for s in segments)
+    return work
+
+
+def _inline(segments: Sequence[Any], req: internal_pb2.SearchRequest) -> bool:
+    return search_work(segments, req) <= INLINE_SEARCH_WORK and all(s.placement == "CPU" for s in segments)
 
 
 async def run_search(coll: Collection, segments: Sequence[Any], req: internal_pb2.SearchRequest,
                      channels: Sequence[str]) -> internal_pb2.SearchResults:
     """:func:`search_segments` on the event loop when tiny and on host segments only (a GPU search
     may wait for its device), else in a worker thread."""
-    if search_work(segments, req) <= INLINE_SEARCH_WORK and all(s.placement == "CPU" for s in segments):
+    if _inline(segments, req):
         return search_segments(coll, segments, req, channels)
     return await asyncio.to_thread(search_segments, coll, segments, req, channels)
+
+
+# --- faiss threads ---------------------------------------------------------------------------------
+
+#: OpenMP threads of a faiss search in this process (0: OpenMP's own default).  Written by
+#: :func:`configure_faiss_threads` when a node starts, before it serves; read by every search thread.
+_faiss_threads = 0
+
+
+def configure_faiss_threads(threads: int) -> None:
+    global _faiss_threads
+    _faiss_threads = max(0, int(threads))
+
+
+def _use_faiss_threads() -> None:
+    """Apply the setting to the calling thread: OpenMP's thread count is a per-thread value, and
+    the loop and the thread pool's threads each start with the process default (Dask: 1)."""
+    if _faiss_threads:
+        faiss = require_faiss()
+        if faiss.omp_get_max_threads() != _faiss_threads:
+            faiss.omp_set_num_threads(_faiss_threads)
+
+
+def default_faiss_threads(nodes_on_host: int) -> int:
+    """The cores this process may use, shared by the query nodes of its host: faiss alone takes one
+    per core (Dask's workers start with ``OMP_NUM_THREADS=1``), but nodes that each take every core
+    slow each other down when they search at once (a FLAT read fans out to all of them)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cores = os.cpu_count() or 1
+    return max(1, cores // max(1, nodes_on_host))
+
+
+# --- micro-batching --------------------------------------------------------------------------------
+
+class _Batch:
+    """Searches waiting to leave together: same segments (the first request's objects), plan,
+    snapshot and outputs."""
+
+    __slots__ = ("coll", "segments", "channels", "items", "nq", "timer")
+
+    def __init__(self, coll: Collection, segments: Sequence[Any], channels: Sequence[str]) -> None:
+        self.coll, self.segments, self.channels = coll, list(segments), list(channels)
+        self.items: list[tuple[internal_pb2.SearchRequest, np.ndarray, asyncio.Future]] = []
+        self.nq = 0
+        self.timer: asyncio.TimerHandle | None = None
+
+
+class SearchBatcher:
+    """Micro-batching of a node's searches, the way GPU search gets its throughput (faiss's advice:
+    batch the queries): concurrent small searches for the same segments, plan, MVCC timestamp and
+    output fields become one engine search of all their queries (``GpuIndex*.search`` on a GPU
+    node), whose top-k are split back per request — each the same as if searched alone, since
+    every query's hits are found and merged on their own.
+
+    A search that comes ``window_s`` or more after the previous one and is tiny (see
+    :func:`run_search`) runs at once on the loop: a lone caller waits for nothing, not even a loop
+    iteration.  Otherwise a batch leaves on the next loop iteration when no search of its key is
+    running, else when the running one ends, after ``window_s`` at the latest, or at once when it
+    holds ``max_nq`` queries.  Owned by the node's event loop: ``_pending`` and ``_running``
+    are read and written there only; searches run on the loop when tiny, else in worker threads.
+    """
+
+    def __init__(self, window_s: float, max_nq: int) -> None:
+        self.window_s = window_s
+        self.max_nq = max_nq
+        self._pending: dict[tuple, _Batch] = {}
+        self._running: dict[tuple, int] = {}
+        self._tasks: set[asyncio.Task] = set()   # batches searching in worker threads
+        self._last_arrival = float("-inf")       # loop time of the last batchable search
+
+    def _key(self, coll: Collection, segments: Sequence[Any], req: internal_pb2.SearchRequest,
+             channels: Sequence[str]) -> tuple | None:
+        if self.window_s <= 0 or req.is_advanced or not 0 < req.nq <= self.max_nq:
+            return None
+        return (coll.id, tuple(map(id, segments)), bytes(req.serialized_expr_plan), req.mvcc_timestamp,
+                tuple(req.output_fields_id), req.metricType, tuple(channels))
+
+    async def search(self, coll: Collection, segments: Sequence[Any], req: internal_pb2.SearchRequest,
+                     channels: Sequence[str]) -> internal_pb2.SearchResults:
+        key = self._key(coll, segments, req, channels)
+        if key is None:
+            return await run_search(coll, segments, req, channels)
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        quiet, self._last_arrival = now - self._last_arrival >= self.window_s, now
+        if quiet and key not in self._pending and not self._running.get(key) and _inline(segments, req):
+            # nothing arrived within a window: a lone caller, searched at once on the loop
+            return search_segments(coll, segments, req, channels)
+        plan = search_plan(bytes(req.serialized_expr_plan))
+        f = _vector_field(coll, plan)
+        xq = decode_queries(req.placeholder_group, field_dim(f))  # a malformed request fails alone
+        batch = self._pending.get(key)
+        if batch is None:
+            batch = self._pending[key] = _Batch(coll, segments, channels)
+            if self._running.get(key):
+                batch.timer = loop.call_later(self.window_s, self._flush, key, batch)
+            else:
+                batch.timer = loop.call_soon(self._flush, key, batch)  # type: ignore[assignment]
+        done = loop.create_future()
+        batch.items.append((req, xq, done))
+        batch.nq += len(xq)
+        if batch.nq >= self.max_nq:
+            self._flush(key, batch)
+        return await done
+
+    def _flush(self, key: tuple, batch: _Batch) -> None:
+        if self._pending.get(key) is not batch:
+            return  # already left
+        del self._pending[key]
+        if batch.timer is not None:
+            batch.timer.cancel()
+        live = [item for item in batch.items if not item[2].done()]  # a cancelled caller needs nothing
+        if not live:
+            return
+        if len(live) == 1:
+            req = live[0][0]
+            fn: Any = search_segments
+            args: tuple = (batch.coll, batch.segments, req, batch.channels)
+            inline = _inline(batch.segments, req)
+        else:
+            fn, args = search_batch, (batch.coll, batch.segments, [(r, x) for r, x, _ in live], batch.channels)
+            inline = all(_inline(batch.segments, r) for r, _, _ in live) and \
+                sum(search_work(batch.segments, r) for r, _, _ in live) <= INLINE_SEARCH_WORK
+        if inline:
+            try:
+                _settle(live, fn(*args))
+            except Exception as e:  # noqa: BLE001 - raised to every caller of the batch
+                _fail(live, e)
+            return
+        self._running[key] = self._running.get(key, 0) + 1
+        task = asyncio.ensure_future(self._run_off_loop(key, live, fn, args))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _run_off_loop(self, key: tuple, live: list, fn: Any, args: tuple) -> None:
+        try:
+            _settle(live, await asyncio.to_thread(fn, *args))
+        except Exception as e:  # noqa: BLE001 - raised to every caller of the batch
+            _fail(live, e)
+        except asyncio.CancelledError:
+            for _, _, done in live:
+                done.cancel()
+            raise
+        finally:
+            left = self._running[key] - 1
+            if left:
+                self._running[key] = left
+            else:
+                del self._running[key]
+            waiting = self._pending.get(key)
+            if waiting is not None and not left:
+                self._flush(key, waiting)
+
+
+def _settle(live: list, out: Any) -> None:
+    """Hand each caller of a batch its result (``out``: one per caller, or the one of a lone caller)."""
+    results = out if isinstance(out, list) else [out]
+    for (_, _, done), result in zip(live, results):
+        if not done.done():
+            done.set_result(result)
+
+
+def _fail(live: list, error: Exception) -> None:
+    for _, _, done in live:
+        if not done.done():
+            done.set_exception(error)
+
+
+def _split(topk: TopK, lo: int, hi: int) -> TopK:
+    """Queries ``lo:hi`` of ``topk``."""
+    o = topk.offsets
+    sel = slice(int(o[lo]), int(o[hi]))
+    idx = np.arange(sel.start, sel.stop)
+    return TopK(topk.ids[sel], topk.scores[sel], topk.topks[lo:hi], topk.k,
+                rows=None if topk.rows is None else topk.rows[sel],
+                sources=None if topk.sources is None else topk.sources[sel],
+                fields=None if topk.fields is None else [c.take(idx) for c in topk.fields])
+
+
+def search_batch(coll: Collection, segments: Sequence[SealedSegment],
+                 items: Sequence[tuple[internal_pb2.SearchRequest, np.ndarray]],
+                 channels: Sequence[str]) -> list[internal_pb2.SearchResults]:
+    """Requests of one batch key (same plan, snapshot, outputs), their decoded queries alongside:
+    one engine search of all their queries, one reply per request."""
+    started = time.perf_counter()
+    first = items[0][0]
+    xq = np.concatenate([x for _, x in items]) if len(items) > 1 else items[0][1]
+    metric, live, topk, field_names = _search_vectors(
+        coll, segments, first.serialized_expr_plan, xq, first.metricType, first.output_fields_id,
+        mvcc_timestamp(first.mvcc_timestamp))
+    total = sum(s.num_rows for s in live)
+    elapsed = int((time.perf_counter() - started) * 1000)
+    out = []
+    lo = 0
+    for req, x in items:
+        part = _split(topk, lo, lo + len(x))
+        lo += len(x)
+        srd = to_search_result_data(part, output_fields=field_names, all_search_count=total)
+        res = _results_shell(req, segments, channels)
+        res.metric_type, res.num_queries, res.top_k = metric, len(x), part.k
+        res.sliced_blob = srd.SerializeToString()
+        res.sliced_num_count, res.all_search_count = 1, total
+        res.costAggregation.serviceTime = elapsed
+        res.costAggregation.totalNQ = len(x)
+        out.append(res)
+    return out

@@ -1,0 +1,58 @@
+"""The floor of one gRPC hop: a minimal Python server answering ``QueryNode.Search`` from a faiss index.
+
+    python bench/grpc_floor.py INDEX_FILE NPROBE
+
+Serves on a free localhost port and prints it on one line.  Per call it does only what any
+Python search server must: decode the request and its placeholder group, one ``index.search``,
+encode ``SearchResultData`` into the reply — no plan, no snapshot, no merge.  It answers the
+same request bytes a shard leader gets, so a client can time both with one stub.  faiss keeps its
+default OpenMP threads (one per core), as the issue's floor did.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+
+import grpc
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from vecgrid.gpu.build import read_index_file  # noqa: E402
+from vecgrid.proto import common_pb2, internal_pb2, query_coord_pb2 as Q, schema_pb2  # noqa: E402
+
+
+async def main(path: str, nprobe: int) -> None:
+    import faiss
+
+    index, _ = read_index_file(path)
+    params = faiss.SearchParametersIVF(nprobe=nprobe)
+    dim = index.d
+
+    async def search(req: Q.SearchRequest, context) -> internal_pb2.SearchResults:
+        inner = req.req
+        group = common_pb2.PlaceholderGroup.FromString(inner.placeholder_group)
+        xq = np.frombuffer(b"".join(group.placeholders[0].values), dtype="<f4").reshape(-1, dim)
+        k = inner.topk
+        D, I = index.search(xq, k, params=params)
+        srd = schema_pb2.SearchResultData(num_queries=len(xq), top_k=k, scores=D.ravel().tolist(),
+                                          topks=[k] * len(xq))
+        srd.ids.int_id.data.extend(I.ravel().tolist())
+        return internal_pb2.SearchResults(status=common_pb2.Status(), metric_type="L2", num_queries=len(xq),
+                                          top_k=k, sliced_blob=srd.SerializeToString(), sliced_num_count=1)
+
+    handler = grpc.method_handlers_generic_handler("milvus.proto.query.QueryNode", {
+        "Search": grpc.unary_unary_rpc_method_handler(search, request_deserializer=Q.SearchRequest.FromString,
+                                                      response_serializer=internal_pb2.SearchResults.SerializeToString)})
+    server = grpc.aio.server()
+    server.add_generic_rpc_handlers((handler,))
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    print(port, flush=True)
+    await server.wait_for_termination()
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1], int(sys.argv[2])))
