@@ -87,6 +87,10 @@ def run(quick: bool) -> dict:
     rng = np.random.default_rng(7)
     vectors = rng.standard_normal((rows, DIM), dtype=np.float32)
     queries = rng.standard_normal((256, DIM), dtype=np.float32)
+    # One OpenMP thread: the cluster's two workers search their halves with one thread each on this
+    # host's cores (querynode.faiss_threads), and faiss's spinning threads, sharing the cores with the
+    # server's processes, made its own figures erratic (2-14 ms at nq=1).
+    faiss.omp_set_num_threads(1)
     index = faiss.IndexFlatL2(DIM)
     index.add(vectors)
 

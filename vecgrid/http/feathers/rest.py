@@ -36,7 +36,10 @@ DRAIN_BYTES = 1024 * 1024
 _ORJSON_OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
 # orjson reads integers beyond the int64/uint64 range as floats; a body with a run of 19 digits
 # takes the standard library's exact path instead (rare: vecgrid sends such ids as strings).
-_LONG_DIGITS = re.compile(rb"\d{19}")
+_LONG_DIGITS = b"0" * 19
+# Every digit as "0": a run of 19 is then a substring search, where a regex scan of a body of vectors
+# cost 40 % of an insert's time on the loop.
+_DIGITS_AS_ZERO = bytes.maketrans(b"0123456789", b"0" * 10)
 _NOT_JSON_LITERAL = re.compile(rb"-?(?:NaN|Infinity)")
 
 
@@ -74,7 +77,7 @@ def decode_json(raw: bytes | str) -> Any:
     beyond double range (JavaScript would read Infinity and answer null) and lone surrogates, so a
     malformed body is a 400, not a crash later. Integers keep every digit."""
     data = raw.encode() if isinstance(raw, str) else raw
-    if _LONG_DIGITS.search(data):
+    if _LONG_DIGITS in data.translate(_DIGITS_AS_ZERO):
         return json.loads(data, parse_constant=_refuse_constant, parse_float=_finite_float)
     try:
         return orjson.loads(data)
