@@ -74,9 +74,13 @@ async def rest(tmp_path_factory):
                 if YEARS[i] is not MISSING:
                     row["year"] = YEARS[i]
                 rows.append(row)
-            for start in (0, N // 2):
+            for start in (0, N // 2):   # the first half sealed (flushed), the second in growing segments
                 code, body = await server.call("POST", "/collections/books/entities", rows[start:start + N // 2])
                 assert code == 201, body
+                if start == 0:
+                    code, body = await server.call("POST", "/collections", {"name": "books", "wait": True},
+                                                   method="flush")
+                    assert code == 200, body
             yield server
         finally:
             if server is not None:
