@@ -61,6 +61,7 @@ async def rest(tmp_path_factory):
             server = RestServer(RestContext(coord=coordinator.coord, proxy=coordinator.proxy,
                                             datacoord=coordinator.datacoord, settings=settings),
                                 ["collections", "entities"])
+            server.proxy = coordinator.proxy
             code, body = await server.call("POST", "/collections", {
                 "name": "books", "dimension": DIM, "metric": "L2",
                 "indexes": [{"field": "vector", "type": "FLAT", "metric": "L2"}]})
@@ -187,3 +188,18 @@ async def test_bad_conditions_on_dynamic_keys_are_400(rest):
     for query in ({"year": {"$gt": True}}, {"year": None}, {"year": {"nested": 1}}):
         code, body = await rest.call("POST", "/collections/books/entities", {"filter": query}, method="count")
         assert code == 400 and body["name"] == "BadRequest", (query, body)
+
+
+async def test_proxy_query_and_find_return_only_the_named_dynamic_keys(rest):
+    """The proxy's own API (the CLI's and the Python layer's): ``output_fields`` naming dynamic keys answer
+    those keys only, whatever path the read takes (cut by key, or sorted then fetched by key)."""
+    proxy = rest.proxy
+    rows = await proxy.query("books", filter={"id": {"$lt": 20}}, output_fields=["year"])
+    assert [r["id"] for r in rows] == list(range(20))
+    assert all(r == ({"id": r["id"]} if YEARS[r["id"]] is MISSING else {"id": r["id"], "year": YEARS[r["id"]]})
+               for r in rows)
+    for sort in ([("id", -1)], [("year", 1)], [("title", -1), ("id", 1)]):
+        total, page = await proxy.find("books", filter={"id": {"$lt": 50}}, sort=sort, limit=10,
+                                       output_fields=["title"])
+        assert total == 50 and len(page) == 10
+        assert all(set(r) == {"id", "title"} and r["title"] == f"b{r['id']}" for r in page), (sort, page)

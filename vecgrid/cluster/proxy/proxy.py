@@ -420,7 +420,7 @@ class Proxy:
                 raise errors.ParameterInvalid(f"the sort direction of {name!r} is 1 or -1, got {direction!r}")
         expr = self._expr(filter, meta)
         partition_ids = meta.partition_ids(partition_names)
-        out_ids, keys = _output_ids(meta, output_fields)
+        out_ids, dyn_keys = _output_ids(meta, output_fields)
         guarantee, _ = await self._consistency(consistency, guarantee_timestamp, meta)
 
         async def total() -> int | None:
@@ -432,7 +432,7 @@ class Proxy:
                     return []
                 cut = -1 if limit is None else offset + limit
                 inner = self._retrieve_inner(meta, expr, out_ids, partition_ids, limit=cut)
-                return _rows(await self._retrieve(meta, inner, guarantee, pin=True, limit=cut), keys)[offset:]
+                return _rows(await self._retrieve(meta, inner, guarantee, pin=True, limit=cut), dyn_keys)[offset:]
             count, rows = await gather_all([total(), page()])
             return count, rows
         key_ids, _ = _output_ids(meta, [pk.name, *(name for name, _ in order)])
@@ -447,13 +447,13 @@ class Proxy:
         if set(out_ids) <= set(key_ids):
             picked = [columns[name].take(window) for name in columns if columns[name].field_id in out_ids
                       or name == pk.name]
-            return (n if with_total else None), _entities(picked, len(window), keys)
+            return (n if with_total else None), _entities(picked, len(window), dyn_keys)
         keys = columns[pk.name].values[window].tolist()
         if not keys:
             return (n if with_total else None), []
         cond = E.term(E.column(pk.fieldID, pk.data_type, is_primary_key=True), keys)
         inner = self._retrieve_inner(meta, cond if expr is None else E.and_(expr, cond), out_ids, partition_ids)
-        by_key = {row[pk.name]: row for row in _rows(await self._retrieve(meta, inner, guarantee, pin=True), keys)}
+        by_key = {row[pk.name]: row for row in _rows(await self._retrieve(meta, inner, guarantee, pin=True), dyn_keys)}
         return (n if with_total else None), [by_key[k] for k in keys if k in by_key]
 
     async def count_groups(self, collection: "str | CollectionMeta", field: str, *, filter: Filter = None,
