@@ -203,3 +203,20 @@ async def test_proxy_query_and_find_return_only_the_named_dynamic_keys(rest):
                                        output_fields=["title"])
         assert total == 50 and len(page) == 10
         assert all(set(r) == {"id", "title"} and r["title"] == f"b{r['id']}" for r in page), (sort, page)
+
+
+async def test_search_groups_by_a_dynamic_key(rest):
+    q = VECTORS[0]
+    code, hits = await rest.call("POST", "/collections/books/entities", {
+        "vector": q.tolist(), "limit": 4, "groupBy": "year", "groupSize": 2, "filter": {"year": {"$gte": 1990}}},
+        method="search")
+    assert code == 200, hits
+    ids = [i for i, y in enumerate(YEARS) if is_number(y)]
+    d = ((VECTORS[ids] - q) ** 2).sum(-1)
+    groups: dict = {}
+    for j in np.argsort(d, kind="stable"):
+        members = groups.setdefault(YEARS[ids[j]], [])
+        if len(members) < 2:
+            members.append(ids[j])
+    want = [i for members in list(groups.values())[:4] for i in members]
+    assert [h["id"] for h in hits[0]] == want
