@@ -204,3 +204,14 @@ def test_growing_store_matches_a_sealed_one():
     growing = _store(DOCS, grow_from=17)
     expr = E.term(YEAR, [2001, "2003", 1995.5])
     np.testing.assert_array_equal(sealed.filter_mask(expr), growing.filter_mask(expr))
+
+
+def test_json_keys_with_cupy_match_numpy():
+    from vecgrid.gpu import device
+
+    cp = device.cupy_module()
+    if cp is None:
+        pytest.skip("cupy is not installed")
+    store = _store(DOCS)
+    expr = E.and_(E.compare(YEAR, ">=", 2000), E.not_(E.term(YEAR, [2001, "2003"])))
+    np.testing.assert_array_equal(store.mask(expr, xp=cp), store.mask(expr))
