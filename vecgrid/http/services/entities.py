@@ -237,7 +237,8 @@ class EntitiesService:
     OPENAPI = {"docs": {
         "find": {"summary": "Query entities with the Feathers query syntax",
                  "description": "Pages of {total, limit, skip, data} ($limit default 100, max 16384); $sort on "
-                                "scalar fields; $select names output fields (vectors only when named); "
+                                "scalar fields and keys of the dynamic field; $select names output fields "
+                                "(vectors only when named); "
                                 "$consistency; the cursor form ?<pk>[$gt]=<last>&$sort[<pk>]=1 pages without limit."},
         "create": {"summary": "Insert one entity or an array of entities (answers X-Vecgrid-Ts)"},
         "update": {"summary": "Replace an entity (upsert of the whole record)"},
