@@ -14,6 +14,7 @@ import pytest
 import pytest_asyncio
 from distributed import LocalCluster
 
+from tests.conftest import poll_until
 from tests.querycoord_support import fast_settings
 from tests.rest_support import RestServer
 from vecgrid.deploy import Coordinator
@@ -81,7 +82,9 @@ async def rest(tmp_path_factory):
                 if start == 0:
                     code, body = await server.call("POST", "/collections", {"name": "books", "wait": True},
                                                    method="flush")
-                    assert code == 200, body
+                    assert code == 200 and body["segmentIds"], body
+                    await poll_until(lambda: coordinator.datacoord.flush_policy.handoffs_waiting == 0, 60,
+                                     what="the sealed segment serving")
             yield server
         finally:
             if server is not None:
