@@ -3,13 +3,14 @@ filter evaluator (vecgrid.gpu.filter) and compared with numpy; every refusal has
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
 import pytest
 
 from vecgrid import errors
-from vecgrid.cluster.proxy.filters import compile_filter, split_query
+from vecgrid.cluster.proxy.filters import coerce_dynamic, compile_filter, split_query
 from vecgrid.gpu.filter import evaluate
 from vecgrid.proto import common_pb2, plan_pb2, schema_pb2 as S
 
@@ -230,9 +231,105 @@ def test_in_lists_are_capped():
         compile_filter({"$or": [{"age": {"$nin": list(range(6))}}]}, SCHEMA, max_in=5)
 
 
-def test_dynamic_field_keys_cannot_be_filtered():
-    with pytest.raises(errors.ParameterInvalid, match="keys of the dynamic field cannot be filtered"):
-        compile_filter({"color": "red"}, DYNAMIC)
+def test_dynamic_field_keys_compile_to_json_paths_on_meta():
+    e = compile_filter({"color": "red"}, DYNAMIC).unary_range_expr
+    assert (e.column_info.field_id, e.column_info.data_type, list(e.column_info.nested_path)) == \
+        (102, S.JSON, ["color"])
+    with pytest.raises(errors.ParameterInvalid, match="has no field 'color'"):
+        compile_filter({"color": "red"}, SCHEMA)    # without the dynamic field: still refused
     with pytest.raises(errors.ParameterInvalid, match=r"Invalid filter value \$meta"):
         compile_filter({"$meta": 1}, DYNAMIC)  # the dynamic field's own name reads as an operator
-    assert compile_filter({"id": "a", "age": 3}, DYNAMIC).binary_expr.left.unary_range_expr.column_info.is_primary_key
+assert compile_filter({"id": "a", "age": 3}, DYNAMIC).binary_expr.left.unary_range_expr.column_info.is_primary_key
+
+
+def _meta_rows() -> list[dict]:
+    rows = []
+    for i in range(N):
+        r: dict = {}
+        if i % 5 != 4:
+            r["year"] = [2000 + i % 30, float(2000 + i % 30) + 0.5, str(2000 + i % 30), i % 3 == 0][(i // 7) % 4]
+        if i % 3 == 0:
+            r["name"] = f"n{i % 50}"
+        rows.append(r)
+    return rows
+
+
+META_ROWS = _meta_rows()
+META_COLUMN = np.asarray([json.dumps(r).encode() for r in META_ROWS], dtype=object)
+_NONE = object()
+
+
+def _same_kind(a, b) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool)
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return True
+    return type(a) is type(b)
+
+
+def _py(pred) -> np.ndarray:
+    return np.asarray([bool(pred(r)) for r in META_ROWS])
+
+
+def _has(r, key, v) -> bool:
+    x = r.get(key, _NONE)
+    return x is not _NONE and _same_kind(x, v)
+
+
+DYNAMIC_CASES = [
+    ({"year": 2010}, lambda r: _has(r, "year", 2010) and r["year"] == 2010),
+    ({"year": {"$gte": 2018}}, lambda r: _has(r, "year", 0) and r["year"] >= 2018),
+    ({"year": {"$gt": 2005, "$lt": 2010.5}}, lambda r: _has(r, "year", 0) and 2005 < r["year"] < 2010.5),
+    ({"year": {"$lt": "2010"}}, lambda r: _has(r, "year", "") and r["year"] < "2010"),
+    ({"year": {"$ne": 2010}}, lambda r: not (_has(r, "year", 0) and r["year"] == 2010)),
+    ({"year": {"$in": [2001, "2003", True]}},
+     lambda r: any(_has(r, "year", v) and r["year"] == v for v in (2001, "2003", True))),
+    ({"year": {"$nin": [2001, 2002.5]}}, lambda r: not any(_has(r, "year", v) and r["year"] == v
+                                                           for v in (2001, 2002.5))),
+    ({"year": False}, lambda r: _has(r, "year", False) and r["year"] is False),
+    ({"name": {"$like": "n1%"}}, lambda r: _has(r, "name", "") and r["name"].startswith("n1")),
+    ({"$or": [{"name": "n3"}, {"age": {"$lt": 3}, "year": {"$gte": 2025}}]},
+     lambda r: False),  # checked with the age column below
+]
+
+
+@pytest.mark.parametrize("query, pred", DYNAMIC_CASES[:-1], ids=[str(q) for q, _ in DYNAMIC_CASES[:-1]])
+def test_dynamic_keys_evaluate_with_milvus_semantics(query, pred):
+    expr = compile_filter(query, DYNAMIC)
+    got = np.asarray(evaluate(expr, {101: d["age"].astype(np.int64), 102: META_COLUMN}, N, pks=np.arange(N)))
+    np.testing.assert_array_equal(got, _py(pred))
+    assert 0 < got.sum() < N
+
+
+def test_dynamic_keys_mix_with_fields():
+    query, _ = DYNAMIC_CASES[-1]
+    got = np.asarray(evaluate(compile_filter(query, DYNAMIC), {101: d["age"].astype(np.int64), 102: META_COLUMN},
+                              N, pks=np.arange(N)))
+    want = _py(lambda r: _has(r, "name", "") and r["name"] == "n3") | (
+        (d["age"] < 3) & _py(lambda r: _has(r, "year", 0) and r["year"] >= 2025))
+    np.testing.assert_array_equal(got, want)
+
+
+def test_query_string_values_of_dynamic_keys_are_coerced():
+    assert [coerce_dynamic(v) for v in ("2018", "-3", "1.5", "1e3", "true", "false", "abc", "", " 5", "NaN",
+                                        "Infinity", 7)] == \
+        [2018, -3, 1.5, 1000.0, True, False, "abc", "", " 5", "NaN", "Infinity", 7]
+    coerced = compile_filter({"year": {"$gte": "2018"}, "ok": "true"}, DYNAMIC, coerce_strings=True)
+    assert coerced == compile_filter({"year": {"$gte": 2018}, "ok": True}, DYNAMIC)
+    assert compile_filter({"year": "2018"}, DYNAMIC).unary_range_expr.value.string_val == "2018"  # body: as given
+
+
+@pytest.mark.parametrize("query, message", [
+    ({"year": None}, "null is not a value"),
+    ({"year": [1]}, "use $in"),
+    ({"year": {"$gt": True}}, "orders numbers or strings"),
+    ({"year": {"$in": [[1]]}}, "compares with numbers, strings or booleans"),
+    ({"year": {"a": 1}}, "nested keys"),
+    ({"year": {"$like": 3}}, "$like takes a pattern string"),
+    ({"year": math.inf}, "compares with nothing"),
+    ({"year": {"$regex": "x"}}, "Invalid query parameter $regex"),
+])
+def test_bad_conditions_on_dynamic_keys_are_refused(query, message):
+    with pytest.raises(errors.ParameterInvalid) as info:
+        compile_filter(query, DYNAMIC)
+    assert message in str(info.value)

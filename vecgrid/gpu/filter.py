@@ -18,9 +18,17 @@ Supported (everything Milvus 2.4's parser emits for scalar fields):
   add, sub, mul, div, mod), ``AlwaysTrueExpr``, a Bool ``ColumnExpr`` / ``ValueExpr``;
 
 on Bool, Int8/16/32/64, Float, Double, VarChar/String fields and the primary key.
-JSON, Array, ``exists``, ``json_contains`` and nested paths raise
-:class:`vecgrid.errors.ParameterInvalid` with the reason, as does a value whose
-type does not fit the column (e.g. a string compared with an Int64 field).
+
+A key of a JSON field — the dynamic field's ``$meta`` above all — is a ``ColumnInfo`` with a
+``nested_path`` of one key, as Milvus's parser emits for ``year > 2018`` on a collection with
+the dynamic field: ``TermExpr``, ``UnaryRangeExpr`` (comparisons, ``like`` / prefix /
+postfix) and ``BinaryRangeExpr`` evaluate on it with Milvus's rules (:mod:`vecgrid.gpu.jsonkeys`:
+a row lacking the key or holding another kind of value does not match; ``!=`` and ``not in``
+are negations and do).  The key's values come from ``json_keys(field_id, key)`` (a cache of
+extracted columns; without it the JSON column is parsed for this call only).  Longer paths,
+arithmetic and column comparisons on JSON keys, Array fields, ``exists`` and
+``json_contains`` raise :class:`vecgrid.errors.ParameterInvalid` with the reason, as does a
+value whose type does not fit the column (e.g. a string compared with an Int64 field).
 """
 
 from __future__ import annotations
@@ -31,11 +39,13 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from vecgrid import errors
+from vecgrid.gpu import jsonkeys as J
 from vecgrid.proto import plan_pb2, schema_pb2
 
-__all__ = ["evaluate", "is_trivial", "ColumnLookup"]
+__all__ = ["evaluate", "is_trivial", "ColumnLookup", "JsonKeys"]
 
 ColumnLookup = Callable[[plan_pb2.ColumnInfo], Any]
+JsonKeys = Callable[[int, str], J.KeyColumn]
 
 _CMP = {
     plan_pb2.GreaterThan: "gt", plan_pb2.GreaterEqual: "ge", plan_pb2.LessThan: "lt",
@@ -53,12 +63,13 @@ def is_trivial(expr: plan_pb2.Expr | None) -> bool:
 
 
 def evaluate(expr: plan_pb2.Expr, columns: Mapping[int, Any] | ColumnLookup, n: int, *,
-             pks: Any = None, xp: Any = np) -> Any:
+             pks: Any = None, xp: Any = np, json_keys: JsonKeys | None = None) -> Any:
     """The boolean row mask of ``expr`` over ``n`` rows.
 
     ``columns``: field id → array (length ``n``), or a callable taking a
     ``plan.ColumnInfo``; ``pks``: the primary keys, used for a column marked
-    ``is_primary_key`` that ``columns`` lacks."""
+    ``is_primary_key`` that ``columns`` lacks; ``json_keys(field_id, key)``: one key of a
+    JSON column over the ``n`` rows (a cache's), else the JSON column is parsed here."""
     if callable(columns):
         lookup = columns
     else:
@@ -69,7 +80,7 @@ def evaluate(expr: plan_pb2.Expr, columns: Mapping[int, Any] | ColumnLookup, n: 
             if col is None:
                 raise errors.ParameterInvalid(f"field {info.field_id} is not loaded in this segment")
             return col
-    return _Evaluator(lookup, n, xp).eval(expr)
+    return _Evaluator(lookup, n, xp, json_keys).eval(expr)
 
 
 def _is_str(col: Any) -> bool:
@@ -91,16 +102,18 @@ def _like_regex(pattern: str) -> re.Pattern[str]:
 
 
 class _Evaluator:
-    def __init__(self, lookup: ColumnLookup, n: int, xp: Any) -> None:
+    def __init__(self, lookup: ColumnLookup, n: int, xp: Any, json_keys: JsonKeys | None = None) -> None:
         self.lookup = lookup
         self.n = n
         self.xp = xp
+        self.json_keys = json_keys
 
     # -- helpers -------------------------------------------------------------------------------
     def column(self, info: plan_pb2.ColumnInfo) -> Any:
         if info.nested_path:
             raise errors.ParameterInvalid(
-                f"filter on JSON path {list(info.nested_path)} of field {info.field_id} is not supported")
+                f"this filter on JSON path {list(info.nested_path)} of field {info.field_id} is not supported "
+                "(comparisons, ranges, in / not in and like are)")
         if info.data_type in _UNSUPPORTED_TYPES:
             raise errors.ParameterInvalid(
                 f"filter on {_UNSUPPORTED_TYPES[info.data_type]} field {info.field_id} is not supported")
@@ -113,6 +126,68 @@ class _Evaluator:
         if self.xp is not np and isinstance(col, np.ndarray):
             return self.xp.asarray(col)
         return col
+
+    def json_key(self, info: plan_pb2.ColumnInfo) -> J.KeyColumn | None:
+        """The key column of a one-key JSON path; ``None`` when ``info`` is a plain column."""
+        if not info.nested_path:
+            return None
+        if len(info.nested_path) != 1:
+            raise errors.ParameterInvalid(f"JSON path {list(info.nested_path)} of field {info.field_id}: only "
+                                          "paths of one key are supported")
+        if info.data_type != schema_pb2.JSON:
+            raise errors.ParameterInvalid(f"a nested path needs a JSON field; field {info.field_id} is "
+                                          f"{schema_pb2.DataType.Name(info.data_type)}")
+        key = info.nested_path[0]
+        if self.json_keys is not None:
+            kc = self.json_keys(info.field_id, key)
+        else:
+            kc = J.extract(self.lookup(info), key)
+        if len(kc) != self.n:
+            raise errors.ParameterInvalid(f"JSON key {key!r} of field {info.field_id} has {len(kc)} rows, "
+                                          f"segment has {self.n}")
+        return kc
+
+    @staticmethod
+    def json_value(gv: plan_pb2.GenericValue, where: str) -> Any:
+        which = gv.WhichOneof("val")
+        if which in ("bool_val", "int64_val", "float_val", "string_val"):
+            return getattr(gv, which)
+        raise errors.ParameterInvalid(f"{which or 'an empty value'} cannot be compared with JSON key {where}")
+
+    def json_cmp(self, kc: J.KeyColumn, op: str, v: Any) -> np.ndarray:
+        """Milvus's comparison of a JSON key with a constant (module doc of :mod:`.jsonkeys`)."""
+        if op == "ne":
+            return ~self.json_cmp(kc, "eq", v)
+        if isinstance(v, bool):
+            return (kc.kind == J.BOOL) & self.cmp(kc.bools, op, v)
+        if isinstance(v, int):
+            exact = kc.is_int & self.cmp(kc.ints, op, v) if -(1 << 63) <= v < (1 << 63) else \
+                kc.is_int & self.cmp(kc.num, op, float(v))
+            as_double = (kc.kind == J.NUMBER) & ~kc.is_int & self.cmp(kc.num, op, float(v))
+            return exact | as_double
+        if isinstance(v, float):
+            return (kc.kind == J.NUMBER) & self.cmp(kc.num, op, v)
+        return (kc.kind == J.STRING) & self.cmp(kc.strs, op, v)
+
+    def json_term(self, kc: J.KeyColumn, values: list[Any]) -> np.ndarray:
+        out = np.zeros(len(kc), dtype=bool)
+        bools = [v for v in values if isinstance(v, bool)]
+        ints = [v for v in values if isinstance(v, int) and not isinstance(v, bool) and -(1 << 63) <= v < (1 << 63)]
+        floats = [float(v) for v in values if isinstance(v, float)
+                  or (isinstance(v, int) and not isinstance(v, bool) and v not in ints)]
+        strs = [v for v in values if isinstance(v, str)]
+        if bools:
+            out |= (kc.kind == J.BOOL) & np.isin(kc.bools, np.asarray(bools, dtype=bool))
+        if ints or floats:
+            is_float = (kc.kind == J.NUMBER) & ~kc.is_int
+            if ints:
+                out |= kc.is_int & np.isin(kc.ints, np.asarray(ints, dtype=np.int64))
+            if floats:
+                out |= kc.is_int & np.isin(kc.num, np.asarray(floats, dtype=np.float64))
+            out |= is_float & np.isin(kc.num, np.asarray(floats + [float(v) for v in ints], dtype=np.float64))
+        if strs:
+            out |= (kc.kind == J.STRING) & np.isin(kc.strs, np.asarray(strs, dtype=str))
+        return out
 
     def to_xp(self, mask: Any) -> Any:
         if self.xp is not np and isinstance(mask, np.ndarray):
@@ -189,6 +264,10 @@ class _Evaluator:
     def _term_expr(self, t: plan_pb2.TermExpr) -> Any:
         if t.is_in_field:
             raise errors.ParameterInvalid("'array contains' (is_in_field) filters are not supported")
+        kc = self.json_key(t.column_info)
+        if kc is not None:
+            where = f"{t.column_info.nested_path[0]!r}"
+            return self.to_xp(self.json_term(kc, [self.json_value(v, where) for v in t.values]))
         col = self.column(t.column_info)
         values = [self.value(v, col, t.column_info.field_id) for v in t.values]
         if not values:
@@ -201,6 +280,9 @@ class _Evaluator:
         return xm.isin(col, xm.asarray(np.asarray(values, dtype=np.float64 if col.dtype.kind != "b" else bool)))
 
     def _unary_range_expr(self, u: plan_pb2.UnaryRangeExpr) -> Any:
+        kc = self.json_key(u.column_info)
+        if kc is not None:
+            return self.to_xp(self._json_unary(kc, u))
         col = self.column(u.column_info)
         if u.op in (plan_pb2.PrefixMatch, plan_pb2.PostfixMatch, plan_pb2.Match) and not _is_str(col):
             raise errors.ParameterInvalid(
@@ -219,7 +301,34 @@ class _Evaluator:
             return self.to_xp(match(col).astype(bool) if len(col) else np.zeros(0, dtype=bool))
         raise errors.ParameterInvalid(f"operator {plan_pb2.OpType.Name(u.op)} is not supported in a range filter")
 
+    def _json_unary(self, kc: J.KeyColumn, u: plan_pb2.UnaryRangeExpr) -> np.ndarray:
+        v = self.json_value(u.value, repr(u.column_info.nested_path[0]))
+        if u.op in _CMP:
+            return self.json_cmp(kc, _CMP[u.op], v)
+        if u.op in (plan_pb2.PrefixMatch, plan_pb2.PostfixMatch, plan_pb2.Match):
+            if not isinstance(v, str):
+                raise errors.ParameterInvalid("a pattern match takes a string pattern")
+            is_str = kc.kind == J.STRING
+            if u.op == plan_pb2.PrefixMatch:
+                return is_str & np.strings.startswith(kc.strs, v)
+            if u.op == plan_pb2.PostfixMatch:
+                return is_str & np.strings.endswith(kc.strs, v)
+            rx = _like_regex(v)
+            out = np.zeros(len(kc), dtype=bool)
+            rows = np.flatnonzero(is_str)
+            if len(rows):
+                strs = kc.strs[rows].tolist()
+                out[rows] = [rx.fullmatch(x) is not None for x in strs]
+            return out
+        raise errors.ParameterInvalid(f"operator {plan_pb2.OpType.Name(u.op)} is not supported on a JSON key")
+
     def _binary_range_expr(self, b: plan_pb2.BinaryRangeExpr) -> Any:
+        kc = self.json_key(b.column_info)
+        if kc is not None:
+            where = repr(b.column_info.nested_path[0])
+            lo = self.json_cmp(kc, "ge" if b.lower_inclusive else "gt", self.json_value(b.lower_value, where))
+            return self.to_xp(lo & self.json_cmp(kc, "le" if b.upper_inclusive else "lt",
+                                                 self.json_value(b.upper_value, where)))
         col = self.column(b.column_info)
         lo = self.value(b.lower_value, col, b.column_info.field_id)
         hi = self.value(b.upper_value, col, b.column_info.field_id)

@@ -26,6 +26,7 @@ import numpy as np
 from vecgrid import errors
 from vecgrid.gpu import filter as vfilter
 from vecgrid.gpu.columns import FieldColumn
+from vecgrid.gpu.jsonkeys import KeyCache, KeyColumn
 from vecgrid.gpu.results import datatype_of
 from vecgrid.proto import plan_pb2, schema_pb2
 
@@ -131,6 +132,7 @@ class RowStore:
         self._max_ts = int(self._ts.view().max()) if self._ts is not None and n else 0
         self._order: np.ndarray | None = None
         self._xp_cache: dict[int, Any] = {}
+        self._json_keys = KeyCache()  # keys of JSON columns that filters read, extracted once
         self._lock = threading.Lock()
         self.vector_getter: Callable[[int, np.ndarray], np.ndarray | None] | None = None
         self.vector_fields: dict[int, int] = {}  # field id -> dim of vectors vector_getter serves
@@ -171,7 +173,7 @@ class RowStore:
             total += self._deleted_at.buf.nbytes
         if self._order is not None:
             total += self._order.nbytes * 2
-        return total
+        return total + self._json_keys.nbytes
 
     # -- growing -------------------------------------------------------------------------------
     def append(self, pks: Any, *, timestamps: Any = None, columns: Mapping[int, Any] | None = None) -> None:
@@ -301,7 +303,15 @@ class RowStore:
         pks = self.pks[:n]
         if self.pk_field_id is not None:
             cols.setdefault(self.pk_field_id, pks)
-        return vfilter.evaluate(expr, cols, n, pks=pks, xp=xp)
+        return vfilter.evaluate(expr, cols, n, pks=pks, xp=xp, json_keys=lambda fid, key: self.json_key(fid, key, n))
+
+    def json_key(self, field_id: int, key: str, n: int | None = None) -> KeyColumn:
+        """``key`` of the JSON column ``field_id`` over the first ``n`` rows, from the segment's cache."""
+        g = self._cols.get(field_id)
+        if g is None:
+            raise errors.ParameterInvalid(f"field {field_id} is not loaded in this segment")
+        n = self.n if n is None else n
+        return self._json_keys.get(field_id, key, g.view(), n)
 
     def mask(self, expr: plan_pb2.Expr | None = None, ts: int | None = None, n: int | None = None,
              xp: Any = np) -> np.ndarray | None:

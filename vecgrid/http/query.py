@@ -102,10 +102,12 @@ class QuerySchema:
     Like the query schema of a generated Feathers app: values are coerced from strings (``"32"`` →
     ``32`` for numbers, ``"true"``/``"false"`` → booleans), fields it does not declare are rejected,
     and ``$select``/``$sort`` may only name declared fields.  Coercion is idempotent, so a query that
-    a hook already coerced passes unchanged.
+    a hook already coerced passes unchanged.  ``additional=True`` lets names it does not declare through,
+    uncoerced (a vecgrid collection with the dynamic field: any key may be stored; the service types them).
     """
 
     fields: Mapping[str, str]
+    additional: bool = False
 
     def __post_init__(self) -> None:
         for name, kind in self.fields.items():
@@ -226,7 +228,7 @@ def _sort(value: Any, schema: QuerySchema | None, errors: list) -> list[tuple[st
         raise BadRequest("Invalid filter value $sort", data={"$sort": value})
     keys = []
     for name, direction in value.items():
-        if schema is not None and name not in schema.fields:
+        if schema is not None and name not in schema.fields and not schema.additional:
             errors.append(_additional("/$sort", name))
         parsed = _parse_int(direction)
         if parsed not in (1, -1):
@@ -240,7 +242,7 @@ def _sort(value: Any, schema: QuerySchema | None, errors: list) -> list[tuple[st
 
 def _select(value: Any, schema: QuerySchema | None, errors: list) -> list[str]:
     names = [str(v) for v in _as_list(value)]
-    if schema is not None:
+    if schema is not None and not schema.additional:
         for i, name in enumerate(names):
             if name not in schema.fields:
                 errors.append({"instancePath": f"/$select/{i}", "keyword": "enum",
@@ -271,7 +273,7 @@ def _conditions(query: Mapping[str, Any], schema: QuerySchema | None, path: str,
             kind = None
             if schema is not None:
                 kind = schema.fields.get(name)
-                if kind is None:
+                if kind is None and not schema.additional:
                     errors.append(_additional(path, name))
             out[name] = _field_condition(value, kind, f"{path}/{name}", errors)
     return out

@@ -22,8 +22,12 @@ the problem instead of deep inside a worker:
 * ``$limit``, ``$skip``, ``$sort`` and ``$select`` shape a result, they do not select
   rows: :func:`split_query` takes them off before compiling;
 * fields must exist and be scalar: Bool, Int8/16/32/64, Float, Double, VarChar (and the
-  primary key).  Vector, JSON and Array fields — and keys of a dynamic field, which
-  would need JSON paths — are refused, as the engine cannot evaluate them;
+  primary key).  Vector, JSON and Array fields are refused, as the engine cannot evaluate them;
+* on a collection with the dynamic field, a name that is not a field is a key of it: the
+  condition compiles, as Milvus's parser does, to a JSON path ``[key]`` on the ``$meta`` field
+  (the engine's rules: a row lacking the key, or holding another kind of value, does not match;
+  ``$ne`` and ``$nin`` are negations and do).  The value's JSON type is the comparison's:
+  numbers, strings or booleans (``$lt``... take numbers or strings; ``$like`` a string);
 * values must fit the field: a string against an Int64 field, a number against a
   VarChar field or anything but ``true``/``false`` against a Bool field is a type
   mismatch; integers compare with Float/Double fields and numbers with integer fields
@@ -33,19 +37,22 @@ the problem instead of deep inside a worker:
 Query strings carry every value as a string (see the seed: conversion is the query
 schema's job).  ``coerce_strings=True`` is that schema: ``"32"`` becomes ``32`` for a
 numeric field and ``"true"``/``"false"`` booleans for a Bool field, and values that do
-not parse are refused.
+not parse are refused.  A key of the dynamic field has no declared type, so there
+:func:`coerce_dynamic` decides: a string that reads as a finite number is that number,
+``"true"``/``"false"`` are booleans, anything else stays a string.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, Mapping
 
 from vecgrid import errors
 from vecgrid.gpu import exprs as E
 from vecgrid.proto import plan_pb2, schema_pb2
 
-__all__ = ["compile_filter", "split_query", "RESULT_KEYS", "OPERATORS"]
+__all__ = ["compile_filter", "split_query", "coerce_dynamic", "dynamic_field", "RESULT_KEYS", "OPERATORS"]
 
 RESULT_KEYS = ("$limit", "$skip", "$sort", "$select")
 LOGICAL = ("$or", "$and")
@@ -58,6 +65,30 @@ _INTS = {schema_pb2.Int8, schema_pb2.Int16, schema_pb2.Int32, schema_pb2.Int64}
 _FLOATS = {schema_pb2.Float, schema_pb2.Double}
 _STRINGS = {schema_pb2.VarChar, schema_pb2.String}
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+_INTEGER_TEXT = re.compile(r"[+-]?[0-9]+")
+
+
+def dynamic_field(schema: schema_pb2.CollectionSchema) -> schema_pb2.FieldSchema | None:
+    """The ``$meta`` field of a collection with the dynamic field on (``None`` without)."""
+    if not schema.enable_dynamic_field:
+        return None
+    return next((f for f in schema.fields if f.is_dynamic), None)
+
+
+def coerce_dynamic(value: Any) -> Any:
+    """A query-string value for a key of the dynamic field: a finite number's text → the number (an
+    integer when it is written as one), ``"true"``/``"false"`` → booleans, anything else unchanged."""
+    if not isinstance(value, str):
+        return value
+    if value in ("true", "false"):
+        return value == "true"
+    if _INTEGER_TEXT.fullmatch(value):
+        return int(value)
+    try:
+        number = float(value)
+    except ValueError:
+        return value
+    return number if math.isfinite(number) and value == value.strip() else value
 
 
 def split_query(query: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -99,6 +130,7 @@ class _Compiler:
         self.coerce = coerce
         self.max_in = max_in
         self.fields = {f.name: f for f in schema.fields}
+        self.dynamic = dynamic_field(schema)
 
     # --- structure ------------------------------------------------------------------------------
 
@@ -135,6 +167,8 @@ class _Compiler:
         return out
 
     def field_condition(self, name: str, cond: Any) -> plan_pb2.Expr:
+        if self.dynamic is not None and name not in self.fields:
+            return self.key_condition(name, cond)
         f = self.field(name)
         col = E.column(f.fieldID, f.data_type, is_primary_key=f.is_primary_key)
         col.is_autoID, col.is_partition_key = f.autoID, f.is_partition_key  # as Milvus's parser fills them
@@ -172,14 +206,71 @@ class _Compiler:
                     "which cannot be filtered")
         return _all(parts)
 
+    def key_condition(self, key: str, cond: Any) -> plan_pb2.Expr:
+        """A condition on ``key`` of the dynamic field: a JSON path on ``$meta``."""
+        meta = self.dynamic
+        assert meta is not None
+        if not key:
+            raise errors.ParameterInvalid("an empty name is not a key of the dynamic field")
+        col = plan_pb2.ColumnInfo(field_id=meta.fieldID, data_type=schema_pb2.JSON, nested_path=[key])
+        if isinstance(cond, list):
+            raise errors.ParameterInvalid(f"key {key!r} is compared with an array; use $in for several values")
+        if not isinstance(cond, Mapping):
+            return E.compare(col, "==", self.key_value(key, cond))
+        if not cond:
+            raise errors.ParameterInvalid(f"the condition on key {key!r} is an empty object")
+        parts = []
+        for op, operand in cond.items():
+            if op in _SET:
+                if not isinstance(operand, list):
+                    raise errors.ParameterInvalid(f"{op} on key {key!r} expects an array, got {_show(operand)}")
+                if self.max_in is not None and len(operand) > self.max_in:
+                    raise errors.ParameterTooLarge(f"{op} on key {key!r} has {len(operand)} values; at most "
+                                                   f"{self.max_in} are allowed in one list", field=key)
+                e = E.term(col, [self.key_value(key, v) for v in operand])
+                parts.append(E.not_(e) if op == "$nin" else e)
+            elif op in _COMPARE:
+                v = self.key_value(key, operand)
+                if isinstance(v, bool) and op not in ("$ne", "$eq"):
+                    raise errors.ParameterInvalid(f"{op} on key {key!r} orders numbers or strings, got {_show(v)}",
+                                                  field=key)
+                parts.append(E.compare(col, _COMPARE[op], v))
+            elif op == LIKE:
+                if self.coerce and operand is not None and not isinstance(operand, str):
+                    operand = str(operand)
+                if not isinstance(operand, str):
+                    raise errors.ParameterInvalid(f"$like takes a pattern string; got {_show(operand)} for key {key!r}",
+                                                  field=key)
+                parts.append(E.match(col, "like", operand))
+            elif isinstance(op, str) and op.startswith("$"):
+                raise errors.ParameterInvalid(f"Invalid query parameter {op}")
+            else:
+                raise errors.ParameterInvalid(
+                    f"key {key!r} of the dynamic field is compared with an object; nested keys ({op!r}) "
+                    "cannot be filtered")
+        return _all(parts)
+
+    def key_value(self, key: str, v: Any) -> Any:
+        """``v`` for a comparison with ``key`` of the dynamic field: a number, a string or a boolean."""
+        if self.coerce:
+            v = coerce_dynamic(v)
+        if v is None:
+            raise errors.ParameterInvalid(f"null is not a value to compare key {key!r} with", field=key)
+        if isinstance(v, float) and not math.isfinite(v):
+            raise errors.ParameterInvalid(f"{v} compares with nothing (key {key!r})", field=key)
+        if isinstance(v, int) and not isinstance(v, bool) and not _INT64_MIN <= v <= _INT64_MAX:
+            raise errors.ParameterInvalid(f"{v} is out of the Int64 range (key {key!r})", field=key)
+        if isinstance(v, (bool, int, float, str)):
+            return v
+        raise errors.ParameterInvalid(f"key {key!r} of the dynamic field compares with numbers, strings or "
+                                      f"booleans, got {type(v).__name__} {_show(v)}", field=key)
+
     # --- schema ---------------------------------------------------------------------------------
 
     def field(self, name: str) -> schema_pb2.FieldSchema:
         f = self.fields.get(name)
         if f is None or f.is_dynamic:
-            hint = " (keys of the dynamic field cannot be filtered)" if self.schema.enable_dynamic_field else ""
-            raise errors.ParameterInvalid(
-                f"collection {self.schema.name!r} has no field {name!r}{hint}", field=name)
+            raise errors.ParameterInvalid(f"collection {self.schema.name!r} has no field {name!r}", field=name)
         t = f.data_type
         if t in _INTS or t in _FLOATS or t in _STRINGS or t == schema_pb2.Bool:
             return f

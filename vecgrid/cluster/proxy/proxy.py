@@ -62,7 +62,7 @@ import pyarrow as pa
 from vecgrid import errors
 from vecgrid.cluster.gather import gather_all
 from vecgrid.cluster.proxy.catalog_access import CatalogSource, CollectionMeta, LocalCatalog, RemoteCatalog, unary_call
-from vecgrid.cluster.proxy.filters import compile_filter
+from vecgrid.cluster.proxy.filters import compile_filter, dynamic_field
 from vecgrid.cluster.proxy.rows import to_table
 from vecgrid.cluster.proxy.write_access import DataCoordAccess, LocalWrites, NoWrites, RemoteWrites, WriteSource
 from vecgrid.cluster.proxy.writer import MutationResult, Writer
@@ -71,6 +71,7 @@ from vecgrid.cluster.querynode.retrieve import COUNT_FIELD
 from vecgrid.common.keys import server_id_metadata
 from vecgrid.common.limits import GRPC_MESSAGE_OPTIONS
 from vecgrid.gpu import exprs as E
+from vecgrid.gpu import jsonkeys
 from vecgrid.gpu.columns import FieldColumn
 from vecgrid.gpu.merge import MAX_TOPK
 from vecgrid.gpu.results import encode_placeholder_group, field_data_to_column, from_search_result_data
@@ -274,7 +275,7 @@ class Proxy:
             if group_by not in names and "*" not in names:
                 names.append(group_by)
         expr = self._expr(filter, meta)
-        out_ids = meta.output_field_ids(names)
+        out_ids, keys = _output_ids(meta, names)
         partition_ids = meta.partition_ids(partition_names)
         guarantee, level = await self._consistency(consistency, guarantee_timestamp, meta)
         plain = bounds is None and group_by is None
@@ -282,7 +283,7 @@ class Proxy:
         async def run(queries: np.ndarray, k: int) -> list[list[dict[str, Any]]]:
             return await self._search_round(meta, field, queries, k, metric, params, expr, out_ids, partition_ids,
                                             round_decimal, guarantee, level, pin=not plain,
-                                            offset=offset if plain else 0, limit=limit if plain else k)
+                                            offset=offset if plain else 0, limit=limit if plain else k, keys=keys)
 
         if plain:
             return await run(xq, topk)
@@ -305,7 +306,8 @@ class Proxy:
     async def _search_round(self, meta: CollectionMeta, field: schema_pb2.FieldSchema, xq: np.ndarray, topk: int,
                             metric: str, params: Mapping[str, Any], expr: plan_pb2.Expr | None, out_ids: list[int],
                             partition_ids: list[int], round_decimal: int, guarantee: "_Guarantee", level: int, *,
-                            pin: bool, offset: int, limit: int) -> list[list[dict[str, Any]]]:
+                            pin: bool, offset: int, limit: int,
+                            keys: frozenset[str] | None = None) -> list[list[dict[str, Any]]]:
         req_id = next(_request_ids)
         inner = internal_pb2.SearchRequest(
             base=common_pb2.MsgBase(msg_type=common_pb2.Search, msgID=req_id), reqID=req_id, dbID=meta.db_id,
@@ -329,7 +331,7 @@ class Proxy:
 
         def reduce() -> list[list[dict[str, Any]]]:
             merged = merge_search(parts, inner, [s.channel for s in shards], meta.pk_field.name)
-            return _hits(from_search_result_data(merged.sliced_blob), offset, limit)
+            return _hits(from_search_result_data(merged.sliced_blob), offset, limit, keys)
         return await _off_loop(reduce, len(xq) * topk * len(parts))
 
     async def stored_vectors(self, collection: "str | CollectionMeta", ids: Sequence[Any], *, anns_field: str | None = None,
@@ -375,12 +377,13 @@ class Proxy:
         if limit == 0:
             return []  # nothing asked for (a Feathers $limit=0 wants only the count: see count())
         cut = -1 if limit is None else limit + offset
-        inner, guarantee = await self._retrieve_request(meta, filter, meta.output_field_ids(output_fields),
+        out_ids, keys = _output_ids(meta, output_fields)
+        inner, guarantee = await self._retrieve_request(meta, filter, out_ids,
                                                         partition_names, consistency, guarantee_timestamp, limit=cut)
         shards, parts = await self._fan_out(meta, "Query", _query_request(inner, guarantee))
 
         def reduce() -> list[dict[str, Any]]:
-            return _rows(merge_retrieve(parts, inner, [s.channel for s in shards], cut))[offset:]
+            return _rows(merge_retrieve(parts, inner, [s.channel for s in shards], cut), keys)[offset:]
         return await _off_loop(reduce, sum(p.all_retrieve_count for p in parts))
 
     async def count(self, collection: "str | CollectionMeta", *, filter: Filter = None, partition_names: Sequence[str] = (),
@@ -399,7 +402,8 @@ class Proxy:
                    guarantee_timestamp: int | None = None,
                    with_total: bool = True) -> tuple[int | None, list[dict[str, Any]]]:
         """``(total, page)``: the rows matching ``filter`` ordered by ``sort`` (``[(field, 1 | -1)]`` on scalar
-        fields, then by primary key), ``limit`` of them after ``offset``, and how many match in all — both read
+        fields or keys of the dynamic field — numbers, then strings, then booleans, rows lacking the key last in
+        either direction — then by primary key), ``limit`` of them after ``offset``, and how many match in all — both read
         from ONE snapshot (the guarantee timestamps pinned as the MVCC timestamps of every request).
 
         Ordered by primary key (no ``sort``, or the key ascending) the shard leaders cut each channel at
@@ -416,7 +420,7 @@ class Proxy:
                 raise errors.ParameterInvalid(f"the sort direction of {name!r} is 1 or -1, got {direction!r}")
         expr = self._expr(filter, meta)
         partition_ids = meta.partition_ids(partition_names)
-        out_ids = meta.output_field_ids(output_fields)
+        out_ids, dyn_keys = _output_ids(meta, output_fields)
         guarantee, _ = await self._consistency(consistency, guarantee_timestamp, meta)
 
         async def total() -> int | None:
@@ -428,28 +432,28 @@ class Proxy:
                     return []
                 cut = -1 if limit is None else offset + limit
                 inner = self._retrieve_inner(meta, expr, out_ids, partition_ids, limit=cut)
-                return _rows(await self._retrieve(meta, inner, guarantee, pin=True, limit=cut))[offset:]
+                return _rows(await self._retrieve(meta, inner, guarantee, pin=True, limit=cut), dyn_keys)[offset:]
             count, rows = await gather_all([total(), page()])
             return count, rows
-        key_ids = meta.output_field_ids([pk.name, *(name for name, _ in order)])
+        key_ids, _ = _output_ids(meta, [pk.name, *(name for name, _ in order)])
         inner = self._retrieve_inner(meta, expr, key_ids, partition_ids)
         keyed = await self._retrieve(meta, inner, guarantee, pin=True)
         columns = {c.name: c for c in _columns(keyed)}
         if pk.name not in columns:
             return (0 if with_total else None), []
         n = len(columns[pk.name])
-        ranked = await _off_loop(lambda: _sort_order(columns, order, pk.name), n)
+        ranked = await _off_loop(lambda: _sort_order(columns, order, pk.name, meta), n)
         window = ranked[offset:None if limit is None else offset + limit]
         if set(out_ids) <= set(key_ids):
             picked = [columns[name].take(window) for name in columns if columns[name].field_id in out_ids
                       or name == pk.name]
-            return (n if with_total else None), _entities(picked, len(window))
+            return (n if with_total else None), _entities(picked, len(window), dyn_keys)
         keys = columns[pk.name].values[window].tolist()
         if not keys:
             return (n if with_total else None), []
         cond = E.term(E.column(pk.fieldID, pk.data_type, is_primary_key=True), keys)
         inner = self._retrieve_inner(meta, cond if expr is None else E.and_(expr, cond), out_ids, partition_ids)
-        by_key = {row[pk.name]: row for row in _rows(await self._retrieve(meta, inner, guarantee, pin=True))}
+        by_key = {row[pk.name]: row for row in _rows(await self._retrieve(meta, inner, guarantee, pin=True), dyn_keys)}
         return (n if with_total else None), [by_key[k] for k in keys if k in by_key]
 
     async def count_groups(self, collection: "str | CollectionMeta", field: str, *, filter: Filter = None,
@@ -462,9 +466,11 @@ class Proxy:
         inner, guarantee = await self._retrieve_request(meta, filter, [meta.pk_field.fieldID, f.fieldID],
                                                         partition_names, consistency, guarantee_timestamp)
         merged = await self._retrieve(meta, inner, guarantee, pin=False)
-        column = next((c for c in _columns(merged) if c.name == field), None)
+        column = next((c for c in _columns(merged) if c.name == f.name), None)
         if column is None or not len(column):
             return []
+        if f.name != field:   # a key of the dynamic field: its values, rows lacking it under None
+            return await _off_loop(lambda: _tally_key(column, field), len(column))
 
         def tally() -> list[tuple[Any, int]]:
             values, counts = np.unique(column.values, return_counts=True)
@@ -702,21 +708,40 @@ def _python_values(col: FieldColumn) -> list[Any]:
     return col.values.tolist()
 
 
-def _entities(columns: Sequence[FieldColumn], n: int) -> list[dict[str, Any]]:
-    """One ``{field: value}`` per row; a dynamic field's keys are spread into the row, as pymilvus does."""
+def _entities(columns: Sequence[FieldColumn], n: int, keys: frozenset[str] | None = None) -> list[dict[str, Any]]:
+    """One ``{field: value}`` per row; a dynamic field's keys are spread into the row, as pymilvus does —
+    only ``keys`` of them when the caller named keys rather than the whole field (Milvus's proxy prunes
+    ``$meta`` to the dynamic keys of ``output_fields`` too)."""
     rows: list[dict[str, Any]] = [{} for _ in range(n)]
     for col in columns:
         values = _python_values(col)
         for row, v in zip(rows, values):
             if col.is_dynamic and isinstance(v, dict):
-                row.update(v)
+                row.update(v if keys is None else {k: x for k, x in v.items() if k in keys})
             else:
                 row[col.name] = v
     return rows
 
 
-def _hits(tk: Any, offset: int, limit: int) -> list[list[dict[str, Any]]]:
-    entities = _entities(tk.fields or [], len(tk))
+def _output_ids(meta: CollectionMeta, names: Sequence[str]) -> tuple[list[int], frozenset[str] | None]:
+    """``(output field ids, dynamic keys to keep)``: names that are not fields are keys of the dynamic field
+    (when it is on), read through ``$meta``; ``None`` keeps every key (``"*"``, ``$meta`` itself, or none named)."""
+    dyn = dynamic_field(meta.schema)
+    fields = {f.name for f in meta.schema.fields}
+    if dyn is None or "*" in names:
+        return meta.output_field_ids(names), None
+    keys = [n for n in names if n not in fields]
+    for k in keys:
+        if not k or k.startswith("$"):
+            raise errors.ParameterInvalid(f"collection {meta.name!r} has no field {k!r}", field=k)
+    plain = [n for n in names if n in fields]
+    if keys and dyn.name not in plain:
+        return meta.output_field_ids([*plain, dyn.name]), frozenset(keys)
+    return meta.output_field_ids(plain), None
+
+
+def _hits(tk: Any, offset: int, limit: int, keys: frozenset[str] | None = None) -> list[list[dict[str, Any]]]:
+    entities = _entities(tk.fields or [], len(tk), keys)
     ids = tk.ids.tolist()
     scores = tk.scores.tolist()
     o = tk.offsets
@@ -734,6 +759,10 @@ _SMALLER_IS_CLOSER = ("L2", "HAMMING", "JACCARD")
 
 
 def _check_sort_field(meta: CollectionMeta, name: str) -> schema_pb2.FieldSchema:
+    """The field that orders rows by ``name``: the field itself, or ``$meta`` for a key of the dynamic field."""
+    dyn = dynamic_field(meta.schema)
+    if dyn is not None and name and not name.startswith("$") and all(f.name != name for f in meta.schema.fields):
+        return dyn
     f = meta.field(name)
     if f.data_type not in _SORTABLE or f.is_dynamic:
         raise errors.ParameterInvalid(f"field {name!r} ({schema_pb2.DataType.Name(f.data_type)}) cannot order rows; "
@@ -743,6 +772,8 @@ def _check_sort_field(meta: CollectionMeta, name: str) -> schema_pb2.FieldSchema
 
 def _check_group_field(meta: CollectionMeta, name: str) -> schema_pb2.FieldSchema:
     f = _check_sort_field(meta, name)
+    if f.is_dynamic:
+        return f
     if f.data_type in (schema_pb2.Float, schema_pb2.Double):
         raise errors.ParameterInvalid(f"field {name!r} is {schema_pb2.DataType.Name(f.data_type)}: group by a Bool, "
                                       "integer or VarChar field", field=name)
@@ -765,15 +796,52 @@ def _columns(results: internal_pb2.RetrieveResults) -> list[FieldColumn]:
     return [field_data_to_column(fd) for fd in results.fields_data if fd.field_name != COUNT_FIELD]
 
 
-def _sort_order(columns: Mapping[str, FieldColumn], order: Sequence[tuple[str, int]], pk: str) -> np.ndarray:
-    """Row positions ordered by ``order`` (first key first), ties by primary key ascending."""
+def _sort_order(columns: Mapping[str, FieldColumn], order: Sequence[tuple[str, int]], pk: str,
+                meta: CollectionMeta | None = None) -> np.ndarray:
+    """Row positions ordered by ``order`` (first key first), ties by primary key ascending; a key of the
+    dynamic field orders numbers, then strings, then booleans, and puts rows lacking it last either way."""
     def rank(values: np.ndarray) -> np.ndarray:
         return np.unique(values, return_inverse=True)[1].reshape(-1)
+    dyn = dynamic_field(meta.schema) if meta is not None else None
     keys = [rank(columns[pk].values)]
     for name, direction in reversed(order):
-        r = rank(columns[name].values)
-        keys.append(r if direction == 1 else -r)
+        if name in columns:
+            r = rank(columns[name].values)
+            keys.append(r if direction == 1 else -r)
+        else:
+            assert dyn is not None, name
+            r, missing = _key_rank(jsonkeys.extract(columns[dyn.name].values, name))
+            keys.append(r if direction == 1 else -r)
+            keys.append(missing)
     return np.lexsort(keys)
+
+
+def _key_rank(kc: jsonkeys.KeyColumn) -> tuple[np.ndarray, np.ndarray]:
+    """``(dense rank, lacks the key)`` of a dynamic key's values: numbers < strings < booleans."""
+    r = np.zeros(len(kc), np.int64)
+    base = 0
+    for kind, values in ((jsonkeys.NUMBER, kc.num), (jsonkeys.STRING, kc.strs), (jsonkeys.BOOL, kc.bools)):
+        rows = np.flatnonzero(kc.kind == kind)
+        if len(rows):
+            if kind == jsonkeys.NUMBER and kc.is_int[rows].all():
+                values = kc.ints   # exact beyond 2^53
+            uniq, inverse = np.unique(values[rows], return_inverse=True)
+            r[rows] = base + inverse.reshape(-1)
+            base += len(uniq)
+    missing = (kc.kind != jsonkeys.NUMBER) & (kc.kind != jsonkeys.STRING) & (kc.kind != jsonkeys.BOOL)
+    return r, missing
+
+
+def _tally_key(column: FieldColumn, key: str) -> list[tuple[Any, int]]:
+    """``[(value, rows)]`` of a dynamic key, most rows first (``None``: rows lacking it); 1 and ``true`` differ."""
+    kc = jsonkeys.extract(column.values, key)
+    values = kc.values(np.arange(len(kc)))
+    counts: dict[tuple[str, Any], int] = {}
+    for v in values:
+        tag = (type(v).__name__ if not isinstance(v, (int, float)) or isinstance(v, bool) else "number", v)
+        counts[tag] = counts.get(tag, 0) + 1
+    ranked = sorted(counts.items(), key=lambda item: -item[1])
+    return [(v, n) for (_, v), n in ranked]
 
 
 @dataclass(frozen=True)
@@ -835,7 +903,7 @@ def _select_hits(hits: list[dict[str, Any]], k: int, offset: int, limit: int, bo
     return [h for members in ranked[offset:want] for h in members], exhausted or full
 
 
-def _rows(results: internal_pb2.RetrieveResults) -> list[dict[str, Any]]:
+def _rows(results: internal_pb2.RetrieveResults, keys: frozenset[str] | None = None) -> list[dict[str, Any]]:
     columns = [field_data_to_column(fd) for fd in results.fields_data if fd.field_name != COUNT_FIELD]
     n = len(columns[0]) if columns else 0
-    return _entities(columns, n)
+    return _entities(columns, n, keys)

@@ -8,6 +8,12 @@ proxy's.  What is decided here is the Feathers side:
   fields: integers, numbers, strings, booleans; so ``?age=32`` is the number 32 and an Int64 key may come
   as a decimal string), then compiled to a plan expression with the ``$in`` cap; ``$eq`` and ``$like``
   (VarChar) are accepted beyond the common syntax, ``$consistency`` is taken off the query;
+* with the dynamic field on, any other name is a key of it (stored in ``$meta``): filterable, sortable
+  (numbers, then strings, then booleans; rows lacking the key last), selectable, countable by group.  A
+  query string has no types, so its values for such keys are read as a JSON client would mean them: a
+  finite number's text is that number, ``true``/``false`` booleans, anything else a string
+  (:func:`~vecgrid.cluster.proxy.filters.coerce_dynamic`); to match a string of digits, use a JSON body
+  (``search`` / ``count`` filters keep the body's types);
 * ``$select`` names output fields: the primary key always, vectors only when named, keys of the dynamic
   field too; without it every field but the vectors;
 * finds page with ``{default: 100, max: 16384}`` and exact totals; a window past ``$skip + $limit``
@@ -76,7 +82,7 @@ def _query_schema(meta: "CollectionMeta") -> QuerySchema:
             kinds[f.name] = "string"
         elif f.data_type == S.Bool:
             kinds[f.name] = "boolean"
-    return QuerySchema(kinds)
+    return QuerySchema(kinds, additional=meta.schema.enable_dynamic_field)
 
 
 def _strip_like(query: Mapping[str, Any], path: tuple = ()) -> tuple[dict[str, Any], list]:
@@ -231,7 +237,8 @@ class EntitiesService:
     OPENAPI = {"docs": {
         "find": {"summary": "Query entities with the Feathers query syntax",
                  "description": "Pages of {total, limit, skip, data} ($limit default 100, max 16384); $sort on "
-                                "scalar fields; $select names output fields (vectors only when named); "
+                                "scalar fields and keys of the dynamic field; $select names output fields "
+                                "(vectors only when named); "
                                 "$consistency; the cursor form ?<pk>[$gt]=<last>&$sort[<pk>]=1 pages without limit."},
         "create": {"summary": "Insert one entity or an array of entities (answers X-Vecgrid-Ts)"},
         "update": {"summary": "Replace an entity (upsert of the whole record)"},
@@ -308,8 +315,11 @@ class EntitiesService:
         if timestamp:
             params.setdefault("response_headers", {})[TS_HEADER] = str(timestamp)
 
-    def _filter(self, coll: _Collection, conditions: Mapping[str, Any]) -> Any:
-        return compile_filter(conditions, coll.meta.schema, max_in=self.max_in_list)
+    def _filter(self, coll: _Collection, conditions: Mapping[str, Any], *, from_query_string: bool = True) -> Any:
+        """The plan expression of ``conditions``; from a query string the dynamic keys' values are coerced
+        (declared fields' values the query schema coerced already), from a JSON body they keep their types."""
+        return compile_filter(conditions, coll.meta.schema, max_in=self.max_in_list,
+                              coerce_strings=from_query_string)
 
     def _parse(self, coll: _Collection, params: Mapping[str, Any]) -> tuple[Any, dict[str, Any], list[str],
                                                                           list[str] | None, str]:
@@ -550,7 +560,7 @@ class EntitiesService:
         filters, conditions = split_query(stripped, coll.query_schema)
         if filters.limit is not None or filters.skip or filters.sort or filters.select is not None:
             raise BadRequest("filter selects rows; $limit, $skip, $sort and $select do not belong in it")
-        return self._filter(coll, _put_like(conditions, likes))
+        return self._filter(coll, _put_like(conditions, likes), from_query_string=False)
 
 
 # -- body helpers ---------------------------------------------------------------------------------------
