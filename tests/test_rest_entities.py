@@ -392,8 +392,6 @@ SKIPPED = {
     "case_update_replaces":
         "a field left out of an update takes its default value: Milvus 2.4 fields are not nullable, so the "
         "replaced record still has every field of the schema",
-    "case_pagination_never_limits_multi":
-        "it filters on a key of the dynamic field (tag), which the engine cannot evaluate",
     "case_unknown_dollar_names":
         "$like is an operator of the entities service (rest-api.md), not an unknown name",
     "case_unique_fields_refuse_a_clash_and_change_nothing":
