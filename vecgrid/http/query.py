@@ -396,6 +396,18 @@ def sort_records(records: list[Mapping[str, Any]], sort: list[tuple[str, int]]) 
     return out
 
 
+def page_limit(limit: int | None, paginate: Mapping[str, int] | None) -> int | None:
+    """The ``limit`` of a find's page (facts §6): ``$limit`` or the default, capped at ``max``;
+    ``$limit`` as given when the call does not paginate."""
+    if not paginate:
+        return limit
+    base = limit if limit is not None else paginate.get("default")
+    maximum = paginate.get("max")
+    if base is None or maximum is None:
+        return base if base is not None else maximum
+    return min(base, maximum)
+
+
 def select_fields(record: Mapping[str, Any], select: list[str] | None, id_field: str) -> dict[str, Any]:
     """``record`` reduced to ``select`` (the id always kept); a copy either way."""
     if select is None:

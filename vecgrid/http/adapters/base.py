@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Collection, Iterable, Mapping, TypeVar
 
 from vecgrid.common.feathers_errors import BadRequest, Conflict, MethodNotAllowed, NotFound
-from vecgrid.http.query import (QuerySchema, compile_filter, matches, select_fields, sort_records,
+from vecgrid.http.query import (QuerySchema, compile_filter, matches, page_limit, select_fields, sort_records,
                                 split_query)
 
 T = TypeVar("T")
@@ -192,12 +192,7 @@ class AdapterService(ABC):
         params = as_params(params)
         filters, conditions = self._split(params)
         paginate = self._paginate(params)
-        limit = filters.limit
-        if paginate:
-            base = limit if limit is not None else paginate.get("default")
-            maximum = paginate.get("max")
-            limit = min(base, maximum) if base is not None and maximum is not None else (
-                base if base is not None else maximum)
+        limit = page_limit(filters.limit, paginate)
 
         select = compile_filter(conditions)
 

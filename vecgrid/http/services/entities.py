@@ -39,7 +39,7 @@ from vecgrid.cluster.proxy.filters import compile_filter
 from vecgrid.cluster.proxy.rows import row_errors
 from vecgrid.common.feathers_errors import BadRequest, MethodNotAllowed, NotFound
 from vecgrid.http.milvus_errors import feathers_error
-from vecgrid.http.query import QuerySchema, select_fields, split_query
+from vecgrid.http.query import QuerySchema, page_limit, select_fields, split_query
 from vecgrid.proto import schema_pb2 as S
 from vecgrid.storage.catalog.schema_rules import DYNAMIC_FIELD_NAME, VECTOR_TYPES
 
@@ -375,12 +375,7 @@ class EntitiesService:
         filters, conditions, output, keep, consistency = self._parse(coll, params)
         paginate = params.get("paginate")
         paginate = self._option(params, "paginate") if paginate is None else (paginate or None)
-        limit = filters.limit
-        if paginate:
-            base = limit if limit is not None else paginate.get("default")
-            maximum = paginate.get("max")
-            limit = min(base, maximum) if base is not None and maximum is not None else (
-                base if base is not None else maximum)
+        limit = page_limit(filters.limit, paginate)
         if limit is not None and filters.skip + limit > WINDOW:
             pk = coll.pk.name
             raise BadRequest(f"$skip + $limit ({filters.skip} + {limit}) is beyond {WINDOW}: page deeper with the "
