@@ -1,13 +1,14 @@
 """gRPC edge of the WAL: streams a DML channel to readers on other hosts.
 
 Thin by design: it opens a :class:`~vecgrid.storage.wal.WalReader` and forwards
-records.  The blocking ``read`` runs in a worker thread with a short timeout so the
+records.  The blocking ``read`` runs on the stream's own thread with a short timeout so the
 event loop only awaits and a cancelled stream is noticed promptly.
 """
 
 from __future__ import annotations
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 
@@ -33,10 +34,14 @@ class ChannelStreamServicer(wal_stream_pb2_grpc.ChannelStreamServicer):
             reader = self.wal.open_reader(request.channel, start, inclusive=request.inclusive)
         except (WalError, ValueError, OSError) as e:
             await context.abort(grpc.StatusCode.NOT_FOUND, f"channel {request.channel!r}: {e}")
+        # A thread of the stream's own: its reads wait up to POLL_S each, and on the loop's default
+        # executor a few idle streams would hold every thread the coordinator's other work needs.
+        thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"wal-stream-serve-{request.channel}")
+        loop = asyncio.get_running_loop()
         try:
             while True:
                 try:
-                    record = await asyncio.to_thread(reader.read, POLL_S)
+                    record = await loop.run_in_executor(thread, reader.read, POLL_S)
                 except WalError as e:
                     await context.abort(grpc.StatusCode.DATA_LOSS, str(e))
                 if record is not None:
@@ -45,6 +50,7 @@ class ChannelStreamServicer(wal_stream_pb2_grpc.ChannelStreamServicer):
                         kind=int(record.kind), payload=record.payload)
         finally:
             reader.close()
+            thread.shutdown(wait=False)
 
 
 def channel_stream_service(wal: Wal):
