@@ -162,3 +162,11 @@ def test_sort_several_keys():
     assert [r["id"] for r in sort_records(rows, filters.sort)] == [1, 2, 0]
     filters, _ = split_query(parse_query_string("$sort[a]=1&$sort[b]=-1"))
     assert [r["id"] for r in sort_records(rows, filters.sort)] == [2, 0, 1]
+
+
+def test_a_repeated_query_string_gives_a_fresh_object_each_time():
+    """The parse is cached; what a hook or service does to one call's query never reaches the next."""
+    first = parse_query_string("a[b][0]=1&c=2")
+    first["a"]["b"].append("changed")
+    first["c"] = "x"
+    assert parse_query_string("a[b][0]=1&c=2") == {"a": {"b": ["1"]}, "c": "2"}
