@@ -61,3 +61,11 @@ def test_filter_reads_records_without_a_queried_field():
     assert compile_filter({"a": 1, "b": "x"})(rows) == [rows[0], rows[4]]
     assert compile_filter({"c": None})(rows) == rows  # a missing field equals null
     assert compile_filter({"a": {"$ne": 1}})(rows) == [rows[2], rows[3]]
+
+
+def test_cached_filters_keep_one_true_and_one_point_zero_apart():
+    from vecgrid.http.query import compile_filter
+    records = [{"v": 1}, {"v": True}, {"v": 1.0}]
+    assert compile_filter({"v": 1})(records) == [r for r in records if matches(r, {"v": 1})]
+    assert compile_filter({"v": True})(records) == [r for r in records if matches(r, {"v": True})]
+    assert compile_filter({"v": 1})(records) == [r for r in records if matches(r, {"v": 1})]
