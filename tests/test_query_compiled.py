@@ -69,3 +69,12 @@ def test_cached_filters_keep_one_true_and_one_point_zero_apart():
     assert compile_filter({"v": 1})(records) == [r for r in records if matches(r, {"v": 1})]
     assert compile_filter({"v": True})(records) == [r for r in records if matches(r, {"v": True})]
     assert compile_filter({"v": 1})(records) == [r for r in records if matches(r, {"v": 1})]
+
+
+def test_a_nan_operand_is_not_cached_as_null():
+    """The cache key is the conditions' JSON, where NaN is written as null: such conditions are compiled
+    afresh (found by the property test above)."""
+    from vecgrid.http.query import compile_filter
+    assert compile_filter({"a": float("nan")})([{}]) == []
+    assert compile_filter({"a": None})([{}]) == [{}]
+    assert compile_filter({"a": float("nan")})([{}]) == []

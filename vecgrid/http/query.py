@@ -458,6 +458,10 @@ def compile_filter(conditions: Mapping[str, Any]) -> Callable[[Sequence[Mapping[
     try:
         key = orjson.dumps(conditions)
     except TypeError:  # a value JSON cannot carry (server code may pass one): not cached
+        key = None
+    # Only where the JSON says exactly what the conditions say: NaN would read back as null, a tuple
+    # as a list.
+    if key is None or orjson.loads(key) != conditions:
         return _compile(conditions, _FILTER_TEMPLATE, fallback=True)
     return _cached_filter(key)
 
