@@ -22,6 +22,7 @@ from typing import Any
 import httpx
 import numpy as np
 import pytest
+from argon2 import PasswordHasher
 import requests
 import tornado.httpserver
 import tornado.netutil
@@ -116,7 +117,7 @@ class Server:
 
 @pytest.fixture
 def server():
-    running = Server(build_app())
+    running = Server(build_app(hasher=PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1)))
     yield running
     running.stop()
 

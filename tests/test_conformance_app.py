@@ -28,6 +28,7 @@ from pathlib import Path
 
 import jwt
 import pytest
+from argon2 import PasswordHasher
 from tornado.testing import AsyncHTTPTestCase, ExpectLog
 
 from vecgrid.common import feathers_errors
@@ -36,6 +37,9 @@ from vecgrid.http.feathers.rest import make_tornado_app
 
 JSON_CT = "application/json; charset=utf-8"
 SECRET = "conformance-test-secret-" + "x" * 24
+# Argon2id with cheap parameters: the wire behaviour does not depend on them, and every test starts an app
+# (the service hashes a dummy password when it starts). The real command runs with the defaults.
+FAST_HASHER = PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1)
 AUDIENCE = "https://yourdomain.com"
 ERROR_KEYS = {"name", "message", "code", "className"}
 PEOPLE_GROUPS = (("people", "id"), ("people-customid", "customid"))
@@ -47,7 +51,7 @@ class ConformanceCase(AsyncHTTPTestCase):
     login_max_failures = 10
 
     def get_app(self):
-        self.feathers = build_app(secret=SECRET, login_max_failures=self.login_max_failures)
+        self.feathers = build_app(secret=SECRET, login_max_failures=self.login_max_failures, hasher=FAST_HASHER)
         return make_tornado_app(self.feathers)
 
     def call(self, method: str, path: str, body=None, *, headers: dict | None = None,

@@ -25,6 +25,9 @@ from vecgrid.http.feathers.rest import make_tornado_app
 JSON_CT = "application/json; charset=utf-8"
 SECRET = "s" * 40
 AUDIENCE = "https://yourdomain.com"
+# Cheap Argon2id parameters for the apps these tests start (the defaults cost ~0.1 s a hash); the
+# behaviour under test does not depend on them.
+FAST_HASHER = PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1)
 
 
 class FakeClock:
@@ -39,15 +42,17 @@ def build_app(clock, *, max_failures=3, window_s=60.0) -> tuple[Application, Aut
     app = Application()
     users = MemoryService(paginate={"default": 10, "max": 50})
     app.use("users", users)
+    hashed = hash_password("password", hasher=FAST_HASHER)
     app.service("users").hooks({
-        "before": {"create": [hash_password("password")],
+        "before": {"create": [hashed],
                    "find": [authenticate("jwt")], "get": [authenticate("jwt")],
-                   "update": [authenticate("jwt"), hash_password("password")],
-                   "patch": [authenticate("jwt"), hash_password("password")],
+                   "update": [authenticate("jwt"), hashed],
+                   "patch": [authenticate("jwt"), hashed],
                    "remove": [authenticate("jwt")]},
         "after": {"all": [protect("password")]},
     })
-    auth = AuthenticationService(SECRET, max_failures=max_failures, failure_window_s=window_s, clock=clock)
+    auth = AuthenticationService(SECRET, max_failures=max_failures, failure_window_s=window_s, clock=clock,
+                                 hasher=FAST_HASHER)
     app.use("authentication", auth)
     return app, auth, users
 

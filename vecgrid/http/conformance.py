@@ -20,6 +20,8 @@ from typing import Any, Callable
 import tornado.httpserver
 import tornado.netutil
 
+from argon2 import PasswordHasher
+
 from vecgrid.http.adapters.memory import MemoryService, MemoryStore
 from vecgrid.http.feathers.application import Application, HookContext
 from vecgrid.http.feathers.authentication import (AuthenticationService, authenticate, hash_password,
@@ -45,14 +47,15 @@ def _mount_people(app: Application, base: str, id_field: str) -> None:
                                              query_schema=_people_schema(id_field), shared=shared))
 
 
-def _mount_users(app: Application) -> None:
+def _mount_users(app: Application, hasher: PasswordHasher) -> None:
     app.use("users", MemoryService(paginate={"default": 10, "max": 50}))
     jwt = authenticate("jwt")
+    hashed = hash_password("password", hasher=hasher)
     app.service("users").hooks({
-        "before": {"create": [hash_password("password")],
+        "before": {"create": [hashed],
                    "find": [jwt], "get": [jwt], "remove": [jwt],
-                   "update": [jwt, hash_password("password")],
-                   "patch": [jwt, hash_password("password")]},
+                   "update": [jwt, hashed],
+                   "patch": [jwt, hashed]},
         "after": {"all": [protect("password")]},
     })
 
@@ -95,13 +98,20 @@ class EchoService:
 
 
 def build_app(*, secret: str | None = None, clock: Callable[[], float] | None = None,
-              login_max_failures: int = 10, login_window_s: float = 300.0) -> Application:
-    """The conformance app's services on a fresh Feathers application."""
+              login_max_failures: int = 10, login_window_s: float = 300.0,
+              hasher: PasswordHasher | None = None) -> Application:
+    """The conformance app's services on a fresh Feathers application.
+
+    ``hasher``: Argon2id with argon2-cffi's defaults unless given (test suites that start many apps
+    pass cheaper parameters; the wire behaviour does not depend on them).
+    """
+    hasher = hasher if hasher is not None else PasswordHasher()
     app = Application()
     _mount_people(app, "people", "id")
     _mount_people(app, "people-customid", "customid")
-    _mount_users(app)
-    auth_options: dict[str, Any] = {"max_failures": login_max_failures, "failure_window_s": login_window_s}
+    _mount_users(app, hasher)
+    auth_options: dict[str, Any] = {"max_failures": login_max_failures, "failure_window_s": login_window_s,
+                                    "hasher": hasher}
     if clock is not None:
         auth_options["clock"] = clock
     app.use("authentication", AuthenticationService(secret or secrets.token_urlsafe(48), **auth_options))
