@@ -15,18 +15,14 @@ otherwise as doubles), strings with strings, booleans with booleans.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-
-try:
-    import orjson as _orjson
-except ImportError:  # pragma: no cover - orjson is a dependency; json is the fallback
-    _orjson = None
-import json as _json
+import orjson
 
 __all__ = ["KeyColumn", "extract", "KeyCache", "MISSING", "BOOL", "NUMBER", "STRING", "OTHER"]
 
@@ -83,12 +79,10 @@ def _loads(doc: Any) -> Any:
         return doc
     if isinstance(doc, np.ndarray):
         doc = doc.tobytes()
-    if _orjson is not None:
-        try:
-            return _orjson.loads(doc)
-        except _orjson.JSONDecodeError:
-            return _json.loads(doc)  # what orjson refuses (e.g. integers beyond 64 bits) the stdlib reads
-    return _json.loads(doc)
+    try:
+        return orjson.loads(doc)
+    except orjson.JSONDecodeError:
+        return json.loads(doc)  # what orjson refuses (e.g. integers beyond 64 bits) the stdlib reads
 
 
 def extract(docs: Any, key: str) -> KeyColumn:

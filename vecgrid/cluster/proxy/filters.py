@@ -172,39 +172,22 @@ class _Compiler:
         f = self.field(name)
         col = E.column(f.fieldID, f.data_type, is_primary_key=f.is_primary_key)
         col.is_autoID, col.is_partition_key = f.autoID, f.is_partition_key  # as Milvus's parser fills them
-        if isinstance(cond, list):
-            raise errors.ParameterInvalid(f"field {name!r} is compared with an array; use $in for several values")
-        if not isinstance(cond, Mapping):
-            return E.compare(col, "==", self.value(f, cond))
-        if not cond:
-            raise errors.ParameterInvalid(f"the condition on field {name!r} is an empty object")
-        parts = []
-        for op, operand in cond.items():
-            if op in _SET:
-                if not isinstance(operand, list):
-                    raise errors.ParameterInvalid(f"{op} on field {name!r} expects an array, got {_show(operand)}")
-                if self.max_in is not None and len(operand) > self.max_in:
-                    raise errors.ParameterTooLarge(f"{op} on field {name!r} has {len(operand)} values; at most "
-                                                   f"{self.max_in} are allowed in one list", field=name)
-                e = E.term(col, [self.value(f, v) for v in operand])
-                parts.append(E.not_(e) if op == "$nin" else e)
-            elif op in _COMPARE:
-                if f.data_type == schema_pb2.Bool and op not in ("$ne", "$eq"):
-                    raise errors.ParameterInvalid(f"{op} does not apply to Bool field {name!r}; use a value or $ne")
-                parts.append(E.compare(col, _COMPARE[op], self.value(f, operand)))
-            elif op == LIKE:
-                if f.data_type not in _STRINGS or not isinstance(operand, str):
-                    raise errors.ParameterInvalid(f"$like takes a pattern string on a VarChar field; field {name!r} "
-                                                  f"is {schema_pb2.DataType.Name(f.data_type)}, got {_show(operand)}",
-                                                  field=name)
-                parts.append(E.match(col, "like", operand))
-            elif isinstance(op, str) and op.startswith("$"):
-                raise errors.ParameterInvalid(f"Invalid query parameter {op}")
-            else:
-                raise errors.ParameterInvalid(
-                    f"field {name!r} is compared with an object; nested keys ({op!r}) would need a JSON field, "
-                    "which cannot be filtered")
-        return _all(parts)
+
+        def compared(op: str, operand: Any) -> Any:
+            if f.data_type == schema_pb2.Bool and op not in ("$ne", "$eq"):
+                raise errors.ParameterInvalid(f"{op} does not apply to Bool field {name!r}; use a value or $ne")
+            return self.value(f, operand)
+
+        def pattern(operand: Any) -> str:
+            if f.data_type not in _STRINGS or not isinstance(operand, str):
+                raise errors.ParameterInvalid(f"$like takes a pattern string on a VarChar field; field {name!r} "
+                                              f"is {schema_pb2.DataType.Name(f.data_type)}, got {_show(operand)}",
+                                              field=name)
+            return operand
+
+        return self._operators(col, cond, name, f"field {name!r}", lambda v: self.value(f, v), compared, pattern,
+                               lambda op: f"field {name!r} is compared with an object; nested keys ({op!r}) would "
+                                          "need a JSON field, which cannot be filtered")
 
     def key_condition(self, key: str, cond: Any) -> plan_pb2.Expr:
         """A condition on ``key`` of the dynamic field: a JSON path on ``$meta``."""
@@ -213,41 +196,55 @@ class _Compiler:
         if not key:
             raise errors.ParameterInvalid("an empty name is not a key of the dynamic field")
         col = plan_pb2.ColumnInfo(field_id=meta.fieldID, data_type=schema_pb2.JSON, nested_path=[key])
+
+        def compared(op: str, operand: Any) -> Any:
+            v = self.key_value(key, operand)
+            if isinstance(v, bool) and op not in ("$ne", "$eq"):
+                raise errors.ParameterInvalid(f"{op} on key {key!r} orders numbers or strings, got {_show(v)}",
+                                              field=key)
+            return v
+
+        def pattern(operand: Any) -> str:
+            if self.coerce and operand is not None and not isinstance(operand, str):
+                operand = str(operand)
+            if not isinstance(operand, str):
+                raise errors.ParameterInvalid(f"$like takes a pattern string; got {_show(operand)} for key {key!r}",
+                                              field=key)
+            return operand
+
+        return self._operators(col, cond, key, f"key {key!r}", lambda v: self.key_value(key, v), compared, pattern,
+                               lambda op: f"key {key!r} of the dynamic field is compared with an object; nested "
+                                          f"keys ({op!r}) cannot be filtered")
+
+    def _operators(self, col: plan_pb2.ColumnInfo, cond: Any, name: str, what: str, value: Any, compared: Any,
+                   pattern: Any, nested: Any) -> plan_pb2.Expr:
+        """The Feathers operators on one column, for a schema field and a dynamic key alike: ``what`` names
+        the column in messages; ``value``/``compared``/``pattern`` check an operand as that column takes it and
+        ``nested(op)`` words the refusal of a nested object."""
         if isinstance(cond, list):
-            raise errors.ParameterInvalid(f"key {key!r} is compared with an array; use $in for several values")
+            raise errors.ParameterInvalid(f"{what} is compared with an array; use $in for several values")
         if not isinstance(cond, Mapping):
-            return E.compare(col, "==", self.key_value(key, cond))
+            return E.compare(col, "==", value(cond))
         if not cond:
-            raise errors.ParameterInvalid(f"the condition on key {key!r} is an empty object")
+            raise errors.ParameterInvalid(f"the condition on {what} is an empty object")
         parts = []
         for op, operand in cond.items():
             if op in _SET:
                 if not isinstance(operand, list):
-                    raise errors.ParameterInvalid(f"{op} on key {key!r} expects an array, got {_show(operand)}")
+                    raise errors.ParameterInvalid(f"{op} on {what} expects an array, got {_show(operand)}")
                 if self.max_in is not None and len(operand) > self.max_in:
-                    raise errors.ParameterTooLarge(f"{op} on key {key!r} has {len(operand)} values; at most "
-                                                   f"{self.max_in} are allowed in one list", field=key)
-                e = E.term(col, [self.key_value(key, v) for v in operand])
+                    raise errors.ParameterTooLarge(f"{op} on {what} has {len(operand)} values; at most "
+                                                   f"{self.max_in} are allowed in one list", field=name)
+                e = E.term(col, [value(v) for v in operand])
                 parts.append(E.not_(e) if op == "$nin" else e)
             elif op in _COMPARE:
-                v = self.key_value(key, operand)
-                if isinstance(v, bool) and op not in ("$ne", "$eq"):
-                    raise errors.ParameterInvalid(f"{op} on key {key!r} orders numbers or strings, got {_show(v)}",
-                                                  field=key)
-                parts.append(E.compare(col, _COMPARE[op], v))
+                parts.append(E.compare(col, _COMPARE[op], compared(op, operand)))
             elif op == LIKE:
-                if self.coerce and operand is not None and not isinstance(operand, str):
-                    operand = str(operand)
-                if not isinstance(operand, str):
-                    raise errors.ParameterInvalid(f"$like takes a pattern string; got {_show(operand)} for key {key!r}",
-                                                  field=key)
-                parts.append(E.match(col, "like", operand))
+                parts.append(E.match(col, "like", pattern(operand)))
             elif isinstance(op, str) and op.startswith("$"):
                 raise errors.ParameterInvalid(f"Invalid query parameter {op}")
             else:
-                raise errors.ParameterInvalid(
-                    f"key {key!r} of the dynamic field is compared with an object; nested keys ({op!r}) "
-                    "cannot be filtered")
+                raise errors.ParameterInvalid(nested(op))
         return _all(parts)
 
     def key_value(self, key: str, v: Any) -> Any:
