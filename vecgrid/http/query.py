@@ -124,10 +124,13 @@ class QuerySchema:
     and ``$select``/``$sort`` may only name declared fields.  Coercion is idempotent, so a query that
     a hook already coerced passes unchanged.  ``additional=True`` lets names it does not declare through,
     uncoerced (a vecgrid collection with the dynamic field: any key may be stored; the service types them).
+    ``operators`` names field operators beyond the common syntax that the service evaluates itself (the
+    entities service's ``$like``); their operands pass uncoerced.
     """
 
     fields: Mapping[str, str]
     additional: bool = False
+    operators: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         for name, kind in self.fields.items():
@@ -295,7 +298,8 @@ def _conditions(query: Mapping[str, Any], schema: QuerySchema | None, path: str,
                 kind = schema.fields.get(name)
                 if kind is None and not schema.additional:
                     errors.append(_additional(path, name))
-            out[name] = _field_condition(value, kind, f"{path}/{name}", errors)
+            extra = schema.operators if schema is not None else ()
+            out[name] = _field_condition(value, kind, f"{path}/{name}", errors, extra)
     return out
 
 
@@ -303,7 +307,7 @@ def _is_operator_dict(value: Any) -> bool:
     return isinstance(value, dict) and any(isinstance(k, str) and k.startswith("$") for k in value)
 
 
-def _field_condition(value: Any, kind: str | None, path: str, errors: list) -> Any:
+def _field_condition(value: Any, kind: str | None, path: str, errors: list, extra: tuple[str, ...] = ()) -> Any:
     if not _is_operator_dict(value):
         if kind is None:
             return value
@@ -313,6 +317,9 @@ def _field_condition(value: Any, kind: str | None, path: str, errors: list) -> A
         return _coerce(value, kind, path, errors)
     out = {}
     for op, operand in value.items():
+        if op in extra:
+            out[op] = operand
+            continue
         if op not in OPERATORS:
             raise BadRequest(f"Invalid query parameter {op}", data={op: operand})
         if op in ("$in", "$nin"):

@@ -82,50 +82,7 @@ def _query_schema(meta: "CollectionMeta") -> QuerySchema:
             kinds[f.name] = "string"
         elif f.data_type == S.Bool:
             kinds[f.name] = "boolean"
-    return QuerySchema(kinds, additional=meta.schema.enable_dynamic_field)
-
-
-def _strip_like(query: Mapping[str, Any], path: tuple = ()) -> tuple[dict[str, Any], list]:
-    """``query`` without its ``$like`` operators (the shared query parser knows no ``$like``), and where they
-    were: ``[(path of the condition object, field, pattern)]``; :func:`_put_like` puts them back."""
-    out: dict[str, Any] = {}
-    likes: list = []
-    for key, value in query.items():
-        if key in ("$or", "$and") and isinstance(value, (list, dict)):
-            items = value if isinstance(value, list) else [value[k] for k in sorted(value, key=_index_key)]
-            branches = []
-            for i, branch in enumerate(items):
-                if isinstance(branch, Mapping):
-                    stripped, inner = _strip_like(branch, path + ((key, i),))
-                    branches.append(stripped)
-                    likes.extend(inner)
-                else:
-                    branches.append(branch)
-            out[key] = branches
-        elif isinstance(value, Mapping) and "$like" in value:
-            rest = {k: v for k, v in value.items() if k != "$like"}
-            likes.append((path, key, value["$like"]))
-            if rest:
-                out[key] = rest
-        else:
-            out[key] = value
-    return out, likes
-
-
-def _index_key(key: Any) -> Any:
-    return int(key) if isinstance(key, str) and key.isdigit() else key
-
-
-def _put_like(conditions: dict[str, Any], likes: list) -> dict[str, Any]:
-    for path, field, pattern in likes:
-        target = conditions
-        for key, i in path:
-            target = target[key][i]
-        existing = target.get(field)
-        if existing is not None and not isinstance(existing, dict):
-            existing = {"$eq": existing}
-        target[field] = {**(existing or {}), "$like": pattern}
-    return conditions
+    return QuerySchema(kinds, additional=meta.schema.enable_dynamic_field, operators=("$like",))
 
 
 def _as_names(value: Any) -> list[str]:
@@ -327,9 +284,7 @@ class EntitiesService:
         query = dict(params.get("query") or {})
         consistency = query.pop("$consistency", "Strong")
         select = query.pop("$select", None)
-        query, likes = _strip_like(query)
         filters, conditions = split_query(query, coll.query_schema)
-        conditions = _put_like(conditions, likes)
         output, keep = coll.select(None if select is None else _as_names(select))
         return filters, conditions, output, keep, consistency
 
@@ -551,11 +506,10 @@ class EntitiesService:
             return None
         if not isinstance(value, dict):
             raise BadRequest("filter must be a query object ({\"field\": value, \"$or\": [...]})")
-        stripped, likes = _strip_like(value)
-        filters, conditions = split_query(stripped, coll.query_schema)
+        filters, conditions = split_query(value, coll.query_schema)
         if filters.limit is not None or filters.skip or filters.sort or filters.select is not None:
             raise BadRequest("filter selects rows; $limit, $skip, $sort and $select do not belong in it")
-        return self._filter(coll, _put_like(conditions, likes), from_query_string=False)
+        return self._filter(coll, conditions, from_query_string=False)
 
 
 # -- body helpers ---------------------------------------------------------------------------------------
