@@ -34,7 +34,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Histogram,
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector
 
-from vecgrid.cluster.querycoord.monitor import cluster_snapshot
+from vecgrid.cluster.querycoord.monitor import cluster_snapshot, read_catalog_names
 from vecgrid.errors import MilvusError
 from vecgrid.http.feathers.application import STANDARD_METHODS
 
@@ -107,6 +107,7 @@ class QueryCoordCollector(Collector):
         self.node_reports: list[dict[str, Any]] = []   # set by :meth:`gather` before each collect
         self.unreachable = 0
         self.wal_bytes = 0
+        self.names: dict[int, tuple[str, dict[int, str]]] = {}   # collection and partition names, by gather
 
     def describe(self) -> list:
         return []  # nothing to check at registration: the families are computed at scrape time
@@ -123,11 +124,12 @@ class QueryCoordCollector(Collector):
             nodes = doc["cluster"]["connected_nodes"]
             self.node_reports = [n["vecgrid"] for n in nodes if "vecgrid" in n]
             self.unreachable = len(nodes) - len(self.node_reports)
+        self.names = await read_catalog_names(self.coord)
         wal = getattr(getattr(self.coord, "appenders", None), "wal", None)
         self.wal_bytes = await asyncio.to_thread(directory_bytes, wal.root) if wal is not None else 0
 
     def collect(self) -> Iterable[Any]:
-        snap = cluster_snapshot(self.coord)
+        snap = cluster_snapshot(self.coord, self.names)
         yield GaugeMetricFamily("vecgrid_querycoord_collection_num", "Collections loaded or loading",
                                 value=len(snap["collections"]))
         yield GaugeMetricFamily("vecgrid_querycoord_querynode_num", "Query nodes registered",

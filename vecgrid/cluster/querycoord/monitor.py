@@ -16,8 +16,11 @@ QueryCoord's meta lives; :class:`LoadStats` is owned by that loop too.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
+
+from vecgrid import errors
 
 from vecgrid.cluster.periodic import Periodic
 from vecgrid.common.histogram import CumulativeHistogram
@@ -72,8 +75,27 @@ def task_type(task: Any) -> str:
     return type(task).__name__.lower()
 
 
-def cluster_snapshot(coord: Any) -> dict[str, Any]:
-    """Nodes, collections and tasks as the coordinator sees them now (see the module docstring)."""
+def catalog_names(catalog: Any, collection_ids: list[int]) -> dict[int, tuple[str, dict[int, str]]]:
+    """Each collection's name and partition names: store reads, so callers run it off the event loop.
+    A collection dropped meanwhile is shown by id."""
+    names: dict[int, tuple[str, dict[int, str]]] = {}
+    for cid in collection_ids:
+        try:
+            coll = catalog.get_collection(cid)
+        except errors.CollectionNotFound:
+            names[cid] = (str(cid), {})
+            continue
+        names[cid] = (coll.name, {p.partitionID: p.partitionName for p in coll.partitions})
+    return names
+
+
+async def read_catalog_names(coord: Any) -> dict[int, tuple[str, dict[int, str]]]:
+    return await asyncio.to_thread(catalog_names, coord.catalog, list(coord.collections.ids()))
+
+
+def cluster_snapshot(coord: Any, names: dict[int, tuple[str, dict[int, str]]]) -> dict[str, Any]:
+    """Nodes, collections and tasks as the coordinator sees them now (see the module docstring); ``names``
+    from :func:`read_catalog_names`, so that this runs on the loop without store reads."""
     nodes = []
     for info in sorted(coord.nodes.all(), key=lambda n: n.node_id):
         dist = coord.dist.node(info.node_id)
@@ -87,13 +109,10 @@ def cluster_snapshot(coord: Any) -> dict[str, Any]:
     collections = []
     percentages: dict[int, int] = {}
     for cid in sorted(coord.collections.ids()):
-        try:
-            name = coord.catalog.get_collection(cid).name
-        except Exception:  # noqa: BLE001 - dropped meanwhile: shown by id
-            name = str(cid)
+        name, partition_names = names.get(cid, (str(cid), {}))
         pct = coord.collections.percentage(cid)
         percentages[cid] = pct
-        states = _partition_states(coord, cid)
+        states = _partition_states(coord, cid, partition_names)
         replicas = coord.replicas.of_collection(cid)
         segments_per_node: dict[str, int] = {}
         for node_id, _ in coord.dist.segments(cid):
@@ -118,8 +137,7 @@ def cluster_snapshot(coord: Any) -> dict[str, Any]:
             "time": time.time()}
 
 
-def _partition_states(coord: Any, cid: int) -> list[dict[str, Any]]:
-    names = {p.partitionID: p.partitionName for p in coord.catalog.list_partitions(cid)}
+def _partition_states(coord: Any, cid: int, names: dict[int, str]) -> list[dict[str, Any]]:
     return [{"partition_id": p.partitionID, "name": names.get(p.partitionID, ""),
              "state": Q.PartitionState.Name(p.state),
              "load_percentage": int(p.inMemory_percentage)}
@@ -144,7 +162,8 @@ class ClusterPublisher(Periodic):
 
     async def round(self) -> None:
         try:
-            await self.client.set_metadata(list(METADATA_KEY), cluster_snapshot(self.coord))
+            names = await read_catalog_names(self.coord)
+            await self.client.set_metadata(list(METADATA_KEY), cluster_snapshot(self.coord, names))
         except Exception as e:
             self.last_error = f"{type(e).__name__}: {e}"
             raise
