@@ -95,6 +95,17 @@ class RecordView(ABC):
         assert not self.writes, "a plan reads all records before it writes"
         return self.load_all()
 
+    def narrow(self, conditions: Mapping[str, Any]) -> tuple[Collection[dict[str, Any]], Mapping[str, Any]]:
+        """Records in insertion order and the conditions still to check on them: a record matches
+        ``conditions`` if and only if it is among them and matches the rest.  Every record and all
+        the conditions here; an adapter with an index answers part of the query from it."""
+        return self.all(), conditions
+
+    def matching(self, conditions: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """Every record that matches ``conditions``, in insertion order."""
+        rows, rest = self.narrow(conditions)
+        return compile_filter(rest)(rows)
+
     def new_id(self) -> Any:
         while True:
             candidate = self.next_candidate_id()
@@ -194,10 +205,8 @@ class AdapterService(ABC):
         paginate = self._paginate(params)
         limit = page_limit(filters.limit, paginate)
 
-        select = compile_filter(conditions)
-
         def plan(view: RecordView) -> Any:
-            found = select(view.all())
+            found = view.matching(conditions)
             if filters.sort:
                 found = sort_records(found, filters.sort)
             end = None if limit is None else filters.skip + limit
@@ -266,13 +275,15 @@ class AdapterService(ABC):
             raise BadRequest("Data must be an object")
         filters, conditions = self._split(params)
         changes = {k: v for k, v in data.items() if k != self.id}
-        select = compile_filter(conditions)
 
         def plan(view: RecordView) -> list[dict[str, Any]]:
             # $limit and pagination never limit a multi patch (facts §4, §6).
-            existing = view.all() if self.options["unique"] or id is None else []
-            targets = (select(existing) if id is None
-                       else [self._lookup(view, id, conditions)])
+            existing = view.all() if self.options["unique"] else []
+            if id is not None:
+                targets = [self._lookup(view, id, conditions)]
+            else:
+                targets = (compile_filter(conditions)(existing) if self.options["unique"]
+                           else view.matching(conditions))
             patched = [{**r, **copy.deepcopy(changes)} for r in targets]
             self._check_unique(existing, patched)
             for record in patched:
@@ -287,10 +298,9 @@ class AdapterService(ABC):
         if id is None and not self.allows_multi("remove", params):
             raise MethodNotAllowed("Can not remove multiple entries")
         filters, conditions = self._split(params)
-        select = compile_filter(conditions)
 
         def plan(view: RecordView) -> list[dict[str, Any]]:
-            targets = (select(view.all()) if id is None
+            targets = (view.matching(conditions) if id is None
                        else [self._lookup(view, id, conditions)])
             removed = [self._out(r, filters.select) for r in targets]
             for record in targets:
