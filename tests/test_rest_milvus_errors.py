@@ -25,6 +25,9 @@ from vecgrid.http.milvus_errors import feathers_error, milvus_error_hook
     (errors.ServiceNotReady(), 503, "Unavailable"),
     (errors.Timeout(), 408, "Timeout"),
     (errors.SegmentLoadFailed(), 500, "GeneralError"),
+    # a search that met a segment released under it (a balance moved it): retry, not a server fault
+    (errors.SegmentNotLoaded(segment=7), 503, "Unavailable"),
+    (errors.SegmentLack(), 503, "Unavailable"),
 ])
 def test_mapping(error, status, name):
     mapped = feathers_error(error)

@@ -47,6 +47,9 @@ _BY_MILVUS_CODE: dict[int, type[fe.FeathersError]] = {
     errors.NodeNotAvailable.code: fe.Unavailable,
     errors.NodeOffline.code: fe.Unavailable,
     errors.CollectionOnRecovering.code: fe.Unavailable,
+    # segments moving between nodes under a read (balance, handoff): the next try finds them
+    errors.SegmentNotLoaded.code: fe.Unavailable,
+    errors.SegmentLack.code: fe.Unavailable,
     errors.Timeout.code: fe.Timeout,
     errors.ServiceUnimplemented.code: fe.NotImplemented,
 }
