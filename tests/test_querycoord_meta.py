@@ -121,3 +121,30 @@ def test_failed_load_cache_answers_the_most_frequent_recent_failure():
     assert isinstance(cache.get(1), errors.MemoryLimitExceeded)
     cache.remove(1)
     assert cache.get(1) is None
+
+
+async def test_a_failing_health_refresh_makes_the_cluster_unhealthy_until_one_succeeds():
+    """A refresh that raises must not leave the last (healthy) answer standing: it is the problem."""
+    from tests.conftest import poll_until
+
+    broken = {"now": False}
+
+    def datacoord_problems() -> list[str]:
+        if broken["now"]:
+            raise RuntimeError("catalog unreadable")
+        return []
+
+    nodes = NodeManager()
+    observer = HealthObserver(nodes, NodeClients(nodes), 0.01, 1)
+    observer.roles.append(("datacoord", lambda: 1, datacoord_problems))
+    await observer.start()
+    try:
+        assert observer.healthy
+        broken["now"] = True
+        await poll_until(lambda: not observer.healthy, 10, 0.01, "the failed refresh to show")
+        (msg,) = json.loads(observer.reasons[0])["unhealthy_cluster_msgs"]
+        assert msg["role"] == "querycoord" and "catalog unreadable" in msg["reason"]["unhealthy_msg"]
+        broken["now"] = False
+        await poll_until(lambda: observer.healthy and not observer.reasons, 10, 0.01, "health back")
+    finally:
+        await observer.stop()

@@ -6,7 +6,9 @@ Milvus answers CheckHealth from a result refreshed every
 reason ``{"unhealthy_cluster_msgs": [...], "unhealthy_collection_msgs": [...]}``
 with level Fatal for a failing node.  Loaded collections that could not be queried
 (no serviceable shard leader for some channel) for ``UNQUERYABLE_AFTER_S`` are listed
-as Critical: reported, but the cluster stays healthy, as in Milvus.  Roles beside QueryCoord in this
+as Critical: reported, but the cluster stays healthy, as in Milvus.  A refresh that fails is itself
+the answer (role ``querycoord``, Fatal) until one succeeds: the last answer it could not renew may be
+stale, and a health check that cannot look must not say "healthy".  Roles beside QueryCoord in this
 process (DataCoord: a flush or compaction that keeps failing) add their problems through
 :attr:`HealthObserver.roles`, level Fatal.  The first refresh runs at start so the answer is real from
 the first call.
@@ -66,8 +68,16 @@ class HealthObserver:
             await asyncio.sleep(self.interval_s)
             try:
                 await self.refresh()
-            except Exception:  # noqa: BLE001 - keep the last answer, try again next round
+            except Exception as error:  # noqa: BLE001 - reported as the health answer, tried again next round
                 log.warning("health refresh failed", exc_info=True)
+                self._failed(error)
+
+    def _failed(self, error: Exception) -> None:
+        msg = {"role": "querycoord", "node_id": 0, "reason": {
+            "unhealthy_msg": f"health refresh failed: {type(error).__name__}: {error}",
+            "unhealthy_level": LEVEL_FATAL}}
+        self.healthy = False
+        self.reasons = [json.dumps({"unhealthy_cluster_msgs": [msg], "unhealthy_collection_msgs": []})]
 
     async def refresh(self) -> None:
         nodes = self.nodes.all()
