@@ -148,3 +148,23 @@ async def test_a_failing_health_refresh_makes_the_cluster_unhealthy_until_one_su
         await poll_until(lambda: observer.healthy and not observer.reasons, 10, 0.01, "health back")
     finally:
         await observer.stop()
+
+
+def test_a_distribution_reply_refreshes_growing_rows_even_when_lastmodifyts_stands():
+    """Inserts fill growing segments without moving a node's lastModifyTs (it moves on loads, releases
+    and deletes); the balancer reads the growing rows from the leader views, so a full reply must
+    replace them."""
+    from vecgrid.cluster.querycoord.dist.distribution import DistributionManager
+
+    dist = DistributionManager()
+
+    def reply(growing: int) -> Q.GetDataDistributionResponse:
+        return Q.GetDataDistributionResponse(lastModifyTs=7, leader_views=[
+            Q.LeaderView(collection=1, channel="ch-0", num_of_growing_rows=growing)])
+
+    dist.update(3, reply(10))
+    dist.update(3, reply(500))
+    ((node, view),) = dist.leader_views(1)
+    assert (node, view.num_of_growing_rows) == (3, 500)
+    dist.update(3, Q.GetDataDistributionResponse())  # no body (nothing changed): only the heartbeat
+    assert dist.leader_views(1)[0][1].num_of_growing_rows == 500

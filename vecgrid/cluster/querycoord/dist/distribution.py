@@ -31,12 +31,16 @@ class DistributionManager:
         self._nodes: dict[int, NodeDistribution] = {}
 
     def update(self, node_id: int, reply: Q.GetDataDistributionResponse) -> None:
-        """Record a node's answer; an empty body (nothing changed since last time) only beats the heart."""
+        """Record a node's answer; an empty body (nothing changed since last time) only beats the heart.
+
+        A body replaces what was known even under the same ``lastModifyTs``: the node moves it on loads,
+        releases and deletes, not on inserts, and the leader views' growing rows (the balancer reads
+        them) change with every insert."""
         dist = self._nodes.setdefault(node_id, NodeDistribution(node_id))
         dist.heartbeat = time.monotonic()
         if reply.memCapacityInMB:
             dist.mem_capacity_mb = reply.memCapacityInMB
-        if reply.lastModifyTs and reply.lastModifyTs != dist.last_modify_ts:
+        if reply.lastModifyTs:
             dist.segments = list(reply.segments)
             dist.channels = list(reply.channels)
             dist.leader_views = list(reply.leader_views)
