@@ -10,7 +10,6 @@ import json
 
 import jsonschema_rs
 import pytest
-from schemathesis.specs.openapi.definitions import OPENAPI_31_VALIDATOR
 from tornado.testing import AsyncHTTPTestCase
 
 from vecgrid.http.adapters.memory import MemoryService
@@ -85,8 +84,15 @@ def _schema_objects(node, in_schema=False):
             yield from _schema_objects(value)
 
 
+def _openapi_31_errors(document: dict) -> list:
+    # imported here: schemathesis costs seconds to import, in every pytest process that collects this
+    from schemathesis.specs.openapi.definitions import OPENAPI_31_VALIDATOR
+
+    return list(OPENAPI_31_VALIDATOR.iter_errors(document))
+
+
 def assert_valid_openapi_31(document: dict) -> None:
-    errors = [e.message for e in OPENAPI_31_VALIDATOR.iter_errors(document)]
+    errors = [e.message for e in _openapi_31_errors(document)]
     assert not errors, errors
     for schema in _schema_objects(document):
         jsonschema_rs.meta.validate({"$schema": "https://json-schema.org/draft/2020-12/schema", **schema})
@@ -102,7 +108,7 @@ def test_validator_rejects_a_broken_document():
     # The check above can fail: a response without a description is not OpenAPI 3.1.
     document = openapi_document(small_app())
     del document["paths"]["/people"]["get"]["responses"]["200"]["description"]
-    assert list(OPENAPI_31_VALIDATOR.iter_errors(document))
+    assert _openapi_31_errors(document)
 
 
 def test_operations_follow_the_rest_mapping():

@@ -20,10 +20,8 @@ import hypothesis
 import hypothesis.strategies as st
 import pytest
 import requests
-import schemathesis
 import tornado.httpserver
 import tornado.netutil
-from schemathesis import GenerationMode, checks
 
 from vecgrid.http.conformance import build_app
 from vecgrid.http.feathers.rest import make_tornado_app
@@ -31,9 +29,17 @@ from vecgrid.http.feathers.rest import make_tornado_app
 EXAMPLES = 15           # positive cases per operation (derandomized: the same cases every run)
 NEGATIVE_EXAMPLES = 6   # cases that break the schema on purpose, per operation: 4xx, never 5xx
 SEEDED = 20
-CHECKS = [checks.not_a_server_error, checks.status_code_conformance, checks.content_type_conformance,
-          checks.response_schema_conformance]
-NEGATIVE_CHECKS = [checks.not_a_server_error, checks.content_type_conformance]
+
+
+def _checks(positive: bool) -> list:
+    # schemathesis is imported by the one (slow) test that uses it: its import costs seconds, and
+    # every pytest process of the fast lane would pay them at collection
+    from schemathesis import checks
+
+    if positive:
+        return [checks.not_a_server_error, checks.status_code_conformance, checks.content_type_conformance,
+                checks.response_schema_conformance]
+    return [checks.not_a_server_error, checks.content_type_conformance]
 
 
 class LoopbackServer:
@@ -133,7 +139,10 @@ def _negatable(operation) -> bool:
 
 def _fuzz(operation, mode: GenerationMode, base_url: str, session, headers: dict, counts: dict,
           label: str) -> None:
+    from schemathesis import GenerationMode
+
     positive = mode is GenerationMode.POSITIVE
+    checks = _checks(positive)
 
     @hypothesis.settings(max_examples=EXAMPLES if positive else NEGATIVE_EXAMPLES, deadline=None, database=None, derandomize=True,
                          suppress_health_check=list(hypothesis.HealthCheck),
@@ -142,13 +151,16 @@ def _fuzz(operation, mode: GenerationMode, base_url: str, session, headers: dict
     def run(case):
         counts[label] += 1
         case.call_and_validate(base_url=base_url, session=session, headers=headers,
-                               checks=CHECKS if positive else NEGATIVE_CHECKS)
+                               checks=checks)
 
     run()
 
 
 @pytest.mark.slow  # about a minute on two cores
 def test_schemathesis_finds_no_server_error_and_no_schema_violation():
+    import schemathesis
+    from schemathesis import GenerationMode
+
     failures: dict[str, BaseException] = {}
     counts: dict[str, int] = {}
     token = None
