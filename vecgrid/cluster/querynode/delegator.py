@@ -377,6 +377,7 @@ class ShardDelegator:
                 timeout = DEFAULT_TSAFE_WAIT_S
             if not await asyncio.to_thread(pipeline.wait_tsafe, guarantee, timeout):
                 if self.pipeline is not pipeline:
+                    self._check_serviceable()   # failed meanwhile (its pipeline went with it)
                     # unwatched meanwhile (the channel moved): the caller asks for the leaders again
                     raise errors.ChannelNotFound("the delegator stopped while the request waited for tsafe",
                                                  channel=self.channel)

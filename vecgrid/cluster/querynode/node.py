@@ -518,7 +518,8 @@ class QueryNode(Component):
     async def get_data_distribution(self, req: Q.GetDataDistributionRequest) -> Q.GetDataDistributionResponse:
         """Sealed segments with versions; one channel + one leader view per serviceable delegator
         (as Milvus 2.4, an unserviceable one is left out: the coordinator sees the channel unwatched
-        and watches it again, see :meth:`watch_dm_channels`).
+        and watches it again, see :meth:`watch_dm_channels`; a failed one is dropped a health round
+        later, see :meth:`_forget_failed_delegators`).
 
         Always the full answer (also when ``lastUpdateTs`` is current)."""
         self._check_serving_or_stopping()
