@@ -540,7 +540,8 @@ class QueryNode(Component):
         watch replaces it, but on another node this node never hears of it.  So it goes one health
         round (``common.healthcheck_interval_s`` + its timeout) after the first distribution that left
         it out: the coordinator's cached CheckHealth has reported the reason by then, and the channel
-        is the coordinator's to serve again (its health observer reports a channel left unserved)."""
+        is the coordinator's to serve again (its health observer reports a collection left without a
+        serviceable leader)."""
         now = asyncio.get_running_loop().time()
         common = self.settings.common
         keep_s = common.healthcheck_interval_s + common.healthcheck_timeout_s
