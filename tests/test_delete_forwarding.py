@@ -11,14 +11,17 @@ handler."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import logging
 import time
+import weakref
 
 import numpy as np
 import pytest
 
 from vecgrid import errors
+from vecgrid.config import Settings
 from vecgrid.cluster.querynode.delegator import DeleteRetry
 from vecgrid.gpu import exprs as E
 from vecgrid.gpu.results import from_search_result_data
@@ -164,6 +167,7 @@ async def test_a_node_that_cannot_apply_a_delete_makes_the_channel_unserviceable
     read ever returns the deleted key.  Watching the channel again (what the coordinator does) with
     the worker healed brings the delete everywhere."""
     c, delegator = await _cluster(tmp_path, FAST)
+    pipeline = delegator.pipeline    # a failed leader lets go of it: its tsafe is read here
     injected = Injected(c.worker.node, mode)
     try:
         victim = _victim(c, 1)
@@ -173,9 +177,9 @@ async def test_a_node_that_cannot_apply_a_delete_makes_the_channel_unserviceable
 
         async def gave_up_or_passed() -> bool:
             dist = await c.leader.call("GetDataDistribution", Q.GetDataDistributionRequest())
-            return not dist.leader_views or delegator.tsafe >= ts
+            return not dist.leader_views or pipeline.tsafe >= ts
         await poll_until(gave_up_or_passed, 30, 0.02, "the leader to give up")
-        assert delegator.tsafe < ts, "tsafe passed a delete that was not applied"
+        assert pipeline.tsafe < ts, "tsafe passed a delete that was not applied"
         assert not delegator.serviceable
         await poll_until(lambda: reader.failed >= 2, 30, 0.02, "reads refused")
 
@@ -211,14 +215,17 @@ async def test_a_node_that_cannot_apply_a_delete_makes_the_channel_unserviceable
         await close(c)
 
 
-async def _rewatch(c) -> None:
+async def _rewatch(c, on=None) -> None:
+    """WatchDmChannels of the channel again (version 2) on ``on`` (the leader's node by default)."""
+    on = on or c.leader
     template = load_request(c.ds)
     watch = Q.WatchDmChannelsRequest(
-        nodeID=LEADER, collectionID=c.ds.collection_id, schema=template.schema, load_meta=template.load_meta,
+        nodeID=on.node_id, collectionID=c.ds.collection_id, schema=template.schema, load_meta=template.load_meta,
         index_info_list=template.index_info_list, version=2,
         infos=[data_coord_pb2.VchannelInfo(collectionID=c.ds.collection_id, channelName=c.ds.channels[0])])
-    watch.base.properties[f"vecgrid.node_address.{WORKER}"] = c.worker.node.address
-    status = await c.leader.call("WatchDmChannels", watch)
+    for peer in (c.leader, c.worker):
+        watch.base.properties[f"vecgrid.node_address.{peer.node_id}"] = peer.node.address
+    status = await on.call("WatchDmChannels", watch)
     assert status.code == 0, status
 
 
@@ -231,6 +238,76 @@ async def _resync_view(c) -> None:
                          info=infos[sid])
     status = await c.leader.call("SyncDistribution", sync)
     assert status.code == 0, status
+
+
+async def test_a_failed_leader_frees_what_it_held_and_is_dropped_once_the_coordinator_moved_on(tmp_path):
+    """A leader that gave up frees its pipeline (thread, reader, growing rows), its view and its delete
+    buffers at once, and still refuses reads and tells CheckHealth why.  The coordinator watches the
+    channel again on the other node — which the old node never hears of — so the old node drops the
+    failed delegator one health round after a distribution left it out: it does not hold it, nor report
+    it, for ever."""
+    c, delegator = await _cluster(tmp_path, FAST)
+    channel = c.ds.channels[0]
+    common = c.leader.node.settings.common
+    common.healthcheck_interval_s, common.healthcheck_timeout_s = 0.2, 0.1   # the coordinator's health round
+    injected = Injected(c.worker.node, "error")
+    try:
+        c.insert(40, seed=11)
+        c.tick()
+        await poll_until(lambda: delegator.pipeline.num_growing_rows == 40, 30, 0.02, "the growing rows")
+        thread = delegator.pipeline._thread
+        (growing,) = [weakref.ref(g) for _, _, g in delegator.pipeline.growing_segments()]
+        ts = c.delete([_victim(c, 1)])
+        c.tick()
+        await poll_until(lambda: delegator.unserviceable_reason(), 30, 0.02, "the leader to give up")
+        assert delegator.pipeline is None
+        await poll_until(lambda: not thread.is_alive(), 30, 0.02, "the pipeline thread to end")
+        await poll_until(lambda: _collect() and growing() is None, 30, 0.05, "the growing rows to be freed")
+        assert not delegator.sealed and not delegator.pk_stats and not delegator._deletes
+        reply = await _strong_search(c, ts)
+        assert reply.status.code == errors.ServiceUnavailable.code and "not serviceable" in reply.status.reason
+        health = await _health(c)
+        assert not health.isHealthy and channel in health.reasons[0]
+
+        dist = await c.leader.call("GetDataDistribution", Q.GetDataDistributionRequest())   # the coordinator's pull
+        assert not dist.channels and not dist.leader_views
+        injected.heal()
+        c.worker.node.settings.querynode.delete_retry_deadline_s = 7.5
+        await _rewatch(c, on=c.worker)                           # the channel checker picked the other node
+        moved = c.worker.node.delegator_for(channel)
+        assert moved.serviceable and moved.delete_retry.deadline_s == 7.5   # the budget comes from the settings
+
+        async def dropped() -> bool:
+            await c.leader.call("GetDataDistribution", Q.GetDataDistributionRequest())
+            return c.leader.node.delegator_for(channel) is None
+        await poll_until(dropped, 30, 0.05, "the old node to drop its failed delegator")
+        assert (await _health(c)).isHealthy
+        gone = await _strong_search(c, ts)
+        assert gone.status.code == errors.ChannelNotFound.code, gone.status
+        dist = await c.worker.call("GetDataDistribution", Q.GetDataDistributionRequest())
+        assert [ch.channel for ch in dist.channels] == [channel]
+    finally:
+        injected.heal()
+        await close(c)
+
+
+def _collect() -> bool:
+    """A garbage collection, once pytest's log capture let go of the exceptions in the records it kept
+    (their tracebacks hold the frames of the failed pipeline thread, and so its growing rows; a
+    production log handler keeps no record)."""
+    for handler in logging.getLogger().handlers:
+        for record in getattr(handler, "records", ()):
+            record.msg, record.args, record.exc_info = record.getMessage(), (), None
+    gc.collect()
+    return True
+
+
+def test_the_delete_budget_is_a_querynode_setting():
+    """``[querynode]`` keys, also ``VECGRID_QUERYNODE_*`` variables."""
+    assert (Settings().querynode.delete_retry_deadline_s, Settings().querynode.delete_call_timeout_s) == (30.0, 10.0)
+    s = Settings.load(env={"VECGRID_QUERYNODE_DELETE_RETRY_DEADLINE_S": "2.5",
+                           "VECGRID_QUERYNODE_DELETE_CALL_TIMEOUT_S": "0.5"})
+    assert (s.querynode.delete_retry_deadline_s, s.querynode.delete_call_timeout_s) == (2.5, 0.5)
 
 
 async def test_a_node_killed_mid_forward_gets_the_delete_when_it_comes_back(tmp_path):

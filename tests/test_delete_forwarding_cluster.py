@@ -16,8 +16,6 @@ import pytest
 
 from vecgrid import errors
 from vecgrid.cluster.querycoord.meta.target_manager import segment_refs
-from vecgrid.cluster.querynode import delegator as delegator_mod
-from vecgrid.cluster.querynode.delegator import DeleteRetry
 from vecgrid.cluster.querynode.session import local_node
 from vecgrid.deploy import EmbeddedCluster
 from vecgrid.gpu.results import from_search_result_data
@@ -33,20 +31,18 @@ from tests.querynode_support import RemoteNode
 pytestmark = [pytest.mark.slow]
 
 K = 10
-RETRY = DeleteRetry(deadline_s=1.0, call_timeout_s=0.5, first_backoff_s=0.05, max_backoff_s=0.2)
+#: the leaders' delete budget (shipped to every worker with the settings)
+DELETE_BUDGET = {"querynode.delete_retry_deadline_s": 1.0, "querynode.delete_call_timeout_s": 0.5}
 
 
 async def _refuse_delete_batch(req: Q.DeleteBatchRequest) -> Q.DeleteBatchResponse:
     raise errors.ServiceInternal("injected: this node refuses every DeleteBatch")
 
 
-def _configure_node(refuse_deletes: bool, retry: DeleteRetry, dask_worker=None) -> int:
-    """``Client.run`` target: set the worker process's delete budget; make its node refuse (or apply
-    again) every DeleteBatch.  Returns the node id."""
+def _configure_node(refuse_deletes: bool, dask_worker=None) -> int:
+    """``Client.run`` target: make the worker's node refuse (or apply again) every DeleteBatch.
+    Returns the node id."""
     node = local_node(dask_worker)
-    delegator_mod.DEFAULT_DELETE_RETRY = retry
-    for d in node.delegators.values():
-        d.delete_retry = retry
     if refuse_deletes:
         node.delete_batch = _refuse_delete_batch
     else:
@@ -101,12 +97,14 @@ async def _read(coord: Coord, ds, xq: np.ndarray, guarantee: int) -> tuple[np.nd
 
 async def test_a_node_refusing_deletes_makes_the_coordinator_watch_the_channel_again(tmp_path):
     ds = import_collection(tmp_path, "lost", metric="L2", index="FLAT", n=900, shards=1, segment_rows=100, seed=5)
-    cluster = EmbeddedCluster(fast_settings(ds.data_dir))
+    settings = fast_settings(ds.data_dir)
+    for key, value in DELETE_BUDGET.items():
+        settings.set(key, value)
+    cluster = EmbeddedCluster(settings)
     await asyncio.wait_for(cluster.start(), 120)
     qc, client, cid = cluster.coord, cluster.coord.client, ds.collection_id
     coord = Coord(cluster.addresses.grpc, qc)
     try:
-        await client.run(_configure_node, False, RETRY)
         await coord.load(cid)
         await poll_until(lambda: _settled(qc, cid), 60, 0.1, "the load settled")
         ((leader, view),) = qc.dist.leader_views(cid)
@@ -116,7 +114,7 @@ async def test_a_node_refusing_deletes_makes_the_coordinator_watch_the_channel_a
         victim = int(ds.pks[row])
         xq = ds.vectors[[row]]
 
-        await client.run(_configure_node, True, RETRY, workers=[qc.nodes.get(holder).worker])
+        await client.run(_configure_node, True, workers=[qc.nodes.get(holder).worker])
         (channel,) = ds.channels
         ts = qc.appenders.require(channel).append(lambda ts: [(MessageKind.DELETE, DeleteBatch(
             cid, -1, pa.array([victim], pa.int64()), np.array([ts], np.uint64)).encode())]).timestamp
@@ -143,7 +141,7 @@ async def test_a_node_refusing_deletes_makes_the_coordinator_watch_the_channel_a
         for _ in range(5):
             assert not await read_checked()
 
-        await client.run(_configure_node, False, RETRY, workers=[qc.nodes.get(holder).worker])
+        await client.run(_configure_node, False, workers=[qc.nodes.get(holder).worker])
         await poll_until(lambda: _settled(qc, cid), 60, 0.1, "the channel served again")
         await poll_until(read_checked, 60, 0.1, "a read served again")
         mask = np.ones(len(ds.pks), bool)

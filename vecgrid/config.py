@@ -118,6 +118,10 @@ class QueryNodeSettings:
     # queries are searched alone.
     batch_window_ms: float = 0.5
     batch_max_nq: int = 64
+    # How long a shard leader keeps retrying a delete on the nodes of its view (failed, missing or
+    # unanswered DeleteBatch) before it marks its channel unserviceable, and the limit of one attempt.
+    delete_retry_deadline_s: float = 30.0
+    delete_call_timeout_s: float = 10.0
 
 
 @dataclass

@@ -39,7 +39,10 @@ the pipeline fails with tsafe short of the delete, reads are refused with the re
 ``ServiceUnavailable`` (a proxy tries another replica), ``health_problem`` says why, and the
 node leaves the leader out of GetDataDistribution, so the coordinator's channel checker watches
 the channel again — on this node ``WatchDmChannels`` then replaces the delegator with a fresh
-one, whose catch-up sends the buffered deletes to every segment that joins its view.
+one, whose catch-up sends the buffered deletes to every segment that joins its view.  A failed
+leader frees its pipeline, growing segments, view and buffers at once; the node keeps the empty
+shell only to report why, and drops it one health round after the coordinator saw it gone
+(the channel may be watched on another node, which this node never hears of).
 
 **L0 segments** (a flushed channel's deletes, loaded on the leader) are applied here too, as
 Milvus 2.4's delegator does (``loadStreamDelete`` with ``GetLevel0Deletions``): the delegator
@@ -109,16 +112,13 @@ DEFAULT_TSAFE_WAIT_S = 10.0      # wait for tsafe when the request has no timeou
 
 @dataclass(frozen=True)
 class DeleteRetry:
-    """How long a leader keeps trying to apply a delete on the nodes of its view."""
+    """How long a leader keeps trying to apply a delete on the nodes of its view (the node builds it
+    from ``querynode.delete_retry_deadline_s`` and ``querynode.delete_call_timeout_s``)."""
 
     deadline_s: float = 30.0        # after this the channel is marked unserviceable
     call_timeout_s: float = 10.0    # one DeleteBatch attempt
     first_backoff_s: float = 0.05
     max_backoff_s: float = 2.0
-
-
-#: the budget of new delegators (a process-wide knob: tests shorten it in worker processes)
-DEFAULT_DELETE_RETRY = DeleteRetry()
 
 
 def query_limit(req: internal_pb2.RetrieveRequest) -> int:
@@ -192,7 +192,8 @@ class ShardDelegator:
 
     def __init__(self, collection_id: int, channel: str, *, workers: Workers, collections: CollectionManager,
                  loader: SegmentLoader, data_dir: str, stream_chunk_bytes: int,
-                 on_change: Callable[[], None], version: int = 0, replica_id: int = 0) -> None:
+                 on_change: Callable[[], None], version: int = 0, replica_id: int = 0,
+                 delete_retry: DeleteRetry = DeleteRetry()) -> None:
         self.workers = workers
         self.collections = collections
         self.loader = loader
@@ -217,7 +218,8 @@ class ShardDelegator:
         self._replaces: dict[int, frozenset[int]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._failure: str | None = None   # why a delete may be missing from the view: unserviceable
-        self.delete_retry = DEFAULT_DELETE_RETRY
+        self._freeing: asyncio.Future[None] | None = None   # the failed pipeline's stop, awaited by stop()
+        self.delete_retry = delete_retry
 
     # --- lifecycle -----------------------------------------------------------------------------
 
@@ -239,12 +241,25 @@ class ShardDelegator:
                                         forward_delete=self.forward_delete, on_failure=self._pipeline_failed)
         self.pipeline.start()
 
-    def _pipeline_failed(self, _: Exception) -> None:
-        """Pipeline thread: the leader is unserviceable now; tell the node (on the loop) that its
-        distribution changed, so the coordinator sees the channel unwatched at its next pull."""
+    def _pipeline_failed(self, error: Exception) -> None:
+        """Pipeline thread: the leader is unserviceable now; the loop frees what it holds."""
         loop = self._loop
         if loop is not None and not loop.is_closed():
-            loop.call_soon_threadsafe(self._on_change)
+            loop.call_soon_threadsafe(self._failed, f"its pipeline failed: {error}")
+
+    def _failed(self, reason: str) -> None:
+        """Loop: the leader stops serving for good, so what it holds for reads goes at once — the
+        pipeline (thread, reader, growing segments), the view with its pk statistics, the delete and
+        L0 buffers; only the reason stays (the node reports it until the coordinator has moved on,
+        see ``QueryNode.get_data_distribution``).  The node learns its distribution changed, so the
+        coordinator sees the channel unwatched at its next pull and watches it again."""
+        if self._failure is None:
+            self._failure = reason
+        self.sealed, self.pk_stats, self._l0, self._replaces, self._deletes = {}, {}, {}, {}, []
+        if self.pipeline is not None:
+            pipeline, self.pipeline = self.pipeline, None
+            self._freeing = asyncio.ensure_future(asyncio.to_thread(pipeline.stop))
+        self._on_change()
 
     async def stop(self) -> None:
         """Stop consuming the channel; returns once the pipeline thread ended (a forward it waited
@@ -253,6 +268,8 @@ class ShardDelegator:
         if self.pipeline is not None:
             pipeline, self.pipeline = self.pipeline, None
             await asyncio.to_thread(pipeline.stop)
+        if self._freeing is not None:
+            await self._freeing
 
     @property
     def tsafe(self) -> int:
@@ -296,6 +313,12 @@ class ShardDelegator:
         (Milvus's ``Serviceable()``; GetDataDistribution leaves an unserviceable leader out)."""
         return self.pipeline is not None and self.unserviceable_reason() is None
 
+    @property
+    def failed(self) -> bool:
+        """Whether it stopped serving for good (a lost delete, a failed pipeline): only a fresh
+        delegator serves the channel again."""
+        return self.unserviceable_reason() is not None
+
     def unserviceable_reason(self) -> str | None:
         if self._failure is not None:
             return f"channel {self.channel} is not serviceable: {self._failure}"
@@ -304,10 +327,8 @@ class ShardDelegator:
         return None
 
     def health_problem(self, max_lag_s: float) -> str | None:
-        if self.pipeline is None:
-            return None
         reason = self.unserviceable_reason()
-        if reason is not None:
+        if reason is not None or self.pipeline is None:
             return reason
         ts = self.pipeline.tsafe
         if ts:
@@ -346,6 +367,7 @@ class ShardDelegator:
         """Wait until tsafe >= ``guarantee``; returns tsafe."""
         pipeline = self.pipeline
         if pipeline is None:
+            self._check_serviceable()   # failed: its pipeline is gone, the reason stays
             raise errors.ChannelNotFound("the delegator is stopped", channel=self.channel)
         self._check_serviceable()
         if guarantee and pipeline.tsafe < guarantee:
@@ -355,6 +377,7 @@ class ShardDelegator:
                 timeout = DEFAULT_TSAFE_WAIT_S
             if not await asyncio.to_thread(pipeline.wait_tsafe, guarantee, timeout):
                 if self.pipeline is not pipeline:
+                    self._check_serviceable()   # failed meanwhile (its pipeline went with it)
                     # unwatched meanwhile (the channel moved): the caller asks for the leaders again
                     raise errors.ChannelNotFound("the delegator stopped while the request waited for tsafe",
                                                  channel=self.channel)
@@ -632,9 +655,8 @@ class ShardDelegator:
     def _lost(self, error: Exception) -> None:
         """A delete that the view's segments may need did not reach them: stop serving."""
         if self._failure is None:
-            self._failure = str(error)
             log.error("channel %s is not serviceable: %s", self.channel, error)
-            self._on_change()   # the distribution drops this leader: the coordinator watches the channel again
+            self._failed(str(error))
 
     async def _record_pk_stats(self, infos) -> None:
         """Build the pk statistics that route deletes (L0 segments hold deletes, not rows)."""

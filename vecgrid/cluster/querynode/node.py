@@ -49,7 +49,7 @@ from vecgrid.cluster.lifecycle import StateCode
 from vecgrid.cluster.querynode import retrieve as retrieve_mod
 from vecgrid.cluster.querynode import search as search_mod
 from vecgrid.cluster.querynode.collections import Collection, CollectionManager
-from vecgrid.cluster.querynode.delegator import MAX_TS, ShardDelegator, query_limit
+from vecgrid.cluster.querynode.delegator import MAX_TS, DeleteRetry, ShardDelegator, query_limit
 from vecgrid.cluster.querynode.index_saver import SaveIndexRequest, save_segment_indexes
 from vecgrid.cluster.querynode.loader import SegmentLoader
 from vecgrid.cluster.querynode.monitor import node_snapshot
@@ -122,6 +122,9 @@ class QueryNode(Component):
         self._last_modify_ts = time.time_ns()
         self._dml_lock: asyncio.Lock | None = None
         self.delegators: dict[str, ShardDelegator] = {}
+        #: failed delegators still held (to report why) -> when a distribution first left them out
+        #: (loop time); owned by the event loop, like ``delegators``
+        self._failed_since: dict[ShardDelegator, float] = {}
         self.max_tt_delay_s = MAX_TT_DELAY_S
         qn = settings.querynode
         search_mod.configure_faiss_threads(qn.faiss_threads or search_mod.default_faiss_threads(settings.dask.workers))
@@ -235,6 +238,11 @@ class QueryNode(Component):
         """The shard delegator this node runs for ``channel``, or ``None``."""
         return self.delegators.get(channel)
 
+    def _delete_retry(self) -> DeleteRetry:
+        """The delete budget of a new delegator, from the settings as they are now."""
+        qn = self.settings.querynode
+        return DeleteRetry(deadline_s=qn.delete_retry_deadline_s, call_timeout_s=qn.delete_call_timeout_s)
+
     def _no_delegator(self, channel: str, what: str) -> errors.MilvusError:
         return errors.ChannelNotFound(f"failed to get shard delegator for {what}", channel=channel)
 
@@ -292,7 +300,8 @@ class QueryNode(Component):
                 d = ShardDelegator(coll.id, info.channelName, workers=self.workers, collections=self.collections,
                                    loader=self.loader, data_dir=self.settings.common.data_dir,
                                    stream_chunk_bytes=self.stream_chunk_bytes, on_change=self._touch,
-                                   version=req.version, replica_id=req.replicaID)
+                                   version=req.version, replica_id=req.replicaID,
+                                   delete_retry=self._delete_retry())
                 d.partition_stats.update(dict(info.partition_stats_versions))
                 d.start(info, coll.schema, metric, excluded, only, coord)
                 started.append(d)
@@ -509,10 +518,12 @@ class QueryNode(Component):
     async def get_data_distribution(self, req: Q.GetDataDistributionRequest) -> Q.GetDataDistributionResponse:
         """Sealed segments with versions; one channel + one leader view per serviceable delegator
         (as Milvus 2.4, an unserviceable one is left out: the coordinator sees the channel unwatched
-        and watches it again, see :meth:`watch_dm_channels`).
+        and watches it again, see :meth:`watch_dm_channels`; a failed one is dropped a health round
+        later, see :meth:`_forget_failed_delegators`).
 
         Always the full answer (also when ``lastUpdateTs`` is current)."""
         self._check_serving_or_stopping()
+        await self._forget_failed_delegators()
         delegators = [d for d in self.delegators.values() if d.serviceable]
         return Q.GetDataDistributionResponse(
             status=_ok(), nodeID=self.node_id,
@@ -521,6 +532,30 @@ class QueryNode(Component):
             leader_views=[d.leader_view() for d in delegators],
             lastModifyTs=self.last_modify_ts,
             memCapacityInMB=psutil.virtual_memory().total / (1024 * 1024))
+
+    async def _forget_failed_delegators(self) -> None:
+        """Drop the failed delegators the coordinator has had time to act on.  A failed one holds no
+        memory (it freed its pipeline and view when it failed) and stays only so that CheckHealth says
+        why.  The coordinator watches its channel again once a distribution leaves it out: here the
+        watch replaces it, but on another node this node never hears of it.  So it goes one health
+        round (``common.healthcheck_interval_s`` + its timeout) after the first distribution that left
+        it out: the coordinator's cached CheckHealth has reported the reason by then, and the channel
+        is the coordinator's to serve again (its health observer reports a collection left without a
+        serviceable leader)."""
+        now = asyncio.get_running_loop().time()
+        common = self.settings.common
+        keep_s = common.healthcheck_interval_s + common.healthcheck_timeout_s
+        self._failed_since = {d: t for d, t in self._failed_since.items() if self.delegators.get(d.channel) is d}
+        for channel, d in list(self.delegators.items()):
+            if not d.failed:
+                continue
+            since = self._failed_since.setdefault(d, now)
+            if now - since >= keep_s and self.delegators.get(channel) is d:
+                del self.delegators[channel]
+                del self._failed_since[d]
+                log.info("channel %s: dropping its failed delegator, left out of the distribution %.0f s ago (%s)",
+                         channel, now - since, d.unserviceable_reason())
+                await d.stop()
 
     # --- data plane --------------------------------------------------------------------------
 
