@@ -1,7 +1,7 @@
 """Bulk import: files straight into sealed segments of a collection.
 
-:func:`bulk_import` reads Parquet files, or ``.npy`` vectors with optional Parquet /
-CSV scalars (see :mod:`.import_sources`), creates the collection from the files'
+:func:`bulk_import` reads Parquet files, ``.npy`` vectors with optional Parquet /
+CSV scalars, or JSON rows, local or from S3 (see :mod:`.import_sources`), creates the collection from the files'
 columns when it does not exist, and writes sealed segments of at most
 ``segment_rows`` rows or ``segment_bytes`` bytes per channel.
 
@@ -186,10 +186,13 @@ def _complete(coll: CollectionInfo, table: pa.Table) -> pa.Table:
     given = table.column(DYNAMIC_FIELD_NAME).to_pylist() if DYNAMIC_FIELD_NAME in table.column_names else [None] * n
     if extras:
         values = {name: table.column(name).to_pylist() for name in extras}
+        # nested values (objects, lists) arrive as JSON text (import_sources): stored as the value they spell
+        text = {name for name in extras if (table.schema.field(name).metadata or {}).get(b"vecgrid.json_text")}
         meta = []
         for i in range(n):
             obj = json.loads(given[i]) if given[i] else {}
-            obj.update({name: column[i] for name, column in values.items() if column[i] is not None})
+            obj.update({name: json.loads(column[i]) if name in text else column[i]
+                        for name, column in values.items() if column[i] is not None})
             meta.append(json.dumps(obj, default=str))
     else:
         meta = [g or "{}" for g in given]
