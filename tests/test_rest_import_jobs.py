@@ -4,6 +4,7 @@ No query node is needed: the service sees only the catalog (the fixture's stand-
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import threading
 from pathlib import Path
@@ -44,6 +45,9 @@ class Env:
         path = (folder or self.imports) / f"{name}.parquet"
         pq.write_table(table, path)
         return str(path)
+
+    async def create(self, data: dict) -> tuple[int, dict]:
+        return await self.rest.call("POST", "/import-jobs", data)
 
     async def finished(self, job_id: str) -> dict:
         async def done():
@@ -205,17 +209,17 @@ async def test_only_files_under_the_import_roots_are_read(env):
     for files in ([outside], [str(env.imports / "link.parquet")], [str(env.imports / ".." / ".." / "outside.parquet")],
                   ["/etc/passwd"], [fine, outside], ["s3://somebucket/rows.parquet"],
                   [str(env.imports) + "-other/rows.parquet"]):
-        code, body = await env.rest.call("POST", "/import-jobs", {"collection": "x", "files": files})
+        code, body = await env.create({"collection": "x", "files": files})
         assert (code, body["name"]) == (403, "Forbidden"), (files, body)
         assert "import_roots" in body["message"], body
     for url in ("http://example.com/rows.parquet", "memory://rows.parquet"):
-        code, body = await env.rest.call("POST", "/import-jobs", {"collection": "x", "files": [url]})
+        code, body = await env.create({"collection": "x", "files": [url]})
         assert (code, body["name"]) == (400, "BadRequest"), (url, body)
     assert (await env.rest.call("GET", "/import-jobs"))[1] == []
     assert catalog_state(env.catalog) == before
 
     (env.imports / "alias.parquet").symlink_to(fine)   # a link that stays inside is fine
-    code, job = await env.rest.call("POST", "/import-jobs", {"collection": "x", "files": [str(env.imports / "alias.parquet")]})
+    code, job = await env.create({"collection": "x", "files": [str(env.imports / "alias.parquet")]})
     assert code == 201, job
     assert (await env.finished(job["id"]))["state"] == "Completed"
 
@@ -225,14 +229,14 @@ async def test_configured_import_roots_are_allowed_too(tmp_path):
     shared.mkdir()
     (tmp_path / "shared2").mkdir()
     async with rest_env(tmp_path, overrides={"datacoord.import_roots": f" {shared} , s3://bucket/in"}) as env:
-        code, job = await env.rest.call("POST", "/import-jobs", {"collection": "x", "files": [env.parquet("a", 30, folder=shared)]})
+        code, job = await env.create({"collection": "x", "files": [env.parquet("a", 30, folder=shared)]})
         assert code == 201, job
         assert (await env.finished(job["id"]))["importedRows"] == 30
-        code, job = await env.rest.call("POST", "/import-jobs", {"collection": "x", "partition": "p",
+        code, job = await env.create({"collection": "x", "partition": "p",
                                                                  "files": [env.parquet("b", 20, seed=2)]})
         assert code == 201, job   # imports/ stays allowed beside the configured roots
         assert (await env.finished(job["id"]))["state"] == "Completed"
-        code, body = await env.rest.call("POST", "/import-jobs", {"collection": "x", "files": [
+        code, body = await env.create({"collection": "x", "files": [
             env.parquet("c", 5, folder=tmp_path / "shared2")]})
         assert code == 403, body   # a sibling sharing the name's beginning is not inside
 
@@ -267,15 +271,15 @@ async def test_files_from_s3(tmp_path):
             for files, status in (([f"s3://{bucket.name}/other/rows.parquet"], 403),
                                   ([f"{root}/../other/rows.parquet"], 403),
                                   ([f"{root}/missing.parquet"], 400)):
-                code, body = await env.rest.call("POST", "/import-jobs", {"collection": "s3rows", "files": files})
+                code, body = await env.create({"collection": "s3rows", "files": files})
                 assert code == status, (files, body)
             assert catalog_state(env.catalog) == before
-            code, job = await env.rest.call("POST", "/import-jobs", {"collection": "s3rows", "files": [f"{root}/rows.parquet"],
+            code, job = await env.create({"collection": "s3rows", "files": [f"{root}/rows.parquet"],
                                                                      "options": {"primaryKey": "pk"}})
             assert code == 201, job
             done = await env.finished(job["id"])
             assert (done["state"], done["importedRows"]) == ("Completed", 200), done
-            code, job = await env.rest.call("POST", "/import-jobs", {"collection": "s3rows", "files": [f"{root}/more.jsonl"]})
+            code, job = await env.create({"collection": "s3rows", "files": [f"{root}/more.jsonl"]})
             assert code == 201, job
             done = await env.finished(job["id"])
             assert (done["state"], done["importedRows"]) == ("Completed", 100), done
@@ -298,16 +302,16 @@ async def test_finished_jobs_survive_a_restart(tmp_path):
     store = data.open_store()
     try:
         async with rest_env(tmp_path, store) as env:
-            code, ok = await env.rest.call("POST", "/import-jobs", {"collection": "kept", "files": [env.parquet("ok", 120)],
+            code, ok = await env.create({"collection": "kept", "files": [env.parquet("ok", 120)],
                                                                     "options": {"primaryKey": "pk", "shards": 2}})
             ok = await env.finished(ok["id"])
             table, *_ = random_table(20, 3, "pk", False)
             pq.write_table(table.set_column(0, "pk", pa.array([1] * 20, pa.int64())), env.imports / "dups.parquet")
-            code, bad = await env.rest.call("POST", "/import-jobs", {"collection": "dups", "options": {"primaryKey": "pk"},
+            code, bad = await env.create({"collection": "dups", "options": {"primaryKey": "pk"},
                                                                      "files": [str(env.imports / "dups.parquet")]})
             bad = await env.finished(bad["id"])
             async with env.jobs._turn:
-                code, cancelled = await env.rest.call("POST", "/import-jobs", {"collection": "never", "files": [env.parquet("c", 5)]})
+                code, cancelled = await env.create({"collection": "never", "files": [env.parquet("c", 5)]})
                 code, cancelled = await env.rest.call("DELETE", f"/import-jobs/{cancelled['id']}")
             assert [ok["state"], bad["state"], cancelled["state"]] == ["Completed", "Failed", "Cancelled"]
         async with rest_env(tmp_path, store) as env:   # a restarted coordinator over the same metadata store
@@ -343,15 +347,16 @@ async def test_jobs_that_were_running_when_the_coordinator_died_are_reported_fai
     try:
         async with rest_env(tmp_path, store) as old:
             try:
-                code, running = await old.rest.call("POST", "/import-jobs", {"collection": "r", "files": [old.parquet("r", 50)]})
-                code, pending = await old.rest.call("POST", "/import-jobs", {"collection": "p", "files": [old.parquet("p", 50)]})
+                code, running = await old.create({"collection": "r", "files": [old.parquet("r", 50)]})
+                code, pending = await old.create({"collection": "p", "files": [old.parquet("p", 50)]})
                 await poll_until(reached.is_set, 30, what="the first job to start importing")
                 assert (await old.rest.call("GET", f"/import-jobs/{pending['id']}"))[1]["state"] == "Pending"
                 before = catalog_state(old.catalog)
                 # the old coordinator is gone (its process would be): a new one opens the same store
                 async with rest_env(tmp_path, store) as new:
                     code, listed = await new.rest.call("GET", "/import-jobs")
-                    assert [(j["id"], j["state"]) for j in listed] == [(running["id"], "Failed"), (pending["id"], "Failed")]
+                    assert [(j["id"], j["state"]) for j in listed] == [(running["id"], "Failed"),
+                                                                       (pending["id"], "Failed")]
                     for job in listed:
                         assert "coordinator" in job["errors"][0]["message"], job
                         assert job["finishedAt"] is not None and job["progress"] < 100
@@ -381,12 +386,13 @@ async def test_a_job_that_published_before_the_coordinator_died_is_reported_comp
 
             monkeypatch.setattr(old.catalog, "publish_segment_records", publish_then_die)
             try:
-                code, job = await old.rest.call("POST", "/import-jobs", {"collection": "pub", "files": [old.parquet("pub", 80)],
+                code, job = await old.create({"collection": "pub", "files": [old.parquet("pub", 80)],
                                                                          "options": {"primaryKey": "pk", "shards": 2}})
                 await poll_until(published.is_set, 60, what="the job to publish")
                 async with rest_env(tmp_path, store) as new:
                     code, body = await new.rest.call("GET", f"/import-jobs/{job['id']}")
-                    assert (body["state"], body["progress"], body["importedRows"], body["errors"]) == ("Completed", 100, 80, [])
+                    assert (body["state"], body["progress"], body["importedRows"], body["errors"]) == (
+                        "Completed", 100, 80, [])
                     assert sum(s["rows"] for s in body["segments"]) == 80
                     assert new.catalog.flushed_rows(new.catalog.describe_collection("default", "pub").id) == 80
             finally:
@@ -397,4 +403,28 @@ async def test_a_job_that_published_before_the_coordinator_died_is_reported_comp
             assert body["state"] == "Completed"
             assert again.catalog.flushed_rows(again.catalog.describe_collection("default", "pub").id) == 80
     finally:
+        store.close()
+
+
+async def test_a_clean_stop_records_its_running_job_failed(tmp_path, monkeypatch):
+    gate, reached = blocking_import(monkeypatch)
+    data = DataDir(str(tmp_path / "data"))
+    store = data.open_store()
+    try:
+        async with rest_env(tmp_path, store) as env:
+            before = catalog_state(env.catalog)
+            code, job = await env.create({"collection": "s", "files": [env.parquet("s", 50)]})
+            await poll_until(reached.is_set, 30, what="the job to start importing")
+            stopping = asyncio.create_task(env.jobs.stop())
+            gate.set()
+            await stopping
+            assert env.jobs.lookup(job["id"]).state == "Failed"
+            assert catalog_state(env.catalog) == before
+        async with rest_env(tmp_path, store) as env:
+            code, body = await env.rest.call("GET", f"/import-jobs/{job['id']}")
+            assert body["state"] == "Failed"
+            assert "coordinator stopped while the import ran" in body["errors"][0]["message"]
+            assert body["errors"][0]["milvusCode"] == 1   # service not ready: retriable by submitting again
+    finally:
+        gate.set()
         store.close()

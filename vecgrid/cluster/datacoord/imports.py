@@ -35,7 +35,7 @@ Who owns what: the job table and every :class:`ImportJob` field are owned by the
 only the job's publishing record.  The store is thread-safe; records are written from worker threads
 (``asyncio.to_thread``) awaited by the job's own task, so one job's writes land in order.  ``_unsaved``
 (records whose write failed, retried with every later write and reported by :meth:`health_problems`)
-belongs to the loop too.
+and ``_recovered`` (the recorded jobs were loaded) belong to the loop too.
 """
 
 from __future__ import annotations
@@ -105,7 +105,8 @@ class ImportRoots:
                     raise ConfigError(f"datacoord.import_roots: {root!r} names no bucket")
                 self.s3.append((bucket, posixpath.normpath(prefix).strip("/") if prefix.strip("/") else ""))
             else:
-                raise ConfigError(f"datacoord.import_roots: {root!r} is neither a local directory nor s3://bucket/prefix")
+                raise ConfigError(f"datacoord.import_roots: {root!r} is neither a local directory "
+                                  "nor s3://bucket/prefix")
 
     def resolve(self, path: str) -> str:
         """What to open for ``path``: its real path (local) or its URL; refused unless under a root."""
@@ -316,7 +317,7 @@ class ImportJobs:
         A failed write is kept in ``_unsaved`` (unhealthy) and tried again with the next one."""
         records = {job_id: self._jobs[job_id].record() for job_id in self._unsaved if job_id in self._jobs}
         records[job.id] = job.record()
-        gone = [job_id for job_id in forgotten]
+        gone = list(forgotten)
 
         def write() -> None:
             with self.store.txn() as txn:
