@@ -428,3 +428,18 @@ async def test_a_clean_stop_records_its_running_job_failed(tmp_path, monkeypatch
     finally:
         gate.set()
         store.close()
+
+
+async def test_import_roots_that_cannot_be_used_stop_the_start():
+    from vecgrid.cluster.datacoord.imports import ImportRoots
+    from vecgrid.config import ConfigError
+
+    for bad in ("http://example.com/in", "s3:///prefix"):
+        with pytest.raises(ConfigError, match="import_roots"):
+            ImportRoots([bad])
+    roots = ImportRoots(["/srv/in/../in", "s3://b/p/"])
+    assert roots.resolve("/srv/in/x.parquet") == "/srv/in/x.parquet"
+    assert roots.resolve("s3a://b/p/q/x.jsonl") == "s3a://b/p/q/x.jsonl"
+    for outside in ("/srv/inx/y.parquet", "s3://b/px/x.parquet", "s3://c/p/x.parquet", "/srv/in/../y.parquet"):
+        with pytest.raises(Exception, match="outside"):
+            roots.resolve(outside)
