@@ -69,10 +69,19 @@ class Bucket:
             self.put(key, raw)
 
 
-@pytest.fixture(scope="module")
-def s3_endpoint():
+@contextlib.contextmanager
+def moto_endpoint():
+    """A moto S3 server on a free loopback port, for as long as the block runs: its endpoint URL."""
     server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
-    host, port = server.get_host_and_port()
-    yield f"http://{host}:{port}"
-    server.stop()
+    try:
+        host, port = server.get_host_and_port()
+        yield f"http://{host}:{port}"
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def s3_endpoint():
+    with moto_endpoint() as endpoint:
+        yield endpoint

@@ -233,7 +233,7 @@ async def test_configured_import_roots_are_allowed_too(tmp_path):
         assert code == 201, job
         assert (await env.finished(job["id"]))["importedRows"] == 30
         code, job = await env.create({"collection": "x", "partition": "p",
-                                                                 "files": [env.parquet("b", 20, seed=2)]})
+                                      "files": [env.parquet("b", 20, seed=2)]})
         assert code == 201, job   # imports/ stays allowed beside the configured roots
         assert (await env.finished(job["id"]))["state"] == "Completed"
         code, body = await env.create({"collection": "x", "files": [
@@ -249,12 +249,9 @@ async def test_files_from_s3(tmp_path):
     import io
     import json
 
-    s3 = pytest.importorskip("tests.s3_support")
-    server = s3.moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    try:
-        host, port = server.get_host_and_port()
-        bucket = s3.Bucket(f"http://{host}:{port}")
+    s3 = pytest.importorskip("tests.s3_support")   # this test only: the others need no S3 packages
+    with s3.moto_endpoint() as endpoint:
+        bucket = s3.Bucket(endpoint)
         table, pks, vectors, cols = random_table(300, 5, "pk", False)
         sink = io.BytesIO()
         pq.write_table(table.slice(0, 200), sink)
@@ -265,7 +262,7 @@ async def test_files_from_s3(tmp_path):
         bucket.put("incoming/more.jsonl", lines.encode())
         bucket.put("other/rows.parquet", sink.getvalue())
         root = f"s3://{bucket.name}/incoming"
-        overrides = {**{k: v for k, v in bucket.credentials().items()}, "datacoord.import_roots": root}
+        overrides = {**bucket.credentials(), "datacoord.import_roots": root}
         async with rest_env(tmp_path, overrides=overrides) as env:
             before = catalog_state(env.catalog)
             for files, status in (([f"s3://{bucket.name}/other/rows.parquet"], 403),
@@ -275,7 +272,7 @@ async def test_files_from_s3(tmp_path):
                 assert code == status, (files, body)
             assert catalog_state(env.catalog) == before
             code, job = await env.create({"collection": "s3rows", "files": [f"{root}/rows.parquet"],
-                                                                     "options": {"primaryKey": "pk"}})
+                                          "options": {"primaryKey": "pk"}})
             assert code == 201, job
             done = await env.finished(job["id"])
             assert (done["state"], done["importedRows"]) == ("Completed", 200), done
@@ -291,8 +288,6 @@ async def test_files_from_s3(tmp_path):
             assert got.column("pk").to_pylist() == pks[200:].tolist()
             np.testing.assert_array_equal(
                 np.asarray(got.column("vec").combine_chunks().flatten().to_numpy()).reshape(100, -1), vectors[200:])
-    finally:
-        server.stop()
 
 
 # --- jobs survive a restart ---------------------------------------------------------------------
@@ -303,12 +298,12 @@ async def test_finished_jobs_survive_a_restart(tmp_path):
     try:
         async with rest_env(tmp_path, store) as env:
             code, ok = await env.create({"collection": "kept", "files": [env.parquet("ok", 120)],
-                                                                    "options": {"primaryKey": "pk", "shards": 2}})
+                                         "options": {"primaryKey": "pk", "shards": 2}})
             ok = await env.finished(ok["id"])
             table, *_ = random_table(20, 3, "pk", False)
             pq.write_table(table.set_column(0, "pk", pa.array([1] * 20, pa.int64())), env.imports / "dups.parquet")
             code, bad = await env.create({"collection": "dups", "options": {"primaryKey": "pk"},
-                                                                     "files": [str(env.imports / "dups.parquet")]})
+                                          "files": [str(env.imports / "dups.parquet")]})
             bad = await env.finished(bad["id"])
             async with env.jobs._turn:
                 code, cancelled = await env.create({"collection": "never", "files": [env.parquet("c", 5)]})
@@ -387,7 +382,7 @@ async def test_a_job_that_published_before_the_coordinator_died_is_reported_comp
             monkeypatch.setattr(old.catalog, "publish_segment_records", publish_then_die)
             try:
                 code, job = await old.create({"collection": "pub", "files": [old.parquet("pub", 80)],
-                                                                         "options": {"primaryKey": "pk", "shards": 2}})
+                                              "options": {"primaryKey": "pk", "shards": 2}})
                 await poll_until(published.is_set, 60, what="the job to publish")
                 async with rest_env(tmp_path, store) as new:
                     code, body = await new.rest.call("GET", f"/import-jobs/{job['id']}")
