@@ -108,7 +108,8 @@ def open_sources(files: list[str]) -> Sources:
         raise errors.ParameterInvalid("no input files given")
     for path in files:
         if _kind(path) is None:
-            raise errors.ParameterInvalid(f"input file {path}: expected .parquet, .npy, .csv, .json or .jsonl")
+            raise errors.ParameterInvalid(f"input file {path}: expected .parquet, .npy or .csv, "
+                                          "or JSON rows (.jsonl, .json)")
         if not _is_file(path):
             raise errors.ParameterInvalid(f"input file {path} does not exist")
     kinds = {_kind(p) for p in files}
