@@ -1,8 +1,8 @@
 """Bulk import: files straight into sealed segments of a collection.
 
 :func:`bulk_import` reads Parquet files, ``.npy`` vectors with optional Parquet /
-CSV scalars, or JSON rows, local or from S3 (see :mod:`.import_sources`), creates the collection from the files'
-columns when it does not exist, and writes sealed segments of at most
+CSV scalars, or JSON rows, local or from S3 (see :mod:`.import_sources`), creates
+the collection from the files' columns when it does not exist, and writes sealed segments of at most
 ``segment_rows`` rows or ``segment_bytes`` bytes per channel.
 
 It is all-or-nothing.  Every batch is validated against the schema before it is
@@ -32,7 +32,7 @@ from vecgrid.storage import segment_files
 from vecgrid.storage.catalog import Catalog, CollectionInfo, arrow_field, arrow_schema, arrow_type, validate_rows
 from vecgrid.storage.catalog.schema_rules import (DEFAULT_DB_NAME, DEFAULT_PARTITION_NAME, DYNAMIC_FIELD_NAME,
                                                   normalize_schema)
-from vecgrid.storage.import_sources import Sources, infer_schema, open_sources
+from vecgrid.storage.import_sources import JSON_TEXT_KEY, Sources, infer_schema, open_sources
 from vecgrid.storage.layout import DataDir
 from vecgrid.storage.sharding import shard_of
 from vecgrid.storage.tso import compose_ts, physical_ms_now
@@ -190,7 +190,7 @@ def _complete(coll: CollectionInfo, table: pa.Table) -> pa.Table:
     if extras:
         values = {name: table.column(name).to_pylist() for name in extras}
         # nested values (objects, lists) arrive as JSON text (import_sources): stored as the value they spell
-        text = {name for name in extras if (table.schema.field(name).metadata or {}).get(b"vecgrid.json_text")}
+        text = {name for name in extras if (table.schema.field(name).metadata or {}).get(JSON_TEXT_KEY)}
         meta = []
         for i in range(n):
             obj = json.loads(given[i]) if given[i] else {}

@@ -47,7 +47,8 @@ DataType = schema_pb2.DataType
 URL_SCHEMES = ("s3", "s3a")   # object stores an input file may name (the segment store's)
 # Field metadata of a column _nested_as_json turned into JSON text: a dynamic field of it is stored as
 # the value, not as a string holding it.
-JSON_TEXT = {b"vecgrid.json_text": b"1"}
+JSON_TEXT_KEY = b"vecgrid.json_text"
+JSON_TEXT = {JSON_TEXT_KEY: b"1"}
 
 
 @dataclass
