@@ -6,6 +6,7 @@ nothing: the catalog (collections, partitions, indexes) and the loads are compar
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -373,7 +374,9 @@ async def test_an_import_into_a_loaded_collection_is_served_when_it_completes(en
     await create_quick(env, "imp", load=True)
     await load_and_wait(env, "imp")
     xs = vectors(40, seed=5)
-    path = tmp_path / "imp.parquet"
+    imports = Path(env.coordinator.settings.common.data_dir, "imports")   # an import root
+    imports.mkdir(exist_ok=True)
+    path = imports / "imp.parquet"
     pq.write_table(pa.table({"id": pa.array(range(1000, 1040), pa.int64()),
                              "vector": pa.FixedSizeListArray.from_arrays(pa.array(xs.reshape(-1)), DIM)}), path)
     code, job = await env.rest.call("POST", "/import-jobs", {"collection": "imp", "files": [str(path)]})

@@ -14,9 +14,7 @@ same ``storage.s3_*`` settings keys).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import posixpath
-import uuid
 
 import numpy as np
 import pyarrow as pa
@@ -31,68 +29,7 @@ from vecgrid.storage.layout import DataDir
 from vecgrid.gpu.results import from_search_result_data
 from tests.querynode_support import Dataset, assert_same_knn, dense, random_table, reference_search
 
-pytest.importorskip("s3fs")
-moto_server = pytest.importorskip("moto.server")
-boto3 = pytest.importorskip("boto3")
-
-KEY, SECRET, REGION = "vecgrid-test-key", "vecgrid-test-secret", "us-east-1"
-
-
-class Bucket:
-    """One fresh bucket on the module's moto server, and what the tests need of it (through boto3, not
-    through vecgrid: what is really stored)."""
-
-    def __init__(self, endpoint: str) -> None:
-        self.endpoint = endpoint
-        self.name = f"vg-{uuid.uuid4().hex[:12]}"
-        self.client = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id=KEY,
-                                   aws_secret_access_key=SECRET, region_name=REGION)
-        self.client.create_bucket(Bucket=self.name)
-
-    @property
-    def root(self) -> str:
-        return f"s3://{self.name}/vecgrid"
-
-    def settings_overrides(self) -> dict[str, str]:
-        return {"storage.segment_root": self.root, "storage.s3_endpoint_url": self.endpoint,
-                "storage.s3_access_key_id": KEY, "storage.s3_secret_access_key": SECRET,
-                "storage.s3_region": REGION}
-
-    def keys(self, prefix: str = "vecgrid/") -> set[str]:
-        keys: set[str] = set()
-        for page in self.client.get_paginator("list_objects_v2").paginate(Bucket=self.name, Prefix=prefix):
-            keys |= {o["Key"] for o in page.get("Contents", [])}
-        return keys
-
-    def segment_keys(self, segment_id: int) -> set[str]:
-        return {k for k in self.keys() if f"/{segment_id}/" in k}
-
-    def get(self, key: str) -> bytes:
-        return self.client.get_object(Bucket=self.name, Key=key)["Body"].read()
-
-    def put(self, key: str, data: bytes) -> None:
-        self.client.put_object(Bucket=self.name, Key=key, Body=data)
-
-    @contextlib.contextmanager
-    def corrupted(self, key: str):
-        """One flipped byte in the middle of an object, the same size: only the checksum can tell."""
-        raw = self.get(key)
-        bad = bytearray(raw)
-        bad[len(bad) // 2] ^= 0xFF
-        self.put(key, bytes(bad))
-        try:
-            yield
-        finally:
-            self.put(key, raw)
-
-
-@pytest.fixture(scope="module")
-def s3_endpoint():
-    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    yield f"http://{host}:{port}"
-    server.stop()
+from tests.s3_support import KEY, SECRET, Bucket, s3_endpoint  # noqa: F401 - s3_endpoint is a fixture
 
 
 @pytest.fixture

@@ -149,6 +149,11 @@ class DataCoordSettings:
     # Files no catalog entry and no target names are removed after this long (Milvus: gc.dropTolerance 1 d).
     gc_retention_s: float = 3600.0
     gc_interval_s: float = 600.0
+    # Where REST import jobs may read files, beside the data dir's imports/ folder (always allowed): a
+    # comma-separated list of local directories and s3://bucket/prefix prefixes.  Anything else is
+    # refused (403), so an API user cannot make the coordinator read any file it can read; `vecgrid
+    # import` on the command line is the operator's own and reads any file given.
+    import_roots: str = ""
 
 
 @dataclass

@@ -29,7 +29,7 @@ from distributed.diagnostics.plugin import WorkerPlugin
 from vecgrid.cluster.datacoord.compaction import Compaction
 from vecgrid.cluster.datacoord.component import DataCoord
 from vecgrid.cluster.datacoord.gc import GarbageCollector
-from vecgrid.cluster.datacoord.imports import ImportJobs
+from vecgrid.cluster.datacoord.imports import ImportJobs, import_roots
 from vecgrid.cluster.datacoord.index_builder import IndexBuilder
 from vecgrid.cluster.lifecycle import StateCode
 from vecgrid.cluster.proxy.proxy import Proxy
@@ -178,7 +178,7 @@ def data_coord(qc: QueryCoord, data: DataDir, client: Client) -> DataCoord:
     dc.add_part(IndexBuilder(qc.catalog, client, qc.settings, root=data.segment_root))
     dc.add_part(GarbageCollector(qc.catalog, qc.settings, handoff.segments_in_targets, root=data.segment_root))
     dc.add_part(Compaction(qc.settings, qc.catalog, client, data.segment_root, handoff.pull_target), compaction=True)
-    dc.add_part(ImportJobs(qc.catalog, data.segment_root, handoff.pull_target))
+    dc.add_part(ImportJobs(qc.catalog, data.segment_root, handoff.pull_target, roots=import_roots(qc.settings)))
     qc.health.roles.append(("datacoord", lambda: qc.lifecycle.node_id, dc.health_reasons))
     return dc
 

@@ -1,8 +1,8 @@
 """Bulk import: files straight into sealed segments of a collection.
 
-:func:`bulk_import` reads Parquet files, or ``.npy`` vectors with optional Parquet /
-CSV scalars (see :mod:`.import_sources`), creates the collection from the files'
-columns when it does not exist, and writes sealed segments of at most
+:func:`bulk_import` reads Parquet files, ``.npy`` vectors with optional Parquet /
+CSV scalars, or JSON rows, local or from S3 (see :mod:`.import_sources`), creates
+the collection from the files' columns when it does not exist, and writes sealed segments of at most
 ``segment_rows`` rows or ``segment_bytes`` bytes per channel.
 
 It is all-or-nothing.  Every batch is validated against the schema before it is
@@ -32,7 +32,7 @@ from vecgrid.storage import segment_files
 from vecgrid.storage.catalog import Catalog, CollectionInfo, arrow_field, arrow_schema, arrow_type, validate_rows
 from vecgrid.storage.catalog.schema_rules import (DEFAULT_DB_NAME, DEFAULT_PARTITION_NAME, DYNAMIC_FIELD_NAME,
                                                   normalize_schema)
-from vecgrid.storage.import_sources import Sources, infer_schema, open_sources
+from vecgrid.storage.import_sources import JSON_TEXT_KEY, Sources, infer_schema, open_sources
 from vecgrid.storage.layout import DataDir
 from vecgrid.storage.sharding import shard_of
 from vecgrid.storage.tso import compose_ts, physical_ms_now
@@ -66,9 +66,10 @@ class _Buffer:
 
 class _Import:
     def __init__(self, catalog: Catalog, root: str, sources: Sources, opts: ImportOptions,
-                 progress: Callable[[int], None], cancelled: Callable[[], bool] = lambda: False) -> None:
+                 progress: Callable[[int], None], cancelled: Callable[[], bool] = lambda: False,
+                 before_publish: Callable[[list[dict[str, Any]]], None] = lambda segments: None) -> None:
         self.catalog, self.root, self.sources, self.opts, self.progress = catalog, root, sources, opts, progress
-        self.cancelled = cancelled
+        self.cancelled, self.before_publish = cancelled, before_publish
         self.created = False
         self.written: list[tuple[segment_files.SegmentFiles, str]] = []
         self.timestamp = compose_ts(physical_ms_now(), 0)
@@ -108,6 +109,8 @@ class _Import:
             raise errors.ParameterInvalid("the input files hold no rows")
         _check_unique(keys)
         self._check_cancelled()   # the last moment: publishing is one transaction
+        self.before_publish([{"segment_id": record.segment_id, "partition_id": record.partition_id,
+                              "channel": channel, "num_rows": record.num_rows} for record, channel in self.written])
         published = self.catalog.publish_segment_records(
             [{"record": record, "insert_channel": channel} for record, channel in self.written])
         return _summary(self.catalog.get_collection(coll.id), published)
@@ -186,10 +189,13 @@ def _complete(coll: CollectionInfo, table: pa.Table) -> pa.Table:
     given = table.column(DYNAMIC_FIELD_NAME).to_pylist() if DYNAMIC_FIELD_NAME in table.column_names else [None] * n
     if extras:
         values = {name: table.column(name).to_pylist() for name in extras}
+        # nested values (objects, lists) arrive as JSON text (import_sources): stored as the value they spell
+        text = {name for name in extras if (table.schema.field(name).metadata or {}).get(JSON_TEXT_KEY)}
         meta = []
         for i in range(n):
             obj = json.loads(given[i]) if given[i] else {}
-            obj.update({name: column[i] for name, column in values.items() if column[i] is not None})
+            obj.update({name: json.loads(column[i]) if name in text else column[i]
+                        for name, column in values.items() if column[i] is not None})
             meta.append(json.dumps(obj, default=str))
     else:
         meta = [g or "{}" for g in given]
@@ -233,13 +239,18 @@ def check_options(opts: ImportOptions) -> None:
 
 def import_sources(catalog: Catalog, segment_root: str, sources: Sources, opts: ImportOptions, *,
                    progress: Callable[[int], None] = lambda n: None,
-                   cancelled: Callable[[], bool] = lambda: False) -> dict[str, Any]:
+                   cancelled: Callable[[], bool] = lambda: False,
+                   before_publish: Callable[[list[dict[str, Any]]], None] = lambda segments: None) -> dict[str, Any]:
     """Import opened ``sources`` through a catalog the caller owns (the coordinator's, for its REST
     import jobs): all or nothing as :func:`bulk_import`.  ``progress(rows)`` is called after every
     batch; ``cancelled()`` is asked before every batch and before publishing, and a True answer undoes
-    everything and raises :class:`~vecgrid.errors.Canceled`.  Blocking: run it in a thread."""
+    everything and raises :class:`~vecgrid.errors.Canceled`.  ``before_publish(segments)`` is called
+    with the segments about to be published (``segment_id``, ``partition_id``, ``channel``,
+    ``num_rows``) just before the one transaction that publishes them: a caller that records them can
+    tell afterwards, even after a crash, whether they were published; raising there publishes nothing.
+    Blocking: run it in a thread."""
     check_options(opts)
-    job = _Import(catalog, segment_root, sources, opts, progress, cancelled)
+    job = _Import(catalog, segment_root, sources, opts, progress, cancelled, before_publish)
     try:
         return job.run()
     except BaseException:

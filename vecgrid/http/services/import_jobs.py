@@ -1,7 +1,10 @@
-"""``import-jobs``: bulk imports of server-side files, as ``vecgrid import`` does them (``rest-api.md``).
+"""``import-jobs``: bulk imports of server-side files or ``s3://`` objects (Parquet, ``.npy`` + Parquet/CSV,
+JSON lines), as ``vecgrid import`` does them (``rest-api.md``).
 
-``create {collection, files, partition?, options?}`` checks the files (a missing file or an unknown
-layout is a 400 and no job) and answers the job at once (201); the import runs in the coordinator
+``create {collection, files, partition?, options?}`` checks the files (a file outside the import roots —
+the data dir's ``imports/`` folder and ``[datacoord] import_roots`` — is a 403 Forbidden; a missing file
+or an unknown layout is a 400; either way no job) and answers the job at once (201); the import runs in
+the coordinator
 (:class:`~vecgrid.cluster.datacoord.imports.ImportJobs`).  ``get`` reports ``state`` (``Pending``,
 ``Importing``, ``Completed``, ``Failed``, ``Cancelled``), ``progress`` (%), ``totalRows``,
 ``importedRows`` and ``errors``; ``find`` lists the jobs (``?collection=`` narrows them);
@@ -9,15 +12,16 @@ layout is a 400 and no job) and answers the job at once (201); the import runs i
 
 ``options``: ``primaryKey`` (a column to use as primary key when the import creates the collection;
 default an auto-id Int64 ``id``), ``metric``, ``index``, ``indexParams``, ``shards`` (for a new
-collection), ``segmentRows``, ``segmentMb``.  Jobs live in the coordinator's memory.
+collection), ``segmentRows``, ``segmentMb``.  Jobs are kept in the metadata store: a restarted
+coordinator lists them, and reports one it was running as Failed (or Completed, when it had published).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from vecgrid.cluster.datacoord.imports import ImportJob, ImportJobs
-from vecgrid.common.feathers_errors import NotFound
+from vecgrid.cluster.datacoord.imports import ImportJob, ImportJobs, ImportPathRefused, import_roots
+from vecgrid.common.feathers_errors import Forbidden, NotFound
 from vecgrid.http.services.collection_common import (READ, WRITE, body, check_keys, json_int, positive_int,
                                                      string_list)
 from vecgrid.storage.bulk_import import ImportOptions
@@ -76,7 +80,11 @@ class ImportJobsService:
                              shards=positive_int(options, "shards", "import options", 1),
                              segment_rows=positive_int(options, "segmentRows", "import options", 1_000_000),
                              segment_bytes=positive_int(options, "segmentMb", "import options", 512) * 1024 * 1024)
-        return job_json(await self.jobs.submit(files, opts))
+        try:
+            return job_json(await self.jobs.submit(files, opts))
+        except ImportPathRefused as e:
+            # not a malformed request: the server will not read there, for any role
+            raise Forbidden(e.detail, data={"milvusCode": e.code, "retriable": False}) from None
 
     async def remove(self, id: str, params: dict) -> dict[str, Any]:  # noqa: A002
         return job_json(await self.jobs.cancel(self._job(id)))
@@ -91,8 +99,8 @@ def import_jobs_of(ctx) -> ImportJobs:
     if jobs is None:
         settings = ctx.settings or ctx.coord.settings
         pull = ctx.datacoord.flush_policy.pull_target if ctx.datacoord is not None else (lambda cid: None)
-        jobs = ctx.extras["import_jobs"] = ImportJobs(ctx.coord.catalog, DataDir(settings.common.data_dir).segment_root,
-                                                      pull_target=pull)
+        jobs = ctx.extras["import_jobs"] = ImportJobs(ctx.coord.catalog, DataDir.of(settings).segment_root,
+                                                      pull_target=pull, roots=import_roots(settings))
     return jobs
 
 
