@@ -162,7 +162,8 @@ class QueryNodeServicer:
             ok = reply.status.code == 0
             return reply
         finally:
-            stats_of(self.node).observe_search(time.perf_counter() - started, ok, int(request.req.nq))
+            stats_of(self.node).observe_search(time.perf_counter() - started, ok, int(request.req.nq),
+                                               request.ByteSize())
 
     @_node_checked
     async def SearchSegments(self, request, context):

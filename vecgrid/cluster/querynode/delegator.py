@@ -286,6 +286,11 @@ class ShardDelegator:
 
     # --- views -----------------------------------------------------------------------------------
 
+    def delete_buffer_size(self) -> tuple[int, int]:
+        """Keys and bytes (keys and timestamps) in the delete replay buffer (GetMetrics' quota metrics)."""
+        deletes = list(self._deletes)
+        return sum(len(t) for _, _, t in deletes), sum(p.nbytes + t.nbytes for _, p, t in deletes)
+
     def leader_view(self) -> Q.LeaderView:
         view = Q.LeaderView(collection=self.collection_id, channel=self.channel, TargetVersion=self.target_version)
         for sid, e in self.sealed.items():

@@ -23,7 +23,14 @@ from typing import Any
 import psutil
 
 from vecgrid.common.histogram import CumulativeHistogram
+from vecgrid.common.rates import RateWindow
 from vecgrid.gpu.device import process_rss
+
+# Milvus's metricsinfo rate labels a QueryNode reports in quota_metrics.Rms
+NQ_PER_SECOND = "NQPerSecond"
+SEARCH_THROUGHPUT = "SearchThroughput"               # search request bytes per second
+INSERT_CONSUME_THROUGHPUT = "InsertConsumeThroughput"  # insert bytes read from the WAL per second
+DELETE_CONSUME_THROUGHPUT = "DeleteConsumeThroughput"
 
 class NodeStats:
     """Cumulative search counters of one node (monotonic, as Prometheus counters)."""
@@ -33,12 +40,16 @@ class NodeStats:
         self.requests = {"success": 0, "fail": 0}
         self.nq_total = 0
         self.latency = CumulativeHistogram()
+        self.nq_rate = RateWindow()
+        self.search_bytes_rate = RateWindow()
 
-    def observe_search(self, seconds: float, ok: bool, nq: int = 0) -> None:
+    def observe_search(self, seconds: float, ok: bool, nq: int = 0, request_bytes: int = 0) -> None:
         with self._lock:
             self.requests["success" if ok else "fail"] += 1
             self.nq_total += nq
         self.latency.observe(seconds)
+        self.nq_rate.add(nq)
+        self.search_bytes_rate.add(request_bytes)
 
     def snapshot(self) -> dict[str, Any]:
         with self._lock:
@@ -102,3 +113,40 @@ def node_snapshot(node: Any) -> dict[str, Any]:
         "time": time.time(),
     }
 
+
+
+def quota_metrics(node: Any) -> dict[str, Any]:
+    """GetMetrics' ``quota_metrics`` of a QueryNode, with Milvus's ``QueryNodeQuotaMetrics`` keys
+    (what its QuotaCenter reads): rates over the last 3 s, the watched channels' flow graphs with the
+    lowest tsafe, growing-segment bytes (vectors, primary keys and timestamps), the collections the
+    node serves and the delegators' delete buffers."""
+    stats = stats_of(node)
+    delegators = list(node.delegators.values())
+    pipelines = [(d.channel, d.pipeline) for d in delegators if d.pipeline is not None]
+    slowest = min(pipelines, key=lambda cp: cp[1].tsafe, default=None)
+    growing_bytes = 0
+    for _, pipeline in pipelines:
+        for _, _, segment in pipeline.growing_segments():
+            growing_bytes += int(segment.num_rows) * (4 * int(segment.dim) + 16)
+    delete_num: dict[str, int] = {}
+    delete_size: dict[str, int] = {}
+    for d in delegators:
+        num, size = d.delete_buffer_size()
+        key = str(d.collection_id)
+        delete_num[key] = delete_num.get(key, 0) + num
+        delete_size[key] = delete_size.get(key, 0) + size
+    return {
+        "Hms": {},  # Milvus leaves it empty too: the hardware figures are in hardware_infos
+        "Rms": [
+            {"Label": NQ_PER_SECOND, "Rate": stats.nq_rate.rate()},
+            {"Label": SEARCH_THROUGHPUT, "Rate": stats.search_bytes_rate.rate()},
+            {"Label": INSERT_CONSUME_THROUGHPUT, "Rate": sum(p.insert_rate.rate() for _, p in pipelines)},
+            {"Label": DELETE_CONSUME_THROUGHPUT, "Rate": sum(p.delete_rate.rate() for _, p in pipelines)},
+        ],
+        "Fgm": {"MinFlowGraphChannel": slowest[0] if slowest else "",
+                "MinFlowGraphTt": slowest[1].tsafe if slowest else 0,
+                "NumFlowGraph": len(pipelines)},
+        "GrowingSegmentsSize": growing_bytes,
+        "Effect": {"NodeID": node.node_id, "CollectionIDs": sorted(c.id for c in node.collections.all())},
+        "DeleteBufferInfo": {"CollectionDeleteBufferNum": delete_num, "CollectionDeleteBufferSize": delete_size},
+    }

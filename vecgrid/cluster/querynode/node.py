@@ -52,7 +52,7 @@ from vecgrid.cluster.querynode.collections import Collection, CollectionManager
 from vecgrid.cluster.querynode.delegator import MAX_TS, DeleteRetry, ShardDelegator, query_limit
 from vecgrid.cluster.querynode.index_saver import SaveIndexRequest, save_segment_indexes
 from vecgrid.cluster.querynode.loader import SegmentLoader
-from vecgrid.cluster.querynode.monitor import node_snapshot
+from vecgrid.cluster.querynode.monitor import node_snapshot, quota_metrics
 from vecgrid.cluster.querynode.peers import PeerClients
 from vecgrid.cluster.querynode.reduce import merge_retrieve, merge_search
 from vecgrid.cluster.querynode.segments import ALL_PARTITIONS, SealedSegment, SegmentManager
@@ -362,7 +362,7 @@ class QueryNode(Component):
             "base_component_infos": sysinfo.base_component_info(
                 self.lifecycle, self.address, self.deploy_mode, self.settings.common.data_dir),
             "system_configurations": {} if simd is None else {"simd_type": simd},
-            "quota_metrics": {},
+            "quota_metrics": quota_metrics(self),
             "collection_metrics": {"collection_ids": [c.id for c in self.collections.all()]},
             "worker_name": self.name,
             # vecgrid's own: each device's index budget and use (the REST nodes table shows them).

@@ -50,6 +50,7 @@ from typing import Callable, Iterable
 import numpy as np
 import pyarrow as pa
 
+from vecgrid.common.rates import RateWindow
 from vecgrid.gpu.growing import GrowingSegment
 from vecgrid.proto import schema_pb2
 from vecgrid.storage.dml import DeleteBatch, InsertBatch, TimeTick, decode_dml
@@ -106,6 +107,10 @@ class ChannelPipeline:
         self._pk = next(f for f in schema.fields if f.is_primary_key)
         self._ids = {f.name: f.fieldID for f in schema.fields}
         self._tsafe = 0
+        # WAL bytes of this collection's inserts and deletes consumed per second (GetMetrics' quota
+        # metrics); added to by the consumer thread only, read from any (the window has its lock)
+        self.insert_rate = RateWindow()
+        self.delete_rate = RateWindow()
         self.records = 0                          # records consumed since the seek position
         self._applying: tuple[str, float] | None = None   # (message kind, monotonic start)
         self._cond = threading.Condition()
@@ -188,6 +193,7 @@ class ChannelPipeline:
                 message = decode_dml(record.payload)
                 self._applying = (type(message).__name__, time.monotonic())
                 self._apply(message)
+                self._count_consumed(message, len(record.payload))
                 self._applying = None
                 following = self._reader.read(timeout=0)
                 with self._cond:
@@ -211,6 +217,14 @@ class ChannelPipeline:
             self._cond.notify_all()
         if self.on_failure is not None:
             self.on_failure(error)
+
+    def _count_consumed(self, message, size: int) -> None:
+        if getattr(message, "collection_id", None) != self.collection_id:
+            return
+        if isinstance(message, InsertBatch):
+            self.insert_rate.add(size)
+        elif isinstance(message, DeleteBatch):
+            self.delete_rate.add(size)
 
     def _apply(self, message) -> None:
         if isinstance(message, TimeTick):
