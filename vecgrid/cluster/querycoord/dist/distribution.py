@@ -33,14 +33,16 @@ class DistributionManager:
     def update(self, node_id: int, reply: Q.GetDataDistributionResponse) -> None:
         """Record a node's answer; an empty body (nothing changed since last time) only beats the heart.
 
-        A body replaces what was known even under the same ``lastModifyTs``: the node moves it on loads,
-        releases and deletes, not on inserts, and the leader views' growing rows (the balancer reads
-        them) change with every insert."""
+        A body replaces what was known even under the same ``lastModifyTs``: a vecgrid node moves it on
+        loads, releases and deletes, not on inserts, and always answers in full, so the leader views'
+        growing rows (the balancer reads them) stay current.  A reply with no body under the known
+        ``lastModifyTs`` (Milvus's "nothing changed") keeps what was known."""
         dist = self._nodes.setdefault(node_id, NodeDistribution(node_id))
         dist.heartbeat = time.monotonic()
         if reply.memCapacityInMB:
             dist.mem_capacity_mb = reply.memCapacityInMB
-        if reply.lastModifyTs:
+        changed = reply.lastModifyTs != dist.last_modify_ts
+        if reply.lastModifyTs and (changed or reply.segments or reply.channels or reply.leader_views):
             dist.segments = list(reply.segments)
             dist.channels = list(reply.channels)
             dist.leader_views = list(reply.leader_views)
