@@ -591,9 +591,10 @@ async def _follow(desc: str, state: dict[str, Any], read: Any, finished: Any,
             if finished(state):
                 return state
             if deadline is not None and time.monotonic() > deadline:
-                reason = f" ({state['fail_reason']})" if state.get("fail_reason") else ""
+                reason = f" (last failure: {state['fail_reason']})" if state.get("fail_reason") else ""
                 raise TimeoutError(f"{desc} is at {state['progress']} % after waiting{reason}; the coordinator "
-                                   "goes on with it")
+                                   "goes on with it (bulk-imported segments are indexed when their collection "
+                                   "is loaded)")
             await asyncio.sleep(POLL_S)
             state = await read()
 
