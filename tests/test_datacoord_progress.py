@@ -73,6 +73,7 @@ async def test_a_flush_goes_from_half_its_channels_to_100_percent(cluster, monke
         return real(catalog, wal, root, channel, *args, **kw)
 
     monkeypatch.setattr(flush_mod, "flush_channel", gated)
+    follow = None
     try:
         started = await remote.writes.start_flush("", "halves")
         assert started["state"] == "Executing" and started["channels"] == 2 and started["progress"] < 100
@@ -87,11 +88,23 @@ async def test_a_flush_goes_from_half_its_channels_to_100_percent(cluster, monke
                                      for j in cluster.datacoord.flushes(coll.id)[:1]), 60, 0.05, "the CLI's flush half done")
     finally:
         gate.set()
+    assert follow is not None
     await asyncio.wait_for(follow, 60)
     done = await remote.writes.flush_state(started["flush_id"])
     assert (done["state"], done["progress"], done["channels_flushed"]) == ("Completed", 100, 2)
     published = {s.ID for s in cluster.coord.catalog.list_segments(coll.id)}
     assert set(done["segment_ids"]) <= published and len(done["segment_ids"]) >= 2
+    # the REST collections service: a flush that answers at once, followed in the collection's get
+    rest = CollectionsService(RestContext(coord=cluster.coord, proxy=cluster.proxy, datacoord=cluster.datacoord))
+    await remote.insert("halves", rows_for(list(range(300, 320)), DIM, seed=3))
+    answered = await rest.flush({"name": "halves", "wait": False}, {})
+    assert answered["state"] in ("Executing", "Completed") and answered["channels"] == 2
+
+    async def listed():
+        [newest, *_] = (await rest.get("halves", {}))["flushes"]
+        return newest if newest["flushId"] == answered["flushId"] and newest["state"] == "Completed" else None
+    newest = await poll_until(listed, 60, 0.05, "the REST flush completed")
+    assert (newest["progress"], newest["channelsFlushed"]) == (100, 2) and newest["segmentIds"]
     out = capsys.readouterr()
     shown = percentages(out.err, "flush halves")
     assert shown[-1] == 100 and any(p < 100 for p in shown), out.err
