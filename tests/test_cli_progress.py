@@ -77,3 +77,72 @@ def test_vecgrid_import_into_a_pipe_prints_plain_progress_lines(tmp_path, capsys
     err = capsys.readouterr().err
     lines = err.strip().splitlines()
     assert lines[-1].startswith("import docs: 2,500/2,500 rows (100 %)") and "\r" not in err
+
+
+class FakeWrites:
+    """A coordinator whose flush reaches 50 % then 100 %, and whose compaction fails."""
+
+    def __init__(self) -> None:
+        self.flushes = [{"flush_id": 3, "state": "Executing", "progress": 50, "segment_ids": [1]},
+                        {"flush_id": 3, "state": "Completed", "progress": 100, "segment_ids": [1, 2]}]
+
+    async def start_flush(self, db, name):
+        return {"flush_id": 3, "state": "Executing", "progress": 0, "segment_ids": []}
+
+    async def flush_state(self, flush_id):
+        return self.flushes.pop(0)
+
+    async def start_compaction(self, db, name):
+        return {"compaction_id": 4, "state": "Executing", "progress": 0, "completed_plans": 0, "error": ""}
+
+    async def compaction_state(self, compaction_id):
+        return {"compaction_id": 4, "state": "Failed", "progress": 50, "completed_plans": 1,
+                "error": "compaction plan 9 failed: disk full"}
+
+
+class FakeProxy:
+    db_name = ""
+
+    def __init__(self) -> None:
+        self.writes = FakeWrites()
+
+
+def _args(no_wait: bool = False):
+    import argparse
+
+    return argparse.Namespace(name="books", no_wait=no_wait)
+
+
+def test_a_flush_follows_the_coordinators_percentages(at_once, capsys, monkeypatch):
+    import asyncio
+    import json
+
+    monkeypatch.setattr(cli, "POLL_S", 0.0)
+    asyncio.run(cli._flush(FakeProxy(), _args()))
+    out = capsys.readouterr()
+    assert [line.rsplit(" [", 1)[0] for line in out.err.splitlines()] == [
+        "flush books: 0 %", "flush books: 50 %", "flush books: 100 %"]
+    assert json.loads(out.out) == {"collection": "books", "flush_id": 3, "state": "Completed", "progress": 100,
+                                   "segment_ids": [1, 2]}
+
+
+def test_no_wait_prints_the_started_job(capsys):
+    import asyncio
+    import json
+
+    proxy = FakeProxy()
+    asyncio.run(cli._flush(proxy, _args(no_wait=True)))
+    out = capsys.readouterr()
+    assert out.err == "" and json.loads(out.out)["state"] == "Executing"
+    assert len(proxy.writes.flushes) == 2      # never polled
+
+
+def test_a_failed_compaction_is_an_error_naming_why(at_once, capsys, monkeypatch):
+    import asyncio
+
+    from vecgrid import errors
+
+    monkeypatch.setattr(cli, "POLL_S", 0.0)
+    with pytest.raises(errors.ServiceInternal, match="compaction 4 of books failed: .*disk full"):
+        asyncio.run(cli._compact(FakeProxy(), _args()))
+    assert "compact books: 50 %" in capsys.readouterr().err

@@ -34,6 +34,9 @@ DIM = 8
     (["insert", "c", "a.jsonl", "b.parquet"], "cannot be mixed"),
     (["insert", "c", "a.jsonl", "--batch-rows", "0"], "--batch-rows must be 1 or more"),
     (["flush"], "the following arguments are required: NAME"),
+    (["create-index", "c"], "the following arguments are required: --field"),
+    (["create-index", "c", "--field", "vec", "--params", "{nope"], "--params is not JSON"),
+    (["create-index", "c", "--field", "vec", "--params", "[1]"], "--params must be a JSON object"),
 ])
 def test_bad_arguments_fail_in_one_line(args, fragment, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)

@@ -63,3 +63,21 @@ async def test_state_from_heartbeats_metadata_and_the_coordinators_tasks():
         await release.set()
         assert await future == 1
         await poll_until(lambda: not dashboard.dask_tasks(scheduler, cluster_state), 30, 0.05, "the task done")
+
+
+def test_the_page_shows_rows_inserted_per_second_and_the_datacoords_work():
+    activity = {"flushes_in_flight": 1, "compaction_plans_in_flight": 2, "index_builds_in_flight": 3,
+                "indexes": [{"collection": "books", "index_name": "vec", "state": "InProgress", "indexed_rows": 1000,
+                             "total_rows": 4000, "pending_index_rows": 3000, "progress": 25}]}
+    cluster_state = {"querycoord": {"state": "Healthy", "node_id": 1, "address": "a"}, "nodes": [], "collections": [],
+                     "tasks": {}, "tasks_waiting": 0, "wal_appends": 10, "inserted_rows": {"insert": 100, "upsert": 0},
+                     "datacoord": activity, "dask_client": None, "time": 100.0}
+    rates = dashboard.Rates()
+    first = dashboard.render({"cluster": cluster_state, "nodes": [], "time": 100.0}, rates)
+    assert "rows inserted (inserts and upserts)</td><td>–" in first        # no rate before a second refresh
+    later = {**cluster_state, "inserted_rows": {"insert": 350, "upsert": 50}, "wal_appends": 12, "time": 102.0}
+    html = dashboard.render({"cluster": later, "nodes": [], "time": 102.0}, rates)
+    assert "rows inserted (inserts and upserts)</td><td>150.0/s" in html   # (400 - 100) rows in 2 s
+    assert "WAL appends (write batches and time ticks)</td><td>1.0/s" in html
+    assert "compaction plans</td><td>2" in html and "index builds</td><td>3" in html
+    assert "<td>books</td><td>vec</td><td>InProgress</td><td>1,000 / 4,000</td><td>3,000</td><td>25 %</td>" in html

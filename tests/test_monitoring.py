@@ -100,6 +100,16 @@ async def test_coordinator_metrics_have_the_querycoord_node_and_wal_families(env
     assert set(segments) == {(("node_id", n),) for n in nodes} and sum(segments.values()) >= 1
     assert samples(families["vecgrid_wal_bytes"])[()] > 0
     assert samples(families["vecgrid_wal_append_latency_seconds"], "_count")[()] >= 1
+    # exactly the 400 rows the fixture inserted, none upserted
+    assert samples(families["vecgrid_proxy_inserted_rows"], "_total") == {
+        (("op", "insert"),): 400, (("op", "upsert"),): 0}
+    # the FLAT index: the 300 flushed rows are indexed or pending, nothing else
+    index = (("collection", NAME), ("index", "vec"))
+    pending = samples(families["vecgrid_datacoord_pending_index_rows"])[index]
+    assert pending + samples(families["vecgrid_datacoord_index_rows"])[index] == 300
+    for name in ("vecgrid_datacoord_flush_num", "vecgrid_datacoord_compaction_plan_num",
+                 "vecgrid_datacoord_index_build_num"):
+        assert samples(families[name])[()] >= 0
 
 
 async def test_scheduler_metrics_keep_dasks_and_add_vecgrids_worker_gauges(env):
@@ -131,6 +141,9 @@ async def test_dashboard_state_route_shows_the_collection_and_both_nodes(env):
 
     state = await poll_until(published, 30, 0.5, "the coordinator's state and both nodes' heartbeats")
     [coll] = state["cluster"]["collections"]
+    assert state["cluster"]["inserted_rows"] == {"insert": 400, "upsert": 0}
+    [index] = [i for i in state["cluster"]["datacoord"]["indexes"] if i["collection"] == NAME]
+    assert index["total_rows"] == 300 and index["indexed_rows"] + index["pending_index_rows"] == 300
     assert (coll["name"], coll["load_percentage"], len(coll["replicas"])) == (NAME, 100, 1)
     assert [p["name"] for p in coll["partitions"]] == ["_default"]
     assert {p["state"] for p in coll["partitions"]} <= {"InGPU", "PartialInGPU", "InMemory"}

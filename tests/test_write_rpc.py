@@ -19,15 +19,45 @@ from vecgrid.rpc.server import GrpcServer
 from vecgrid.rpc.write_servicer import WriteServicer, write_service
 from vecgrid.storage.dml import InsertBatch
 from tests.conftest import aio_channel
-from tests.proxy_support import rows_for
+from tests.proxy_support import rows_for, write_schema
 from tests.write_support import DIM, WriteSetup
 
 pytestmark = pytest.mark.asyncio
 
 
 class FakeDataCoord:
-    def __init__(self) -> None:
+    """Flush and compaction answers chosen here; index progress is the catalog's, as the DataCoord reads it."""
+
+    def __init__(self, catalog=None) -> None:
         self.calls: list[tuple[str, int]] = []
+        self.catalog = catalog
+        self.flush_job = {"flush_id": 5, "collection_id": 0, "state": "Executing", "progress": 50, "channels": 2,
+                          "channels_flushed": 1, "segment_ids": [21], "error": ""}
+        self.compaction_job = {"compaction_id": 6, "collection_id": 0, "state": "Failed", "progress": 50,
+                               "executing_plans": 0, "completed_plans": 1, "failed_plans": 1, "error": "disk full"}
+
+    async def start_flush(self, collection_id: int) -> dict:
+        self.calls.append(("start_flush", collection_id))
+        self.flush_job["collection_id"] = collection_id
+        return dict(self.flush_job)
+
+    def flush_state(self, flush_id: int) -> dict:
+        if flush_id != self.flush_job["flush_id"]:
+            raise errors.ParameterInvalid(f"no flush {flush_id}")
+        return dict(self.flush_job)
+
+    async def start_compaction(self, collection_id: int) -> dict:
+        self.calls.append(("start_compaction", collection_id))
+        self.compaction_job["collection_id"] = collection_id
+        return dict(self.compaction_job)
+
+    def compaction_state(self, compaction_id: int) -> dict:
+        return dict(self.compaction_job)
+
+    async def index_progress(self, collection_id: int) -> list[dict]:
+        from vecgrid.cluster.datacoord.index_builder import index_progress
+
+        return [{**i, "fail_reason": ""} for i in index_progress(self.catalog, [collection_id])]
 
     async def flush(self, collection_id: int) -> list[int]:
         self.calls.append(("flush", collection_id))
@@ -42,7 +72,7 @@ class Server:
     def __init__(self, setup: WriteSetup) -> None:
         self.setup = setup
         self.resolved: list[tuple] = []
-        self.datacoord = FakeDataCoord()
+        self.datacoord = FakeDataCoord(setup.catalog)
         self.servicer = WriteServicer(LocalWrites(setup.writer, self.resolve, self.datacoord))
         self.grpc = GrpcServer("test")
         self.address = ""
@@ -128,3 +158,39 @@ async def test_malformed_requests_are_refused(server):
     assert reply.status.code == 1100 and "not JSON" in reply.status.reason
     reply = await stub.Delete(W.DeleteRequest(collection_name="plain"))
     assert reply.status.code == 1100 and "either primary keys" in reply.status.reason
+
+
+async def test_progress_of_flush_compaction_and_index_builds_over_grpc(server):
+    setup = server.setup
+    plain = setup.colls["plain"].id
+    async with Proxy(server.address) as proxy:
+        started = await proxy.writes.start_flush("", "plain")
+        assert started == {**server.datacoord.flush_job, "collection_id": plain}
+        assert await proxy.writes.flush_state(5) == started
+        with pytest.raises(errors.ParameterInvalid, match="no flush 9"):
+            await proxy.writes.flush_state(9)
+        compaction = await proxy.writes.start_compaction("", "plain")
+        assert compaction == {**server.datacoord.compaction_job, "collection_id": plain}
+        assert server.datacoord.calls == [("start_flush", plain), ("start_compaction", plain)]
+
+        [index] = await proxy.writes.index_progress("", "plain")   # the FLAT index of the fixture, no segments
+        assert (index["index_name"], index["field"], index["state"], index["total_rows"], index["progress"]) == (
+            "vec", "vec", "Finished", 0, 100)
+        with pytest.raises(errors.IndexNotFound):
+            await proxy.writes.index_progress("", "plain", "nope")
+        setup.catalog.create_collection("default", "bare", write_schema(DIM), shards_num=1)
+        with pytest.raises(errors.ParameterInvalid, match="nlist"):
+            await proxy.writes.create_index("", "bare", "vec", "IVF_FLAT", "L2", {"nlist": -1}, "")
+        created = await proxy.writes.create_index("", "bare", "vec", "IVF_FLAT", "IP", {"nlist": 8}, "ivf")
+        assert (created["index_name"], created["field"], created["state"], created["pending_index_rows"]) == (
+            "ivf", "vec", "Finished", 0)
+        assert [i["index_name"] for i in await proxy.writes.index_progress("", "bare", "vec")] == ["ivf"]
+        with pytest.raises(errors.ParameterInvalid, match="drop it first"):   # one index per field
+            await proxy.writes.create_index("", "plain", "vec", "HNSW", "L2", {}, "")
+    stub = write_service_pb2_grpc.WriteServiceStub(aio_channel(server.address))
+    reply = await stub.CreateIndex(W.CreateIndexRequest(collection_name="keys", field_name="vec", params="{nope"))
+    assert reply.status.code == 1100 and "not JSON" in reply.status.reason
+    reply = await stub.GetFlushState(W.GetFlushStateRequest(flushID=5))
+    assert (reply.flushed, reply.progress, reply.channels_flushed, list(reply.segmentIDs)) == (False, 50, 1, [21])
+    reply = await stub.GetCompactionState(W.GetCompactionStateRequest(compactionID=6))
+    assert (reply.state, reply.completedPlanNo, reply.failedPlanNo, reply.fail_reason) == ("Failed", 1, 1, "disk full")

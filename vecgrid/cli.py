@@ -16,10 +16,15 @@ Client commands, against a running coordinator (``--coord HOST:PORT``, default
     vecgrid status                                           nodes, collections, load %, partition states
     vecgrid insert NAME FILE... [--partition P]              rows from .parquet, .jsonl, or .npy + .parquet/.csv
     vecgrid delete NAME --ids 1,2,3 | --filter JSON          by primary key, or what a Strong query finds
-    vecgrid flush NAME                                       seal growing data into published segments
-    vecgrid compact NAME                                     start a compaction
+    vecgrid flush NAME [--no-wait]                           seal growing data into published segments
+    vecgrid compact NAME [--no-wait]                         compact a collection now
+    vecgrid create-index NAME --field F [--type T] [--metric M] [--params JSON] [--no-wait]
+                                                             index a field; waits until its rows are indexed
 
 Writes print progress on a terminal and a JSON summary as their last line, like ``vecgrid import``.
+Flush, compaction and index builds follow the coordinator's progress (GetFlushState, GetCompactionState,
+GetIndexBuildProgress of ``vecgrid.write.WriteService``) until done; ``--no-wait`` prints the started
+job instead.
 
 Every command reads the same settings (``--config FILE``, ``VECGRID_*`` variables,
 flags).  A user error — unknown flag, unreadable config, port in use — prints one
@@ -45,7 +50,9 @@ from vecgrid.config import ConfigError, Settings
 EXIT_USAGE = 2
 EXIT_RUNTIME = 1
 DEFAULT_COORD = "127.0.0.1:19531"
-CLIENT_COMMANDS = ("load", "release", "search", "status", "insert", "delete", "flush", "compact")
+CLIENT_COMMANDS = ("load", "release", "search", "status", "insert", "delete", "flush", "compact", "create-index")
+#: seconds between two reads of a job's progress
+POLL_S = 0.2
 INSERT_BATCH_ROWS = 10_000
 
 
@@ -145,10 +152,25 @@ def _parser() -> _Parser:
     which.add_argument("--filter", metavar="JSON", help='query object in the REST syntax, e.g. {"age": {"$gt": 20}}')
     delete.add_argument("--partition", default=None, help="only this partition (default: every partition)")
 
-    flush = sub.add_parser("flush", parents=[client], help="seal growing data; returns once it is published")
+    no_wait = _Parser(add_help=False)
+    no_wait.add_argument("--no-wait", action="store_true",
+                         help="print the started job as JSON instead of following its progress")
+    flush = sub.add_parser("flush", parents=[client, no_wait],
+                           help="seal growing data; shows its progress until it is published")
     flush.add_argument("name", metavar="NAME")
-    compact = sub.add_parser("compact", parents=[client], help="start a compaction of a collection")
+    compact = sub.add_parser("compact", parents=[client, no_wait],
+                             help="compact a collection now; shows its progress until it is published")
     compact.add_argument("name", metavar="NAME")
+    index = sub.add_parser("create-index", parents=[client, no_wait],
+                           help="index a vector field; shows the build progress until every flushed row is indexed")
+    index.add_argument("name", metavar="NAME")
+    index.add_argument("--field", required=True, help="the vector field")
+    index.add_argument("--type", default="", dest="index_type", help="index type (default AUTOINDEX)")
+    index.add_argument("--metric", default="", help="metric type (default: the index's default)")
+    index.add_argument("--params", default="{}", help='index parameters as JSON, e.g. {"nlist": 128}')
+    index.add_argument("--index-name", default="", help="the index's name (default: the field's)")
+    index.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS",
+                       help="give up waiting for the builds after this long (default 600)")
 
     worker = sub.add_parser("worker", parents=[common], help="run a worker that serves as a QueryNode")
     worker.add_argument("--scheduler", required=True, help="Dask scheduler address")
@@ -410,6 +432,17 @@ def _delete_inputs(args: argparse.Namespace) -> tuple[list[Any] | None, dict | N
     return None, _filter_arg(args.filter)
 
 
+def _index_params(args: argparse.Namespace) -> dict:
+    """``--params`` of ``vecgrid create-index``: a JSON object."""
+    try:
+        params = json.loads(args.params)
+    except ValueError as e:
+        raise UsageError(f"--params is not JSON ({e}): {args.params!r}") from None
+    if not isinstance(params, dict):
+        raise UsageError(f"--params must be a JSON object, got {args.params!r}")
+    return params
+
+
 def _filter_arg(text: str) -> dict:
     """``--filter``: a REST query object as JSON."""
     try:
@@ -531,7 +564,7 @@ async def _insert(proxy: Any, args: argparse.Namespace, inputs: tuple[Any, int])
 
 async def _waiting(desc: str, work: Any) -> Any:
     """Await ``work`` showing the elapsed time (a counter on a terminal, a line every few seconds otherwise):
-    flush and compaction have no percentage to read over the coordinator's RPCs."""
+    work with no percentage to read (a delete by filter)."""
     task = asyncio.ensure_future(work)
     with Progress(desc, None) as bar:
         while True:
@@ -548,14 +581,68 @@ async def _delete(proxy: Any, args: argparse.Namespace, inputs: tuple[Any, Any])
     _summary({"collection": args.name, "delete_count": done.delete_cnt, "timestamp": done.timestamp})
 
 
+async def _follow(desc: str, state: dict[str, Any], read: Any, finished: Any,
+                  deadline: float | None = None) -> dict[str, Any]:
+    """Show a job's ``progress`` (%) until ``finished(state)``, reading it again with ``read()`` every
+    ``POLL_S``; returns the last state.  Past ``deadline`` (monotonic) it raises ``TimeoutError``."""
+    with Progress(desc, 100) as bar:
+        while True:
+            bar.set(state["progress"])
+            if finished(state):
+                return state
+            if deadline is not None and time.monotonic() > deadline:
+                reason = f" (last failure: {state['fail_reason']})" if state.get("fail_reason") else ""
+                raise TimeoutError(f"{desc} is at {state['progress']} % after waiting{reason}; the coordinator "
+                                   "goes on with it (bulk-imported segments are indexed when their collection "
+                                   "is loaded)")
+            await asyncio.sleep(POLL_S)
+            state = await read()
+
+
+def _job_ended(state: dict[str, Any]) -> bool:
+    return state["state"] != "Executing"
+
+
+def _job_failed(what: str, state: dict[str, Any]) -> None:
+    if state["state"] == "Failed":
+        raise errors.ServiceInternal(f"{what} failed: {state['error']}")
+
+
 async def _flush(proxy: Any, args: argparse.Namespace) -> None:
-    segments = await _waiting(f"flush {args.name}", proxy.flush(args.name))
-    _summary({"collection": args.name, "segment_ids": segments})
+    writes = proxy.writes
+    state = await writes.start_flush(proxy.db_name, args.name)
+    if not args.no_wait:
+        state = await _follow(f"flush {args.name}", state, lambda: writes.flush_state(state["flush_id"]), _job_ended)
+        _job_failed(f"flush {state['flush_id']} of {args.name}", state)
+    _summary({"collection": args.name, "flush_id": state["flush_id"], "state": state["state"],
+              "progress": state["progress"], "segment_ids": state["segment_ids"]})
 
 
 async def _compact(proxy: Any, args: argparse.Namespace) -> None:
-    plan = await _waiting(f"compact {args.name}", proxy.compact(args.name))
-    _summary({"collection": args.name, "compaction_id": plan})
+    writes = proxy.writes
+    state = await writes.start_compaction(proxy.db_name, args.name)
+    if not args.no_wait:
+        state = await _follow(f"compact {args.name}", state,
+                              lambda: writes.compaction_state(state["compaction_id"]), _job_ended)
+        _job_failed(f"compaction {state['compaction_id']} of {args.name}", state)
+    _summary({"collection": args.name, "compaction_id": state["compaction_id"], "state": state["state"],
+              "progress": state["progress"], "completed_plans": state["completed_plans"]})
+
+
+async def _create_index(proxy: Any, args: argparse.Namespace, params: dict) -> None:
+    writes = proxy.writes
+    deadline = time.monotonic() + args.timeout
+    index = await writes.create_index(proxy.db_name, args.name, args.field, args.index_type, args.metric, params,
+                                      args.index_name)
+
+    async def read() -> dict[str, Any]:
+        return (await writes.index_progress(proxy.db_name, args.name, index["index_name"]))[0]
+    if not args.no_wait:
+        index = await _follow(f"index {args.name}.{args.field}", index, read,
+                              lambda i: i["state"] == "Finished", deadline)
+    _summary({"collection": args.name, "index_name": index["index_name"], "field": index["field"],
+              "state": index["state"], "progress": index["progress"], "indexed_rows": index["indexed_rows"],
+              "total_rows": index["total_rows"], "pending_index_rows": index["pending_index_rows"]})
 
 
 async def _load(proxy: Any, args: argparse.Namespace) -> None:
@@ -704,6 +791,8 @@ async def _client(args: argparse.Namespace, inputs: Any, settings: Settings) -> 
             await _flush(proxy, args)
         elif args.command == "compact":
             await _compact(proxy, args)
+        elif args.command == "create-index":
+            await _create_index(proxy, args, inputs)
         else:
             report = await _status_report(proxy, args)
             report["health"] = await _health(args.rest or _default_rest(args.coord, settings))
@@ -719,7 +808,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = Settings.load(getattr(args, "config", None), overrides=_overrides(args))
         if args.command == "worker":
             parse_resources(args.resources)
-        inputs = {"search": _search_inputs, "insert": _insert_inputs, "delete": _delete_inputs}.get(
+        inputs = {"search": _search_inputs, "insert": _insert_inputs, "delete": _delete_inputs,
+                  "create-index": _index_params}.get(
             args.command, lambda _: None)(args)
         if args.command == "load" and args.replicas is not None and args.replicas < 1:
             raise UsageError(f"--replicas must be 1 or more, got {args.replicas}")

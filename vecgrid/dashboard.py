@@ -7,7 +7,8 @@ before it builds its HTTP server, registers:
 - the Bokeh page ``/individual-vecgrid`` (listed in the dashboard's "More…" menu as
   "Individual Vecgrid"): query nodes, collections with load % and partition states, segments per
   node, the QueryCoord's tasks in flight and the Dask tasks its client has not finished yet (by
-  key prefix), search and write rates;
+  key prefix), the DataCoord's work in flight (flushes, compaction plans, index builds, each index's
+  indexed and pending rows), search rates, rows inserted per second and WAL appends per second;
 - the route ``/vecgrid/api/state`` (appended to ``distributed.scheduler.http.routes``): the same
   data as JSON;
 - with ``dask_setup``: a Prometheus collector that adds ``vecgrid_worker_*`` gauges to the
@@ -168,14 +169,32 @@ def render(data: dict[str, Any], rates: Rates) -> str:
                         ["type", "count"], tasks))
     parts.append(_table("Dask tasks of the coordinator in flight", ["task", "state", "count"],
                         [[t["prefix"], t["state"], t["count"]] for t in data.get("dask_tasks", [])]))
+    parts += _datacoord(cluster.get("datacoord"))
     searches = sum(n["search"]["requests"].get("success", 0) + n["search"]["requests"].get("fail", 0)
                    for n in data["nodes"])
+    inserted = sum(cluster["inserted_rows"].values()) if cluster.get("inserted_rows") is not None else None
     parts.append(_table("Rates", ["what", "rate"], [
         ["searches (all nodes)", _fmt_rate(rates.rate("search/all", searches, now))],
+        ["rows inserted (inserts and upserts)",
+         _fmt_rate(rates.rate("rows", inserted, now) if inserted is not None else None)],
         ["WAL appends (write batches and time ticks)",
          _fmt_rate(rates.rate("wal", cluster["wal_appends"], now) if cluster else None)],
     ]))
     return "".join(parts)
+
+
+def _datacoord(activity: dict[str, Any] | None) -> list[str]:
+    """The DataCoord's work in flight and each index's build progress."""
+    if activity is None:
+        return []
+    running = _table("DataCoord work in flight", ["what", "count"], [
+        ["explicit flushes", activity["flushes_in_flight"]],
+        ["compaction plans", activity["compaction_plans_in_flight"]],
+        ["index builds", activity["index_builds_in_flight"]]])
+    rows = [[i["collection"], i["index_name"], i["state"], f"{i['indexed_rows']:,} / {i['total_rows']:,}",
+             f"{i['pending_index_rows']:,}", f"{i['progress']} %"] for i in activity["indexes"]]
+    return [running, _table("Index builds", ["collection", "index", "state", "indexed rows / rows of flushed segments",
+                                             "pending rows", "indexed"], rows)]
 
 
 def vecgrid_doc(scheduler: Any, extra: dict, doc: Any) -> None:

@@ -127,7 +127,7 @@ class Coordinator:
         await self.client.register_plugin(QueryNodePlugin(self.node_settings(), self.deploy_mode))
         await self.coord.start()
         await self.datacoord.start()
-        self.publisher = ClusterPublisher(self.coord, self.client)
+        self.publisher = ClusterPublisher(self.coord, self.client, datacoord=self.datacoord)
         self.publisher.start()
         self.addresses.grpc = self.coord.address
         self.addresses.http = f"http://{s.common.host}:{s.http.port}"

@@ -59,7 +59,7 @@ def make_app(ctx: RestContext, api: Application | None = None) -> tornado.web.Ap
     """The Tornado app serving ``api`` (built from ``ctx`` when not given) and the plain endpoints."""
     settings = ctx.settings.http if ctx.settings is not None else None
     context = {"coord": ctx.coord}
-    metrics = RestMetrics(ctx.coord)
+    metrics = RestMetrics(ctx.coord, ctx.datacoord)
     plain = [(r"/health", HealthHandler, context), (r"/version", VersionHandler, context),
              (r"/metrics", MetricsHandler, {"metrics": metrics})]
     options: dict = {"log_function": metrics.log_request}

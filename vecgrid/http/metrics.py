@@ -15,6 +15,13 @@ Names follow Milvus's (``pkg/metrics``) with the ``vecgrid`` namespace:
   counted in ``vecgrid_querycoord_querynode_unreachable``).
 - WAL: ``vecgrid_wal_bytes`` (bytes on disk under the WAL root) and
   ``vecgrid_wal_append_latency_seconds`` (append until durable).
+- Writes: ``vecgrid_proxy_inserted_rows_total{op=insert|upsert}``, rows of the inserts and upserts the
+  coordinator's write path acknowledged (Milvus's ``proxy_insert_vectors_count``).
+- DataCoord, when the app has one: ``vecgrid_datacoord_pending_index_rows{collection,index}`` and
+  ``vecgrid_datacoord_index_rows{collection,index}`` (rows of flushed segments without / with a build of
+  the index), ``vecgrid_datacoord_flush_num`` (explicit flushes running),
+  ``vecgrid_datacoord_compaction_plan_num`` (compaction plans running, Milvus's
+  ``datacoord_compaction_task_num``) and ``vecgrid_datacoord_index_build_num`` (index builds running).
 
 State: the registry and its histogram are prometheus_client objects (thread-safe); the collector
 reads the QueryCoord on the event loop that serves the scrape, where the QueryCoord's state lives,
@@ -102,8 +109,9 @@ def directory_bytes(root: str) -> int:
 class QueryCoordCollector(Collector):
     """The QueryCoord, node and WAL families, computed when scraped (see the module docstring)."""
 
-    def __init__(self, coord: Any) -> None:
-        self.coord = coord
+    def __init__(self, coord: Any, datacoord: Any = None) -> None:
+        self.coord, self.datacoord = coord, datacoord
+        self.activity: dict[str, Any] | None = None    # the DataCoord's work in flight, by gather
         self.node_reports: list[dict[str, Any]] = []   # set by :meth:`gather` before each collect
         self.unreachable = 0
         self.wal_bytes = 0
@@ -125,11 +133,12 @@ class QueryCoordCollector(Collector):
             self.node_reports = [n["vecgrid"] for n in nodes if "vecgrid" in n]
             self.unreachable = len(nodes) - len(self.node_reports)
         self.names = await read_catalog_names(self.coord)
+        self.activity = await self.datacoord.activity() if self.datacoord is not None else None
         wal = getattr(getattr(self.coord, "appenders", None), "wal", None)
         self.wal_bytes = await asyncio.to_thread(directory_bytes, wal.root) if wal is not None else 0
 
     def collect(self) -> Iterable[Any]:
-        snap = cluster_snapshot(self.coord, self.names)
+        snap = cluster_snapshot(self.coord, self.names, self.activity)
         yield GaugeMetricFamily("vecgrid_querycoord_collection_num", "Collections loaded or loading",
                                 value=len(snap["collections"]))
         yield GaugeMetricFamily("vecgrid_querycoord_querynode_num", "Query nodes registered",
@@ -161,19 +170,45 @@ class QueryCoordCollector(Collector):
             append = histogram_family("vecgrid_wal_append_latency_seconds", "WAL appends until durable", [])
             add_histogram(append, [], appenders.append_latency.snapshot())
             yield append
+        inserted = CounterMetricFamily("vecgrid_proxy_inserted_rows",
+                                       "Rows of the inserts and upserts the write path acknowledged", labels=["op"])
+        for op, rows in sorted(snap["inserted_rows"].items()):
+            inserted.add_metric([op], rows)
+        yield inserted
+        if snap["datacoord"] is not None:
+            yield from datacoord_families(snap["datacoord"])
+
+
+def datacoord_families(activity: dict[str, Any]) -> list[Any]:
+    """The DataCoord's families from its ``activity()`` (see the module docstring)."""
+    pending = GaugeMetricFamily("vecgrid_datacoord_pending_index_rows",
+                                "Rows of flushed segments not indexed yet, per index", labels=["collection", "index"])
+    indexed = GaugeMetricFamily("vecgrid_datacoord_index_rows", "Rows of flushed segments indexed, per index",
+                                labels=["collection", "index"])
+    for index in activity["indexes"]:
+        labels = [index["collection"], index["index_name"]]
+        pending.add_metric(labels, index["pending_index_rows"])
+        indexed.add_metric(labels, index["indexed_rows"])
+    return [pending, indexed,
+            GaugeMetricFamily("vecgrid_datacoord_flush_num", "Explicit flushes running",
+                              value=activity["flushes_in_flight"]),
+            GaugeMetricFamily("vecgrid_datacoord_compaction_plan_num", "Compaction plans running",
+                              value=activity["compaction_plans_in_flight"]),
+            GaugeMetricFamily("vecgrid_datacoord_index_build_num", "Index builds running",
+                              value=activity["index_builds_in_flight"])]
 
 
 class RestMetrics:
     """The REST app's registry: one per app, so that several apps in one process do not mix."""
 
-    def __init__(self, coord: Any = None) -> None:
+    def __init__(self, coord: Any = None, datacoord: Any = None) -> None:
         self.registry = CollectorRegistry()
         self.requests = Histogram("vecgrid_http_request_duration_seconds",
                                   "REST request latency by service, method and status",
                                   ["service", "method", "code"], registry=self.registry)
         self.coord_collector: QueryCoordCollector | None = None
         if coord is not None:
-            self.coord_collector = QueryCoordCollector(coord)
+            self.coord_collector = QueryCoordCollector(coord, datacoord)
             self.registry.register(self.coord_collector)
 
     def observe(self, handler: tornado.web.RequestHandler) -> None:

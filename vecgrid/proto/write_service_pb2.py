@@ -26,7 +26,7 @@ from vecgrid.proto import common_pb2 as vecgrid_dot_proto_dot_common__pb2
 from vecgrid.proto import schema_pb2 as vecgrid_dot_proto_dot_schema__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!vecgrid/proto/write_service.proto\x12\rvecgrid.write\x1a\x1avecgrid/proto/common.proto\x1a\x1avecgrid/proto/schema.proto\"_\n\rInsertRequest\x12\x0f\n\x07\x64\x62_name\x18\x01 \x01(\t\x12\x17\n\x0f\x63ollection_name\x18\x02 \x01(\t\x12\x16\n\x0epartition_name\x18\x03 \x01(\t\x12\x0c\n\x04rows\x18\x04 \x01(\x0c\"\x88\x01\n\rDeleteRequest\x12\x0f\n\x07\x64\x62_name\x18\x01 \x01(\t\x12\x17\n\x0f\x63ollection_name\x18\x02 \x01(\t\x12\x16\n\x0epartition_name\x18\x03 \x01(\t\x12%\n\x03ids\x18\x04 \x01(\x0b\x32\x18.milvus.proto.schema.IDs\x12\x0e\n\x06\x66ilter\x18\x05 \x01(\t\"\xf0\x01\n\x0eMutationResult\x12+\n\x06status\x18\x01 \x01(\x0b\x32\x1b.milvus.proto.common.Status\x12%\n\x03IDs\x18\x02 \x01(\x0b\x32\x18.milvus.proto.schema.IDs\x12\x12\n\nsucc_index\x18\x03 \x03(\r\x12\x11\n\terr_index\x18\x04 \x03(\r\x12\x14\n\x0c\x61\x63knowledged\x18\x05 \x01(\x08\x12\x12\n\ninsert_cnt\x18\x06 \x01(\x03\x12\x12\n\ndelete_cnt\x18\x07 \x01(\x03\x12\x12\n\nupsert_cnt\x18\x08 \x01(\x03\x12\x11\n\ttimestamp\x18\t \x01(\x04\"8\n\x0c\x46lushRequest\x12\x0f\n\x07\x64\x62_name\x18\x01 \x01(\t\x12\x17\n\x0f\x63ollection_name\x18\x02 \x01(\t\"f\n\rFlushResponse\x12+\n\x06status\x18\x01 \x01(\x0b\x32\x1b.milvus.proto.common.Status\x12\x14\n\x0c\x63ollectionID\x18\x02 \x01(\x03\x12\x12\n\nsegmentIDs\x18\x03 \x03(\x03\":\n\x0e\x43ompactRequest\x12\x0f\n\x07\x64\x62_name\x18\x01 \x01(\t\x12\x17\n\x0f\x63ollection_name\x18\x02 \x01(\t\"j\n\x0f\x43ompactResponse\x12+\n\x06status\x18\x01 \x01(\x0b\x32\x1b.milvus.proto.common.Status\x12\x14\n\x0c\x63ollectionID\x18\x02 \x01(\x03\x12\x14\n\x0c\x63ompactionID\x18\x03 \x01(\x03\".\n\x1aGuaranteeTimestampsRequest\x12\x10\n\x08\x63hannels\x18\x01 \x03(\t\"^\n\x1bGuaranteeTimestampsResponse\x12+\n\x06status\x18\x01 \x01(\x0b\x32\x1b.milvus.proto.common.Status\x12\x12\n\ntimestamps\x18\x02 \x03(\x04\x32\xee\x03\n\x0cWriteService\x12G\n\x06Insert\x12\x1c.vecgrid.write.InsertRequest\x1a\x1d.vecgrid.write.MutationResult\"\x00\x12G\n\x06Upsert\x12\x1c.vecgrid.write.InsertRequest\x1a\x1d.vecgrid.write.MutationResult\"\x00\x12G\n\x06\x44\x65lete\x12\x1c.vecgrid.write.DeleteRequest\x1a\x1d.vecgrid.write.MutationResult\"\x00\x12\x44\n\x05\x46lush\x12\x1b.vecgrid.write.FlushRequest\x1a\x1c.vecgrid.write.FlushResponse\"\x00\x12J\n\x07\x43ompact\x12\x1d.vecgrid.write.CompactRequest\x1a\x1e.vecgrid.write.CompactResponse\"\x00\x12q\n\x16GetGuaranteeTimestamps\x12).vecgrid.write.GuaranteeTimestampsRequest\x1a*.vecgrid.write.GuaranteeTimestampsResponse\"\x00\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!vecgrid/proto/write_service.proto\x12\rvecgrid.write\x1a\x1avecgrid/proto/common.proto\x1a\x1avecgrid/proto/schema.proto\"_\n\rInsertRequest\x12\x0f\n\x07\x64\x62_name\x18\x01 \x01(\t\x12\x17\n\x0f\x63ollection_name\x18\x02 \x01(\t\x12\x16\n\x0epartition_name\x18\x03 \x01(\t\x12\x0c\n\x04rows\x18\x04 \x01(\x0c\"\x88\x01\n\rDeleteRequest\x12\x0f\n\x07\x64\x62_name\x18\x01 \x01(\t\x12\x17\n\x0f\x63ollection_name\x18\x02 \x01(\t\x12\x16\n\x0epartition_name\x18\x03 \x01(\t\x12%\n\x03ids\x18\x04 \x01(\x0b\x32\x18.milvus.proto.schema.IDs\x12\x0e\n\x06\x66ilter\x18\x05 \x01(\t\"\xf0\x01\n\x0eMutationResult\x12+\n\x06status\x18\x01 \x01(\x0b\x32\x1b.milvus.proto.common.Status\x12%\n\x03IDs\x18\x02 \x01(\x0b\x32\x18.milvus.proto.schema.IDs\x12\x12\n\nsucc_index\x18\x03 \x03(\r\x12\x11\n\terr_index\x18\x04 \x03(\r\x12\x14\n\x0c\x61\x63knowledged\x18\x05 \x01(\x08\x12\x12\n\ninsert_cnt\x18\x06 \x01(\x03\x12\x12\n\ndelete_cnt\x18\x07 \x01(\x03\x12\x12\n\nupsert_cnt\x18\x08 \x01(\x03\x12\x11\n\ttimestamp\x18\t \x01(\x04\"I\n\x0c\x46lushRequest\x12\x0f\n\x07\x64\x62_name\x18\x01 \x01(\t\x12\x17\n\x0f\x63ollection_name\x18\x02 \x01(\t\x12\x0f\n\x07no_wait\x18\x03 \x01(\x08\"w\n\rFlushResponse\x12+\n\x06status\x18\x01 \x01(\x0b\x32\x1b.milvus.proto.common.Status\x12\x14\n\x0c\x63ollectionID\x18\x02 \x01(\x03\x12\x12\n\nsegmentIDs\x18\x03 \x03(\x03\x12\x0f\n\x07\x66lushID\x18\x04 \x01(\x03\"K\n\x0e\x43ompactRequest\x12\x0f\n\x07\x64\x62_name\x18\x01 \x01(\t\x12\x17\n\x0f\x63ollection_name\x18\x02 \x01(\t\x12\x0f\n\x07no_wait\x18\x03 \x01(\x08\"j\n\x0f\x43ompactResponse\x12+\n\x06status\x18\x01 \x01(\x0b\x32\x1b.milvus.proto.common.Status\x12\x14\n\x0c\x63ollectionID\x18\x02 \x01(\x03\x12\x14\n\x0c\x63ompactionID\x18\x03 \x01(\x03\"\'\n\x14GetFlushStateRequest\x12\x0f\n\x07\x66lushID\x18\x01 \x01(\x03\"\xf2\x01\n\x15GetFlushStateResponse\x12+\n\x06status\x18\x01 \x01(\x0b\x32\x1b.milvus.proto.common.Status\x12\x0f\n\x07\x66lushed\x18\x02 \x01(\x08\x12\x0f\n\x07\x66lushID\x18\x03 \x01(\x03\x12\x14\n\x0c\x63ollectionID\x18\x04 \x01(\x03\x12\r\n\x05state\x18\x05 \x01(\t\x12\x10\n\x08progress\x18\x06 \x01(\x05\x12\x10\n\x08\x63hannels\x18\x07 \x01(\x05\x12\x18\n\x10\x63hannels_flushed\x18\x08 \x01(\x05\x12\x12\n\nsegmentIDs\x18\t \x03(\x03\x12\x13\n\x0b\x66\x61il_reason\x18\n \x01(\t\"1\n\x19GetCompactionStateRequest\x12\x14\n\x0c\x63ompactionID\x18\x01 \x01(\x03\"\xdd\x01\n\x1aGetCompactionStateResponse\x12+\n\x06status\x18\x01 \x01(\x0b\x32\x1b.milvus.proto.common.Status\x12\r\n\x05state\x18\x02 \x01(\t\x12\x17\n\x0f\x65xecutingPlanNo\x18\x03 \x01(\x03\x12\x17\n\x0f\x63ompletedPlanNo\x18\x04 \x01(\x03\x12\x14\n\x0c\x66\x61iledPlanNo\x18\x05 \x01(\x03\x12\x10\n\x08progress\x18\x06 \x01(\x05\x12\x14\n\x0c\x63ollectionID\x18\x07 \x01(\x03\x12\x13\n\x0b\x66\x61il_reason\x18\x08 \x01(\t\"\\\n\x1cGetIndexBuildProgressRequest\x12\x0f\n\x07\x64\x62_name\x18\x01 \x01(\t\x12\x17\n\x0f\x63ollection_name\x18\x02 \x01(\t\x12\x12\n\nindex_name\x18\x03 \x01(\t\"\xe5\x01\n\rIndexProgress\x12\x12\n\nindex_name\x18\x01 \x01(\t\x12\x12\n\nfield_name\x18\x02 \x01(\t\x12\x0f\n\x07indexID\x18\x03 \x01(\x03\x12.\n\x05state\x18\x04 \x01(\x0e\x32\x1f.milvus.proto.common.IndexState\x12\x12\n\ntotal_rows\x18\x05 \x01(\x03\x12\x14\n\x0cindexed_rows\x18\x06 \x01(\x03\x12\x1a\n\x12pending_index_rows\x18\x07 \x01(\x03\x12\x10\n\x08progress\x18\x08 \x01(\x05\x12\x13\n\x0b\x66\x61il_reason\x18\t \x01(\t\"{\n\x1dGetIndexBuildProgressResponse\x12+\n\x06status\x18\x01 \x01(\x0b\x32\x1b.milvus.proto.common.Status\x12-\n\x07indexes\x18\x02 \x03(\x0b\x32\x1c.vecgrid.write.IndexProgress\"\x9f\x01\n\x12\x43reateIndexRequest\x12\x0f\n\x07\x64\x62_name\x18\x01 \x01(\t\x12\x17\n\x0f\x63ollection_name\x18\x02 \x01(\t\x12\x12\n\nfield_name\x18\x03 \x01(\t\x12\x12\n\nindex_type\x18\x04 \x01(\t\x12\x13\n\x0bmetric_type\x18\x05 \x01(\t\x12\x0e\n\x06params\x18\x06 \x01(\t\x12\x12\n\nindex_name\x18\x07 \x01(\t\"o\n\x13\x43reateIndexResponse\x12+\n\x06status\x18\x01 \x01(\x0b\x32\x1b.milvus.proto.common.Status\x12+\n\x05index\x18\x02 \x01(\x0b\x32\x1c.vecgrid.write.IndexProgress\".\n\x1aGuaranteeTimestampsRequest\x12\x10\n\x08\x63hannels\x18\x01 \x03(\t\"^\n\x1bGuaranteeTimestampsResponse\x12+\n\x06status\x18\x01 \x01(\x0b\x32\x1b.milvus.proto.common.Status\x12\x12\n\ntimestamps\x18\x02 \x03(\x04\x32\x87\x07\n\x0cWriteService\x12G\n\x06Insert\x12\x1c.vecgrid.write.InsertRequest\x1a\x1d.vecgrid.write.MutationResult\"\x00\x12G\n\x06Upsert\x12\x1c.vecgrid.write.InsertRequest\x1a\x1d.vecgrid.write.MutationResult\"\x00\x12G\n\x06\x44\x65lete\x12\x1c.vecgrid.write.DeleteRequest\x1a\x1d.vecgrid.write.MutationResult\"\x00\x12\x44\n\x05\x46lush\x12\x1b.vecgrid.write.FlushRequest\x1a\x1c.vecgrid.write.FlushResponse\"\x00\x12J\n\x07\x43ompact\x12\x1d.vecgrid.write.CompactRequest\x1a\x1e.vecgrid.write.CompactResponse\"\x00\x12\\\n\rGetFlushState\x12#.vecgrid.write.GetFlushStateRequest\x1a$.vecgrid.write.GetFlushStateResponse\"\x00\x12k\n\x12GetCompactionState\x12(.vecgrid.write.GetCompactionStateRequest\x1a).vecgrid.write.GetCompactionStateResponse\"\x00\x12t\n\x15GetIndexBuildProgress\x12+.vecgrid.write.GetIndexBuildProgressRequest\x1a,.vecgrid.write.GetIndexBuildProgressResponse\"\x00\x12V\n\x0b\x43reateIndex\x12!.vecgrid.write.CreateIndexRequest\x1a\".vecgrid.write.CreateIndexResponse\"\x00\x12q\n\x16GetGuaranteeTimestamps\x12).vecgrid.write.GuaranteeTimestampsRequest\x1a*.vecgrid.write.GuaranteeTimestampsResponse\"\x00\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -40,17 +40,35 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_MUTATIONRESULT']._serialized_start=345
   _globals['_MUTATIONRESULT']._serialized_end=585
   _globals['_FLUSHREQUEST']._serialized_start=587
-  _globals['_FLUSHREQUEST']._serialized_end=643
-  _globals['_FLUSHRESPONSE']._serialized_start=645
-  _globals['_FLUSHRESPONSE']._serialized_end=747
-  _globals['_COMPACTREQUEST']._serialized_start=749
-  _globals['_COMPACTREQUEST']._serialized_end=807
-  _globals['_COMPACTRESPONSE']._serialized_start=809
-  _globals['_COMPACTRESPONSE']._serialized_end=915
-  _globals['_GUARANTEETIMESTAMPSREQUEST']._serialized_start=917
-  _globals['_GUARANTEETIMESTAMPSREQUEST']._serialized_end=963
-  _globals['_GUARANTEETIMESTAMPSRESPONSE']._serialized_start=965
-  _globals['_GUARANTEETIMESTAMPSRESPONSE']._serialized_end=1059
-  _globals['_WRITESERVICE']._serialized_start=1062
-  _globals['_WRITESERVICE']._serialized_end=1556
+  _globals['_FLUSHREQUEST']._serialized_end=660
+  _globals['_FLUSHRESPONSE']._serialized_start=662
+  _globals['_FLUSHRESPONSE']._serialized_end=781
+  _globals['_COMPACTREQUEST']._serialized_start=783
+  _globals['_COMPACTREQUEST']._serialized_end=858
+  _globals['_COMPACTRESPONSE']._serialized_start=860
+  _globals['_COMPACTRESPONSE']._serialized_end=966
+  _globals['_GETFLUSHSTATEREQUEST']._serialized_start=968
+  _globals['_GETFLUSHSTATEREQUEST']._serialized_end=1007
+  _globals['_GETFLUSHSTATERESPONSE']._serialized_start=1010
+  _globals['_GETFLUSHSTATERESPONSE']._serialized_end=1252
+  _globals['_GETCOMPACTIONSTATEREQUEST']._serialized_start=1254
+  _globals['_GETCOMPACTIONSTATEREQUEST']._serialized_end=1303
+  _globals['_GETCOMPACTIONSTATERESPONSE']._serialized_start=1306
+  _globals['_GETCOMPACTIONSTATERESPONSE']._serialized_end=1527
+  _globals['_GETINDEXBUILDPROGRESSREQUEST']._serialized_start=1529
+  _globals['_GETINDEXBUILDPROGRESSREQUEST']._serialized_end=1621
+  _globals['_INDEXPROGRESS']._serialized_start=1624
+  _globals['_INDEXPROGRESS']._serialized_end=1853
+  _globals['_GETINDEXBUILDPROGRESSRESPONSE']._serialized_start=1855
+  _globals['_GETINDEXBUILDPROGRESSRESPONSE']._serialized_end=1978
+  _globals['_CREATEINDEXREQUEST']._serialized_start=1981
+  _globals['_CREATEINDEXREQUEST']._serialized_end=2140
+  _globals['_CREATEINDEXRESPONSE']._serialized_start=2142
+  _globals['_CREATEINDEXRESPONSE']._serialized_end=2253
+  _globals['_GUARANTEETIMESTAMPSREQUEST']._serialized_start=2255
+  _globals['_GUARANTEETIMESTAMPSREQUEST']._serialized_end=2301
+  _globals['_GUARANTEETIMESTAMPSRESPONSE']._serialized_start=2303
+  _globals['_GUARANTEETIMESTAMPSRESPONSE']._serialized_end=2397
+  _globals['_WRITESERVICE']._serialized_start=2400
+  _globals['_WRITESERVICE']._serialized_end=3303
 # @@protoc_insertion_point(module_scope)

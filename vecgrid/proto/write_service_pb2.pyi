@@ -57,30 +57,36 @@ class MutationResult(_message.Message):
     def __init__(self, status: _Optional[_Union[_common_pb2.Status, _Mapping]] = ..., IDs: _Optional[_Union[_schema_pb2.IDs, _Mapping]] = ..., succ_index: _Optional[_Iterable[int]] = ..., err_index: _Optional[_Iterable[int]] = ..., acknowledged: _Optional[bool] = ..., insert_cnt: _Optional[int] = ..., delete_cnt: _Optional[int] = ..., upsert_cnt: _Optional[int] = ..., timestamp: _Optional[int] = ...) -> None: ...
 
 class FlushRequest(_message.Message):
-    __slots__ = ("db_name", "collection_name")
+    __slots__ = ("db_name", "collection_name", "no_wait")
     DB_NAME_FIELD_NUMBER: _ClassVar[int]
     COLLECTION_NAME_FIELD_NUMBER: _ClassVar[int]
+    NO_WAIT_FIELD_NUMBER: _ClassVar[int]
     db_name: str
     collection_name: str
-    def __init__(self, db_name: _Optional[str] = ..., collection_name: _Optional[str] = ...) -> None: ...
+    no_wait: bool
+    def __init__(self, db_name: _Optional[str] = ..., collection_name: _Optional[str] = ..., no_wait: _Optional[bool] = ...) -> None: ...
 
 class FlushResponse(_message.Message):
-    __slots__ = ("status", "collectionID", "segmentIDs")
+    __slots__ = ("status", "collectionID", "segmentIDs", "flushID")
     STATUS_FIELD_NUMBER: _ClassVar[int]
     COLLECTIONID_FIELD_NUMBER: _ClassVar[int]
     SEGMENTIDS_FIELD_NUMBER: _ClassVar[int]
+    FLUSHID_FIELD_NUMBER: _ClassVar[int]
     status: _common_pb2.Status
     collectionID: int
     segmentIDs: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, status: _Optional[_Union[_common_pb2.Status, _Mapping]] = ..., collectionID: _Optional[int] = ..., segmentIDs: _Optional[_Iterable[int]] = ...) -> None: ...
+    flushID: int
+    def __init__(self, status: _Optional[_Union[_common_pb2.Status, _Mapping]] = ..., collectionID: _Optional[int] = ..., segmentIDs: _Optional[_Iterable[int]] = ..., flushID: _Optional[int] = ...) -> None: ...
 
 class CompactRequest(_message.Message):
-    __slots__ = ("db_name", "collection_name")
+    __slots__ = ("db_name", "collection_name", "no_wait")
     DB_NAME_FIELD_NUMBER: _ClassVar[int]
     COLLECTION_NAME_FIELD_NUMBER: _ClassVar[int]
+    NO_WAIT_FIELD_NUMBER: _ClassVar[int]
     db_name: str
     collection_name: str
-    def __init__(self, db_name: _Optional[str] = ..., collection_name: _Optional[str] = ...) -> None: ...
+    no_wait: bool
+    def __init__(self, db_name: _Optional[str] = ..., collection_name: _Optional[str] = ..., no_wait: _Optional[bool] = ...) -> None: ...
 
 class CompactResponse(_message.Message):
     __slots__ = ("status", "collectionID", "compactionID")
@@ -91,6 +97,128 @@ class CompactResponse(_message.Message):
     collectionID: int
     compactionID: int
     def __init__(self, status: _Optional[_Union[_common_pb2.Status, _Mapping]] = ..., collectionID: _Optional[int] = ..., compactionID: _Optional[int] = ...) -> None: ...
+
+class GetFlushStateRequest(_message.Message):
+    __slots__ = ("flushID",)
+    FLUSHID_FIELD_NUMBER: _ClassVar[int]
+    flushID: int
+    def __init__(self, flushID: _Optional[int] = ...) -> None: ...
+
+class GetFlushStateResponse(_message.Message):
+    __slots__ = ("status", "flushed", "flushID", "collectionID", "state", "progress", "channels", "channels_flushed", "segmentIDs", "fail_reason")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    FLUSHED_FIELD_NUMBER: _ClassVar[int]
+    FLUSHID_FIELD_NUMBER: _ClassVar[int]
+    COLLECTIONID_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    PROGRESS_FIELD_NUMBER: _ClassVar[int]
+    CHANNELS_FIELD_NUMBER: _ClassVar[int]
+    CHANNELS_FLUSHED_FIELD_NUMBER: _ClassVar[int]
+    SEGMENTIDS_FIELD_NUMBER: _ClassVar[int]
+    FAIL_REASON_FIELD_NUMBER: _ClassVar[int]
+    status: _common_pb2.Status
+    flushed: bool
+    flushID: int
+    collectionID: int
+    state: str
+    progress: int
+    channels: int
+    channels_flushed: int
+    segmentIDs: _containers.RepeatedScalarFieldContainer[int]
+    fail_reason: str
+    def __init__(self, status: _Optional[_Union[_common_pb2.Status, _Mapping]] = ..., flushed: _Optional[bool] = ..., flushID: _Optional[int] = ..., collectionID: _Optional[int] = ..., state: _Optional[str] = ..., progress: _Optional[int] = ..., channels: _Optional[int] = ..., channels_flushed: _Optional[int] = ..., segmentIDs: _Optional[_Iterable[int]] = ..., fail_reason: _Optional[str] = ...) -> None: ...
+
+class GetCompactionStateRequest(_message.Message):
+    __slots__ = ("compactionID",)
+    COMPACTIONID_FIELD_NUMBER: _ClassVar[int]
+    compactionID: int
+    def __init__(self, compactionID: _Optional[int] = ...) -> None: ...
+
+class GetCompactionStateResponse(_message.Message):
+    __slots__ = ("status", "state", "executingPlanNo", "completedPlanNo", "failedPlanNo", "progress", "collectionID", "fail_reason")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    EXECUTINGPLANNO_FIELD_NUMBER: _ClassVar[int]
+    COMPLETEDPLANNO_FIELD_NUMBER: _ClassVar[int]
+    FAILEDPLANNO_FIELD_NUMBER: _ClassVar[int]
+    PROGRESS_FIELD_NUMBER: _ClassVar[int]
+    COLLECTIONID_FIELD_NUMBER: _ClassVar[int]
+    FAIL_REASON_FIELD_NUMBER: _ClassVar[int]
+    status: _common_pb2.Status
+    state: str
+    executingPlanNo: int
+    completedPlanNo: int
+    failedPlanNo: int
+    progress: int
+    collectionID: int
+    fail_reason: str
+    def __init__(self, status: _Optional[_Union[_common_pb2.Status, _Mapping]] = ..., state: _Optional[str] = ..., executingPlanNo: _Optional[int] = ..., completedPlanNo: _Optional[int] = ..., failedPlanNo: _Optional[int] = ..., progress: _Optional[int] = ..., collectionID: _Optional[int] = ..., fail_reason: _Optional[str] = ...) -> None: ...
+
+class GetIndexBuildProgressRequest(_message.Message):
+    __slots__ = ("db_name", "collection_name", "index_name")
+    DB_NAME_FIELD_NUMBER: _ClassVar[int]
+    COLLECTION_NAME_FIELD_NUMBER: _ClassVar[int]
+    INDEX_NAME_FIELD_NUMBER: _ClassVar[int]
+    db_name: str
+    collection_name: str
+    index_name: str
+    def __init__(self, db_name: _Optional[str] = ..., collection_name: _Optional[str] = ..., index_name: _Optional[str] = ...) -> None: ...
+
+class IndexProgress(_message.Message):
+    __slots__ = ("index_name", "field_name", "indexID", "state", "total_rows", "indexed_rows", "pending_index_rows", "progress", "fail_reason")
+    INDEX_NAME_FIELD_NUMBER: _ClassVar[int]
+    FIELD_NAME_FIELD_NUMBER: _ClassVar[int]
+    INDEXID_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_ROWS_FIELD_NUMBER: _ClassVar[int]
+    INDEXED_ROWS_FIELD_NUMBER: _ClassVar[int]
+    PENDING_INDEX_ROWS_FIELD_NUMBER: _ClassVar[int]
+    PROGRESS_FIELD_NUMBER: _ClassVar[int]
+    FAIL_REASON_FIELD_NUMBER: _ClassVar[int]
+    index_name: str
+    field_name: str
+    indexID: int
+    state: _common_pb2.IndexState
+    total_rows: int
+    indexed_rows: int
+    pending_index_rows: int
+    progress: int
+    fail_reason: str
+    def __init__(self, index_name: _Optional[str] = ..., field_name: _Optional[str] = ..., indexID: _Optional[int] = ..., state: _Optional[_Union[_common_pb2.IndexState, str]] = ..., total_rows: _Optional[int] = ..., indexed_rows: _Optional[int] = ..., pending_index_rows: _Optional[int] = ..., progress: _Optional[int] = ..., fail_reason: _Optional[str] = ...) -> None: ...
+
+class GetIndexBuildProgressResponse(_message.Message):
+    __slots__ = ("status", "indexes")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    INDEXES_FIELD_NUMBER: _ClassVar[int]
+    status: _common_pb2.Status
+    indexes: _containers.RepeatedCompositeFieldContainer[IndexProgress]
+    def __init__(self, status: _Optional[_Union[_common_pb2.Status, _Mapping]] = ..., indexes: _Optional[_Iterable[_Union[IndexProgress, _Mapping]]] = ...) -> None: ...
+
+class CreateIndexRequest(_message.Message):
+    __slots__ = ("db_name", "collection_name", "field_name", "index_type", "metric_type", "params", "index_name")
+    DB_NAME_FIELD_NUMBER: _ClassVar[int]
+    COLLECTION_NAME_FIELD_NUMBER: _ClassVar[int]
+    FIELD_NAME_FIELD_NUMBER: _ClassVar[int]
+    INDEX_TYPE_FIELD_NUMBER: _ClassVar[int]
+    METRIC_TYPE_FIELD_NUMBER: _ClassVar[int]
+    PARAMS_FIELD_NUMBER: _ClassVar[int]
+    INDEX_NAME_FIELD_NUMBER: _ClassVar[int]
+    db_name: str
+    collection_name: str
+    field_name: str
+    index_type: str
+    metric_type: str
+    params: str
+    index_name: str
+    def __init__(self, db_name: _Optional[str] = ..., collection_name: _Optional[str] = ..., field_name: _Optional[str] = ..., index_type: _Optional[str] = ..., metric_type: _Optional[str] = ..., params: _Optional[str] = ..., index_name: _Optional[str] = ...) -> None: ...
+
+class CreateIndexResponse(_message.Message):
+    __slots__ = ("status", "index")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    status: _common_pb2.Status
+    index: IndexProgress
+    def __init__(self, status: _Optional[_Union[_common_pb2.Status, _Mapping]] = ..., index: _Optional[_Union[IndexProgress, _Mapping]] = ...) -> None: ...
 
 class GuaranteeTimestampsRequest(_message.Message):
     __slots__ = ("channels",)

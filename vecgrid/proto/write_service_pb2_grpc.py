@@ -59,6 +59,26 @@ class WriteServiceStub:
                 request_serializer=vecgrid_dot_proto_dot_write__service__pb2.CompactRequest.SerializeToString,
                 response_deserializer=vecgrid_dot_proto_dot_write__service__pb2.CompactResponse.FromString,
                 _registered_method=True)
+        self.GetFlushState = channel.unary_unary(
+                '/vecgrid.write.WriteService/GetFlushState',
+                request_serializer=vecgrid_dot_proto_dot_write__service__pb2.GetFlushStateRequest.SerializeToString,
+                response_deserializer=vecgrid_dot_proto_dot_write__service__pb2.GetFlushStateResponse.FromString,
+                _registered_method=True)
+        self.GetCompactionState = channel.unary_unary(
+                '/vecgrid.write.WriteService/GetCompactionState',
+                request_serializer=vecgrid_dot_proto_dot_write__service__pb2.GetCompactionStateRequest.SerializeToString,
+                response_deserializer=vecgrid_dot_proto_dot_write__service__pb2.GetCompactionStateResponse.FromString,
+                _registered_method=True)
+        self.GetIndexBuildProgress = channel.unary_unary(
+                '/vecgrid.write.WriteService/GetIndexBuildProgress',
+                request_serializer=vecgrid_dot_proto_dot_write__service__pb2.GetIndexBuildProgressRequest.SerializeToString,
+                response_deserializer=vecgrid_dot_proto_dot_write__service__pb2.GetIndexBuildProgressResponse.FromString,
+                _registered_method=True)
+        self.CreateIndex = channel.unary_unary(
+                '/vecgrid.write.WriteService/CreateIndex',
+                request_serializer=vecgrid_dot_proto_dot_write__service__pb2.CreateIndexRequest.SerializeToString,
+                response_deserializer=vecgrid_dot_proto_dot_write__service__pb2.CreateIndexResponse.FromString,
+                _registered_method=True)
         self.GetGuaranteeTimestamps = channel.unary_unary(
                 '/vecgrid.write.WriteService/GetGuaranteeTimestamps',
                 request_serializer=vecgrid_dot_proto_dot_write__service__pb2.GuaranteeTimestampsRequest.SerializeToString,
@@ -91,14 +111,46 @@ class WriteServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Flush(self, request, context):
-        """Seal the collection's growing data and answer once the sealed segments are published.
+        """Seal the collection's growing data and answer once the sealed segments are published
+        (with no_wait: at once, with the flush's id for GetFlushState).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def Compact(self, request, context):
-        """Start a compaction of the collection (Milvus's ManualCompaction).
+        """Compact the collection now (Milvus's ManualCompaction); answers once it is published
+        (with no_wait: at once, with the compaction's id for GetCompactionState).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetFlushState(self, request, context):
+        """A flush's state and progress (Milvus's GetFlushState answers only `flushed`).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetCompactionState(self, request, context):
+        """An explicit compaction's state and plans (Milvus's GetCompactionState).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetIndexBuildProgress(self, request, context):
+        """Indexed, total and pending rows of a collection's indexes (Milvus's GetIndexBuildProgress
+        and DescribeIndex).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CreateIndex(self, request, context):
+        """An index on a field (Milvus's CreateIndex); the DataCoord builds it for every sealed
+        segment, which GetIndexBuildProgress follows.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -139,6 +191,26 @@ def add_WriteServiceServicer_to_server(servicer, server):
                     servicer.Compact,
                     request_deserializer=vecgrid_dot_proto_dot_write__service__pb2.CompactRequest.FromString,
                     response_serializer=vecgrid_dot_proto_dot_write__service__pb2.CompactResponse.SerializeToString,
+            ),
+            'GetFlushState': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetFlushState,
+                    request_deserializer=vecgrid_dot_proto_dot_write__service__pb2.GetFlushStateRequest.FromString,
+                    response_serializer=vecgrid_dot_proto_dot_write__service__pb2.GetFlushStateResponse.SerializeToString,
+            ),
+            'GetCompactionState': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetCompactionState,
+                    request_deserializer=vecgrid_dot_proto_dot_write__service__pb2.GetCompactionStateRequest.FromString,
+                    response_serializer=vecgrid_dot_proto_dot_write__service__pb2.GetCompactionStateResponse.SerializeToString,
+            ),
+            'GetIndexBuildProgress': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetIndexBuildProgress,
+                    request_deserializer=vecgrid_dot_proto_dot_write__service__pb2.GetIndexBuildProgressRequest.FromString,
+                    response_serializer=vecgrid_dot_proto_dot_write__service__pb2.GetIndexBuildProgressResponse.SerializeToString,
+            ),
+            'CreateIndex': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateIndex,
+                    request_deserializer=vecgrid_dot_proto_dot_write__service__pb2.CreateIndexRequest.FromString,
+                    response_serializer=vecgrid_dot_proto_dot_write__service__pb2.CreateIndexResponse.SerializeToString,
             ),
             'GetGuaranteeTimestamps': grpc.unary_unary_rpc_method_handler(
                     servicer.GetGuaranteeTimestamps,
@@ -281,6 +353,114 @@ class WriteService:
             '/vecgrid.write.WriteService/Compact',
             vecgrid_dot_proto_dot_write__service__pb2.CompactRequest.SerializeToString,
             vecgrid_dot_proto_dot_write__service__pb2.CompactResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetFlushState(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vecgrid.write.WriteService/GetFlushState',
+            vecgrid_dot_proto_dot_write__service__pb2.GetFlushStateRequest.SerializeToString,
+            vecgrid_dot_proto_dot_write__service__pb2.GetFlushStateResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetCompactionState(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vecgrid.write.WriteService/GetCompactionState',
+            vecgrid_dot_proto_dot_write__service__pb2.GetCompactionStateRequest.SerializeToString,
+            vecgrid_dot_proto_dot_write__service__pb2.GetCompactionStateResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetIndexBuildProgress(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vecgrid.write.WriteService/GetIndexBuildProgress',
+            vecgrid_dot_proto_dot_write__service__pb2.GetIndexBuildProgressRequest.SerializeToString,
+            vecgrid_dot_proto_dot_write__service__pb2.GetIndexBuildProgressResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateIndex(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vecgrid.write.WriteService/CreateIndex',
+            vecgrid_dot_proto_dot_write__service__pb2.CreateIndexRequest.SerializeToString,
+            vecgrid_dot_proto_dot_write__service__pb2.CreateIndexResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -14,7 +14,8 @@ import json
 
 from vecgrid import errors
 from vecgrid.cluster.proxy.rows import decode_table
-from vecgrid.cluster.proxy.write_access import LocalWrites, ids_of, ids_pb
+from vecgrid.cluster.proxy.write_access import (LocalWrites, compaction_state_pb, flush_state_pb, ids_of, ids_pb,
+                                                index_progress_pb)
 from vecgrid.cluster.proxy.writer import MutationResult
 from vecgrid.proto import write_service_pb2 as pb, write_service_pb2_grpc
 from vecgrid.rpc.service import milvus_servicer
@@ -61,12 +62,44 @@ class WriteServicer:
                                                            request.partition_name or None))
 
     async def Flush(self, request, context):
+        if request.no_wait:
+            state = await self._writes().start_flush(request.db_name, request.collection_name)
+            return pb.FlushResponse(status=success(), collectionID=state["collection_id"], flushID=state["flush_id"])
         cid, segments = await self._writes().flush(request.db_name, request.collection_name)
         return pb.FlushResponse(status=success(), collectionID=cid, segmentIDs=segments)
 
     async def Compact(self, request, context):
+        if request.no_wait:
+            state = await self._writes().start_compaction(request.db_name, request.collection_name)
+            return pb.CompactResponse(status=success(), collectionID=state["collection_id"],
+                                      compactionID=state["compaction_id"])
         cid, plan = await self._writes().compact(request.db_name, request.collection_name)
         return pb.CompactResponse(status=success(), collectionID=cid, compactionID=plan)
+
+    async def GetFlushState(self, request, context):
+        reply = flush_state_pb(await self._writes().flush_state(request.flushID))
+        reply.status.CopyFrom(success())
+        return reply
+
+    async def GetCompactionState(self, request, context):
+        reply = compaction_state_pb(await self._writes().compaction_state(request.compactionID))
+        reply.status.CopyFrom(success())
+        return reply
+
+    async def GetIndexBuildProgress(self, request, context):
+        found = await self._writes().index_progress(request.db_name, request.collection_name, request.index_name)
+        return pb.GetIndexBuildProgressResponse(status=success(), indexes=[index_progress_pb(i) for i in found])
+
+    async def CreateIndex(self, request, context):
+        try:
+            params = json.loads(request.params) if request.params else {}
+        except ValueError as e:
+            raise errors.ParameterInvalid(f"the index parameters are not JSON: {e}") from None
+        if not isinstance(params, dict):
+            raise errors.ParameterInvalid("the index parameters must be a JSON object")
+        index = await self._writes().create_index(request.db_name, request.collection_name, request.field_name,
+                                                  request.index_type, request.metric_type, params, request.index_name)
+        return pb.CreateIndexResponse(status=success(), index=index_progress_pb(index))
 
     async def GetGuaranteeTimestamps(self, request, context):
         found = await self._writes().guarantees(list(request.channels))

@@ -16,7 +16,9 @@ over every collection:
   (:func:`~vecgrid.cluster.datanode.compaction.compact_mix`).
 * :meth:`Compaction.compact` (Milvus's ManualCompaction) compacts a collection now, whatever the
   thresholds: every L0 segment, then every small segment that has a partner and every segment with
-  deletes; it returns once all of it is published.
+  deletes; it returns once all of it is published.  It is a :class:`CompactionJob` awaited:
+  :meth:`Compaction.start_compaction` answers the job at once and :meth:`Compaction.compaction_state`
+  reads its state, plans and progress later (Milvus's GetCompactionState).
 
 A plan runs as the Dask task ``compact-<plan>`` on any worker (the handlers only read and write the
 segment store), with ``datacoord.task_timeout_s`` per attempt: Dask redoes it elsewhere when its worker
@@ -38,8 +40,9 @@ again and the next round plans them anew (the retry).
 
 Who owns what: all state here — the claims (a segment is in at most one plan until that plan ends;
 a channel's L0 plan claims every sealed segment of the channel), the running plans, the delete-count
-cache, the counters and the summaries — belongs to the coordinator's event loop.  Other threads run
-only file reads and the publish (the catalog has its own lock), and touch none of it.
+cache, the counters, the summaries and the explicit compactions' jobs — belongs to the coordinator's
+event loop.  Other threads run only file reads and the publish (the catalog has its own lock), and
+touch none of it.
 """
 
 from __future__ import annotations
@@ -117,6 +120,62 @@ class Outcome:
                 "rows_in": self.rows_in, "rows_out": self.rows_out}
 
 
+EXECUTING, COMPLETED, FAILED = "Executing", "Completed", "Failed"
+
+
+@dataclass
+class CompactionJob:
+    """One explicit compaction (Milvus's ManualCompaction and GetCompactionState), the event loop's.
+
+    It runs in phases: waiting for the collection's plans already running, its L0 plans, then its mix
+    plans (planned only once the L0 ones are published: they read what those wrote).  ``progress``
+    maps the phases onto 0-50 % (L0) and 50-100 % (mix), each by its plans completed, so that it never
+    goes back when the mix plans appear; a phase without plans is done at once."""
+
+    id: int
+    collection_id: int
+    phase: str = "waiting"                                   # waiting, l0, mix, done
+    plans: dict[int, str] = field(default_factory=dict)     # plan id -> Executing / Completed / Failed
+    phase_plans: dict[str, list[int]] = field(default_factory=dict)   # phase -> its plans
+    outcomes: list[Outcome] = field(default_factory=list)
+    error: str = ""
+    task: asyncio.Task | None = None
+
+    def plan_ended(self, plan_id: int, task: asyncio.Task) -> None:
+        self.plans[plan_id] = COMPLETED if not task.cancelled() and task.exception() is None else FAILED
+
+    @property
+    def state(self) -> str:
+        return FAILED if self.error else COMPLETED if self.phase == "done" else EXECUTING
+
+    def count(self, state: str) -> int:
+        return sum(1 for s in self.plans.values() if s == state)
+
+    @property
+    def progress(self) -> int:
+        if self.phase == "done":
+            return 100
+        if self.phase not in ("l0", "mix"):
+            return 0
+        mine = self.phase_plans.get(self.phase, [])
+        done = sum(1 for pid in mine if self.plans[pid] != EXECUTING)
+        share = done / len(mine) if mine else 0.0
+        return int((0 if self.phase == "l0" else 50) + 50 * share)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The job as plain data (the REST answer, the WriteService's GetCompactionState)."""
+        return {"compaction_id": self.id, "collection_id": self.collection_id, "state": self.state,
+                "progress": self.progress, "executing_plans": self.count(EXECUTING),
+                "completed_plans": self.count(COMPLETED), "failed_plans": self.count(FAILED), "error": self.error}
+
+
+def _retrieve(task: asyncio.Task) -> None:
+    """A job's failure is kept in the job (its ``error``): retrieved here, so that a job nobody awaits
+    does not log it as never retrieved."""
+    if not task.cancelled():
+        task.exception()
+
+
 class Compaction(Periodic):
     """The compaction policy and its plans (see the module docstring)."""
 
@@ -139,6 +198,7 @@ class Compaction(Periodic):
         self._running: dict[int, tuple[Plan, asyncio.Task]] = {}
         self._deleted: dict[int, int] = {}                 # segment id -> rows its delete log names
         self.summaries: collections.OrderedDict[int, dict[str, Any]] = collections.OrderedDict()
+        self.jobs: collections.OrderedDict[int, CompactionJob] = collections.OrderedDict()
         self.completed = 0
         self.failures = 0
         self.last_error: str | None = None
@@ -150,6 +210,7 @@ class Compaction(Periodic):
         """Stop the policy and cancel the plans in flight (a publish already under way completes)."""
         await super().stop()
         running = [task for _, task in self._running.values()]
+        running += [job.task for job in self.jobs.values() if job.task is not None]
         for task in running:
             task.cancel()
         await asyncio.gather(*running, return_exceptions=True)
@@ -300,26 +361,62 @@ class Compaction(Periodic):
         """Compact a collection now (every L0 segment, then every small segment with a partner and every
         segment with deletes); returns the compaction's id once all of it is published.  A plan that
         fails raises here, after the others ended."""
-        coll = self.catalog.get_collection(collection_id)
-        compaction_id = self.catalog.allocate_ids(1)
-        while running := [task for plan, task in self._running.values() if plan.collection_id == coll.id]:
-            await asyncio.gather(*running, return_exceptions=True)  # their failures are their own
-        outcomes: list[Outcome] = []
-        for kind in ("l0", "mix"):
-            before = {p.id for p in self.running(coll.id)}
-            await self._trigger(coll, manual=True, kinds=(kind,))
-            mine = [(plan, task) for plan, task in self._running.values() if plan.id not in before
-                    and plan.collection_id == coll.id and plan.trigger == "manual"]
-            results = await asyncio.gather(*(task for _, task in mine), return_exceptions=True)
-            failed = next((r for r in results if isinstance(r, BaseException)), None)
-            if failed is not None:
-                raise failed
-            outcomes += results
-        self.summaries[compaction_id] = {"compaction_id": compaction_id, "collection_id": coll.id,
-                                         "plans": [o.to_dict() for o in outcomes]}
+        job = await self.start_compaction(collection_id)
+        assert job.task is not None
+        await asyncio.shield(job.task)
+        return job.id
+
+    async def start_compaction(self, collection_id: int) -> CompactionJob:
+        """Start compacting a collection now (see :meth:`compact`); the job, at once."""
+        coll = await asyncio.to_thread(self.catalog.get_collection, collection_id)
+        job = CompactionJob(await asyncio.to_thread(self.catalog.allocate_ids, 1), coll.id)
+        job.task = asyncio.ensure_future(self._run_job(job, coll))
+        job.task.add_done_callback(_retrieve)
+        self.jobs[job.id] = job
+        ended = [jid for jid, j in self.jobs.items() if j.task is not None and j.task.done()]
+        for jid in ended[:max(0, len(ended) - KEPT_SUMMARIES)]:
+            del self.jobs[jid]
+        return job
+
+    def compaction_state(self, compaction_id: int) -> CompactionJob:
+        job = self.jobs.get(compaction_id)
+        if job is None:
+            raise errors.ParameterInvalid(f"no compaction {compaction_id}: the coordinator keeps the last "
+                                          f"{KEPT_SUMMARIES} ended explicit compactions and the running ones")
+        return job
+
+    async def _run_job(self, job: CompactionJob, coll: CollectionInfo) -> list[Outcome]:
+        try:
+            while running := [task for plan, task in self._running.values() if plan.collection_id == coll.id]:
+                await asyncio.gather(*running, return_exceptions=True)  # their failures are their own
+            for kind in ("l0", "mix"):
+                job.phase = kind
+                before = {p.id for p in self.running(coll.id)}
+                await self._trigger(coll, manual=True, kinds=(kind,))
+                mine = [(plan, task) for plan, task in self._running.values() if plan.id not in before
+                        and plan.collection_id == coll.id and plan.trigger == "manual"]
+                job.phase_plans[kind] = [plan.id for plan, _ in mine]
+                for plan, task in mine:
+                    job.plans[plan.id] = EXECUTING
+                    task.add_done_callback(lambda t, plan_id=plan.id: job.plan_ended(plan_id, t))
+                results = await asyncio.gather(*(task for _, task in mine), return_exceptions=True)
+                failed = next((r for r in results if isinstance(r, BaseException)), None)
+                if failed is not None:
+                    raise failed
+                job.outcomes += results
+        except BaseException as e:
+            job.error = str(e) or type(e).__name__
+            raise
+        job.phase = "done"
+        self.summaries[job.id] = {"compaction_id": job.id, "collection_id": coll.id,
+                                  "plans": [o.to_dict() for o in job.outcomes]}
         while len(self.summaries) > KEPT_SUMMARIES:
             self.summaries.popitem(last=False)
-        return compaction_id
+        return job.outcomes
+
+    @property
+    def plans_in_flight(self) -> int:
+        return len(self._running)
 
     # --- running a plan ------------------------------------------------------------------------------
 

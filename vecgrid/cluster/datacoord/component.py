@@ -12,6 +12,13 @@ one layer and do not import each other).  It owns
   the flushes it reads from.  ``stop()`` may come without ``start()`` (a start-up that failed).  The part that compacts is added with ``compaction=True`` and must have
   ``async compact(collection_id)``; :meth:`DataCoord.compact` delegates to it.
 
+Progress of long work (Milvus's GetFlushState, GetCompactionState, GetIndexBuildProgress): a flush or
+an explicit compaction started with :meth:`DataCoord.start_flush` / :meth:`DataCoord.start_compaction`
+answers an id at once, read later with :meth:`DataCoord.flush_state` / :meth:`DataCoord.compaction_state`;
+:meth:`DataCoord.index_progress` reads the indexed rows of a collection's indexes; :meth:`DataCoord.activity`
+sums it up for the dashboard and ``/metrics``.  Every answer is plain data (the write path's callers
+sit on the same layer and do not import this package).
+
 Stop it before the QueryCoord: its flushes write through the QueryCoord's appenders.
 
 Who owns what: the parts list and the compaction part are set before start and only read after;
@@ -28,6 +35,7 @@ from typing import Any, Callable, Protocol
 from vecgrid import errors
 from vecgrid.cluster.component import Component
 from vecgrid.cluster.datacoord.flush import FlushPolicy, PullTarget, SealedCopiesServe
+from vecgrid.cluster.datacoord.index_builder import index_progress
 from vecgrid.cluster.lifecycle import StateCode
 from vecgrid.cluster.streaming import ChannelAppenders
 from vecgrid.config import Settings
@@ -117,9 +125,60 @@ class DataCoord(Component):
     async def compact(self, collection_id: int) -> Any:
         """Compact the collection now, through the compaction part."""
         self.lifecycle.check_healthy()
+        return await self._compaction_part().compact(collection_id)
+
+    async def start_flush(self, collection_id: int) -> dict[str, Any]:
+        """Start a flush of every channel of the collection; its state (``FlushJob.to_dict``) at once."""
+        self.lifecycle.check_healthy()
+        return (await self.flush_policy.start_flush(collection_id)).to_dict()
+
+    def flush_state(self, flush_id: int) -> dict[str, Any]:
+        """A flush's state now; ``ParameterInvalid`` for an id the coordinator does not keep."""
+        return self.flush_policy.flush_state(flush_id).to_dict()
+
+    def flushes(self, collection_id: int) -> list[dict[str, Any]]:
+        """The collection's kept flushes, newest first."""
+        return [job.to_dict() for job in self.flush_policy.jobs(collection_id)]
+
+    async def start_compaction(self, collection_id: int) -> dict[str, Any]:
+        """Start an explicit compaction of the collection; its state (``CompactionJob.to_dict``) at once."""
+        self.lifecycle.check_healthy()
+        return (await self._compaction_part().start_compaction(collection_id)).to_dict()
+
+    def compaction_state(self, compaction_id: int) -> dict[str, Any]:
+        return self._compaction_part().compaction_state(compaction_id).to_dict()
+
+    def compactions(self, collection_id: int) -> list[dict[str, Any]]:
+        """The collection's kept explicit compactions, newest first."""
+        if self._compaction is None:
+            return []
+        return [job.to_dict() for job in reversed(self._compaction.jobs.values())
+                if job.collection_id == collection_id]
+
+    def _compaction_part(self) -> Any:
         if self._compaction is None:
             raise errors.ServiceUnavailable("compaction is not enabled")
-        return await self._compaction.compact(collection_id)
+        return self._compaction
+
+    async def index_progress(self, collection_id: int) -> list[dict[str, Any]]:
+        """The collection's indexes with their indexed, total and pending rows (see
+        :func:`~vecgrid.cluster.datacoord.index_builder.index_progress`) and ``fail_reason``."""
+        found = await asyncio.to_thread(index_progress, self.catalog, [collection_id])
+        if not found:
+            await asyncio.to_thread(self.catalog.get_collection, collection_id)  # CollectionNotFound
+        for index in found:
+            index["fail_reason"] = await self.index_fail_reason(collection_id, index["field_id"])
+        return found
+
+    async def activity(self) -> dict[str, Any]:
+        """Work in flight, for the dashboard and ``/metrics``: flushes, compaction plans (explicit or
+        not) and index builds running, and every index's pending rows (catalog reads, in a thread)."""
+        builds = sum(getattr(part, "builds_in_flight", 0) for part in self.parts)
+        compaction = self._compaction
+        return {"flushes_in_flight": self.flush_policy.flushes_in_flight,
+                "compaction_plans_in_flight": compaction.plans_in_flight if compaction is not None else 0,
+                "index_builds_in_flight": builds,
+                "indexes": await asyncio.to_thread(index_progress, self.catalog)}
 
     async def index_fail_reason(self, collection_id: int, field_id: int) -> str:
         """Why builds of the field's index in the collection fail ('' when none does): the index

@@ -29,7 +29,15 @@ sealed after it was made returns that flush's segments instead of flushing again
 explicit flushes of one collection share the work).  A flush runs as its own task, shielded from
 its callers: a cancelled caller never leaves the log half-read by one flush while the next starts.
 
-Failures are never dropped: the caller of an explicit flush gets the error; the channel's
+**Progress** (Milvus's ``Flush`` answering at once and ``GetFlushState`` telling when its segments are
+flushed): every explicit flush of a collection is a :class:`FlushJob` with an id, started by
+:meth:`FlushPolicy.start_flush` and read with :meth:`FlushPolicy.flush_state` — Executing, Completed or
+Failed, and the share of the collection's channels flushed (a channel's seal and sync are one step: the
+sync of its log range to segments runs in one storage call that reports nothing before it ends).  The
+last :data:`KEPT_JOBS` ended jobs are kept; :meth:`FlushPolicy.flush_collection` is a job awaited.
+
+Failures are never dropped: the caller of an explicit flush gets the error (a job started without a
+caller keeps it as its ``error``); the channel's
 bookkeeping keeps it, :meth:`FlushPolicy.health_problems` reports it until a flush of the channel
 succeeds, and the periodic round retries the channel every ``check_interval_s``.  The sealed
 segments of a failed attempt are handed off with those of the flush that succeeds (it reads the
@@ -40,12 +48,13 @@ the log after the checkpoint.  :meth:`FlushPolicy.recover` finds those channels;
 after ``flush_idle_s`` (or with the channel's next flush, which reads the whole range).
 
 Who owns what: everything here belongs to the event loop — the per-channel bookkeeping, the list
-of handoffs, the running flush tasks.  The appenders guard their own state with their locks.
+of handoffs, the running flush tasks, the jobs.  The appenders guard their own state with their locks.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 import os
 import time
@@ -65,6 +74,9 @@ from vecgrid.storage.wal import MessageKind
 log = logging.getLogger(__name__)
 
 MB = 1 << 20
+#: ended flush jobs kept for :meth:`FlushPolicy.flush_state` (running ones are always kept)
+KEPT_JOBS = 64
+EXECUTING, COMPLETED, FAILED = "Executing", "Completed", "Failed"
 
 SegmentInfo = data_coord_pb2.SegmentInfo
 #: ``(collection id)``: ask the QueryCoord for a next target now (a no-op for a collection not loaded)
@@ -97,6 +109,41 @@ class _ChannelFlushes:
     recovered_at: float | None = None         # rows of an earlier process wait in the log
 
 
+@dataclass
+class FlushJob:
+    """One explicit flush of a collection (the event loop's): which channels it flushes and which are
+    done.  ``progress`` is the share of channels flushed, in % (100 once Completed)."""
+
+    id: int
+    collection_id: int
+    channels: tuple[str, ...]
+    flushed: dict[str, list[SegmentInfo]] = field(default_factory=dict)   # channel -> segments published
+    error: str = ""
+    task: asyncio.Task | None = None
+
+    @property
+    def state(self) -> str:
+        if self.error:
+            return FAILED
+        return COMPLETED if len(self.flushed) == len(self.channels) else EXECUTING
+
+    @property
+    def progress(self) -> int:
+        if not self.channels:
+            return 100
+        return len(self.flushed) * 100 // len(self.channels)
+
+    @property
+    def segments(self) -> list[SegmentInfo]:
+        return [s for ch in self.channels for s in self.flushed.get(ch, ())]
+
+    def to_dict(self) -> dict:
+        """The job as plain data (the REST answer, the WriteService's GetFlushState)."""
+        return {"flush_id": self.id, "collection_id": self.collection_id, "state": self.state,
+                "progress": self.progress, "channels": len(self.channels), "channels_flushed": len(self.flushed),
+                "segment_ids": [s.ID for s in self.segments], "error": self.error}
+
+
 class FlushPolicy(Periodic):
     """See the module doc."""
 
@@ -115,6 +162,7 @@ class FlushPolicy(Periodic):
         self._channels: dict[str, _ChannelFlushes] = {}
         self._handoffs: list[_Handoff] = []
         self._running: set[asyncio.Task] = set()
+        self._jobs: collections.OrderedDict[int, FlushJob] = collections.OrderedDict()
 
     # --- lifecycle --------------------------------------------------------------------------------
 
@@ -131,7 +179,8 @@ class FlushPolicy(Periodic):
     async def stop(self) -> None:
         """Stop the policy, then wait for the flushes under way (a flush's thread cannot be stopped)."""
         await super().stop()
-        await asyncio.gather(*self._running, return_exceptions=True)
+        await asyncio.gather(*self._running, *(j.task for j in self._jobs.values() if j.task is not None),
+                             return_exceptions=True)
 
     # --- the policy -------------------------------------------------------------------------------
 
@@ -165,12 +214,48 @@ class FlushPolicy(Periodic):
     async def flush_collection(self, collection_id: int) -> list[SegmentInfo]:
         """Seal and flush every channel of the collection; returns the segments published (sealed and
         L0) once they are.  Raises the first channel's failure after every channel finished."""
-        channels = self.catalog.get_collection(collection_id).vchannels
-        results = await asyncio.gather(*(self.flush_channel(ch) for ch in channels), return_exceptions=True)
+        job = await self.start_flush(collection_id)
+        assert job.task is not None
+        return await asyncio.shield(job.task)
+
+    async def start_flush(self, collection_id: int) -> FlushJob:
+        """Start flushing every channel of the collection; the job, at once (``CollectionNotFound``
+        for an unknown id)."""
+        coll = await asyncio.to_thread(self.catalog.get_collection, collection_id)
+        job_id = await asyncio.to_thread(self.catalog.allocate_ids, 1)
+        job = FlushJob(job_id, coll.id, tuple(coll.vchannels))
+        job.task = asyncio.ensure_future(self._run_job(job))
+        job.task.add_done_callback(_retrieve)
+        self._jobs[job.id] = job
+        ended = [jid for jid, j in self._jobs.items() if j.task is not None and j.task.done()]
+        for jid in ended[:max(0, len(ended) - KEPT_JOBS)]:
+            del self._jobs[jid]
+        return job
+
+    def flush_state(self, job_id: int) -> FlushJob:
+        job = self._jobs.get(job_id)
+        if job is None:
+            raise errors.ParameterInvalid(f"no flush {job_id}: the coordinator keeps the last {KEPT_JOBS} ended "
+                                          "flushes and the running ones")
+        return job
+
+    def jobs(self, collection_id: int | None = None) -> list[FlushJob]:
+        """The kept jobs (of one collection), newest first."""
+        return [j for j in reversed(self._jobs.values()) if collection_id is None or j.collection_id == collection_id]
+
+    @property
+    def flushes_in_flight(self) -> int:
+        return sum(1 for j in self._jobs.values() if j.state == EXECUTING)
+
+    async def _run_job(self, job: FlushJob) -> list[SegmentInfo]:
+        async def one(channel: str) -> None:
+            job.flushed[channel] = await self.flush_channel(channel)
+        results = await asyncio.gather(*(one(ch) for ch in job.channels), return_exceptions=True)
         failed = [r for r in results if isinstance(r, BaseException)]
         if failed:
+            job.error = f"{failed[0]}" or type(failed[0]).__name__
             raise failed[0]
-        return [s for segments in results for s in segments]
+        return job.segments
 
     async def flush_channel(self, channel: str) -> list[SegmentInfo]:
         """Flush one channel (see the module doc for the sharing); the segments it published."""
@@ -183,8 +268,7 @@ class FlushPolicy(Periodic):
 
     def _finished(self, task: asyncio.Task) -> None:
         self._running.discard(task)
-        if not task.cancelled():
-            task.exception()  # retrieved: a caller that was cancelled meanwhile does not leave it unseen
+        _retrieve(task)
 
     def _state(self, channel: str) -> _ChannelFlushes:
         state = self._channels.get(channel)
@@ -264,3 +348,10 @@ class FlushPolicy(Periodic):
     @property
     def handoffs_waiting(self) -> int:
         return len(self._handoffs)
+
+
+def _retrieve(task: asyncio.Task) -> None:
+    """A task's failure is retrieved: a caller that went away (or never waited) leaves it kept, not unseen
+    (the channel's bookkeeping and the job hold it)."""
+    if not task.cancelled():
+        task.exception()

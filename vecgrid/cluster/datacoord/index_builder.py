@@ -22,6 +22,9 @@ whose field's live index has no build, and submits one Dask task per segment and
 Who owns what: the round loop and every build run on the event loop that called :meth:`start`;
 ``_builds`` (segment and field -> the asyncio task awaiting its Dask task), ``_ended_during_scan`` and
 ``failures`` are read and written only there.  Catalog reads and writes run in worker threads (``asyncio.to_thread``).
+Progress (Milvus's DescribeIndex / GetIndexBuildProgress ``indexed_rows``, ``total_rows``,
+``pending_index_rows``) is the catalog's: :func:`index_progress` reads it for every index.
+
 A failure is never dropped: it stays in ``failures`` (the last error per segment and field) until a
 later build of it succeeds, and the build is proposed again every round.
 """
@@ -66,6 +69,32 @@ class PendingBuild:
         return self.segment_id, self.field_id
 
 
+def index_progress(catalog: Catalog, collection_ids: list[int] | None = None) -> list[dict]:
+    """Every live index of the collections (all when None) with its rows: ``total_rows`` (the Flushed
+    segments'), ``indexed_rows`` (those with a build of it), ``pending_index_rows``, ``progress`` (%) and
+    ``state`` (Finished or InProgress).  Blocking: catalog reads.  A collection dropped meanwhile is left out."""
+    out = []
+    colls = catalog.all_collections() if collection_ids is None else []
+    for cid in collection_ids or ():
+        try:
+            colls.append(catalog.get_collection(cid))
+        except errors.CollectionNotFound:
+            continue
+    for coll in colls:
+        try:
+            infos = catalog.describe_index(coll.id)
+        except errors.CollectionNotFound:
+            continue
+        for info in infos:
+            out.append({"collection_id": coll.id, "collection": coll.name, "index_name": info.index_name,
+                        "index_id": info.indexID, "field": coll.field_by_id(info.fieldID).name,
+                        "field_id": info.fieldID, "state": common_pb2.IndexState.Name(info.state),
+                        "total_rows": info.total_rows, "indexed_rows": info.indexed_rows,
+                        "pending_index_rows": info.pending_index_rows,
+                        "progress": info.indexed_rows * 100 // info.total_rows if info.total_rows else 100})
+    return out
+
+
 def task_key(segment_id: int, field_id: int, build_id: int) -> str:
     """The Dask key of a build (its prefix, ``build-index``, names it on the dashboard)."""
     return f"build-index-{segment_id}-field-{field_id}-build-{build_id}"
@@ -104,6 +133,10 @@ class IndexBuilder(Periodic):
     def in_flight(self) -> set[tuple[int, int]]:
         """(segment, field) of the builds submitted and not ended."""
         return set(self._builds)
+
+    @property
+    def builds_in_flight(self) -> int:
+        return len(self._builds)
 
     async def round(self) -> None:
         self._ended_during_scan = set()

@@ -10,7 +10,11 @@ writes through one of three sources:
 * :class:`NoWrites` — a proxy in a process that has the catalog but no write path: writes are refused,
   and a Strong read takes a fresh oracle timestamp as before there were writes.
 
-Every source also answers the per-channel guarantee timestamps of Strong reads (read-your-writes).
+Every source also answers the per-channel guarantee timestamps of Strong reads (read-your-writes), and
+the progress of long data-side work as plain dicts (the DataCoord's, field for field over gRPC): a flush
+or a compaction started without waiting (``flush_id`` / ``compaction_id``, ``state`` Executing, Completed
+or Failed, ``progress`` %, ...) and the indexed rows of a collection's indexes (``index_name``, ``field``,
+``state``, ``total_rows``, ``indexed_rows``, ``pending_index_rows``, ``progress``, ``fail_reason``).
 """
 
 from __future__ import annotations
@@ -25,12 +29,12 @@ from vecgrid import errors
 from vecgrid.cluster.proxy.catalog_access import unary_call
 from vecgrid.cluster.proxy.rows import encode_table
 from vecgrid.cluster.proxy.writer import MutationResult, Writer
-from vecgrid.proto import schema_pb2, write_service_pb2 as W, write_service_pb2_grpc
+from vecgrid.proto import common_pb2, schema_pb2, write_service_pb2 as W, write_service_pb2_grpc
 from vecgrid.storage.catalog import Catalog
 from vecgrid.storage.catalog.schema_rules import DEFAULT_DB_NAME
 
 __all__ = ["DataCoordAccess", "WriteSource", "LocalWrites", "RemoteWrites", "NoWrites",
-           "mutation_result_of", "ids_pb", "ids_of"]
+           "mutation_result_of", "ids_pb", "ids_of", "flush_state_pb", "compaction_state_pb", "index_progress_pb"]
 
 
 class DataCoordAccess(Protocol):
@@ -40,7 +44,17 @@ class DataCoordAccess(Protocol):
         """Seal the collection's growing data; the sealed segments' ids, once they are published."""
 
     async def compact(self, collection_id: int) -> int:
-        """Start a compaction of the collection; the plan's id."""
+        """Compact the collection; the compaction's id once it is published."""
+
+    async def start_flush(self, collection_id: int) -> dict[str, Any]: ...
+
+    def flush_state(self, flush_id: int) -> dict[str, Any]: ...
+
+    async def start_compaction(self, collection_id: int) -> dict[str, Any]: ...
+
+    def compaction_state(self, compaction_id: int) -> dict[str, Any]: ...
+
+    async def index_progress(self, collection_id: int) -> list[dict[str, Any]]: ...
 
 
 #: ``(db name, collection, filter, partition or None)`` -> the primary keys a Strong query finds
@@ -57,6 +71,19 @@ class WriteSource(Protocol):
     async def flush(self, db_name: str, collection: str) -> tuple[int, list[int]]: ...
 
     async def compact(self, db_name: str, collection: str) -> tuple[int, int]: ...
+
+    async def start_flush(self, db_name: str, collection: str) -> dict[str, Any]: ...
+
+    async def flush_state(self, flush_id: int) -> dict[str, Any]: ...
+
+    async def start_compaction(self, db_name: str, collection: str) -> dict[str, Any]: ...
+
+    async def compaction_state(self, compaction_id: int) -> dict[str, Any]: ...
+
+    async def index_progress(self, db_name: str, collection: str, index_name: str = "") -> list[dict[str, Any]]: ...
+
+    async def create_index(self, db_name: str, collection: str, field: str, index_type: str, metric: str,
+                           params: dict[str, Any], index_name: str = "") -> dict[str, Any]: ...
 
     async def guarantees(self, channels: Sequence[str]) -> dict[str, int]: ...
 
@@ -115,6 +142,41 @@ class LocalWrites:
         cid = await self._collection_id(db_name, collection)
         return cid, int(await datacoord.compact(cid))
 
+    async def start_flush(self, db_name: str, collection: str) -> dict[str, Any]:
+        datacoord = self._datacoord("flush")
+        return await datacoord.start_flush(await self._collection_id(db_name, collection))
+
+    async def flush_state(self, flush_id: int) -> dict[str, Any]:
+        return self._datacoord("flush").flush_state(flush_id)
+
+    async def start_compaction(self, db_name: str, collection: str) -> dict[str, Any]:
+        datacoord = self._datacoord("compaction")
+        return await datacoord.start_compaction(await self._collection_id(db_name, collection))
+
+    async def compaction_state(self, compaction_id: int) -> dict[str, Any]:
+        return self._datacoord("compaction").compaction_state(compaction_id)
+
+    async def index_progress(self, db_name: str, collection: str, index_name: str = "") -> list[dict[str, Any]]:
+        """Every index of the collection, or the one named (by its name or its field's)."""
+        datacoord = self._datacoord("index progress")
+        found = await datacoord.index_progress(await self._collection_id(db_name, collection))
+        if not index_name:
+            return found
+        named = [i for i in found if index_name in (i["index_name"], i["field"])]
+        if not named:
+            raise errors.IndexNotFound(f"collection {collection!r} has no index named {index_name!r} (nor on a "
+                                       "field of that name)", collection=collection)
+        return named
+
+    async def create_index(self, db_name: str, collection: str, field: str, index_type: str, metric: str,
+                           params: dict[str, Any], index_name: str = "") -> dict[str, Any]:
+        """Define the field's index (the catalog's rules; the same index again is no error); its progress."""
+        self._datacoord("index builds")
+        cid = await self._collection_id(db_name, collection)
+        await asyncio.to_thread(lambda: self.writer.catalog.create_index(
+            cid, field, index_type or "AUTOINDEX", metric or None, params, index_name=index_name))
+        return (await self.index_progress(db_name, collection, field))[0]
+
     async def guarantees(self, channels: Sequence[str]) -> dict[str, int]:
         return await self.writer.guarantees(channels)
 
@@ -142,6 +204,24 @@ class NoWrites:
         raise self._refuse()
 
     async def compact(self, *args: Any, **kw: Any) -> tuple[int, int]:
+        raise self._refuse()
+
+    async def start_flush(self, *args: Any, **kw: Any) -> dict[str, Any]:
+        raise self._refuse()
+
+    async def flush_state(self, *args: Any, **kw: Any) -> dict[str, Any]:
+        raise self._refuse()
+
+    async def start_compaction(self, *args: Any, **kw: Any) -> dict[str, Any]:
+        raise self._refuse()
+
+    async def compaction_state(self, *args: Any, **kw: Any) -> dict[str, Any]:
+        raise self._refuse()
+
+    async def index_progress(self, *args: Any, **kw: Any) -> list[dict[str, Any]]:
+        raise self._refuse()
+
+    async def create_index(self, *args: Any, **kw: Any) -> dict[str, Any]:
         raise self._refuse()
 
     async def guarantees(self, channels: Sequence[str]) -> dict[str, int]:
@@ -191,6 +271,34 @@ class RemoteWrites:
         reply = await self._call("Compact", W.CompactRequest(db_name=db_name, collection_name=collection))
         return reply.collectionID, reply.compactionID
 
+    async def start_flush(self, db_name: str, collection: str) -> dict[str, Any]:
+        reply = await self._call("Flush", W.FlushRequest(db_name=db_name, collection_name=collection, no_wait=True))
+        return await self.flush_state(reply.flushID)
+
+    async def flush_state(self, flush_id: int) -> dict[str, Any]:
+        return flush_state_of(await self._call("GetFlushState", W.GetFlushStateRequest(flushID=flush_id)))
+
+    async def start_compaction(self, db_name: str, collection: str) -> dict[str, Any]:
+        reply = await self._call("Compact", W.CompactRequest(db_name=db_name, collection_name=collection,
+                                                             no_wait=True))
+        return await self.compaction_state(reply.compactionID)
+
+    async def compaction_state(self, compaction_id: int) -> dict[str, Any]:
+        reply = await self._call("GetCompactionState", W.GetCompactionStateRequest(compactionID=compaction_id))
+        return compaction_state_of(reply, compaction_id)
+
+    async def index_progress(self, db_name: str, collection: str, index_name: str = "") -> list[dict[str, Any]]:
+        reply = await self._call("GetIndexBuildProgress", W.GetIndexBuildProgressRequest(
+            db_name=db_name, collection_name=collection, index_name=index_name))
+        return [index_progress_of(i) for i in reply.indexes]
+
+    async def create_index(self, db_name: str, collection: str, field: str, index_type: str, metric: str,
+                           params: dict[str, Any], index_name: str = "") -> dict[str, Any]:
+        reply = await self._call("CreateIndex", W.CreateIndexRequest(
+            db_name=db_name, collection_name=collection, field_name=field, index_type=index_type,
+            metric_type=metric, params=json.dumps(params) if params else "", index_name=index_name))
+        return index_progress_of(reply.index)
+
     async def guarantees(self, channels: Sequence[str]) -> dict[str, int]:
         reply = await self._call("GetGuaranteeTimestamps", W.GuaranteeTimestampsRequest(channels=list(channels)))
         if len(reply.timestamps) != len(channels):
@@ -222,6 +330,47 @@ def ids_of(ids: schema_pb2.IDs) -> list[Any]:
     if which == "str_id":
         return list(ids.str_id.data)
     return []
+
+
+def flush_state_pb(state: dict[str, Any]) -> W.GetFlushStateResponse:
+    return W.GetFlushStateResponse(flushed=state["state"] == "Completed", flushID=state["flush_id"],
+                                   collectionID=state["collection_id"], state=state["state"],
+                                   progress=state["progress"], channels=state["channels"],
+                                   channels_flushed=state["channels_flushed"], segmentIDs=state["segment_ids"],
+                                   fail_reason=state["error"])
+
+
+def flush_state_of(reply: W.GetFlushStateResponse) -> dict[str, Any]:
+    return {"flush_id": reply.flushID, "collection_id": reply.collectionID, "state": reply.state,
+            "progress": reply.progress, "channels": reply.channels, "channels_flushed": reply.channels_flushed,
+            "segment_ids": list(reply.segmentIDs), "error": reply.fail_reason}
+
+
+def compaction_state_pb(state: dict[str, Any]) -> W.GetCompactionStateResponse:
+    return W.GetCompactionStateResponse(state=state["state"], executingPlanNo=state["executing_plans"],
+                                        completedPlanNo=state["completed_plans"], failedPlanNo=state["failed_plans"],
+                                        progress=state["progress"], collectionID=state["collection_id"],
+                                        fail_reason=state["error"])
+
+
+def compaction_state_of(reply: W.GetCompactionStateResponse, compaction_id: int) -> dict[str, Any]:
+    return {"compaction_id": compaction_id, "collection_id": reply.collectionID, "state": reply.state,
+            "progress": reply.progress, "executing_plans": reply.executingPlanNo,
+            "completed_plans": reply.completedPlanNo, "failed_plans": reply.failedPlanNo, "error": reply.fail_reason}
+
+
+def index_progress_pb(index: dict[str, Any]) -> W.IndexProgress:
+    return W.IndexProgress(index_name=index["index_name"], field_name=index["field"], indexID=index["index_id"],
+                           state=common_pb2.IndexState.Value(index["state"]), total_rows=index["total_rows"],
+                           indexed_rows=index["indexed_rows"], pending_index_rows=index["pending_index_rows"],
+                           progress=index["progress"], fail_reason=index.get("fail_reason", ""))
+
+
+def index_progress_of(reply: W.IndexProgress) -> dict[str, Any]:
+    return {"index_name": reply.index_name, "field": reply.field_name, "index_id": reply.indexID,
+            "state": common_pb2.IndexState.Name(reply.state), "total_rows": reply.total_rows,
+            "indexed_rows": reply.indexed_rows, "pending_index_rows": reply.pending_index_rows,
+            "progress": reply.progress, "fail_reason": reply.fail_reason}
 
 
 def mutation_result_of(reply: W.MutationResult) -> MutationResult:

@@ -3,7 +3,11 @@
 :func:`cluster_snapshot` reads the coordinator's meta (collections, replicas, partition states,
 the polled distribution, the task scheduler) into a JSON-able dict; the coordinator process
 publishes it as Dask scheduler metadata (:data:`METADATA_KEY`) where the dashboard page reads it,
-and the REST ``/metrics`` collector reads the same numbers.
+and the REST ``/metrics`` collector reads the same numbers.  Beside the QueryCoord's meta it carries the
+rows the write path inserted (the appenders' counter, ``inserted_rows``) and, when the DataCoord is
+given, its work in flight (``datacoord``: flushes, compaction plans, index builds and every index's
+pending rows — :meth:`~vecgrid.cluster.datacoord.component.DataCoord.activity`, read by the caller before
+the snapshot, as the names are: the DataCoord sits on the QueryCoord's layer and is passed in, not imported).
 
 :class:`LoadStats` counts load requests by outcome (Milvus's ``querycoord_load_req_count``) and
 times loads from request to 100 % (``querycoord_load_latency``): a load's clock stops the first
@@ -93,9 +97,11 @@ async def read_catalog_names(coord: Any) -> dict[int, tuple[str, dict[int, str]]
     return await asyncio.to_thread(catalog_names, coord.catalog, list(coord.collections.ids()))
 
 
-def cluster_snapshot(coord: Any, names: dict[int, tuple[str, dict[int, str]]]) -> dict[str, Any]:
+def cluster_snapshot(coord: Any, names: dict[int, tuple[str, dict[int, str]]],
+                     datacoord: dict[str, Any] | None = None) -> dict[str, Any]:
     """Nodes, collections and tasks as the coordinator sees them now (see the module docstring); ``names``
-    from :func:`read_catalog_names`, so that this runs on the loop without store reads."""
+    from :func:`read_catalog_names` and ``datacoord`` from the DataCoord's ``activity()``, so that this
+    runs on the loop without store reads."""
     nodes = []
     for info in sorted(coord.nodes.all(), key=lambda n: n.node_id):
         dist = coord.dist.node(info.node_id)
@@ -133,6 +139,8 @@ def cluster_snapshot(coord: Any, names: dict[int, tuple[str, dict[int, str]]]) -
             "nodes": nodes, "collections": collections, "tasks": tasks,
             "tasks_waiting": coord.scheduler.waiting, "load": coord.load_stats.snapshot(),
             "wal_appends": coord.appenders.append_latency.snapshot()["count"],
+            "inserted_rows": coord.appenders.inserted_rows.snapshot(),
+            "datacoord": datacoord,
             "dask_client": coord.client.id,   # whose Dask tasks are vecgrid's (the dashboard counts them)
             "time": time.time()}
 
@@ -154,16 +162,17 @@ class ClusterPublisher(Periodic):
 
     name = "cluster state publisher"
 
-    def __init__(self, coord: Any, client: Any, interval_s: float = 1.0) -> None:
+    def __init__(self, coord: Any, client: Any, interval_s: float = 1.0, *, datacoord: Any = None) -> None:
         super().__init__(interval_s)
-        self.coord, self.client = coord, client
+        self.coord, self.client, self.datacoord = coord, client, datacoord
         self.last_error: str | None = None
         self.published = 0
 
     async def round(self) -> None:
         try:
             names = await read_catalog_names(self.coord)
-            await self.client.set_metadata(list(METADATA_KEY), cluster_snapshot(self.coord, names))
+            data = await self.datacoord.activity() if self.datacoord is not None else None
+            await self.client.set_metadata(list(METADATA_KEY), cluster_snapshot(self.coord, names, data))
         except Exception as e:
             self.last_error = f"{type(e).__name__}: {e}"
             raise

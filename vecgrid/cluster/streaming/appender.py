@@ -115,6 +115,25 @@ class ChannelAppender:
         return Appended(ts, positions)
 
 
+class InsertedRows:
+    """Rows the write path logged durably, by operation (``insert`` / ``upsert``), since the process
+    started: what the dashboard's rows/s and ``vecgrid_proxy_inserted_rows_total`` count.  The writer
+    adds a write's row count once its records are durable (one addition per request, not per row);
+    ``_lock`` guards the counts (writers run in worker threads)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts = {"insert": 0, "upsert": 0}
+
+    def add(self, rows: int, op: str = "insert") -> None:
+        with self._lock:
+            self._counts[op] += rows
+
+    def snapshot(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self._counts)
+
+
 class ChannelAppenders:
     """The coordinator's appenders, opened on first use.  A channel another process holds open (a bulk
     tool, a test) has none for ``RETRY_LOCKED_S``: :meth:`get` answers None, :meth:`require` raises."""
@@ -128,6 +147,7 @@ class ChannelAppenders:
         self._locked_until: dict[str, float] = {}
         self._lock = threading.Lock()
         self.append_latency = CumulativeHistogram()  # every channel's appends, until durable
+        self.inserted_rows = InsertedRows()          # rows of acknowledged inserts and upserts
 
     def get(self, channel: str) -> ChannelAppender | None:
         with self._lock:

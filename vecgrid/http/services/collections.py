@@ -6,6 +6,12 @@ of the catalog, the coordinator's :class:`~vecgrid.cluster.querycoord.ddl.Ddl` o
 encodes the answer.  A collection is named by its name (the path id and the custom methods' ``name``),
 in the default database.
 
+Progress of long work (issue 16): ``flush`` and ``compact`` with ``wait: false`` answer at once with the
+job's ``flushId`` / ``compactionId``, ``state`` (Executing, Completed, Failed) and ``progress`` (%); the
+collection's ``get`` lists its recent ``flushes`` and ``compactions`` (newest first, the same fields),
+and each of its ``indexes`` has ``totalRows``, ``indexedRows``, ``pendingRows``, ``state`` and ``progress``
+(Milvus's DescribeIndex ``indexed_rows`` / ``total_rows`` / ``pending_index_rows``).
+
 ``rowCount`` is exact (a Strong ``count(*)``, deletes applied) for a collection loaded to 100 %; for
 any other it is Milvus's ``num_entities``: the rows of its flushed segments (rows still in the log are
 counted once flushed).  If the count of a loaded collection fails, the flushed rows are given and
@@ -29,6 +35,8 @@ from vecgrid.storage.catalog import CollectionInfo
 from vecgrid.storage.catalog.schema_rules import DEFAULT_DB_NAME, normalize_properties
 
 DEFAULT_LOAD_WAIT_S = 300.0
+#: jobs of each kind shown by a collection's ``get``
+SHOWN_JOBS = 5
 QUICK_MAX_LENGTH = 65_535
 
 _CREATE_KEYS = {"name": str, "schema": dict, "dimension": int, "metric": str, "idType": str, "autoId": bool,
@@ -90,6 +98,32 @@ def consistency_level(data: dict) -> int:
                      errors={"consistencyLevel": f"one of {', '.join(common_pb2.ConsistencyLevel.keys())}"})
 
 
+_JOB_KEYS = {"flush_id": "flushId", "compaction_id": "compactionId", "state": "state", "progress": "progress",
+             "channels": "channels", "channels_flushed": "channelsFlushed", "segment_ids": "segmentIds",
+             "executing_plans": "executingPlans", "completed_plans": "completedPlans",
+             "failed_plans": "failedPlans", "error": "error"}
+
+
+def job_json(job: dict[str, Any]) -> dict[str, Any]:
+    """A flush or compaction state (the DataCoord's dict) in the REST's names; ids as JSON-safe ints."""
+    out: dict[str, Any] = {}
+    for key, name in _JOB_KEYS.items():
+        if key in job:
+            value = job[key]
+            if key in ("flush_id", "compaction_id"):
+                value = json_int(value)
+            elif key == "segment_ids":
+                value = [json_int(v) for v in value]
+            out[name] = value
+    return out
+
+
+def with_progress(index: dict[str, Any]) -> dict[str, Any]:
+    """An index's JSON with ``progress``: the % of the flushed segments' rows indexed (100 with none)."""
+    total = index["totalRows"]
+    return {**index, "progress": index["indexedRows"] * 100 // total if total else 100}
+
+
 class CollectionsService:
     """The ``collections`` service over the coordinator's catalog, DDL, loads and proxy (module doc)."""
 
@@ -128,7 +162,11 @@ class CollectionsService:
             **await self._row_count(coll, state.state == LOADED), **load_json(state),
         }
         infos = await asyncio.to_thread(self.catalog.describe_index, coll.id)
-        out["indexes"] = [index_json(coll, i, self.coord.index_placement(coll.id, i.fieldID)) for i in infos]
+        out["indexes"] = [with_progress(index_json(coll, i, self.coord.index_placement(coll.id, i.fieldID)))
+                          for i in infos]
+        datacoord = self.ctx.datacoord
+        out["flushes"] = [job_json(j) for j in datacoord.flushes(coll.id)[:SHOWN_JOBS]] if datacoord else []
+        out["compactions"] = [job_json(j) for j in datacoord.compactions(coll.id)[:SHOWN_JOBS]] if datacoord else []
         replicas = self.coord.replica_infos(coll.id, False) if state.state != NOT_LOAD else []
         out["replicas"] = len(replicas)
         out["resourceGroups"] = sorted({r.resource_group_name for r in replicas})
@@ -242,18 +280,27 @@ class CollectionsService:
         return {"name": coll.name, **load_json(load_state(self.coord, coll.id))}
 
     async def flush(self, data: Any, params: dict) -> dict[str, Any]:
-        """Answers once the sealed segments are published (``wait`` is accepted for Milvus's clients;
-        vecgrid's flush always waits)."""
+        """Answers once the sealed segments are published; with ``wait: false`` at once, with the flush's
+        id and progress (the collection's ``get`` follows it in ``flushes``)."""
         data = body(data, "flush")
         check_keys(data, {"name": str, "wait": bool}, "flush", required=("name",))
-        segments = await self._proxy("flush").flush(data["name"])
-        return {"name": data["name"], "segmentIds": [json_int(s) for s in segments]}
+        proxy = self._proxy("flush")
+        if data.get("wait", True):
+            segments = await proxy.flush(data["name"])
+            return {"name": data["name"], "segmentIds": [json_int(s) for s in segments], "state": "Completed",
+                    "progress": 100}
+        return {"name": data["name"], **job_json(await proxy.writes.start_flush(proxy.db_name, data["name"]))}
 
     async def compact(self, data: Any, params: dict) -> dict[str, Any]:
+        """Answers once the compaction is published; with ``wait: false`` at once, with its progress (the
+        collection's ``get`` follows it in ``compactions``)."""
         data = body(data, "compact")
-        check_keys(data, {"name": str}, "compact", required=("name",))
-        plan = await self._proxy("compact").compact(data["name"])
-        return {"name": data["name"], "compactionId": json_int(plan)}
+        check_keys(data, {"name": str, "wait": bool}, "compact", required=("name",))
+        proxy = self._proxy("compact")
+        if data.get("wait", True):
+            plan = await proxy.compact(data["name"])
+            return {"name": data["name"], "compactionId": json_int(plan), "state": "Completed", "progress": 100}
+        return {"name": data["name"], **job_json(await proxy.writes.start_compaction(proxy.db_name, data["name"]))}
 
     async def rename(self, data: Any, params: dict) -> dict[str, Any]:
         data = body(data, "rename")

@@ -2,8 +2,9 @@
 
 An index is named by its index name or its field's name (the path id).  ``create`` takes
 ``{field, type, metric, params, name?}`` (the catalog's rules: Milvus 2.4's index types, metrics and
-parameter ranges); ``get`` reports the build ``state``, ``indexedRows``, ``pendingRows``, the index
-builder's ``failReason``, and where the loaded copies are served from (``placement``: copies per
+parameter ranges); ``get`` reports the build ``state``, ``totalRows``, ``indexedRows``, ``pendingRows``
+and ``progress`` (% of the flushed segments' rows indexed, as Milvus's DescribeIndex counts them), the
+index builder's ``failReason``, and where the loaded copies are served from (``placement``: copies per
 ``GPU`` / ``CPU``).  ``remove`` of a loaded collection's index is refused (release it first).
 """
 
@@ -15,7 +16,7 @@ from typing import Any
 from vecgrid import errors
 from vecgrid.common.feathers_errors import BadRequest, Conflict
 from vecgrid.http.services.collection_common import READ, WRITE, body, describe, index_json, route_collection
-from vecgrid.http.services.collections import index_requests
+from vecgrid.http.services.collections import index_requests, with_progress
 from vecgrid.storage.catalog import CollectionInfo
 
 
@@ -32,7 +33,7 @@ class IndexesService:
         if self.ctx.datacoord is not None:
             reason = await self.ctx.datacoord.index_fail_reason(coll.id, info.fieldID)
         placement = self.coord.index_placement(coll.id, info.fieldID)
-        return index_json(coll, info, placement, reason)
+        return with_progress(index_json(coll, info, placement, reason))
 
     async def _find_one(self, coll: CollectionInfo, id: str):  # noqa: A002
         infos = await asyncio.to_thread(self.catalog.describe_index, coll.id)
