@@ -81,3 +81,33 @@ def test_the_page_shows_rows_inserted_per_second_and_the_datacoords_work():
     assert "WAL appends (write batches and time ticks)</td><td>1.0/s" in html
     assert "compaction plans</td><td>2" in html and "index builds</td><td>3" in html
     assert "<td>books</td><td>vec</td><td>InProgress</td><td>1,000 / 4,000</td><td>3,000</td><td>25 %</td>" in html
+
+
+def test_a_node_whose_snapshot_fails_is_shown_with_why_not_dropped(caplog):
+    """Dask drops an exception raised by a worker.metrics callable; the plugin's callable turns it
+    into the snapshot, and the page and the scheduler's /metrics show that node as failing."""
+    from types import SimpleNamespace
+
+    from vecgrid.cluster.querynode import monitor
+
+    class BrokenNode:  # no segments to list: node_snapshot fails
+        node_id, name, address, segments = 9, "w9", "127.0.0.1:9", None
+
+    node = BrokenNode()
+    snap = monitor.heartbeat_snapshot(node)
+    assert snap["node_id"] == 9 and snap["error"].startswith("AttributeError")
+    monitor.heartbeat_snapshot(node)
+    assert len([r for r in caplog.records if r.name == monitor.__name__]) == 1  # logged once per error
+
+    data = {"cluster": None, "time": 1.0,
+            "nodes": [{"worker": "tcp://a", **SNAPSHOT}, {"worker": "tcp://b", **snap}]}
+    html = dashboard.render(data, dashboard.Rates())
+    assert "could not be read" in html and "AttributeError" in html and "w0" in html
+
+    scheduler = SimpleNamespace(get_metadata=lambda key, default=None: None, clients={}, workers={
+        "tcp://a": SimpleNamespace(metrics={dashboard.WORKER_METRIC: SNAPSHOT}),
+        "tcp://b": SimpleNamespace(metrics={dashboard.WORKER_METRIC: snap})})
+    families = {f.name: f for f in dashboard.WorkerCollector(scheduler).collect()}
+    failed = {s.labels["worker"]: s.value for s in families["vecgrid_worker_snapshot_failed"].samples}
+    assert failed == {"tcp://a": 0, "tcp://b": 1}
+    assert [s.labels["worker"] for s in families["vecgrid_worker_segments"].samples] == ["tcp://a"]

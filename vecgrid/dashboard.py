@@ -137,7 +137,8 @@ def render(data: dict[str, Any], rates: Rates) -> str:
                      f"state published {age:.1f} s ago</p>")
     coord_nodes = {n["node_id"]: n for n in cluster.get("nodes", [])}
     rows = []
-    for n in data["nodes"]:
+    nodes = [n for n in data["nodes"] if "error" not in n]
+    for n in nodes:
         search = n["search"]["requests"]
         total = search.get("success", 0) + search.get("fail", 0)
         known = coord_nodes.get(n["node_id"], {})
@@ -151,6 +152,10 @@ def render(data: dict[str, Any], rates: Rates) -> str:
                                         "memory used / budget",
                                         "GPU memory used / budget", "segments", "rows", "growing rows", "channels",
                                         "searches"], rows))
+    failed = [[n["node_id"], n.get("name", ""), n["worker"], n["error"]] for n in data["nodes"] if "error" in n]
+    if failed:  # a node whose snapshot fails is shown with why, not left out (Dask drops the metric's error)
+        parts.append(_table("Query nodes whose state could not be read", ["node", "name", "worker", "error"],
+                            failed))
     rows = []
     seg_rows = []
     for c in cluster.get("collections", []):
@@ -171,7 +176,7 @@ def render(data: dict[str, Any], rates: Rates) -> str:
                         [[t["prefix"], t["state"], t["count"]] for t in data.get("dask_tasks", [])]))
     parts += _datacoord(cluster.get("datacoord"))
     searches = sum(n["search"]["requests"].get("success", 0) + n["search"]["requests"].get("fail", 0)
-                   for n in data["nodes"])
+                   for n in nodes)
     inserted = sum(cluster["inserted_rows"].values()) if cluster.get("inserted_rows") is not None else None
     parts.append(_table("Rates", ["what", "rate"], [
         ["searches (all nodes)", _fmt_rate(rates.rate("search/all", searches, now))],
@@ -248,8 +253,13 @@ class WorkerCollector:
         gpu = GaugeMetricFamily("vecgrid_worker_gpu_memory_bytes", "GPU memory reserved (used) and budgeted (capacity)",
                                 labels=[*labels, "kind"])
         searches = CounterMetricFamily("vecgrid_worker_search_requests", "Searches served", labels=[*labels, "status"])
+        failed = GaugeMetricFamily("vecgrid_worker_snapshot_failed",
+                                   "1 when the worker's query node could not report its state", labels=labels)
         for n in state(self.scheduler)["nodes"]:
             key = [n["worker"], str(n["node_id"])]
+            failed.add_metric(key, 1 if "error" in n else 0)
+            if "error" in n:
+                continue
             segments.add_metric(key, n["segment_num"])
             entities.add_metric(key, n["entity_num"])
             growing.add_metric(key, n["growing_rows"])
@@ -257,7 +267,7 @@ class WorkerCollector:
             gpu.add_metric([*key, "capacity"], n["gpu_memory_capacity_bytes"])
             for status, count in sorted(n["search"]["requests"].items()):
                 searches.add_metric([*key, status], count)
-        return [segments, entities, growing, gpu, searches]
+        return [segments, entities, growing, gpu, searches, failed]
 
 
 def dask_setup(scheduler: Any) -> None:

@@ -38,7 +38,7 @@ from vecgrid.cluster.proxy.writer import Writer
 from vecgrid.cluster.querycoord.coordinator import QueryCoord
 from vecgrid.cluster.querycoord.flush_handoff import FlushHandoff
 from vecgrid.cluster.querycoord.monitor import ClusterPublisher
-from vecgrid.cluster.querynode.monitor import node_snapshot
+from vecgrid.cluster.querynode.monitor import heartbeat_snapshot
 from vecgrid.cluster.querynode.node import QueryNode
 from vecgrid.cluster.querynode.session import PLUGIN_NAME, TOPIC
 from vecgrid.config import Settings
@@ -285,7 +285,7 @@ class QueryNodePlugin(WorkerPlugin):
         self.server = await serve_querynode(node, host=worker.ip, port=settings.querynode.port)
         self.node = node
         # the scheduler receives it with every heartbeat: the vecgrid dashboard page reads it there
-        worker.metrics["vecgrid"] = lambda _worker: node_snapshot(node)
+        worker.metrics["vecgrid"] = lambda _worker: heartbeat_snapshot(node)
         worker.log_event(TOPIC, {"action": "up", "worker": worker.address, **node.describe()})
         log.info("QueryNode %s serving gRPC on %s", node.name, node.address)
 

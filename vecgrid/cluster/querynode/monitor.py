@@ -15,6 +15,7 @@ State: a :class:`NodeStats` belongs to one node; its counters are guarded by its
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import weakref
@@ -57,6 +58,8 @@ class NodeStats:
         out["latency"] = self.latency.snapshot()
         return out
 
+
+log = logging.getLogger(__name__)
 
 _stats: "weakref.WeakKeyDictionary[Any, NodeStats]" = weakref.WeakKeyDictionary()
 _stats_lock = threading.Lock()
@@ -113,6 +116,26 @@ def node_snapshot(node: Any) -> dict[str, Any]:
         "time": time.time(),
     }
 
+
+
+def heartbeat_snapshot(node: Any) -> dict[str, Any]:
+    """:func:`node_snapshot` for ``worker.metrics``: a failure becomes the snapshot (with the error), so the
+    node stays on the dashboard saying why — Dask drops an exception raised there without a word, and
+    the node would silently vanish.  Logged with its traceback when the error changes."""
+    try:
+        snapshot = node_snapshot(node)
+        _last_errors.pop(node, None)
+        return snapshot
+    except Exception as error:  # noqa: BLE001 - reported in the snapshot and the log, tried again next beat
+        message = f"{type(error).__name__}: {error}"
+        if _last_errors.get(node) != message:
+            _last_errors[node] = message
+            log.error("the state of query node %s could not be read", node.name, exc_info=error)
+        return {"node_id": node.node_id, "name": node.name, "address": node.address, "error": message,
+                "time": time.time()}
+
+
+_last_errors: "weakref.WeakKeyDictionary[Any, str]" = weakref.WeakKeyDictionary()
 
 
 def quota_metrics(node: Any) -> dict[str, Any]:
