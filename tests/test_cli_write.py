@@ -126,6 +126,6 @@ async def test_insert_delete_flush_compact_end_to_end(cluster):
         for i in range(4):
             f.write(json.dumps({"pk": 3000 + i, "vec": [1.0] * (DIM if i < 2 else 3), "age": i, "tag": "bad"}) + "\n")
     assert_one_line_error(await vecgrid("insert", "books", str(root / "bad.jsonl"), "--batch-rows", "2", *addr),
-                          "the dim (3) of the vectors", "after 2 of 4 rows were inserted")
+                          "the dim (3) of the vector", "after 2 of 4 rows were inserted")
     assert await proxy.count("books", filter={"tag": "bad"}) == 2
     assert_one_line_error(await vecgrid("insert", "nope", str(root / "rows.jsonl"), *addr), "collection not found")

@@ -14,7 +14,7 @@ Client commands, against a running coordinator (``--coord HOST:PORT``, default
     vecgrid search NAME --vectors FILE.npy [--limit K] [--filter JSON] [--output-fields a,b]
                                                              nearest rows as JSON, one list per query
     vecgrid status                                           nodes, collections, load %, partition states
-    vecgrid insert NAME FILE... [--partition P]              rows from .parquet, .jsonl, or .npy + .parquet/.csv
+    vecgrid insert NAME FILE... [--partition P]              rows from .parquet, .jsonl/.json, or .npy + .parquet/.csv
     vecgrid delete NAME --ids 1,2,3 | --filter JSON          by primary key, or what a Strong query finds
     vecgrid flush NAME [--no-wait]                           seal growing data into published segments
     vecgrid compact NAME [--no-wait]                         compact a collection now
@@ -368,26 +368,12 @@ def _search_inputs(args: argparse.Namespace) -> tuple[Any, Any, list[str]]:
     return vectors, query, fields
 
 
-_JSON_LINES = (".jsonl", ".ndjson", ".json")
-
-
 def _insert_inputs(args: argparse.Namespace) -> tuple[Any, int]:
-    """``(batches, total rows)`` of ``vecgrid insert``, opened before anything connects: a batch is a list of
-    row dicts (JSON lines) or an Arrow record batch (Parquet, ``.npy`` + scalars, as ``vecgrid import``)."""
+    """``(batches, total rows)`` of ``vecgrid insert``, opened before anything connects: Arrow record
+    batches of the files, read as ``vecgrid import`` and REST import jobs read them (Parquet, JSON rows,
+    ``.npy`` + scalars)."""
     if args.batch_rows < 1:
         raise UsageError(f"--batch-rows must be 1 or more, got {args.batch_rows}")
-    lines = [f for f in args.files if f.lower().endswith(_JSON_LINES)]
-    if lines:
-        if len(lines) != len(args.files):
-            raise UsageError("JSON lines files cannot be mixed with other kinds of input files")
-        total = 0
-        for path in lines:
-            try:
-                with open(path, "rb") as f:
-                    total += sum(1 for line in f if line.strip())
-            except OSError as e:
-                raise UsageError(f"cannot read {path}: {e.strerror}") from None
-        return _json_batches(lines, args.batch_rows), total
     from vecgrid.storage.import_sources import open_sources
 
     try:
@@ -395,28 +381,6 @@ def _insert_inputs(args: argparse.Namespace) -> tuple[Any, int]:
     except errors.MilvusError as e:
         raise UsageError(str(e.detail or e)) from None
     return sources.batches(args.batch_rows), sources.num_rows
-
-
-def _json_batches(paths: list[str], batch_rows: int) -> Any:
-
-    batch: list[dict] = []
-    for path in paths:
-        with open(path, encoding="utf-8") as f:
-            for number, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                except ValueError as e:
-                    raise UsageError(f"{path} line {number} is not JSON: {e}") from None
-                if not isinstance(row, dict):
-                    raise UsageError(f"{path} line {number} is not a JSON object")
-                batch.append(row)
-                if len(batch) == batch_rows:
-                    yield batch
-                    batch = []
-    if batch:
-        yield batch
 
 
 def _delete_inputs(args: argparse.Namespace) -> tuple[list[Any] | None, dict | None]:

@@ -111,9 +111,12 @@ def open_sources(files: list[str]) -> Sources:
         if _kind(path) is None:
             raise errors.ParameterInvalid(f"input file {path}: expected .parquet, .npy or .csv, "
                                           "or JSON rows (.jsonl, .json)")
+    kinds = {_kind(p) for p in files}
+    if "json" in kinds and kinds != {"json"}:  # said before any file is looked for
+        raise errors.ParameterInvalid("JSON input files cannot be mixed with other formats in one import")
+    for path in files:
         if not _is_file(path):
             raise errors.ParameterInvalid(f"input file {path} does not exist")
-    kinds = {_kind(p) for p in files}
     if kinds == {"parquet"}:
         schemas = []
         rows = 0
@@ -128,8 +131,6 @@ def open_sources(files: list[str]) -> Sources:
                                               f"unlike {files[0]} ({schemas[0].names})")
         return Sources(files, schemas[0], rows, "parquet")
     if "json" in kinds:
-        if kinds != {"json"}:
-            raise errors.ParameterInvalid("JSON input files cannot be mixed with other formats in one import")
         tables = [_read_json(path) for path in files]
         try:
             schema = pa.unify_schemas([t.schema for t in tables], promote_options="permissive")
