@@ -31,7 +31,7 @@ import asyncio
 import json
 from typing import Any, Callable, Iterable, Mapping, TypeVar
 
-from vecgrid.http.adapters.base import AdapterService, RecordView, record_key
+from vecgrid.http.adapters.base import AdapterService, RecordView
 from vecgrid.common.feathers_errors import Conflict
 from vecgrid.http.query import QuerySchema
 from vecgrid.storage.kv import MetaStore, MetaTxnConflictError
