@@ -29,7 +29,7 @@ from vecgrid.storage.wal import Wal
 from tests.datacoord_support import Inserted, insert_and_flush
 from tests.querycoord_support import corrupted
 from tests.querynode_support import (NodeHarness, assert_same_knn, catalog, dense, import_collection,
-                                     load_request, search_request)
+                                     search_request)
 
 pytest.importorskip("faiss")
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import os
 
-import numpy as np
 import pytest
 from distributed import Event
 

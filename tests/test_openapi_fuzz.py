@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from typing import TYPE_CHECKING
 
 import hypothesis
 import hypothesis.strategies as st
@@ -24,6 +25,9 @@ import tornado.httpserver
 import tornado.netutil
 
 from vecgrid.http.conformance import build_app
+
+if TYPE_CHECKING:
+    from schemathesis import GenerationMode
 from vecgrid.http.feathers.rest import make_tornado_app
 
 EXAMPLES = 15           # positive cases per operation (derandomized: the same cases every run)

@@ -270,7 +270,7 @@ async def test_transfer_replica_moves_a_replica_to_another_group(env):
 # --- replicas, channels ----------------------------------------------------------------------------
 
 async def test_replicas_and_channels_of_a_loaded_collection(env):
-    rest, qc = env.rest, env.qc
+    rest = env.rest
     assert await rest.ok("GET", f"/replicas?collection={NAME}") == []
     code, body = await rest("GET", f"/channels?collection={NAME}")
     assert code == 409 and body["data"]["milvusCode"] == 101
@@ -294,7 +294,7 @@ async def test_replicas_and_channels_of_a_loaded_collection(env):
 
 
 async def test_a_channel_transferred_over_rest_is_led_from_its_new_node(env):
-    rest, qc = env.rest, env.qc
+    rest = env.rest
     await loaded(env)
     await rest.ok("POST", "/balance", None, method="suspend")
     channel = (await rest.ok("GET", f"/channels?collection={NAME}"))[0]
@@ -364,7 +364,7 @@ async def test_segments_find_filter_and_get(env):
 
 
 async def test_a_segment_transferred_over_rest_is_served_from_its_new_node(env):
-    rest, qc = env.rest, env.qc
+    rest = env.rest
     await loaded(env)
     await rest.ok("POST", "/balance", {}, method="suspend")
     seg = (await rest.ok("GET", f"/segments?collection={NAME}"))[0]
