@@ -11,7 +11,8 @@ over :class:`~.base.CatalogBase` (the store, ids, timestamps, the writer lock an
 * :mod:`.indexes`: index definitions and segment index builds;
 * :mod:`.segments`: segment records and their file checksums;
 * :mod:`.publish`: sealed segments becoming visible, planned as a :class:`~.publish.TxnPlan`;
-* :mod:`.checkpoints`: channel checkpoints, changed by compare-and-swap.
+* :mod:`.checkpoints`: channel checkpoints, changed by compare-and-swap;
+* :mod:`.import_leases`: the segments a bulk import reserved (Importing) and the lease keeping them.
 
 Rules every method keeps:
 
@@ -42,6 +43,7 @@ from __future__ import annotations
 
 from .base import ALL_PARTITIONS_ID, DEFAULT_DML_CHANNEL_NUM
 from .checkpoints import CheckpointMeta
+from .import_leases import ImportLeaseMeta
 from .collections import CollectionMeta
 from .indexes import IndexMeta
 from .publish import PublishMeta, TxnPlan
@@ -50,7 +52,7 @@ from .segments import SegmentMeta
 __all__ = ["ALL_PARTITIONS_ID", "DEFAULT_DML_CHANNEL_NUM", "Catalog", "TxnPlan"]
 
 
-class Catalog(PublishMeta, CheckpointMeta, SegmentMeta, IndexMeta, CollectionMeta):
+class Catalog(PublishMeta, ImportLeaseMeta, CheckpointMeta, SegmentMeta, IndexMeta, CollectionMeta):
     """The cluster's catalog on a :class:`~vecgrid.storage.kv.MetaStore`; see
     :class:`~.base.CatalogBase` for its arguments and who owns what.
 
