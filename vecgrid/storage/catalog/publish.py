@@ -111,8 +111,8 @@ class PublishMeta(CatalogBase):
                     # and then may remove its files; read again on every attempt (a lost guard retries)
                     if self._store.get(plan.key) != plan.reserved:
                         raise errors.ServiceUnavailable(
-                            f"segment {plan.segment.ID} is no longer reserved for its import (the import's lease "
-                            "went stale and the garbage collector dropped it); nothing was published")
+                            f"segment {plan.segment.ID} is no longer reserved for its import (dropped: the "
+                            "import's lease went stale, or the collection was dropped); nothing was published")
                     t.expect(plan.key, plan.reserved)
             for key, value in writes:
                 t.put(key, value)
