@@ -24,10 +24,11 @@ Rules every method keeps:
   goes through a single ``store.txn()``, so a crash leaves all of it or none of it.
 * **Single writer.** Read-modify-write sequences are serialised by a lock inside the object, so one
   ``Catalog`` is safe across threads. Like Milvus's RootCoord/DataCoord leader, exactly one process
-  should write a given store through a Catalog; other processes may read it. The exception is
+  should write a given store through a Catalog; other processes may read it. The exceptions are
   channel checkpoints, which an import or flush beside a live server also moves: they change only
   by compare-and-swap (a guarded transaction when published with a segment), so no process can
-  move one backwards.
+  move one backwards; and import leases with their Importing segments, which an import and the
+  coordinator's garbage collector both change, each change guarded by what it was decided from.
 * **Nothing cached but keys.** Reads go to the store each time, so a reader in another process sees
   what was committed. The only caches map a segment or collection id to its key; a hit is confirmed
   by reading that key, a miss scans again, so they never make a read stale.

@@ -2,10 +2,12 @@
 
 Part of :class:`~.meta.Catalog` (see :mod:`.base` for the lock that owns every write). Uses
 :mod:`.collections` (``_require_collection``, ``_view``) and :mod:`.indexes` (``_live_index``,
-``_segment_index_records``). Growing and Importing segments are recorded here (:meth:`add_segment`),
-change forward only (:meth:`update_segment`: Growing -> Sealed -> Flushing -> Flushed -> Dropped) and
-are forgotten once Dropped and their files removed (:meth:`purge_segment`); sealed data becomes
-visible through :mod:`.publish`.
+``_segment_index_records``). Growing and Importing segments are recorded here (:meth:`add_segment`;
+an import reserves its Importing ones through :mod:`.import_leases`), change forward only
+(:meth:`update_segment`: Growing -> Sealed -> Flushing -> Flushed -> Dropped; Importing -> Flushed or
+Dropped) and are forgotten once Dropped and their files removed (:meth:`purge_segment`); sealed data
+becomes visible through :mod:`.publish`.  Only Flushed segments are data: whoever reads rows lists
+those (an Importing segment's files are still being written).
 
 A segment's key never changes, so ``_segment_keys`` remembers it by id: a hit is confirmed by a read of
 the key, a miss scans.
