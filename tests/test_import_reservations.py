@@ -221,3 +221,32 @@ def test_a_released_lease_drops_what_it_did_not_publish(existing):
     assert cat.import_leases() == {}
     with pytest.raises(errors.ServiceUnavailable):
         cat.renew_import_lease("failed", now=wall.now)
+
+
+def test_a_publish_racing_the_expiry_of_its_reservation_publishes_nothing(existing, tmp_path, monkeypatch):
+    """The collector (another process: its own catalog on the store) drops the reservation between the
+    import's checks and its commit: the commit is guarded by the reservation, so nothing is published."""
+    cat, gc, clock, wall, root = existing
+    cat.open_import_lease("racing", owner="an import", ttl_s=LEASE_TTL, now=wall.now)
+    coll = cat.describe_collection("default", "base")
+    seg = cat.reserve_import_segment("racing", coll.id, coll.default_partition.partitionID, coll.vchannels[0],
+                                     now=wall.now)
+    table, *_ = random_table(10, 9, "pk", False)
+    record = segment_files.write_segment(root, coll.id, seg.partitionID, seg.ID, table)
+    store, collector = catalog(str(tmp_path / "data"))
+    try:
+        real_plan = cat._plan_publish
+
+        def plan_then_expire(*args, **kw):
+            plan = real_plan(*args, **kw)
+            assert collector.expire_import_leases(now=wall.now + 10 * LEASE_TTL) == [seg.ID]
+            return plan
+
+        monkeypatch.setattr(cat, "_plan_publish", plan_then_expire)
+        rows = cat.flushed_rows(coll.id)
+        with pytest.raises(errors.ServiceUnavailable, match="no longer reserved"):
+            cat.publish_segment_files(record, coll.vchannels[0])
+        assert cat.get_segment(seg.ID).state == common_pb2.Dropped
+        assert cat.flushed_rows(coll.id) == rows
+    finally:
+        store.close()
