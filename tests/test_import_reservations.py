@@ -250,3 +250,18 @@ def test_a_publish_racing_the_expiry_of_its_reservation_publishes_nothing(existi
         assert cat.flushed_rows(coll.id) == rows
     finally:
         store.close()
+
+
+def test_a_failed_import_leaves_no_reservation_behind(existing, tmp_path):
+    cat, gc, clock, wall, root = existing
+    coll = cat.describe_collection("default", "base")
+    before = [s.ID for s in cat.list_segments(coll.id)]
+    table, *_ = random_table(300, 5, "pk", False)
+    pq.write_table(table.slice(0, 150), tmp_path / "a.parquet")
+    pq.write_table(table.slice(100), tmp_path / "b.parquet")   # rows 100..149 twice
+    with pytest.raises(errors.ParameterInvalid, match="duplicate primary key"):
+        import_sources(cat, root, open_sources([str(tmp_path / "a.parquet"), str(tmp_path / "b.parquet")]),
+                       ImportOptions(collection="base", primary_key="pk", segment_rows=60))
+    assert [s.ID for s in cat.list_segments(coll.id)] == before
+    assert cat.import_leases() == {}
+    assert gc.sweep(set()).unnamed == []   # its files were deleted with it

@@ -39,7 +39,7 @@ import numpy as np
 import pyarrow as pa
 
 from vecgrid import errors
-from vecgrid.proto import schema_pb2
+from vecgrid.proto import common_pb2, schema_pb2
 from vecgrid.storage import segment_files
 from vecgrid.storage.catalog import Catalog, CollectionInfo, arrow_field, arrow_schema, arrow_type, validate_rows
 from vecgrid.storage.catalog.schema_rules import (DEFAULT_DB_NAME, DEFAULT_PARTITION_NAME, DYNAMIC_FIELD_NAME,
@@ -243,8 +243,17 @@ class _Import:
             self.lease.close()   # its reservations become Dropped before their files go
         for record, _ in self.written:
             segment_files.delete_segment(self.root, record.collection_id, record.partition_id, record.segment_id)
+            self._forget(record.segment_id)
         if self.created:
             self.catalog.drop_collection(self.opts.db_name, self.opts.collection)
+
+    def _forget(self, segment_id: int) -> None:
+        """Purge a dropped reservation whose files are deleted (the collector would, a retention later)."""
+        try:
+            if self.catalog.get_segment(segment_id).state == common_pb2.Dropped:
+                self.catalog.purge_segment(segment_id)
+        except Exception as e:  # noqa: BLE001 - not lost: the collector purges a Dropped segment without files
+            log.warning("import: reserved segment %s left for the garbage collector to purge: %s", segment_id, e)
 
 
 def _complete(coll: CollectionInfo, table: pa.Table) -> pa.Table:
