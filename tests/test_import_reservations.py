@@ -199,7 +199,8 @@ def test_an_abandoned_import_is_collected_once_its_lease_is_stale_and_the_retent
     assert cat.get_segment(seg.ID).state == common_pb2.Importing
     # the process is killed: no renewal any more
     wall.now += LEASE_TTL + 1
-    assert gc.sweep(set()).removed == []
+    sweep = gc.sweep(set())
+    assert sweep.expired == [seg.ID] and sweep.removed == []
     assert cat.get_segment(seg.ID).state == common_pb2.Dropped   # abandoned: no longer reserved
     assert cat.import_leases() == {}
     clock.now += RETENTION - 1

@@ -66,6 +66,7 @@ class Sweep:
     unnamed: list[str] = field(default_factory=list)       # unnamed files kept (retention not over)
     removed: list[str] = field(default_factory=list)
     purged: list[int] = field(default_factory=list)        # Dropped segment records purged
+    expired: list[int] = field(default_factory=list)       # reserved by imports whose lease went stale: Dropped
 
 
 class GarbageCollector(Periodic):
@@ -102,11 +103,11 @@ class GarbageCollector(Periodic):
         out = Sweep()
         # listed before the catalog is read: a file published in between is named, not removed
         stored = {f.path: f for f in segment_files.list_stored_files(self.root)}
-        # before the catalog is read too: a file listed is its import's until the lease went stale
-        expired = self.catalog.expire_import_leases(now=self._wall_clock())
-        if expired:
+        # stale leases first: what they reserved is read below as Dropped, no longer as reserved
+        out.expired = self.catalog.expire_import_leases(now=self._wall_clock())
+        if out.expired:
             log.info("garbage collection dropped %d segment(s) of import(s) whose lease went stale: %s",
-                     len(expired), expired)
+                     len(out.expired), out.expired)
         out.files = len(stored)
         located = {p: where for p in stored if (where := segment_files.segment_of_path(p)) is not None}
         by_segment: dict[int, list[str]] = {}
