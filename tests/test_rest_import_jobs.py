@@ -17,6 +17,7 @@ import pytest
 import pytest_asyncio
 
 from vecgrid.http.services import RestContext
+from vecgrid.http.services.import_jobs import import_jobs_of
 from vecgrid.storage.layout import DataDir
 from tests.conftest import embedded_settings, poll_until
 from tests.querynode_support import random_table
@@ -69,6 +70,8 @@ async def rest_env(tmp_path, store=None, overrides: dict | None = None):
     store = data.open_store() if own_store else store
     catalog = data.open_catalog(store)
     ctx = RestContext(coord=SimpleNamespace(catalog=catalog, settings=settings), settings=settings)
+    # the deployment's job table knows the WAL (a collection a dead job created is dropped only if empty)
+    import_jobs_of(ctx).wal_root = str(data.wal_root)
     rest = RestServer(ctx, ["import_jobs"])
     try:
         yield Env(rest, catalog, tmp_path, ctx)
@@ -397,6 +400,57 @@ async def test_a_job_that_published_before_the_coordinator_died_is_reported_comp
             code, body = await again.rest.call("GET", f"/import-jobs/{job['id']}")
             assert body["state"] == "Completed"
             assert again.catalog.flushed_rows(again.catalog.describe_collection("default", "pub").id) == 80
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("written", [False, True], ids=["empty", "holding-rows"])
+async def test_a_job_that_died_after_creating_its_collection_drops_it_unless_it_holds_data(
+        tmp_path, monkeypatch, written):
+    """The coordinator died with the job's files written and reserved, just before publishing: the new
+    coordinator settles the job Failed, drops its reservations (their files go a retention later) and
+    drops the collection the job created — unless rows were written to it meanwhile; the reason says
+    which."""
+    from vecgrid.proto import common_pb2
+    from vecgrid.storage.wal import MessageKind, Wal
+
+    died, gate = threading.Event(), threading.Event()
+    data = DataDir(str(tmp_path / "data"))
+    store = data.open_store()
+    try:
+        async with rest_env(tmp_path, store) as old:
+            def die_before_publishing(items):
+                died.set()
+                assert gate.wait(120), "the test never opened the gate"
+                raise RuntimeError("the process is gone")
+
+            monkeypatch.setattr(old.catalog, "publish_segment_records", die_before_publishing)
+            try:
+                code, job = await old.create({"collection": "orphan", "files": [old.parquet("o", 80)],
+                                              "options": {"primaryKey": "pk", "shards": 2, "segmentRows": 30}})
+                await poll_until(died.is_set, 60, what="the job to reach its publish")
+                coll = old.catalog.describe_collection("default", "orphan")
+                reserved = [s.ID for s in old.catalog.list_segments(coll.id)]
+                assert reserved and {s.state for s in old.catalog.list_segments(coll.id)} == {common_pb2.Importing}
+                if written:   # a client inserted into the new collection while the import ran
+                    with Wal(str(data.wal_root)).open_writer(coll.vchannels[0]) as writer:
+                        writer.append(MessageKind.INSERT, 1, b"rows")
+                async with rest_env(tmp_path, store) as new:
+                    code, body = await new.rest.call("GET", f"/import-jobs/{job['id']}")
+                    assert body["state"] == "Failed"
+                    reason = body["errors"][0]["message"]
+                    assert "coordinator stopped while it ran" in reason
+                    assert new.catalog.import_leases() == {}
+                    assert all(new.catalog.get_segment(sid).state == common_pb2.Dropped for sid in reserved)
+                    if written:
+                        assert new.catalog.has_collection("default", "orphan")
+                        assert "'orphan' it created was kept" in reason, reason
+                    else:
+                        assert not new.catalog.has_collection("default", "orphan")
+                        assert "'orphan' it created was dropped" in reason, reason
+            finally:
+                gate.set()
+            await old.finished(job["id"])
     finally:
         store.close()
 

@@ -12,6 +12,13 @@ in ONE catalog transaction.  On any failure the written files are deleted, and a
 collection this import created is dropped again (the undo steps, as in Milvus's
 load jobs).
 
+However long it runs, the garbage collector leaves its files alone: as Milvus's import
+does, each segment is recorded (state ``Importing``, which nothing reads as data) before
+its files are written, under a lease a thread renews every quarter of ``LEASE_TTL_S``
+(:mod:`vecgrid.storage.catalog.import_leases`).  Publishing turns them Flushed; a failed
+import releases the lease, dropping them; a killed one stops renewing, and the collector
+drops them once the lease is stale, then removes their files a retention later.
+
 Rows get the import's timestamp in the segment's ``Timestamp`` column (Milvus's
 system field 1), so they are visible to every search issued after the import returns.
 """
@@ -19,7 +26,12 @@ system field 1), so they are visible to every search issued after the import ret
 from __future__ import annotations
 
 import json
+import logging
+import os
+import socket
 import sys
+import threading
+import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -27,7 +39,7 @@ import numpy as np
 import pyarrow as pa
 
 from vecgrid import errors
-from vecgrid.proto import schema_pb2
+from vecgrid.proto import common_pb2, schema_pb2
 from vecgrid.storage import segment_files
 from vecgrid.storage.catalog import Catalog, CollectionInfo, arrow_field, arrow_schema, arrow_type, validate_rows
 from vecgrid.storage.catalog.schema_rules import (DEFAULT_DB_NAME, DEFAULT_PARTITION_NAME, DYNAMIC_FIELD_NAME,
@@ -37,8 +49,11 @@ from vecgrid.storage.layout import DataDir
 from vecgrid.storage.sharding import shard_of
 from vecgrid.storage.tso import compose_ts, physical_ms_now
 
+log = logging.getLogger(__name__)
+
 TIMESTAMP_FIELD = "Timestamp"  # Milvus's system field 1, refused as a user field name
 IMPORT_TSO_KEY = "tso/bulk-import"  # its own oracle: the coordinator owns the main one
+LEASE_TTL_S = 600.0  # an import whose lease went unrenewed this long is taken for dead (wall clock)
 
 
 @dataclass
@@ -64,17 +79,74 @@ class _Buffer:
     nbytes: int = 0
 
 
+class _Lease:
+    """The import's lease on its reserved segments, renewed by a thread of its own every ``ttl_s / 4``
+    (reading a slow source or writing a big segment never delays a renewal).
+
+    Who owns what: the renewing thread alone writes ``lost`` (the error that ended the lease) and
+    ``renew_error`` (the last failed renewal, tried again next period: once the ttl passed without one,
+    the collector may expire the lease and the import's next reservation or its publish fails); the
+    import's thread reads them and calls :meth:`close` once."""
+
+    def __init__(self, catalog: Catalog, lease_id: str, owner: str, ttl_s: float) -> None:
+        self.catalog, self.id, self.ttl_s = catalog, lease_id, ttl_s
+        catalog.open_import_lease(lease_id, owner, ttl_s)
+        self.lost: errors.MilvusError | None = None
+        self.renew_error: Exception | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._renew, name=f"import-lease-{lease_id}", daemon=True)
+        self._thread.start()
+
+    def _renew(self) -> None:
+        while not self._stop.wait(self.ttl_s / 4):
+            try:
+                self.catalog.renew_import_lease(self.id)
+                self.renew_error = None
+            except errors.ServiceUnavailable as e:   # the lease is gone: the import cannot publish
+                self.lost = e
+                return
+            except Exception as e:  # noqa: BLE001 - the store failed: tried again next period (class doc)
+                self.renew_error = e
+                log.warning("import lease %s: renewal failed (tried again in %.0f s): %s", self.id, self.ttl_s / 4, e)
+
+    def check(self) -> None:
+        if self.lost is not None:
+            raise self.lost
+
+    def close(self) -> None:
+        """Stop renewing and release the lease: what it still holds Importing (nothing once published)
+        becomes Dropped.  A release that fails is left to the collector, which expires the lease."""
+        self._stop.set()
+        self._thread.join()
+        try:
+            self.catalog.release_import_lease(self.id)
+        except Exception as e:  # noqa: BLE001 - not lost: the collector expires the lease after its ttl
+            log.warning("import lease %s could not be released (the garbage collector expires it in %.0f s): %s",
+                        self.id, self.ttl_s, e)
+
+
+def default_lease_id() -> str:
+    return f"cli-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+
+
 class _Import:
     def __init__(self, catalog: Catalog, root: str, sources: Sources, opts: ImportOptions,
                  progress: Callable[[int], None], cancelled: Callable[[], bool] = lambda: False,
-                 before_publish: Callable[[list[dict[str, Any]]], None] = lambda segments: None) -> None:
+                 before_publish: Callable[[list[dict[str, Any]]], None] = lambda segments: None, *,
+                 created: Callable[[int], None] = lambda collection_id: None, lease_id: str | None = None,
+                 lease_ttl_s: float = LEASE_TTL_S) -> None:
         self.catalog, self.root, self.sources, self.opts, self.progress = catalog, root, sources, opts, progress
-        self.cancelled, self.before_publish = cancelled, before_publish
+        self.cancelled, self.before_publish, self.on_created = cancelled, before_publish, created
+        self.lease_id, self.lease_ttl_s = lease_id or default_lease_id(), lease_ttl_s
+        self.lease: _Lease | None = None
         self.created = False
         self.written: list[tuple[segment_files.SegmentFiles, str]] = []
         self.timestamp = compose_ts(physical_ms_now(), 0)
 
     def run(self) -> dict[str, Any]:
+        self.lease = _Lease(self.catalog, self.lease_id,
+                            f"{socket.gethostname()} pid {os.getpid()}: import into {self.opts.collection!r}",
+                            self.lease_ttl_s)
         coll = self._collection()
         partition = self.catalog.get_partition(coll.id, self.opts.partition)
         pk_field = coll.primary_field
@@ -109,13 +181,16 @@ class _Import:
             raise errors.ParameterInvalid("the input files hold no rows")
         _check_unique(keys)
         self._check_cancelled()   # the last moment: publishing is one transaction
+        self.catalog.renew_import_lease(self.lease.id)   # raises if the collector took it for dead
         self.before_publish([{"segment_id": record.segment_id, "partition_id": record.partition_id,
                               "channel": channel, "num_rows": record.num_rows} for record, channel in self.written])
         published = self.catalog.publish_segment_records(
             [{"record": record, "insert_channel": channel} for record, channel in self.written])
+        self.lease.close()
         return _summary(self.catalog.get_collection(coll.id), published)
 
     def _check_cancelled(self) -> None:
+        self.lease.check()
         if self.cancelled():
             raise errors.Canceled("the import was cancelled; nothing was published")
 
@@ -131,6 +206,7 @@ class _Import:
         schema = normalize_schema(opts.collection, opts.db_name, schema)  # validates before anything is written
         coll = self.catalog.create_collection(opts.db_name, opts.collection, schema, shards_num=opts.shards)
         self.created = True
+        self.on_created(coll.id)
         for f in coll.schema.fields:
             if f.data_type == schema_pb2.FloatVector:
                 self.catalog.create_index(coll.id, f.name, opts.index, opts.metric, opts.index_params)
@@ -157,15 +233,27 @@ class _Import:
         buffer.batches, buffer.rows, buffer.nbytes = [], 0, 0
 
     def _write(self, coll: CollectionInfo, partition_id: int, channel: str, table: pa.Table) -> None:
-        segment_id = self.catalog.allocate_segment_id()
+        # reserved before any file is written: the collector never finds them unnamed
+        segment_id = self.catalog.reserve_import_segment(self.lease.id, coll.id, partition_id, channel).ID
         record = segment_files.write_segment(self.root, coll.id, partition_id, segment_id, table)
         self.written.append((record, channel))
 
     def undo(self) -> None:
+        if self.lease is not None:
+            self.lease.close()   # its reservations become Dropped before their files go
         for record, _ in self.written:
             segment_files.delete_segment(self.root, record.collection_id, record.partition_id, record.segment_id)
+            self._forget(record.segment_id)
         if self.created:
             self.catalog.drop_collection(self.opts.db_name, self.opts.collection)
+
+    def _forget(self, segment_id: int) -> None:
+        """Purge a dropped reservation whose files are deleted (the collector would, a retention later)."""
+        try:
+            if self.catalog.get_segment(segment_id).state == common_pb2.Dropped:
+                self.catalog.purge_segment(segment_id)
+        except Exception as e:  # noqa: BLE001 - not lost: the collector purges a Dropped segment without files
+            log.warning("import: reserved segment %s left for the garbage collector to purge: %s", segment_id, e)
 
 
 def _complete(coll: CollectionInfo, table: pa.Table) -> pa.Table:
@@ -240,7 +328,9 @@ def check_options(opts: ImportOptions) -> None:
 def import_sources(catalog: Catalog, segment_root: str, sources: Sources, opts: ImportOptions, *,
                    progress: Callable[[int], None] = lambda n: None,
                    cancelled: Callable[[], bool] = lambda: False,
-                   before_publish: Callable[[list[dict[str, Any]]], None] = lambda segments: None) -> dict[str, Any]:
+                   before_publish: Callable[[list[dict[str, Any]]], None] = lambda segments: None,
+                   created: Callable[[int], None] = lambda collection_id: None, lease_id: str | None = None,
+                   lease_ttl_s: float = LEASE_TTL_S) -> dict[str, Any]:
     """Import opened ``sources`` through a catalog the caller owns (the coordinator's, for its REST
     import jobs): all or nothing as :func:`bulk_import`.  ``progress(rows)`` is called after every
     batch; ``cancelled()`` is asked before every batch and before publishing, and a True answer undoes
@@ -248,9 +338,12 @@ def import_sources(catalog: Catalog, segment_root: str, sources: Sources, opts: 
     with the segments about to be published (``segment_id``, ``partition_id``, ``channel``,
     ``num_rows``) just before the one transaction that publishes them: a caller that records them can
     tell afterwards, even after a crash, whether they were published; raising there publishes nothing.
-    Blocking: run it in a thread."""
+    ``created(collection_id)`` is called right after the import created its collection.  ``lease_id``
+    names the import's lease on its reserved segments (module doc; default: a fresh one), renewed every
+    ``lease_ttl_s / 4``.  Blocking: run it in a thread."""
     check_options(opts)
-    job = _Import(catalog, segment_root, sources, opts, progress, cancelled, before_publish)
+    job = _Import(catalog, segment_root, sources, opts, progress, cancelled, before_publish, created=created,
+                  lease_id=lease_id, lease_ttl_s=lease_ttl_s)
     try:
         return job.run()
     except BaseException:

@@ -21,13 +21,19 @@ not limited.
 
 **Persistence.**  Every job is a JSON record in the metadata store (``datacoord-meta/import-job/<id>``,
 beside Milvus's own key of that name), written when it is submitted, starts, and finishes, so a
-restarted coordinator still lists its jobs.  Just before an import publishes its segments (one catalog
-transaction) their ids are recorded too (``datacoord-meta/import-publishing/<id>``).  A restarted
-coordinator that finds a job still ``Pending`` or ``Importing`` settles it once, without running
-anything again: if its recorded segments are in the catalog the publish happened, and the job is
-``Completed``; otherwise nothing of it was published and it is ``Failed`` with a reason saying the
-coordinator stopped (its unpublished files are left to the garbage collector; a collection it had just
-created stays, empty).  A coordinator that stops cleanly fails its running jobs the same way.
+restarted coordinator still lists its jobs.  The import reserves its segments (Importing) under the
+lease ``import-job-<id>`` before writing them (:mod:`vecgrid.storage.bulk_import`); a collection it
+creates is recorded at once (``datacoord-meta/import-created/<id>``), and just before it publishes its
+segments (one catalog transaction) their ids are recorded too (``datacoord-meta/import-publishing/<id>``).
+A restarted coordinator that finds a job still ``Pending`` or ``Importing`` settles it once, without
+running anything again: if its recorded segments were published the job is ``Completed``; otherwise
+nothing of it was published and it is ``Failed`` with a reason saying the coordinator stopped.  Then
+its lease is released, so its reservations are Dropped at once (their files go a garbage-collection
+retention later), and a collection it created is dropped again if nothing else was written to it
+since: no segment but the job's, no channel checkpoint and, where the WAL is known (``wal_root``), no
+insert or delete in its channels' logs; otherwise it is kept.  The reason says which.  A coordinator
+that stops cleanly fails its running jobs as a restart would (and undoes them at once, as a failed
+import does).
 
 Who owns what: the job table and every :class:`ImportJob` field are owned by the event loop that calls
 :meth:`submit` (the coordinator's); the worker thread reports progress only through
@@ -50,6 +56,7 @@ import os
 import posixpath
 import threading
 import time
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
@@ -58,7 +65,9 @@ from vecgrid.config import ConfigError, Settings
 from vecgrid.storage.bulk_import import ImportOptions, check_options, import_sources
 from vecgrid.storage.catalog import Catalog
 from vecgrid.storage.catalog.schema_rules import validate_name
+from vecgrid.proto import common_pb2
 from vecgrid.storage.import_sources import URL_SCHEMES, Sources, open_sources, url_scheme
+from vecgrid.storage.wal import MessageKind, Wal
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +77,12 @@ KEEP_FINISHED = 1000   # finished jobs remembered; the oldest are forgotten firs
 IMPORTS_DIR = "imports"   # under the data dir: always an import root
 JOB_PREFIX = "datacoord-meta/import-job/"
 PUBLISHING_PREFIX = "datacoord-meta/import-publishing/"
+CREATED_PREFIX = "datacoord-meta/import-created/"
+
+
+def lease_id(job_id: str) -> str:
+    """The lease a job's import reserves its segments under (:mod:`vecgrid.storage.catalog.import_leases`)."""
+    return f"import-job-{job_id}"
 
 
 class ImportPathRefused(errors.ParameterInvalid):
@@ -182,11 +197,15 @@ def _encode(value: Any) -> bytes:
 class ImportJobs:
     """The coordinator's import jobs (see the module doc).  ``pull_target(collection_id)`` tells the
     QueryCoord that segments were published (a no-op for a collection that is not loaded); ``roots``
-    are where jobs may read (:func:`import_roots`)."""
+    are where jobs may read (:func:`import_roots`); ``wal_root``: the DML channels' logs, read after a
+    restart to tell whether a collection a dead job created was written to (None: unknown, and such a
+    collection is kept)."""
 
     def __init__(self, catalog: Catalog, segment_root: str,
-                 pull_target: Callable[[int], None] = lambda collection_id: None, *, roots: Iterable[str]) -> None:
+                 pull_target: Callable[[int], None] = lambda collection_id: None, *, roots: Iterable[str],
+                 wal_root: str | Path | None = None) -> None:
         self.catalog, self.segment_root, self.pull_target = catalog, segment_root, pull_target
+        self.wal_root = None if wal_root is None else str(wal_root)
         self.roots = ImportRoots(roots)
         self._recovered = False
         self._jobs: dict[str, ImportJob] = {}
@@ -270,6 +289,9 @@ class ImportJobs:
         def before_publish(segments: list[dict[str, Any]]) -> None:   # the worker thread
             self.store.put(PUBLISHING_PREFIX + job.id, _encode(segments))
 
+        def created(collection_id: int) -> None:   # the worker thread
+            self.store.put(CREATED_PREFIX + job.id, _encode({"collection_id": collection_id}))
+
         try:
             try:
                 await self._turn.acquire()
@@ -285,7 +307,7 @@ class ImportJobs:
                 job.summary = await asyncio.to_thread(
                     import_sources, self.catalog, self.segment_root, sources, job.options,
                     progress=lambda rows: loop.call_soon_threadsafe(advance, rows), cancelled=job.cancel.is_set,
-                    before_publish=before_publish)
+                    before_publish=before_publish, created=created, lease_id=lease_id(job.id))
             finally:
                 self._turn.release()
             job.imported_rows = job.summary["num_rows"]
@@ -325,9 +347,11 @@ class ImportJobs:
                     txn.put(JOB_PREFIX + job_id, _encode(record))
                     if record["state"] in FINISHED:
                         txn.delete(PUBLISHING_PREFIX + job_id)
+                        txn.delete(CREATED_PREFIX + job_id)
                 for job_id in gone:
                     txn.delete(JOB_PREFIX + job_id)
                     txn.delete(PUBLISHING_PREFIX + job_id)
+                    txn.delete(CREATED_PREFIX + job_id)
         try:
             await asyncio.to_thread(write)
         except Exception as e:  # noqa: BLE001 - kept, reported by health_problems, retried with the next write
@@ -343,23 +367,31 @@ class ImportJobs:
         if self._recovered:
             return
         publishing = {key[len(PUBLISHING_PREFIX):]: json.loads(raw) for key, raw in self.store.scan(PUBLISHING_PREFIX)}
+        created = {key[len(CREATED_PREFIX):]: json.loads(raw)["collection_id"]
+                   for key, raw in self.store.scan(CREATED_PREFIX)}
         jobs = sorted((ImportJob.from_record(json.loads(raw)) for _, raw in self.store.scan(JOB_PREFIX)),
                       key=lambda j: (j.created_at, j.id))
         for job in jobs:
             if job.state not in FINISHED:
-                self._settle(job, publishing.get(job.id))
+                self._settle(job, publishing.get(job.id), created.get(job.id))
                 with self.store.txn() as txn:
                     txn.put(JOB_PREFIX + job.id, _encode(job.record()))
                     txn.delete(PUBLISHING_PREFIX + job.id)
+                    txn.delete(CREATED_PREFIX + job.id)
             self._jobs[job.id] = job
             self._finished.append(job.id)
         for job_id in set(publishing) - set(self._jobs):
             self.store.delete(PUBLISHING_PREFIX + job_id)
+        for job_id in set(created) - set(self._jobs):
+            self.store.delete(CREATED_PREFIX + job_id)
         self._recovered = True
 
-    def _settle(self, job: ImportJob, segments: list[dict[str, Any]] | None) -> None:
+    def _settle(self, job: ImportJob, segments: list[dict[str, Any]] | None, created: int | None) -> None:
         job.finished_at = time.time()
-        if segments and self._published(segments):
+        published = bool(segments) and self._published(segments)
+        # published: nothing is left Importing and the lease just goes; else its reservations are Dropped
+        self.catalog.release_import_lease(lease_id(job.id))
+        if published:
             collection_id = self.catalog.get_segment(segments[0]["segment_id"]).collectionID
             rows = sum(s["num_rows"] for s in segments)
             job.state, job.imported_rows = COMPLETED, rows
@@ -368,13 +400,51 @@ class ImportJobs:
             return
         stage = "before it started" if job.state == PENDING else "while it ran"
         job.state = FAILED
-        job.error = errors.ServiceNotReady(f"the coordinator stopped {stage}; nothing of it was published; "
-                                           "submit it again")
+        job.error = errors.ServiceNotReady(f"the coordinator stopped {stage}; nothing of it was published"
+                                           f"{self._undo_created(job, created)}; submit it again")
 
     def _published(self, segments: list[dict[str, Any]]) -> bool:
-        """Whether the import's one publishing transaction happened (then every segment of it exists)."""
+        """Whether the import's one publishing transaction happened.  Before it, its segments are
+        reserved (Importing), or Dropped with no files named once the reservation was dropped; after
+        it, they are Flushed, or Dropped with their binlogs by a compaction since (or purged: then it
+        cannot be told, and is taken for not published)."""
         try:
-            self.catalog.get_segment(segments[0]["segment_id"])
+            seg = self.catalog.get_segment(segments[0]["segment_id"])
         except errors.SegmentNotFound:
             return False
-        return True
+        return seg.state == common_pb2.Flushed or (seg.state == common_pb2.Dropped and len(seg.binlogs) > 0)
+
+    def _undo_created(self, job: ImportJob, collection_id: int | None) -> str:
+        """Drop the collection a dead job created if nothing else was written to it (module doc); the
+        words the job's reason gets about it."""
+        if collection_id is None:
+            return ""
+        try:
+            coll = self.catalog.get_collection(collection_id)
+        except errors.CollectionNotFound:
+            return ""
+        why_kept = self._written_to(coll)
+        if why_kept:
+            log.info("import job %s: keeping collection %r it created: %s", job.id, coll.name, why_kept)
+            return f"; the collection {coll.name!r} it created was kept: {why_kept}"
+        self.catalog.drop_collection(coll.db_name or "default", coll.name)
+        log.info("import job %s: dropped the empty collection %r it created", job.id, coll.name)
+        return f"; the collection {coll.name!r} it created was dropped again (nothing was written to it)"
+
+    def _written_to(self, coll) -> str:
+        """Why ``coll`` may hold rows not the job's ('' when nothing was written to it)."""
+        if any(s.state != common_pb2.Dropped for s in self.catalog.list_segments(coll.id)):
+            return "it has segments"
+        if self.catalog.channel_checkpoints(coll.id):
+            return "its channels were flushed or consumed"
+        if self.wal_root is None:
+            return "its channels' logs could not be checked for rows"
+        wal = Wal(self.wal_root)
+        for channel in coll.vchannels:
+            if not os.path.isdir(wal.channel_dir(channel)):
+                continue
+            with wal.open_reader(channel, "earliest") as reader:
+                while (record := reader.read(timeout=0)) is not None:
+                    if record.kind in (MessageKind.INSERT, MessageKind.DELETE):
+                        return f"its channel {channel} holds inserts or deletes"
+        return ""

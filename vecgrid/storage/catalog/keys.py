@@ -12,6 +12,7 @@ location plays the part of), so that a person who knows Milvus finds things wher
     datacoord-meta/s/<collectionID>/<partitionID>/<segmentID>            data.SegmentInfo
     datacoord-meta/file-checksum/<collectionID>/<partitionID>/<segmentID> catalog.SegmentFileChecksums
     datacoord-meta/channel-cp/<vchannel>                                 msg.MsgPosition
+    datacoord-meta/import-lease/<leaseID>                                JSON: an import's reservations
 
 Ids are written in decimal; a scan returns keys in string order, so callers sort numerically after
 parsing. Every prefix below ends with ``/`` so that scanning collection ``1`` never returns ``12``.
@@ -31,6 +32,7 @@ SEGMENT_INDEX_PREFIX: Final = "segment-index/"
 SEGMENT_PREFIX: Final = "datacoord-meta/s/"
 SEGMENT_FILES_PREFIX: Final = "datacoord-meta/file-checksum/"
 CHANNEL_CP_PREFIX: Final = "datacoord-meta/channel-cp/"
+IMPORT_LEASE_PREFIX: Final = "datacoord-meta/import-lease/"
 
 
 def db_key(db_id: int) -> str:
@@ -86,6 +88,10 @@ def segment_files_key(collection_id: int, partition_id: int, segment_id: int) ->
 
 def channel_cp_key(vchannel: str) -> str:
     return f"{CHANNEL_CP_PREFIX}{vchannel}"
+
+
+def import_lease_key(lease_id: str) -> str:
+    return f"{IMPORT_LEASE_PREFIX}{lease_id}"
 
 
 def last_id(key: str) -> int:

@@ -11,7 +11,8 @@ over :class:`~.base.CatalogBase` (the store, ids, timestamps, the writer lock an
 * :mod:`.indexes`: index definitions and segment index builds;
 * :mod:`.segments`: segment records and their file checksums;
 * :mod:`.publish`: sealed segments becoming visible, planned as a :class:`~.publish.TxnPlan`;
-* :mod:`.checkpoints`: channel checkpoints, changed by compare-and-swap.
+* :mod:`.checkpoints`: channel checkpoints, changed by compare-and-swap;
+* :mod:`.import_leases`: the segments a bulk import reserved (Importing) and the lease keeping them.
 
 Rules every method keeps:
 
@@ -23,10 +24,11 @@ Rules every method keeps:
   goes through a single ``store.txn()``, so a crash leaves all of it or none of it.
 * **Single writer.** Read-modify-write sequences are serialised by a lock inside the object, so one
   ``Catalog`` is safe across threads. Like Milvus's RootCoord/DataCoord leader, exactly one process
-  should write a given store through a Catalog; other processes may read it. The exception is
+  should write a given store through a Catalog; other processes may read it. The exceptions are
   channel checkpoints, which an import or flush beside a live server also moves: they change only
   by compare-and-swap (a guarded transaction when published with a segment), so no process can
-  move one backwards.
+  move one backwards; and import leases with their Importing segments, which an import and the
+  coordinator's garbage collector both change, each change guarded by what it was decided from.
 * **Nothing cached but keys.** Reads go to the store each time, so a reader in another process sees
   what was committed. The only caches map a segment or collection id to its key; a hit is confirmed
   by reading that key, a miss scans again, so they never make a read stale.
@@ -42,6 +44,7 @@ from __future__ import annotations
 
 from .base import ALL_PARTITIONS_ID, DEFAULT_DML_CHANNEL_NUM
 from .checkpoints import CheckpointMeta
+from .import_leases import ImportLeaseMeta
 from .collections import CollectionMeta
 from .indexes import IndexMeta
 from .publish import PublishMeta, TxnPlan
@@ -50,7 +53,7 @@ from .segments import SegmentMeta
 __all__ = ["ALL_PARTITIONS_ID", "DEFAULT_DML_CHANNEL_NUM", "Catalog", "TxnPlan"]
 
 
-class Catalog(PublishMeta, CheckpointMeta, SegmentMeta, IndexMeta, CollectionMeta):
+class Catalog(PublishMeta, ImportLeaseMeta, CheckpointMeta, SegmentMeta, IndexMeta, CollectionMeta):
     """The cluster's catalog on a :class:`~vecgrid.storage.kv.MetaStore`; see
     :class:`~.base.CatalogBase` for its arguments and who owns what.
 

@@ -44,6 +44,7 @@ class TxnPlan:
     segment: data_coord_pb2.SegmentInfo
     writes: list[tuple[str, bytes]]
     checkpoint: msg_pb2.MsgPosition | None = None
+    reserved: bytes | None = None   # the Importing record it replaces: the commit is guarded by it
 
     @property
     def key(self) -> str:
@@ -104,6 +105,15 @@ class PublishMeta(CatalogBase):
         writes = [w for plan in plans for w in plan.writes]
 
         def write(t: MetaTxn) -> None:
+            for plan in plans:
+                if plan.reserved is not None:
+                    # an import's reservation: the collector drops it once the import's lease is stale,
+                    # and then may remove its files; read again on every attempt (a lost guard retries)
+                    if self._store.get(plan.key) != plan.reserved:
+                        raise errors.ServiceUnavailable(
+                            f"segment {plan.segment.ID} is no longer reserved for its import (dropped: the "
+                            "import's lease went stale, or the collection was dropped); nothing was published")
+                    t.expect(plan.key, plan.reserved)
             for key, value in writes:
                 t.put(key, value)
 
@@ -130,14 +140,16 @@ class PublishMeta(CatalogBase):
             if not same:
                 raise errors.ParameterInvalid(f"segment {seg.ID} is already published")
             return TxnPlan(seg, [], cp)
-        return TxnPlan(seg, self._build_ops(coll, seg, index_records, log_files, root, drops), cp)
+        reserved = encode(old) if old is not None and old.state == S.Importing else None
+        return TxnPlan(seg, self._build_ops(coll, seg, index_records, log_files, root, drops), cp, reserved)
 
     def _validate_segment(self, segment: object, root: object) -> tuple[
             data_coord_pb2.SegmentInfo, CollectionInfo, data_coord_pb2.SegmentInfo | None]:
         """The segment meta to store (a copy, Flushed), its collection, and its current record if any.
 
-        A record of the same id is the segment being sealed (Growing/Sealed), or a segment published
-        before (Flushed); it must be of the same collection, partition and channel, and not Dropped.
+        A record of the same id is the segment being sealed (Growing/Sealed), one an import reserved
+        (Importing: :mod:`.import_leases`), or a segment published before (Flushed); it must be of the
+        same collection, partition and channel, and not Dropped.
         """
         if not isinstance(segment, data_coord_pb2.SegmentInfo):
             raise errors.ParameterInvalid(f"segment must be a data.SegmentInfo, got {type(segment).__name__}")

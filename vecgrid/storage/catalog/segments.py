@@ -2,10 +2,12 @@
 
 Part of :class:`~.meta.Catalog` (see :mod:`.base` for the lock that owns every write). Uses
 :mod:`.collections` (``_require_collection``, ``_view``) and :mod:`.indexes` (``_live_index``,
-``_segment_index_records``). Growing and Importing segments are recorded here (:meth:`add_segment`),
-change forward only (:meth:`update_segment`: Growing -> Sealed -> Flushing -> Flushed -> Dropped) and
-are forgotten once Dropped and their files removed (:meth:`purge_segment`); sealed data becomes
-visible through :mod:`.publish`.
+``_segment_index_records``). Growing and Importing segments are recorded here (:meth:`add_segment`;
+an import reserves its Importing ones through :mod:`.import_leases`), change forward only
+(:meth:`update_segment`: Growing -> Sealed -> Flushing -> Flushed -> Dropped; Importing -> Flushed or
+Dropped) and are forgotten once Dropped and their files removed (:meth:`purge_segment`); sealed data
+becomes visible through :mod:`.publish`.  Only Flushed segments are data: whoever reads rows lists
+those (an Importing segment's files are still being written).
 
 A segment's key never changes, so ``_segment_keys`` remembers it by id: a hit is confirmed by a read of
 the key, a miss scans.
@@ -139,35 +141,43 @@ class SegmentMeta(CatalogBase):
         ``partition_id`` may be ``-1`` (all partitions) for an L0 segment.
         """
         with self._lock:
-            coll = self._view(self._require_collection(collection_id))
-            self._check_partition(coll, partition_id, level)
-            self._check_channel(coll, channel)
-            if state not in (S.Growing, S.Importing):
-                raise errors.ParameterInvalid(
-                    f"a new segment is Growing or Importing, not {state_name(state)}; "
-                    "use publish_segment for sealed data"
-                )
-            if level not in (L.L0, L.L1, L.L2):
-                raise errors.ParameterInvalid(f"segment level must be L0, L1 or L2, got {level}")
-            if start_position is not None and not isinstance(start_position, msg_pb2.MsgPosition):
-                raise errors.ParameterInvalid("start_position must be a msg.MsgPosition")
-            if segment_id is not None:
-                check_int_id("segment id", segment_id)
-                if segment_id <= 0:
-                    raise errors.ParameterInvalid(f"segment id must be positive, got {segment_id}")
-                if self._find_segment_at(coll.id, partition_id, segment_id) is not None:
-                    raise errors.ParameterInvalid(f"segment {segment_id} already exists")
-            sid = segment_id if segment_id is not None else self._ids.allocate()
-            seg = data_coord_pb2.SegmentInfo(
-                ID=sid, collectionID=coll.id, partitionID=partition_id, insert_channel=channel,
-                state=state, max_row_num=max_row_num, level=level,
-            )
-            if start_position is not None:
-                seg.start_position.CopyFrom(start_position)
-            key = keys.segment_key(coll.id, partition_id, sid)
+            key, seg = self._new_segment_record(collection_id, partition_id, channel, segment_id, state,
+                                                start_position, level, max_row_num)
             self._store.put(key, encode(seg))
-            self._segment_keys.put(sid, key)
+            self._segment_keys.put(seg.ID, key)
             return seg
+
+    def _new_segment_record(self, collection_id: int, partition_id: int, channel: str, segment_id: int | None,
+                            state: int, start_position: msg_pb2.MsgPosition | None, level: int,
+                            max_row_num: int) -> tuple[str, data_coord_pb2.SegmentInfo]:
+        """The checked key and record of a new Growing or Importing segment (id allocated last); writes
+        nothing.  The caller holds ``_lock``."""
+        coll = self._view(self._require_collection(collection_id))
+        self._check_partition(coll, partition_id, level)
+        self._check_channel(coll, channel)
+        if state not in (S.Growing, S.Importing):
+            raise errors.ParameterInvalid(
+                f"a new segment is Growing or Importing, not {state_name(state)}; "
+                "use publish_segment for sealed data"
+            )
+        if level not in (L.L0, L.L1, L.L2):
+            raise errors.ParameterInvalid(f"segment level must be L0, L1 or L2, got {level}")
+        if start_position is not None and not isinstance(start_position, msg_pb2.MsgPosition):
+            raise errors.ParameterInvalid("start_position must be a msg.MsgPosition")
+        if segment_id is not None:
+            check_int_id("segment id", segment_id)
+            if segment_id <= 0:
+                raise errors.ParameterInvalid(f"segment id must be positive, got {segment_id}")
+            if self._find_segment_at(coll.id, partition_id, segment_id) is not None:
+                raise errors.ParameterInvalid(f"segment {segment_id} already exists")
+        sid = segment_id if segment_id is not None else self._ids.allocate()
+        seg = data_coord_pb2.SegmentInfo(
+            ID=sid, collectionID=coll.id, partitionID=partition_id, insert_channel=channel,
+            state=state, max_row_num=max_row_num, level=level,
+        )
+        if start_position is not None:
+            seg.start_position.CopyFrom(start_position)
+        return keys.segment_key(coll.id, partition_id, sid), seg
 
     def get_segment(self, segment_id: int) -> data_coord_pb2.SegmentInfo:
         """A segment's meta (also when Dropped, until purged); ``SegmentNotFound`` otherwise."""
