@@ -178,7 +178,8 @@ def data_coord(qc: QueryCoord, data: DataDir, client: Client) -> DataCoord:
     dc.add_part(IndexBuilder(qc.catalog, client, qc.settings, root=data.segment_root))
     dc.add_part(GarbageCollector(qc.catalog, qc.settings, handoff.segments_in_targets, root=data.segment_root))
     dc.add_part(Compaction(qc.settings, qc.catalog, client, data.segment_root, handoff.pull_target), compaction=True)
-    dc.add_part(ImportJobs(qc.catalog, data.segment_root, handoff.pull_target, roots=import_roots(qc.settings)))
+    dc.add_part(ImportJobs(qc.catalog, data.segment_root, handoff.pull_target, roots=import_roots(qc.settings),
+                           wal_root=data.wal_root))
     qc.health.roles.append(("datacoord", lambda: qc.lifecycle.node_id, dc.health_reasons))
     return dc
 

@@ -99,8 +99,9 @@ def import_jobs_of(ctx) -> ImportJobs:
     if jobs is None:
         settings = ctx.settings or ctx.coord.settings
         pull = ctx.datacoord.flush_policy.pull_target if ctx.datacoord is not None else (lambda cid: None)
-        jobs = ctx.extras["import_jobs"] = ImportJobs(ctx.coord.catalog, DataDir.of(settings).segment_root,
-                                                      pull_target=pull, roots=import_roots(settings))
+        data = DataDir.of(settings)
+        jobs = ctx.extras["import_jobs"] = ImportJobs(ctx.coord.catalog, data.segment_root, pull_target=pull,
+                                                      roots=import_roots(settings), wal_root=data.wal_root)
     return jobs
 
 
