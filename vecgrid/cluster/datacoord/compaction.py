@@ -62,6 +62,7 @@ from vecgrid import errors
 from vecgrid.cluster.dask_futures import task_result
 from vecgrid.cluster.datanode.compaction import (DeleteSource, L0Plan, L0Result, MixPlan, MixResult,
                                                  compact_l0, compact_mix)
+from vecgrid.cluster.datacoord.jobs import JobTable
 from vecgrid.cluster.periodic import Periodic
 from vecgrid.common.faults import crash_point
 from vecgrid.config import Settings
@@ -169,13 +170,6 @@ class CompactionJob:
                 "completed_plans": self.count(COMPLETED), "failed_plans": self.count(FAILED), "error": self.error}
 
 
-def _retrieve(task: asyncio.Task) -> None:
-    """A job's failure is kept in the job (its ``error``): retrieved here, so that a job nobody awaits
-    does not log it as never retrieved."""
-    if not task.cancelled():
-        task.exception()
-
-
 class Compaction(Periodic):
     """The compaction policy and its plans (see the module docstring)."""
 
@@ -198,7 +192,7 @@ class Compaction(Periodic):
         self._running: dict[int, tuple[Plan, asyncio.Task]] = {}
         self._deleted: dict[int, int] = {}                 # segment id -> rows its delete log names
         self.summaries: collections.OrderedDict[int, dict[str, Any]] = collections.OrderedDict()
-        self.jobs: collections.OrderedDict[int, CompactionJob] = collections.OrderedDict()
+        self.jobs: JobTable[CompactionJob] = JobTable("compaction", KEPT_SUMMARIES)
         self.completed = 0
         self.failures = 0
         self.last_error: str | None = None
@@ -210,7 +204,7 @@ class Compaction(Periodic):
         """Stop the policy and cancel the plans in flight (a publish already under way completes)."""
         await super().stop()
         running = [task for _, task in self._running.values()]
-        running += [job.task for job in self.jobs.values() if job.task is not None]
+        running += self.jobs.tasks()
         for task in running:
             task.cancel()
         await asyncio.gather(*running, return_exceptions=True)
@@ -370,20 +364,10 @@ class Compaction(Periodic):
         """Start compacting a collection now (see :meth:`compact`); the job, at once."""
         coll = await asyncio.to_thread(self.catalog.get_collection, collection_id)
         job = CompactionJob(await asyncio.to_thread(self.catalog.allocate_ids, 1), coll.id)
-        job.task = asyncio.ensure_future(self._run_job(job, coll))
-        job.task.add_done_callback(_retrieve)
-        self.jobs[job.id] = job
-        ended = [jid for jid, j in self.jobs.items() if j.task is not None and j.task.done()]
-        for jid in ended[:max(0, len(ended) - KEPT_SUMMARIES)]:
-            del self.jobs[jid]
-        return job
+        return self.jobs.start(job, self._run_job(job, coll))
 
     def compaction_state(self, compaction_id: int) -> CompactionJob:
-        job = self.jobs.get(compaction_id)
-        if job is None:
-            raise errors.ParameterInvalid(f"no compaction {compaction_id}: the coordinator keeps the last "
-                                          f"{KEPT_SUMMARIES} ended explicit compactions and the running ones")
-        return job
+        return self.jobs.get(compaction_id)
 
     async def _run_job(self, job: CompactionJob, coll: CollectionInfo) -> list[Outcome]:
         try:

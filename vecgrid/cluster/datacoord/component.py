@@ -152,8 +152,7 @@ class DataCoord(Component):
         """The collection's kept explicit compactions, newest first."""
         if self._compaction is None:
             return []
-        return [job.to_dict() for job in reversed(self._compaction.jobs.values())
-                if job.collection_id == collection_id]
+        return [job.to_dict() for job in self._compaction.jobs.newest_first(collection_id)]
 
     def _compaction_part(self) -> Any:
         if self._compaction is None:

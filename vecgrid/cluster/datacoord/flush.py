@@ -54,7 +54,6 @@ of handoffs, the running flush tasks, the jobs.  The appenders guard their own s
 from __future__ import annotations
 
 import asyncio
-import collections
 import logging
 import os
 import time
@@ -62,6 +61,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from vecgrid import errors
+from vecgrid.cluster.datacoord.jobs import JobTable, retrieve
 from vecgrid.cluster.periodic import Periodic
 from vecgrid.cluster.streaming import ChannelAppender, ChannelAppenders, SealedChannel
 from vecgrid.config import DataCoordSettings
@@ -162,7 +162,7 @@ class FlushPolicy(Periodic):
         self._channels: dict[str, _ChannelFlushes] = {}
         self._handoffs: list[_Handoff] = []
         self._running: set[asyncio.Task] = set()
-        self._jobs: collections.OrderedDict[int, FlushJob] = collections.OrderedDict()
+        self._jobs: JobTable[FlushJob] = JobTable("flush", KEPT_JOBS)
 
     # --- lifecycle --------------------------------------------------------------------------------
 
@@ -179,7 +179,7 @@ class FlushPolicy(Periodic):
     async def stop(self) -> None:
         """Stop the policy, then wait for the flushes under way (a flush's thread cannot be stopped)."""
         await super().stop()
-        await asyncio.gather(*self._running, *(j.task for j in self._jobs.values() if j.task is not None),
+        await asyncio.gather(*self._running, *self._jobs.tasks(),
                              return_exceptions=True)
 
     # --- the policy -------------------------------------------------------------------------------
@@ -224,28 +224,18 @@ class FlushPolicy(Periodic):
         coll = await asyncio.to_thread(self.catalog.get_collection, collection_id)
         job_id = await asyncio.to_thread(self.catalog.allocate_ids, 1)
         job = FlushJob(job_id, coll.id, tuple(coll.vchannels))
-        job.task = asyncio.ensure_future(self._run_job(job))
-        job.task.add_done_callback(_retrieve)
-        self._jobs[job.id] = job
-        ended = [jid for jid, j in self._jobs.items() if j.task is not None and j.task.done()]
-        for jid in ended[:max(0, len(ended) - KEPT_JOBS)]:
-            del self._jobs[jid]
-        return job
+        return self._jobs.start(job, self._run_job(job))
 
     def flush_state(self, job_id: int) -> FlushJob:
-        job = self._jobs.get(job_id)
-        if job is None:
-            raise errors.ParameterInvalid(f"no flush {job_id}: the coordinator keeps the last {KEPT_JOBS} ended "
-                                          "flushes and the running ones")
-        return job
+        return self._jobs.get(job_id)
 
     def jobs(self, collection_id: int | None = None) -> list[FlushJob]:
         """The kept jobs (of one collection), newest first."""
-        return [j for j in reversed(self._jobs.values()) if collection_id is None or j.collection_id == collection_id]
+        return self._jobs.newest_first(collection_id)
 
     @property
     def flushes_in_flight(self) -> int:
-        return sum(1 for j in self._jobs.values() if j.state == EXECUTING)
+        return sum(1 for j in self._jobs.newest_first() if j.state == EXECUTING)
 
     async def _run_job(self, job: FlushJob) -> list[SegmentInfo]:
         async def one(channel: str) -> None:
@@ -268,7 +258,7 @@ class FlushPolicy(Periodic):
 
     def _finished(self, task: asyncio.Task) -> None:
         self._running.discard(task)
-        _retrieve(task)
+        retrieve(task)
 
     def _state(self, channel: str) -> _ChannelFlushes:
         state = self._channels.get(channel)
@@ -348,10 +338,3 @@ class FlushPolicy(Periodic):
     @property
     def handoffs_waiting(self) -> int:
         return len(self._handoffs)
-
-
-def _retrieve(task: asyncio.Task) -> None:
-    """A task's failure is retrieved: a caller that went away (or never waited) leaves it kept, not unseen
-    (the channel's bookkeeping and the job hold it)."""
-    if not task.cancelled():
-        task.exception()
