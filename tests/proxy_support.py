@@ -67,3 +67,19 @@ def rows_for(pks, dim: int = 16, seed: int = 0, tag: str = "w") -> dict:
            "tag": [tag] * n}
     out["pk"] = list(pks)
     return out
+
+
+def dynamic_flat_collection(tmp_path):
+    """A data dir under ``tmp_path`` holding the collection ``dyn``: :func:`write_schema` (dim 4, dynamic
+    field on, defaults) with a FLAT index; returns the :class:`~vecgrid.storage.layout.DataDir`."""
+    from vecgrid.storage.layout import DataDir
+
+    data = DataDir(str(tmp_path / "data"))
+    store = data.open_store()
+    try:
+        catalog = data.open_catalog(store)
+        coll = catalog.create_collection("default", "dyn", write_schema(4, dynamic=True, defaults=True))
+        catalog.create_index(coll.id, "vec", "FLAT", "L2")
+    finally:
+        store.close()
+    return data

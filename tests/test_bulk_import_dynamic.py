@@ -13,19 +13,11 @@ import pyarrow.parquet as pq
 
 from vecgrid.storage import segment_files
 from vecgrid.storage.bulk_import import ImportOptions, bulk_import
-from vecgrid.storage.layout import DataDir
-from tests.proxy_support import write_schema
+from tests.proxy_support import dynamic_flat_collection
 
 
 def test_extra_columns_go_to_meta_and_defaults_fill_in(tmp_path):
-    data = DataDir(str(tmp_path / "data"))
-    store = data.open_store()
-    try:
-        catalog = data.open_catalog(store)
-        coll = catalog.create_collection("default", "dyn", write_schema(4, dynamic=True, defaults=True))
-        catalog.create_index(coll.id, "vec", "FLAT", "L2")
-    finally:
-        store.close()
+    data = dynamic_flat_collection(tmp_path)
     n = 5
     vecs = np.arange(n * 4, dtype=np.float32).reshape(n, 4)
     table = pa.table({"pk": pa.array(range(n), pa.int64()),

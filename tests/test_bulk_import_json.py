@@ -16,7 +16,7 @@ from vecgrid.storage import segment_files
 from vecgrid.storage.bulk_import import ImportOptions, bulk_import
 from vecgrid.storage.import_sources import open_sources
 from vecgrid.storage.layout import DataDir
-from tests.proxy_support import write_schema
+from tests.proxy_support import dynamic_flat_collection
 
 
 def rows_of(n: int, dim: int = 4, seed: int = 0) -> tuple[list[dict], np.ndarray]:
@@ -78,23 +78,16 @@ def test_milvus_json_forms(tmp_path, form):
 
 
 def test_keys_outside_the_schema_go_to_meta(tmp_path):
-    data = DataDir(str(tmp_path / "data"))
-    store = data.open_store()
-    try:
-        catalog = data.open_catalog(store)
-        coll = catalog.create_collection("default", "dyn", write_schema(4, dynamic=True, defaults=True))
-        catalog.create_index(coll.id, "vec", "FLAT", "L2")
-    finally:
-        store.close()
+    data = dynamic_flat_collection(tmp_path)
     rows, _ = rows_of(5)
     for r in rows:
         r["age"] = int(r["age"])
     rows[0]["colour"] = "red"
     rows[3]["colour"] = "blue"
     rows[3]["size"] = {"w": 2}
-    summary = bulk_import(str(tmp_path / "data"), [write_lines(tmp_path / "d.jsonl", rows)],
+    summary = bulk_import(str(data.path), [write_lines(tmp_path / "d.jsonl", rows)],
                           ImportOptions(collection="dyn"))
-    table = imported(tmp_path / "data", summary)
+    table = imported(data.path, summary)
     assert [json.loads(m) for m in table.column("$meta").to_pylist()] == [
         {"colour": "red"}, {}, {}, {"colour": "blue", "size": {"w": 2}}, {}]
     assert "colour" not in table.column_names
