@@ -155,8 +155,12 @@ class Proxy:
     write path in its process (else writes go over gRPC; a proxy given only the catalog
     cannot write).  Use as ``async with Proxy(addr) as proxy:`` or call :meth:`close`.
 
-    ``_session`` (collection name -> timestamp of this proxy's newest write to it) is
-    owned by the proxy's event loop.
+    Collection descriptions are kept by name (Milvus's proxy meta cache) until
+    :meth:`invalidate_collections` — the REST app calls it after every definition change it
+    serves — or until a caller asks for a ``fresh`` one (a read that failed on a kept one).
+
+    ``_session`` (collection name -> timestamp of this proxy's newest write to it), ``_metas`` and
+    ``_meta_epoch`` are owned by the proxy's event loop.
     """
 
     def __init__(self, coord_address: str, *, catalog: Catalog | None = None, writer: Writer | None = None,
@@ -180,6 +184,8 @@ class Proxy:
         else:
             self.writes = RemoteWrites(self._coord_channel, coord_address, timeout_s)
         self._session: dict[str, int] = {}
+        self._metas: dict[tuple[str, str], CollectionMeta] = {}
+        self._meta_epoch = 0   # bumped by invalidate_collections: a describe begun before it is not kept
         self._leaders: dict[int, list[Shard]] = {}
         self._leader_locks: dict[int, asyncio.Lock] = {}
         self._turns: dict[str, int] = {}
@@ -201,8 +207,29 @@ class Proxy:
 
     # --- metadata ---------------------------------------------------------------------------------
 
-    async def describe(self, collection: str) -> CollectionMeta:
-        return await self.catalog.describe(collection, self.db_name)
+    async def describe(self, collection: str, *, fresh: bool = False) -> CollectionMeta:
+        """The collection's description, kept from an earlier call unless ``fresh`` (see the class doc)."""
+        key = (self.db_name, collection)
+        if not fresh:
+            kept = self._metas.get(key)
+            if kept is not None:
+                return kept
+        epoch = self._meta_epoch
+        try:
+            meta = await self.catalog.describe(collection, self.db_name)
+        except errors.CollectionNotFound:
+            if epoch == self._meta_epoch:
+                self._metas.pop(key, None)
+            raise
+        if epoch == self._meta_epoch:   # no definition changed while it was read
+            self._metas[key] = meta
+        return meta
+
+    def invalidate_collections(self) -> None:
+        """Forget every kept description: a collection, partition or index definition changed (Milvus's
+        InvalidateCollectionMetaCache, for every collection at once: a rename changes two names)."""
+        self._meta_epoch += 1
+        self._metas.clear()
 
     async def _meta(self, collection: "str | CollectionMeta") -> CollectionMeta:
         """A read's collection: a name is described; a caller that has just described it (the REST service,
