@@ -48,6 +48,7 @@ described (it then is not read again).
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import json
 import logging
@@ -116,13 +117,14 @@ def guarantee_timestamp(consistency: str | int, now: int) -> int:
                                   "by vecgrid's proxy; use Strong, Session, Bounded or Eventually, or a guarantee timestamp")
 
 
+_LEVELS = {name.lower(): number for name, number in common_pb2.ConsistencyLevel.items()}
+
+
 def _level(consistency: str | int) -> int:
-    if isinstance(consistency, int) and consistency in common_pb2.ConsistencyLevel.values():
+    if isinstance(consistency, int) and consistency in _LEVELS.values():
         return consistency
-    if isinstance(consistency, str):
-        for name, number in common_pb2.ConsistencyLevel.items():
-            if name.lower() == consistency.lower():
-                return number
+    if isinstance(consistency, str) and consistency.lower() in _LEVELS:
+        return _LEVELS[consistency.lower()]
     raise errors.ParameterInvalid(f"unknown consistency level {consistency!r} "
                                   f"(one of {', '.join(common_pb2.ConsistencyLevel.keys())})")
 
@@ -340,9 +342,7 @@ class Proxy:
             base=common_pb2.MsgBase(msg_type=common_pb2.Search, msgID=req_id), reqID=req_id, dbID=meta.db_id,
             collectionID=meta.id, partitionIDs=partition_ids,
             placeholder_group=encode_placeholder_group(xq), dsl_type=common_pb2.BoolExprV1,
-            serialized_expr_plan=E.search_plan(field_id=field.fieldID, topk=topk, metric=metric,
-                                               expr=expr, search_params=params,
-                                               round_decimal=round_decimal, output_field_ids=out_ids),
+            serialized_expr_plan=_search_plan(field.fieldID, topk, metric, expr, params, round_decimal, out_ids),
             output_fields_id=out_ids, nq=len(xq), topk=topk, metricType=metric, consistency_level=level)
 
         def request(channel: str, channels: int) -> Q.SearchRequest:
@@ -357,8 +357,11 @@ class Proxy:
         shards, parts = await self._fan_out(meta, "Search", request)
 
         def reduce() -> list[list[dict[str, Any]]]:
-            merged = merge_search(parts, inner, [s.channel for s in shards], meta.pk_field.name)
-            return _hits(from_search_result_data(merged.sliced_blob), offset, limit, keys)
+            if len(parts) == 1 and parts[0].sliced_num_count <= 1:
+                blob = parts[0].sliced_blob   # merged by its leader already: merge_search would pass it on
+            else:
+                blob = merge_search(parts, inner, [s.channel for s in shards], meta.pk_field.name).sliced_blob
+            return _hits(from_search_result_data(blob), offset, limit, keys)
         return await _off_loop(reduce, len(xq) * topk * len(parts))
 
     async def stored_vectors(self, collection: "str | CollectionMeta", ids: Sequence[Any], *, anns_field: str | None = None,
@@ -645,6 +648,8 @@ class Proxy:
                     self.invalidate(meta.id)
                     raise failed.error from None
 
+        if len(shards) == 1:   # no task, no gather: the usual small collection
+            return shards, [await one(shards[0])]
         return shards, await gather_all(one(s) for s in shards)
 
     async def _on_leaders(self, shard: Shard, method: str, req: Any) -> Any:
@@ -687,6 +692,27 @@ async def _off_loop(fn: Callable[[], Any], hits: int) -> Any:
     """Run a merge on the loop when it is small (a thread hop costs more), else in a thread: the REST
     app's loop must only await."""
     return fn() if hits <= INLINE_MERGE_HITS else await asyncio.to_thread(fn)
+
+
+def _search_plan(field_id: int, topk: int, metric: str, expr: plan_pb2.Expr | None, params: Mapping[str, Any],
+                 round_decimal: int, out_ids: list[int]) -> bytes:
+    """The serialized plan of a search; without a filter, once per distinct shape (a client repeats its
+    searches: same field, k, metric, params and outputs)."""
+    if expr is None:
+        try:
+            shape = tuple(sorted((k, type(v), v) for k, v in params.items()))   # 1, 1.0 and True differ in JSON
+            return _plain_search_plan(field_id, topk, metric, shape, round_decimal, tuple(out_ids))
+        except TypeError:   # a parameter value that is not hashable: built every time
+            pass
+    return E.search_plan(field_id=field_id, topk=topk, metric=metric, expr=expr, search_params=params,
+                         round_decimal=round_decimal, output_field_ids=out_ids)
+
+
+@functools.lru_cache(maxsize=1024)
+def _plain_search_plan(field_id: int, topk: int, metric: str, params: tuple, round_decimal: int,
+                       out_ids: tuple[int, ...]) -> bytes:
+    return E.search_plan(field_id=field_id, topk=topk, metric=metric, search_params={k: v for k, _, v in params},
+                         round_decimal=round_decimal, output_field_ids=list(out_ids))
 
 
 def _query_request(inner: internal_pb2.RetrieveRequest, guarantee: _Guarantee,
