@@ -140,6 +140,9 @@ class _Guarantee:
         return self.per_channel.get(channel, self.default)
 
 
+_EVERYTHING = _Guarantee(0)   # Eventually: whatever the leaders have consumed
+
+
 class _LeadersFailed(Exception):
     """Every leader of one channel failed; ``error`` is what to report if fetching them again does not help."""
 
@@ -338,30 +341,40 @@ class Proxy:
                             pin: bool, offset: int, limit: int,
                             keys: frozenset[str] | None = None) -> list[list[dict[str, Any]]]:
         req_id = next(_request_ids)
-        inner = internal_pb2.SearchRequest(
-            base=common_pb2.MsgBase(msg_type=common_pb2.Search, msgID=req_id), reqID=req_id, dbID=meta.db_id,
-            collectionID=meta.id, partitionIDs=partition_ids,
-            placeholder_group=encode_placeholder_group(xq), dsl_type=common_pb2.BoolExprV1,
-            serialized_expr_plan=_search_plan(field.fieldID, topk, metric, expr, params, round_decimal, out_ids),
-            output_fields_id=out_ids, nq=len(xq), topk=topk, metricType=metric, consistency_level=level)
+        placeholder = encode_placeholder_group(xq)
+        plan = _search_plan(field.fieldID, topk, metric, expr, params, round_decimal, out_ids)
+        first: list[Q.SearchRequest] = []   # the first channel's request; the others are copies of it
 
         def request(channel: str, channels: int) -> Q.SearchRequest:
-            req = Q.SearchRequest(dml_channels=[channel], from_shard_leader=False, scope=Q.All,
-                                  total_channel_num=channels)
-            req.req.CopyFrom(inner)
+            req = Q.SearchRequest()
+            if first:
+                req.CopyFrom(first[0])
+                req.dml_channels[:] = [channel]
+            else:   # filled in place: cheaper than building the inner request and copying it in
+                req.dml_channels.append(channel)
+                req.from_shard_leader, req.scope, req.total_channel_num = False, Q.All, channels
+                r = req.req
+                r.base.msg_type, r.base.msgID = common_pb2.Search, req_id
+                r.reqID, r.dbID, r.collectionID = req_id, meta.db_id, meta.id
+                r.partitionIDs.extend(partition_ids)
+                r.output_fields_id.extend(out_ids)
+                r.placeholder_group, r.serialized_expr_plan, r.dsl_type = placeholder, plan, common_pb2.BoolExprV1
+                r.nq, r.topk, r.metricType, r.consistency_level = len(xq), topk, metric, level
+                first.append(req)
             req.req.guarantee_timestamp = guarantee.of(channel)
             if pin:
                 req.req.mvcc_timestamp = guarantee.of(channel)
             return req
 
         shards, parts = await self._fan_out(meta, "Search", request)
+        inner = first[0].req
 
         def reduce() -> list[list[dict[str, Any]]]:
             if len(parts) == 1 and parts[0].sliced_num_count <= 1:
                 blob = parts[0].sliced_blob   # merged by its leader already: merge_search would pass it on
             else:
                 blob = merge_search(parts, inner, [s.channel for s in shards], meta.pk_field.name).sliced_blob
-            return _hits(from_search_result_data(blob), offset, limit, keys)
+            return _hits_of(blob, offset, limit, keys)
         return await _off_loop(reduce, len(xq) * topk * len(parts))
 
     async def stored_vectors(self, collection: "str | CollectionMeta", ids: Sequence[Any], *, anns_field: str | None = None,
@@ -566,6 +579,8 @@ class Proxy:
         if explicit is not None:
             return _Guarantee(int(explicit)), common_pb2.Customized
         level = meta.consistency_level if consistency is None else _level(consistency)
+        if level == common_pb2.Eventually:
+            return _EVERYTHING, level
         if level == common_pb2.Session:
             own = self._session.get(meta.name, 0)
             if not own:
@@ -575,8 +590,6 @@ class Proxy:
             acked = await self.writes.guarantees(meta.channels)
             return _Guarantee(own, {channel: min(own, ts) for channel, ts in acked.items()}), level
         guarantee_timestamp(level, 0)  # refuses an unsupported level before anything is sent
-        if level == common_pb2.Eventually:
-            return _Guarantee(0), level
         if level == common_pb2.Strong:
             await self.shard_leaders(meta.id)  # a collection nobody serves fails here, before its channels are asked
             return _Guarantee(0, await self.writes.guarantees(meta.channels)), level
@@ -779,6 +792,8 @@ def _entities(columns: Sequence[FieldColumn], n: int, keys: frozenset[str] | Non
 def _output_ids(meta: CollectionMeta, names: Sequence[str]) -> tuple[list[int], frozenset[str] | None]:
     """``(output field ids, dynamic keys to keep)``: names that are not fields are keys of the dynamic field
     (when it is on), read through ``$meta``; ``None`` keeps every key (``"*"``, ``$meta`` itself, or none named)."""
+    if not names:
+        return [], None
     dyn = dynamic_field(meta.schema)
     fields = {f.name for f in meta.schema.fields}
     if dyn is None or "*" in names:
@@ -791,6 +806,27 @@ def _output_ids(meta: CollectionMeta, names: Sequence[str]) -> tuple[list[int], 
     if keys and dyn.name not in plain:
         return meta.output_field_ids([*plain, dyn.name]), frozenset(keys)
     return meta.output_field_ids(plain), None
+
+
+def _hits_of(blob: bytes, offset: int, limit: int, keys: frozenset[str] | None) -> list[list[dict[str, Any]]]:
+    """:func:`_hits` of a serialized ``SearchResultData``; without output fields read into plain lists (a small
+    answer's numpy conversions cost more than they save)."""
+    srd = schema_pb2.SearchResultData()
+    srd.ParseFromString(blob)
+    if len(srd.fields_data):
+        return _hits(from_search_result_data(srd), offset, limit, keys)
+    ids = list(srd.ids.str_id.data if srd.ids.WhichOneof("id_field") == "str_id" else srd.ids.int_id.data)
+    scores = list(srd.scores)
+    topks = list(srd.topks)
+    topks += [0] * (srd.num_queries - len(topks))
+    out = []
+    first = 0
+    for n in topks:
+        lo = first + offset
+        hi = min(first + n, lo + limit)
+        out.append([{"id": ids[j], "distance": scores[j], "entity": {}} for j in range(lo, hi)])
+        first += n
+    return out
 
 
 def _hits(tk: Any, offset: int, limit: int, keys: frozenset[str] | None = None) -> list[list[dict[str, Any]]]:
