@@ -74,7 +74,7 @@ from vecgrid.common.limits import GRPC_MESSAGE_OPTIONS
 from vecgrid.gpu import exprs as E
 from vecgrid.gpu import jsonkeys
 from vecgrid.gpu.columns import FieldColumn
-from vecgrid.gpu.merge import MAX_TOPK
+from vecgrid.gpu.merge import MAX_TOPK, merge_topk
 from vecgrid.gpu.results import encode_placeholder_group, field_data_to_column, from_search_result_data
 from vecgrid.proto import (common_pb2, internal_pb2, plan_pb2, query_coord_pb2 as Q, query_coord_pb2_grpc,
                            schema_pb2)
@@ -371,9 +371,13 @@ class Proxy:
 
         def reduce() -> list[list[dict[str, Any]]]:
             if len(parts) == 1 and parts[0].sliced_num_count <= 1:
-                blob = parts[0].sliced_blob   # merged by its leader already: merge_search would pass it on
-            else:
-                blob = merge_search(parts, inner, [s.channel for s in shards], meta.pk_field.name).sliced_blob
+                return _hits_of(parts[0].sliced_blob, offset, limit, keys)   # merged by its leader already
+            if not out_ids and all(p.sliced_num_count <= 1 for p in parts):
+                # no fields: the channels' top-k merged as TopK, not encoded and decoded again
+                tks = [from_search_result_data(p.sliced_blob) for p in parts]
+                k = max([p.top_k for p in parts] + [0]) or topk
+                return _hits(merge_topk([t for t in tks if t.nq] or tks, k, metric), offset, limit, keys)
+            blob = merge_search(parts, inner, [s.channel for s in shards], meta.pk_field.name).sliced_blob
             return _hits_of(blob, offset, limit, keys)
         return await _off_loop(reduce, len(xq) * topk * len(parts))
 
