@@ -26,7 +26,10 @@ call by call.  ``ivf_p50_ms_over_floor`` (nq=1), ``ivf_qps_ratio_nq100_vs_floor`
 ``concurrent16_qps_ratio`` (the leader) and ``floor_concurrent16_qps_ratio`` (the floor, the same
 run: what gRPC itself allows on this host), with the p99 under 16 clients.  The floor and faiss
 search an index built here from the same vectors (the leader builds its own at load: same nlist,
-so the same work per query).  ``--faiss-threads`` sets the nodes' ``querynode.faiss_threads``.
+so the same work per query).  The proxy path (:class:`~vecgrid.cluster.proxy.proxy.Proxy` in this
+process, as the CLI and REST use it: plan and request building, leader routing, merge, decoding
+into Python hits; Eventually, the collection's description passed in) is a fourth side of the same
+rotation: ``proxy_p50_ms_over_leader`` is what it adds at nq=1 over calling the leader directly.  ``--faiss-threads`` sets the nodes' ``querynode.faiss_threads``.
 Reuses the test helpers in ``tests/querynode_support.py`` (run from the repository root).
 """
 
@@ -50,6 +53,7 @@ from tests.conftest import embedded_settings  # noqa: E402
 from tests.querynode_support import (DIM, Dataset, import_collection, load_request,  # noqa: E402
                                      search_request)
 from tests.test_delegator_localcluster import RemoteNode  # noqa: E402
+from vecgrid.cluster.proxy.proxy import Proxy, Shard  # noqa: E402
 from vecgrid.config import Settings  # noqa: E402
 from vecgrid.deploy import EmbeddedCluster  # noqa: E402
 from vecgrid.gpu.build import build_index_file, read_index_file  # noqa: E402
@@ -77,9 +81,9 @@ def bench_settings(data_dir: str) -> Settings:
 
 @asynccontextmanager
 async def serving(rows: int, index: str = "FLAT", index_params: dict | None = None,
-                  split: bool = True) -> AsyncIterator[tuple[Dataset, RemoteNode]]:
-    """A two-node cluster serving ``rows`` vectors; yields the data set and the shard leader.
-    ``split``: one sealed segment per node, else one segment, on the leader."""
+                  split: bool = True) -> AsyncIterator[tuple[Dataset, RemoteNode, str]]:
+    """A two-node cluster serving ``rows`` vectors; yields the data set, the shard leader and the
+    coordinator's gRPC address.  ``split``: one sealed segment per node, else one segment, on the leader."""
     with tempfile.TemporaryDirectory() as tmp:
         ds = import_collection(Path(tmp), "bench", metric="L2", index=index, index_params=index_params, n=rows,
                                shards=1, segment_rows=max(1, rows // 2 if split else rows), seed=7)
@@ -101,7 +105,7 @@ async def serving(rows: int, index: str = "FLAT", index_params: dict | None = No
             await leader.load(ds, segs[::2], dst_node_id=a, need_transfer=True, version=1)
             if segs[1::2]:
                 await leader.load(ds, segs[1::2], dst_node_id=b, need_transfer=True, version=1)
-            yield ds, leader
+            yield ds, leader, cluster.addresses.grpc
         finally:
             writer.close()
             await cluster.stop()
@@ -134,7 +138,7 @@ async def compare(leader_call: Callable[[int], Awaitable[None]], faiss_call: Cal
 async def run(rows: int, rounds: int) -> dict:
     import faiss
 
-    async with serving(rows) as (ds, leader):
+    async with serving(rows) as (ds, leader, _):
         rng = np.random.default_rng(0)
         queries = [rng.standard_normal((NQ, DIM)).astype(np.float32) for _ in range(rounds)]
         index = faiss.IndexFlatL2(DIM)
@@ -168,6 +172,18 @@ async def run(rows: int, rounds: int) -> dict:
 
 IVF_NLIST, IVF_NPROBE = 1024, 8
 CLIENTS = 16
+
+
+class _PlacedLeaders(Proxy):
+    """The proxy path (what REST and the CLI use: leaders, retries, merge, decoding) over the leader this
+    bench placed: the coordinator, its checkers parked, never loaded the collection and reports no leaders."""
+
+    def __init__(self, coord_address: str, shards: list[Shard]) -> None:
+        super().__init__(coord_address)
+        self._placed = shards
+
+    async def shard_leaders(self, collection_id: int, *, refresh: bool = False) -> list[Shard]:
+        return self._placed
 
 
 def ivf_index_file(ds: Dataset, nlist: int) -> str:
@@ -228,7 +244,9 @@ async def run_ivf(rows: int, rounds: int) -> dict:
     import faiss
 
     nlist = min(IVF_NLIST, max(1, rows // 39))  # faiss wants >= 39 training points per list
-    async with serving(rows, "IVF_FLAT", {"nlist": nlist}, split=False) as (ds, leader):
+    async with serving(rows, "IVF_FLAT", {"nlist": nlist}, split=False) as (ds, leader, coord), \
+            _PlacedLeaders(coord, [Shard(ds.channels[0], ((leader.node_id, leader.address),))]) as proxy:
+        meta = await proxy.catalog.describe_id(ds.collection_id)
         path = ivf_index_file(ds, nlist)
         index, _ = read_index_file(path)
         params = faiss.SearchParametersIVF(nprobe=IVF_NPROBE)
@@ -249,7 +267,12 @@ async def run_ivf(rows: int, rounds: int) -> dict:
                 async def direct(i: int) -> None:
                     index.search(queries[i % len(queries)][:nq], K, params=params)
 
-                sides = {"leader": via(leader), "floor": via(floor), "faiss": direct}
+                async def proxied(i: int, nq: int = nq) -> None:
+                    hits = await proxy.search(meta, queries[i % len(queries)][:nq], limit=K,
+                                              search_params={"nprobe": IVF_NPROBE}, consistency="Eventually")
+                    assert len(hits) == nq and len(hits[0]) == K
+
+                sides = {"leader": via(leader), "floor": via(floor), "faiss": direct, "proxy": proxied}
                 await alternating(sides, 5)  # warm-up
                 lat = await alternating(sides, rounds)
                 if nq == NQ:
@@ -262,6 +285,7 @@ async def run_ivf(rows: int, rounds: int) -> dict:
                         out[f"ivf_{name}_p50_ms_nq1"] = _ms(xs, 50)
                         out[f"ivf_{name}_p99_ms_nq1"] = _ms(xs, 99)
                     out["ivf_p50_ms_over_floor"] = _ms(lat["leader"], 50) - _ms(lat["floor"], 50)
+                    out["proxy_p50_ms_over_leader"] = _ms(lat["proxy"], 50) - _ms(lat["leader"], 50)
                     # 16 clients vs one, leader and floor, alternating runs so all see the same load
                     for name in ("leader", "floor"):
                         out[f"{name}_concurrent"] = {"single": [], "many": [], "lat": []}

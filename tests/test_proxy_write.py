@@ -184,3 +184,23 @@ async def test_write_errors_are_milvus_errors(env):
         await env.remote.flush("no-such-collection")
     with pytest.raises(errors.CollectionNotFound):
         await env.local.compact("no-such-collection")
+
+
+async def test_a_strong_read_of_channels_with_acknowledged_writes_takes_no_thread(env, monkeypatch):
+    """Once the writer has seen a channel's appender with a durable record, a Strong read's guarantee is one
+    attribute read on the loop: no thread hand-off per search."""
+    writer = env.local.writes.writer
+    channels = list(env.colls["churn"].vchannels)
+    await env.local.insert("churn", rows_for(list(range(5000, 5040)), DIM))   # 40 keys: both channels
+    first = await writer.guarantees(channels)
+    assert all(first.values())
+    offloaded = []
+    real = asyncio.to_thread
+
+    def recording(fn, *args, **kwargs):
+        offloaded.append(fn)
+        return real(fn, *args, **kwargs)
+    monkeypatch.setattr(asyncio, "to_thread", recording)
+    again = await writer.guarantees(channels)
+    assert writer.guarantees_sync not in offloaded
+    assert again == first == {c: writer.appenders.acknowledged_ts(c) for c in channels}

@@ -285,3 +285,28 @@ async def test_concurrent_small_searches_share_one_engine_search(qn, datasets, m
         assert list(got.sealed_segmentIDs_searched) == list(want.sealed_segmentIDs_searched)
     assert from_search_result_data(replies[8].sliced_blob).k == K + 1
     assert isinstance(replies[9], errors.ParameterInvalid)
+
+
+async def test_a_lone_search_waits_for_no_batch_window(qn, datasets, monkeypatch):
+    """A search with no other of its kind pending or running leaves at once — on the loop when tiny, else on
+    the next loop iteration — and never waits out ``batch_window_ms``, even right after another search."""
+    ds = datasets["flat_l2"]
+    await qn.load(ds)
+    node = qn.node
+    node.batcher.window_s = 3600.0   # a window nothing could hide: a lone search that waited it would hang
+    xq = _queries(ds, nq=2)
+    timers = []
+    loop = asyncio.get_running_loop()
+    real_call_later = loop.call_later
+
+    def call_later(delay, callback, *args, **kwargs):
+        if getattr(callback, "__self__", None) is node.batcher:
+            timers.append(delay)
+        return real_call_later(delay, callback, *args, **kwargs)
+    monkeypatch.setattr(loop, "call_later", call_later)
+    for inline_work in (search_mod.INLINE_SEARCH_WORK, 0):   # tiny (on the loop), then in a thread
+        monkeypatch.setattr(search_mod, "INLINE_SEARCH_WORK", inline_work)
+        for i in range(2):   # the second comes right after the first, within the window
+            reply = await asyncio.wait_for(node.search_segments(search_request(ds, xq[i:i + 1], K)), 30)
+            assert reply.status.code == 0 and reply.num_queries == 1
+    assert timers == []

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Awaitable, Callable, Iterable, Protocol, Sequence
 
 import grpc
@@ -59,7 +60,8 @@ def describe_all(catalog: Catalog, db_name: str = "") -> list[Description]:
 
 @dataclass(frozen=True)
 class CollectionMeta:
-    """A collection as the proxy plans requests over it (read-only; re-read to see changes)."""
+    """A collection as the proxy plans requests over it (read-only; re-read to see changes).  What every
+    request asks of it is worked out once per description (the proxy keeps descriptions between requests)."""
 
     pb: Description
 
@@ -89,13 +91,27 @@ class CollectionMeta:
     def consistency_level(self) -> int:
         return self.pb.info.consistency_level
 
-    @property
+    @cached_property
     def pk_field(self) -> schema_pb2.FieldSchema:
         return next(f for f in self.schema.fields if f.is_primary_key)
 
-    @property
+    @cached_property
     def partitions(self) -> dict[str, int]:
+        """Partition ids by name (shared: do not change it)."""
         return {p.partitionName: p.partitionID for p in self.pb.partitions}
+
+    @cached_property
+    def _vector_fields(self) -> tuple[schema_pb2.FieldSchema, ...]:
+        return tuple(f for f in self.schema.fields if f.data_type in VECTOR_TYPES)
+
+    @cached_property
+    def _metrics(self) -> dict[int, str]:
+        out: dict[int, str] = {}
+        for info in self.pb.indexes:
+            for kv in info.index_params:
+                if kv.key == METRIC_TYPE_KEY:
+                    out.setdefault(info.fieldID, kv.value.upper())
+        return out
 
     def field(self, name: str) -> schema_pb2.FieldSchema:
         for f in self.schema.fields:
@@ -105,6 +121,8 @@ class CollectionMeta:
 
     def partition_ids(self, names: Iterable[str]) -> list[int]:
         """Ids of the named partitions; ``[]`` (every partition) when none are named."""
+        if not names:
+            return []
         known = self.partitions
         out = []
         for name in names:
@@ -115,7 +133,7 @@ class CollectionMeta:
 
     def vector_field(self, name: str | None = None) -> schema_pb2.FieldSchema:
         """The vector field to search: ``name``, or the only one the collection has."""
-        vectors = [f for f in self.schema.fields if f.data_type in VECTOR_TYPES]
+        vectors = self._vector_fields
         if name is not None:
             f = self.field(name)
             if f.data_type not in VECTOR_TYPES:
@@ -128,11 +146,9 @@ class CollectionMeta:
 
     def metric(self, field: schema_pb2.FieldSchema) -> str:
         """The metric of the vector field's index: what its distances mean and which way they sort."""
-        for info in self.pb.indexes:
-            if info.fieldID == field.fieldID:
-                for kv in info.index_params:
-                    if kv.key == METRIC_TYPE_KEY:
-                        return kv.value.upper()
+        metric = self._metrics.get(field.fieldID)
+        if metric is not None:
+            return metric
         raise errors.IndexNotFound(f"vector field {field.name!r} of collection {self.name!r} has no index",
                                    collection=self.name)
 

@@ -48,6 +48,7 @@ described (it then is not read again).
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import json
 import logging
@@ -73,7 +74,7 @@ from vecgrid.common.limits import GRPC_MESSAGE_OPTIONS
 from vecgrid.gpu import exprs as E
 from vecgrid.gpu import jsonkeys
 from vecgrid.gpu.columns import FieldColumn
-from vecgrid.gpu.merge import MAX_TOPK
+from vecgrid.gpu.merge import MAX_TOPK, merge_topk
 from vecgrid.gpu.results import encode_placeholder_group, field_data_to_column, from_search_result_data
 from vecgrid.proto import (common_pb2, internal_pb2, plan_pb2, query_coord_pb2 as Q, query_coord_pb2_grpc,
                            schema_pb2)
@@ -116,13 +117,14 @@ def guarantee_timestamp(consistency: str | int, now: int) -> int:
                                   "by vecgrid's proxy; use Strong, Session, Bounded or Eventually, or a guarantee timestamp")
 
 
+_LEVELS = {name.lower(): number for name, number in common_pb2.ConsistencyLevel.items()}
+
+
 def _level(consistency: str | int) -> int:
-    if isinstance(consistency, int) and consistency in common_pb2.ConsistencyLevel.values():
+    if isinstance(consistency, int) and consistency in _LEVELS.values():
         return consistency
-    if isinstance(consistency, str):
-        for name, number in common_pb2.ConsistencyLevel.items():
-            if name.lower() == consistency.lower():
-                return number
+    if isinstance(consistency, str) and consistency.lower() in _LEVELS:
+        return _LEVELS[consistency.lower()]
     raise errors.ParameterInvalid(f"unknown consistency level {consistency!r} "
                                   f"(one of {', '.join(common_pb2.ConsistencyLevel.keys())})")
 
@@ -136,6 +138,9 @@ class _Guarantee:
 
     def of(self, channel: str) -> int:
         return self.per_channel.get(channel, self.default)
+
+
+_EVERYTHING = _Guarantee(0)   # Eventually: whatever the leaders have consumed
 
 
 class _LeadersFailed(Exception):
@@ -155,8 +160,12 @@ class Proxy:
     write path in its process (else writes go over gRPC; a proxy given only the catalog
     cannot write).  Use as ``async with Proxy(addr) as proxy:`` or call :meth:`close`.
 
-    ``_session`` (collection name -> timestamp of this proxy's newest write to it) is
-    owned by the proxy's event loop.
+    Collection descriptions are kept by name (Milvus's proxy meta cache) until
+    :meth:`invalidate_collections` — the REST app calls it after every definition change it
+    serves — or until a caller asks for a ``fresh`` one (a read that failed on a kept one).
+
+    ``_session`` (collection name -> timestamp of this proxy's newest write to it), ``_metas`` and
+    ``_meta_epoch`` are owned by the proxy's event loop.
     """
 
     def __init__(self, coord_address: str, *, catalog: Catalog | None = None, writer: Writer | None = None,
@@ -180,6 +189,8 @@ class Proxy:
         else:
             self.writes = RemoteWrites(self._coord_channel, coord_address, timeout_s)
         self._session: dict[str, int] = {}
+        self._metas: dict[tuple[str, str], CollectionMeta] = {}
+        self._meta_epoch = 0   # bumped by invalidate_collections: a describe begun before it is not kept
         self._leaders: dict[int, list[Shard]] = {}
         self._leader_locks: dict[int, asyncio.Lock] = {}
         self._turns: dict[str, int] = {}
@@ -201,8 +212,29 @@ class Proxy:
 
     # --- metadata ---------------------------------------------------------------------------------
 
-    async def describe(self, collection: str) -> CollectionMeta:
-        return await self.catalog.describe(collection, self.db_name)
+    async def describe(self, collection: str, *, fresh: bool = False) -> CollectionMeta:
+        """The collection's description, kept from an earlier call unless ``fresh`` (see the class doc)."""
+        key = (self.db_name, collection)
+        if not fresh:
+            kept = self._metas.get(key)
+            if kept is not None:
+                return kept
+        epoch = self._meta_epoch
+        try:
+            meta = await self.catalog.describe(collection, self.db_name)
+        except errors.CollectionNotFound:
+            if epoch == self._meta_epoch:
+                self._metas.pop(key, None)
+            raise
+        if epoch == self._meta_epoch:   # no definition changed while it was read
+            self._metas[key] = meta
+        return meta
+
+    def invalidate_collections(self) -> None:
+        """Forget every kept description: a collection, partition or index definition changed (Milvus's
+        InvalidateCollectionMetaCache, for every collection at once: a rename changes two names)."""
+        self._meta_epoch += 1
+        self._metas.clear()
 
     async def _meta(self, collection: "str | CollectionMeta") -> CollectionMeta:
         """A read's collection: a name is described; a caller that has just described it (the REST service,
@@ -309,29 +341,44 @@ class Proxy:
                             pin: bool, offset: int, limit: int,
                             keys: frozenset[str] | None = None) -> list[list[dict[str, Any]]]:
         req_id = next(_request_ids)
-        inner = internal_pb2.SearchRequest(
-            base=common_pb2.MsgBase(msg_type=common_pb2.Search, msgID=req_id), reqID=req_id, dbID=meta.db_id,
-            collectionID=meta.id, partitionIDs=partition_ids,
-            placeholder_group=encode_placeholder_group(xq), dsl_type=common_pb2.BoolExprV1,
-            serialized_expr_plan=E.search_plan(field_id=field.fieldID, topk=topk, metric=metric,
-                                               expr=expr, search_params=params,
-                                               round_decimal=round_decimal, output_field_ids=out_ids),
-            output_fields_id=out_ids, nq=len(xq), topk=topk, metricType=metric, consistency_level=level)
+        placeholder = encode_placeholder_group(xq)
+        plan = _search_plan(field.fieldID, topk, metric, expr, params, round_decimal, out_ids)
+        first: list[Q.SearchRequest] = []   # the first channel's request; the others are copies of it
 
         def request(channel: str, channels: int) -> Q.SearchRequest:
-            req = Q.SearchRequest(dml_channels=[channel], from_shard_leader=False, scope=Q.All,
-                                  total_channel_num=channels)
-            req.req.CopyFrom(inner)
+            req = Q.SearchRequest()
+            if first:
+                req.CopyFrom(first[0])
+                req.dml_channels[:] = [channel]
+            else:   # filled in place: cheaper than building the inner request and copying it in
+                req.dml_channels.append(channel)
+                req.from_shard_leader, req.scope, req.total_channel_num = False, Q.All, channels
+                r = req.req
+                r.base.msg_type, r.base.msgID = common_pb2.Search, req_id
+                r.reqID, r.dbID, r.collectionID = req_id, meta.db_id, meta.id
+                r.partitionIDs.extend(partition_ids)
+                r.output_fields_id.extend(out_ids)
+                r.placeholder_group, r.serialized_expr_plan, r.dsl_type = placeholder, plan, common_pb2.BoolExprV1
+                r.nq, r.topk, r.metricType, r.consistency_level = len(xq), topk, metric, level
+                first.append(req)
             req.req.guarantee_timestamp = guarantee.of(channel)
             if pin:
                 req.req.mvcc_timestamp = guarantee.of(channel)
             return req
 
         shards, parts = await self._fan_out(meta, "Search", request)
+        inner = first[0].req
 
         def reduce() -> list[list[dict[str, Any]]]:
-            merged = merge_search(parts, inner, [s.channel for s in shards], meta.pk_field.name)
-            return _hits(from_search_result_data(merged.sliced_blob), offset, limit, keys)
+            if len(parts) == 1 and parts[0].sliced_num_count <= 1:
+                return _hits_of(parts[0].sliced_blob, offset, limit, keys)   # merged by its leader already
+            if not out_ids and all(p.sliced_num_count <= 1 for p in parts):
+                # no fields: the channels' top-k merged as TopK, not encoded and decoded again
+                tks = [from_search_result_data(p.sliced_blob) for p in parts]
+                k = max([p.top_k for p in parts] + [0]) or topk
+                return _hits(merge_topk([t for t in tks if t.nq] or tks, k, metric), offset, limit, keys)
+            blob = merge_search(parts, inner, [s.channel for s in shards], meta.pk_field.name).sliced_blob
+            return _hits_of(blob, offset, limit, keys)
         return await _off_loop(reduce, len(xq) * topk * len(parts))
 
     async def stored_vectors(self, collection: "str | CollectionMeta", ids: Sequence[Any], *, anns_field: str | None = None,
@@ -536,6 +583,8 @@ class Proxy:
         if explicit is not None:
             return _Guarantee(int(explicit)), common_pb2.Customized
         level = meta.consistency_level if consistency is None else _level(consistency)
+        if level == common_pb2.Eventually:
+            return _EVERYTHING, level
         if level == common_pb2.Session:
             own = self._session.get(meta.name, 0)
             if not own:
@@ -545,8 +594,6 @@ class Proxy:
             acked = await self.writes.guarantees(meta.channels)
             return _Guarantee(own, {channel: min(own, ts) for channel, ts in acked.items()}), level
         guarantee_timestamp(level, 0)  # refuses an unsupported level before anything is sent
-        if level == common_pb2.Eventually:
-            return _Guarantee(0), level
         if level == common_pb2.Strong:
             await self.shard_leaders(meta.id)  # a collection nobody serves fails here, before its channels are asked
             return _Guarantee(0, await self.writes.guarantees(meta.channels)), level
@@ -618,6 +665,8 @@ class Proxy:
                     self.invalidate(meta.id)
                     raise failed.error from None
 
+        if len(shards) == 1:   # no task, no gather: the usual small collection
+            return shards, [await one(shards[0])]
         return shards, await gather_all(one(s) for s in shards)
 
     async def _on_leaders(self, shard: Shard, method: str, req: Any) -> Any:
@@ -660,6 +709,27 @@ async def _off_loop(fn: Callable[[], Any], hits: int) -> Any:
     """Run a merge on the loop when it is small (a thread hop costs more), else in a thread: the REST
     app's loop must only await."""
     return fn() if hits <= INLINE_MERGE_HITS else await asyncio.to_thread(fn)
+
+
+def _search_plan(field_id: int, topk: int, metric: str, expr: plan_pb2.Expr | None, params: Mapping[str, Any],
+                 round_decimal: int, out_ids: list[int]) -> bytes:
+    """The serialized plan of a search; without a filter, once per distinct shape (a client repeats its
+    searches: same field, k, metric, params and outputs)."""
+    if expr is None:
+        try:
+            shape = tuple(sorted((k, type(v), v) for k, v in params.items()))   # 1, 1.0 and True differ in JSON
+            return _plain_search_plan(field_id, topk, metric, shape, round_decimal, tuple(out_ids))
+        except TypeError:   # a parameter value that is not hashable: built every time
+            pass
+    return E.search_plan(field_id=field_id, topk=topk, metric=metric, expr=expr, search_params=params,
+                         round_decimal=round_decimal, output_field_ids=out_ids)
+
+
+@functools.lru_cache(maxsize=1024)
+def _plain_search_plan(field_id: int, topk: int, metric: str, params: tuple, round_decimal: int,
+                       out_ids: tuple[int, ...]) -> bytes:
+    return E.search_plan(field_id=field_id, topk=topk, metric=metric, search_params={k: v for k, _, v in params},
+                         round_decimal=round_decimal, output_field_ids=list(out_ids))
 
 
 def _query_request(inner: internal_pb2.RetrieveRequest, guarantee: _Guarantee,
@@ -726,6 +796,8 @@ def _entities(columns: Sequence[FieldColumn], n: int, keys: frozenset[str] | Non
 def _output_ids(meta: CollectionMeta, names: Sequence[str]) -> tuple[list[int], frozenset[str] | None]:
     """``(output field ids, dynamic keys to keep)``: names that are not fields are keys of the dynamic field
     (when it is on), read through ``$meta``; ``None`` keeps every key (``"*"``, ``$meta`` itself, or none named)."""
+    if not names:
+        return [], None
     dyn = dynamic_field(meta.schema)
     fields = {f.name for f in meta.schema.fields}
     if dyn is None or "*" in names:
@@ -738,6 +810,27 @@ def _output_ids(meta: CollectionMeta, names: Sequence[str]) -> tuple[list[int], 
     if keys and dyn.name not in plain:
         return meta.output_field_ids([*plain, dyn.name]), frozenset(keys)
     return meta.output_field_ids(plain), None
+
+
+def _hits_of(blob: bytes, offset: int, limit: int, keys: frozenset[str] | None) -> list[list[dict[str, Any]]]:
+    """:func:`_hits` of a serialized ``SearchResultData``; without output fields read into plain lists (a small
+    answer's numpy conversions cost more than they save)."""
+    srd = schema_pb2.SearchResultData()
+    srd.ParseFromString(blob)
+    if len(srd.fields_data):
+        return _hits(from_search_result_data(srd), offset, limit, keys)
+    ids = list(srd.ids.str_id.data if srd.ids.WhichOneof("id_field") == "str_id" else srd.ids.int_id.data)
+    scores = list(srd.scores)
+    topks = list(srd.topks)
+    topks += [0] * (srd.num_queries - len(topks))
+    out = []
+    first = 0
+    for n in topks:
+        lo = first + offset
+        hi = min(first + n, lo + limit)
+        out.append([{"id": ids[j], "distance": scores[j], "entity": {}} for j in range(lo, hi)])
+        first += n
+    return out
 
 
 def _hits(tk: Any, offset: int, limit: int, keys: frozenset[str] | None = None) -> list[list[dict[str, Any]]]:

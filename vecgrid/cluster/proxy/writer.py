@@ -31,13 +31,19 @@ A flush that hands the sealed rows off lowers the count, and writes pass again. 
 channel is QueryCoord's knowledge: ``leaders_of_channel`` is passed in at wiring (every replica's leader
 holds the rows, so it answers all of them).  Deletes are never refused: they are how space is given back.
 
-Who owns what: the writer keeps no mutable state of its own; the catalog and the appenders guard theirs.
-Its methods block (SQLite, fsync) and run in a worker thread of the caller's loop.
+Who owns what: the catalog and the appenders guard their state.  The writer's own is ``_seen`` (channel ->
+weak reference to the appender :meth:`Writer.guarantees_sync` found it with a durable record), guarded by
+``_seen_lock`` (held for dict operations only, so the loop may take it): a Strong read of such channels reads
+their acknowledged timestamps on the loop (:meth:`Writer.guarantees`) instead of in a thread.  A weak
+reference, since a dropped collection's appenders are closed and forgotten by the appenders.  The other
+methods block (SQLite, fsync) and run in a worker thread of the caller's loop.
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
+import weakref
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
@@ -88,6 +94,8 @@ class Writer:
         self.appenders = appenders
         self.max_growing_bytes = int(max_growing_mb * MB) if max_growing_mb > 0 else 0
         self.leaders_of_channel = leaders_of_channel
+        self._seen: dict[str, weakref.ref] = {}
+        self._seen_lock = threading.Lock()
 
     # --- the API (async: the blocking work runs in a thread) ---------------------------------------------
 
@@ -104,7 +112,23 @@ class Writer:
         return await asyncio.to_thread(self.delete_sync, collection, ids, partition, db_name)
 
     async def guarantees(self, channels: Iterable[str]) -> dict[str, int]:
-        return await asyncio.to_thread(self.guarantees_sync, list(channels))
+        """:meth:`guarantees_sync`; on the loop when every channel's appender was seen with a durable record
+        (the usual Strong read: one attribute per channel), else in a thread (it may open a log or append)."""
+        channels = list(channels)
+        seen = self._acknowledged(channels)
+        return seen if seen is not None else await asyncio.to_thread(self.guarantees_sync, channels)
+
+    def _acknowledged(self, channels: list[str]) -> dict[str, int] | None:
+        with self._seen_lock:
+            refs = [self._seen.get(channel) for channel in channels]
+        out = {}
+        for channel, ref in zip(channels, refs):
+            appender = ref() if ref is not None else None
+            ts = appender.acknowledged_ts if appender is not None else 0
+            if not ts:
+                return None
+            out[channel] = ts
+        return out
 
     # --- the work -----------------------------------------------------------------------------------------
 
@@ -156,8 +180,10 @@ class Writer:
         another process holds gets a fresh oracle timestamp, as Strong reads took before."""
         out: dict[str, int] = {}
         fresh = 0
+        opened = self.appenders.opened()
         for channel in channels:
-            ts = self.appenders.acknowledged_ts(channel)
+            appender = opened.get(channel)
+            ts = appender.acknowledged_ts if appender is not None else 0
             if not ts:
                 appender = self.appenders.get(channel)
                 if appender is not None:
@@ -165,8 +191,17 @@ class Writer:
                 else:
                     fresh = fresh or self.catalog.allocate_timestamp()
                     ts = fresh
+            if appender is not None:
+                self._remember(channel, appender)
             out[channel] = ts
         return out
+
+    def _remember(self, channel: str, appender: Any) -> None:
+        with self._seen_lock:
+            ref = self._seen.get(channel)
+            if ref is None or ref() is not appender:
+                self._seen = {c: r for c, r in self._seen.items() if r() is not None}   # forget dropped ones
+                self._seen[channel] = weakref.ref(appender)
 
     # --- parts --------------------------------------------------------------------------------------------
 

@@ -23,21 +23,28 @@ proxy's.  What is decided here is the Feathers side:
 * int64 values beyond ±(2^53 − 1) leave as strings (a JSON number would lose them).
 
 Methods not allowed as multi (``multi``: create and remove by default; patch without an id when enabled)
-answer Feathers' 405.  The service holds no mutable state: every call reads the collection afresh.
+answer Feathers' 405.
+
+A collection's description is the proxy's kept one (:meth:`~vecgrid.cluster.proxy.proxy.Proxy.describe`): a
+search reads no catalog.  :func:`mount` has the proxy forget it after every call that may change a definition
+(``collections``, ``partitions``, ``indexes``, ``import-jobs``: anything but ``find`` and ``get``), so the
+next call sees a rename, a drop or a new field at once; a read that fails on a kept description is tried once
+more on a fresh one when the definition changed meanwhile behind this app (the coordinator's own DDL: an
+import job's new partition).  Writes describe afresh (they cost a durable log write anyway).
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from vecgrid import errors
 from vecgrid.cluster.proxy.filters import compile_filter
 from vecgrid.cluster.proxy.rows import row_errors
-from vecgrid.common.feathers_errors import BadRequest, MethodNotAllowed, NotFound
+from vecgrid.common.feathers_errors import BadRequest, FeathersError, MethodNotAllowed, NotFound
 from vecgrid.http.milvus_errors import feathers_error
 from vecgrid.http.query import QuerySchema, page_limit, select_fields, split_query
 from vecgrid.proto import schema_pb2 as S
@@ -46,7 +53,7 @@ from vecgrid.storage.catalog.schema_rules import DYNAMIC_FIELD_NAME, VECTOR_TYPE
 if TYPE_CHECKING:
     from vecgrid.cluster.proxy.catalog_access import CollectionMeta
     from vecgrid.cluster.proxy.proxy import Proxy
-    from vecgrid.http.feathers.application import Application
+    from vecgrid.http.feathers.application import Application, HookContext
     from vecgrid.http.services import RestContext
 
 __all__ = ["EntitiesService", "mount", "PATH", "TS_HEADER", "GUARANTEE_HEADER"]
@@ -66,6 +73,10 @@ _SEARCH_KEYS = {"vectors", "vector", "ids", "field", "limit", "offset", "filter"
 _SEARCH_PARAMS = {"nprobe": "nprobe", "ef": "ef", "radius": "radius", "rangeFilter": "range_filter",
                   "range_filter": "range_filter", "itopk_size": "itopk_size", "search_width": "search_width"}
 _COUNT_KEYS = {"filter", "groupBy", "partitions", "consistency"}
+# Services whose calls (but find and get) may change a collection's definition: the kept ones are forgotten.
+DEFINITION_PATHS = frozenset({"collections", "collections/:collection/partitions", "collections/:collection/indexes",
+                              "import-jobs"})
+_READS = frozenset({"find", "get"})
 
 
 def _query_schema(meta: "CollectionMeta") -> QuerySchema:
@@ -186,7 +197,10 @@ class EntitiesService:
     """The entities of the collection named by the route (see the module doc).
 
     ``paginate`` ``{default, max}`` (``None``: finds answer plain arrays); ``multi`` (``True``, ``False`` or a list of create/patch/remove) as
-    every Feathers adapter, overridable per call with ``params["adapter"]``; the caps are ``[http]``'s."""
+    every Feathers adapter, overridable per call with ``params["adapter"]``; the caps are ``[http]``'s.
+
+    ``_shapes`` (collection name -> the :class:`_Collection` of the proxy's kept description, rebuilt when the
+    proxy hands out another) is owned by the app's event loop."""
 
     RIGHTS = {"find": "read", "get": "read", "search": "read", "count": "read",
               "create": "write", "update": "write", "patch": "write", "remove": "write"}
@@ -236,14 +250,31 @@ class EntitiesService:
         self.max_in_list = max_in_list
         self.max_nq = max_nq
         self.max_topk = max_topk
+        self._shapes: dict[str, _Collection] = {}
 
     # -- the call's parts -----------------------------------------------------------------------
 
-    async def _collection(self, params: Mapping[str, Any]) -> _Collection:
+    async def _collection(self, params: Mapping[str, Any], *, fresh: bool = False) -> _Collection:
         name = (params.get("route") or {}).get("collection")
         if not name:
             raise BadRequest("the route names no collection")
-        return _Collection(await self.proxy.describe(name))
+        meta = await self.proxy.describe(name, fresh=fresh)
+        coll = self._shapes.get(name)
+        if coll is None or coll.meta is not meta:
+            coll = self._shapes[name] = _Collection(meta)
+        return coll
+
+    async def _reading(self, params: Mapping[str, Any], read: Callable[[_Collection], Awaitable[Any]]) -> Any:
+        """``read(collection)`` on the kept description; when it fails and a fresh description differs (the
+        definition changed behind this app), once more on the fresh one (see the module doc)."""
+        coll = await self._collection(params)
+        try:
+            return await read(coll)
+        except (errors.MilvusError, FeathersError):
+            fresh = await self._collection(params, fresh=True)
+            if fresh.meta.pb == coll.meta.pb:
+                raise
+        return await read(fresh)
 
     def _option(self, params: Mapping[str, Any], name: str) -> Any:
         return {**self.options, **(params.get("adapter") or {})}.get(name)
@@ -326,7 +357,9 @@ class EntitiesService:
 
     async def find(self, params: dict[str, Any] | None = None) -> Any:
         params = params if params is not None else {}
-        coll = await self._collection(params)
+        return await self._reading(params, lambda coll: self._find(coll, params))
+
+    async def _find(self, coll: _Collection, params: dict[str, Any]) -> Any:
         filters, conditions, output, keep, consistency = self._parse(coll, params)
         paginate = params.get("paginate")
         paginate = self._option(params, "paginate") if paginate is None else (paginate or None)
@@ -347,16 +380,18 @@ class EntitiesService:
 
     async def get(self, id: Any, params: dict[str, Any] | None = None) -> dict[str, Any]:
         params = params if params is not None else {}
-        coll = await self._collection(params)
-        _, conditions, output, keep, consistency = self._parse(coll, params)
-        _, row = await self._one(coll, id, conditions, output, consistency, self._guarantee(params, consistency))
-        return coll.shape([row], keep)[0]
+
+        async def read(coll: _Collection) -> dict[str, Any]:
+            _, conditions, output, keep, consistency = self._parse(coll, params)
+            _, row = await self._one(coll, id, conditions, output, consistency, self._guarantee(params, consistency))
+            return coll.shape([row], keep)[0]
+        return await self._reading(params, read)
 
     async def create(self, data: Any, params: dict[str, Any] | None = None) -> Any:
         params = params if params is not None else {}
         if isinstance(data, list) and not self._allows_multi(params, "create"):
             raise MethodNotAllowed("Can not create multiple entries")
-        coll = await self._collection(params)
+        coll = await self._collection(params, fresh=True)
         _, _, _, keep, _ = self._parse(coll, params)   # the query filters nothing on create; $select shapes
         items = data if isinstance(data, list) else [data]
         for item in items:
@@ -376,7 +411,7 @@ class EntitiesService:
             raise BadRequest("You can not replace multiple instances. Did you mean 'patch'?")
         if not isinstance(data, dict):
             raise BadRequest("Data must be an object")
-        coll = await self._collection(params)
+        coll = await self._collection(params, fresh=True)
         _, conditions, _, keep, _ = self._parse(coll, params)
         key, _ = await self._one(coll, id, conditions, [coll.pk.name], "Strong", None)
         row = coll.rows_in([{**data, coll.pk.name: key}])[0]
@@ -389,7 +424,7 @@ class EntitiesService:
             raise MethodNotAllowed("Can not patch multiple entries")
         if not isinstance(data, dict):
             raise BadRequest("Data must be an object")
-        coll = await self._collection(params)
+        coll = await self._collection(params, fresh=True)
         _, conditions, _, keep, _ = self._parse(coll, params)
         changes = coll.rows_in([{k: v for k, v in data.items() if k != coll.pk.name}])[0]
         if id is None:   # $limit and pagination never limit a multi patch
@@ -407,7 +442,7 @@ class EntitiesService:
         params = params if params is not None else {}
         if id is None and not self._allows_multi(params, "remove"):
             raise MethodNotAllowed("Can not remove multiple entries")
-        coll = await self._collection(params)
+        coll = await self._collection(params, fresh=True)
         _, conditions, output, keep, _ = self._parse(coll, params)
         if id is None:
             _, targets = await self.proxy.find(coll.meta, filter=self._filter(coll, conditions),
@@ -426,7 +461,10 @@ class EntitiesService:
         """One hit list per query, in query order (rest-api.md, entities ``search``)."""
         params = params if params is not None else {}
         body = _object(data, _SEARCH_KEYS, "search")
-        coll = await self._collection(params)
+        return await self._reading(params, lambda coll: self._search(coll, body, params))
+
+    async def _search(self, coll: _Collection, body: dict[str, Any],
+                      params: dict[str, Any]) -> list[list[dict[str, Any]]]:
         given = [k for k in ("vectors", "vector", "ids") if body.get(k) is not None]
         if len(given) != 1:
             raise BadRequest("search takes exactly one of vectors (an array of vectors), vector (one vector) "
@@ -484,7 +522,9 @@ class EntitiesService:
         """``{count}``, or ``{count, groups: [{<field>: value, count}]}`` with ``groupBy`` (most rows first)."""
         params = params if params is not None else {}
         body = _object(data if data is not None else {}, _COUNT_KEYS, "count")
-        coll = await self._collection(params)
+        return await self._reading(params, lambda coll: self._count(coll, body, params))
+
+    async def _count(self, coll: _Collection, body: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
         conditions = self._body_filter(coll, body.get("filter"))
         consistency = body.get("consistency", "Strong")
         partitions = _names(body.get("partitions"), "partitions")
@@ -581,3 +621,10 @@ def mount(api: "Application", ctx: "RestContext") -> None:
     caps = {} if http is None else {"max_in_list": http.max_in_list, "max_nq": http.max_nq,
                                     "max_topk": http.max_topk}
     api.use(PATH, EntitiesService(ctx.proxy, **caps), {"methods": EntitiesService.METHODS})
+    proxy = ctx.proxy
+
+    def forget_definitions(context: "HookContext") -> None:
+        if proxy is not None and context.path in DEFINITION_PATHS and context.method not in _READS:
+            proxy.invalidate_collections()
+    # after and error: a failed create may have written and undone, a failed drop released
+    api.hooks({"after": {"all": [forget_definitions]}, "error": {"all": [forget_definitions]}})
