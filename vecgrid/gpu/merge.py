@@ -106,11 +106,14 @@ class TopK:
                    np.zeros(nq, dtype=np.int64), k, rows=np.zeros(0, dtype=np.int64))
 
     @classmethod
-    def from_dense(cls, D: np.ndarray, labels: np.ndarray, k: int, pks: np.ndarray | None = None) -> "TopK":
-        """From faiss's ``(D, I)`` (``I == -1`` = no hit); ``pks`` maps row offsets to keys."""
+    def from_dense(cls, D: np.ndarray, labels: np.ndarray, k: int, pks: np.ndarray | None = None, *,
+                   full: bool = False) -> "TopK":
+        """From faiss's ``(D, I)`` (``I == -1`` = no hit); ``pks`` maps row offsets to keys.
+        ``full``: the caller knows every label is a hit (no check)."""
         nq = labels.shape[0]
-        if labels.size == 0 or labels.min() >= 0:  # every query full: no padding to drop
-            topks = np.full(nq, labels.shape[1] if labels.ndim == 2 else 0, dtype=np.int64)
+        if full or labels.size == 0 or labels.min() >= 0:  # every query full: no padding to drop
+            topks = np.empty(nq, dtype=np.int64)
+            topks.fill(labels.shape[1] if labels.ndim == 2 else 0)  # cheaper than np.full
             rows = labels.reshape(-1)
             scores = D.reshape(-1)
         else:
@@ -149,10 +152,8 @@ def _already_merged(p: TopK, k: int, dedup: bool) -> TopK | None:
     if p.ids.dtype.kind not in "iuUS":
         return None
     if 1 < n <= 64 and nq == 1:  # one small query: plain Python beats a dozen numpy calls
-        if n > k:
-            return None
-        sl = p.scores.tolist()
-        if any(a == b for a, b in zip(sl, sl[1:])) or (dedup and len(set(p.ids.tolist())) != n):
+        # the part is in order, so a tie is two equal scores anywhere (NaN never equals NaN)
+        if n > k or len(set(p.scores.tolist())) != n or (dedup and len(set(p.ids.tolist())) != n):
             return None
     elif n > 1:
         if int(topks.max()) > k:

@@ -127,22 +127,26 @@ def field_data_to_column(fd: schema_pb2.FieldData) -> FieldColumn:
 def to_search_result_data(topk: TopK, *, output_fields: Iterable[str] | None = None,
                           primary_field_name: str = "", all_search_count: int = 0) -> schema_pb2.SearchResultData:
     """``SearchResultData`` of ``topk`` with its ``fields`` as ``fields_data``."""
-    out = schema_pb2.SearchResultData(num_queries=topk.nq, top_k=topk.k,
-                                      all_search_count=all_search_count,
-                                      primary_field_name=primary_field_name)
-    out.scores.extend(topk.scores.tolist())
-    out.topks.extend(topk.topks.tolist())
+    # the cheapest protobuf calls for a small result (an nq=1 search spends more here than in merging)
+    out = schema_pb2.SearchResultData(num_queries=len(topk.topks), top_k=topk.k, scores=topk.scores.tolist(),
+                                      topks=topk.topks.tolist())
+    if all_search_count:
+        out.all_search_count = all_search_count
+    if primary_field_name:
+        out.primary_field_name = primary_field_name
     if topk.ids.dtype.kind in "UOS":
         out.ids.str_id.data.extend([str(x) for x in topk.ids.tolist()])
         out.ids.str_id.SetInParent()
-    else:
+    elif len(topk.ids):
         out.ids.int_id.data.extend(topk.ids.tolist())
+    else:
         out.ids.int_id.SetInParent()
-    if topk.fields:
-        for col in topk.fields:
-            out.fields_data.append(column_to_field_data(col))
-    names = list(output_fields) if output_fields is not None else [c.name for c in (topk.fields or [])]
-    out.output_fields.extend(names)
+    fields = topk.fields
+    if fields:
+        out.fields_data.extend([column_to_field_data(col) for col in fields])
+    names = list(output_fields) if output_fields is not None else [c.name for c in (fields or [])]
+    if names:
+        out.output_fields.extend(names)
     return out
 
 
