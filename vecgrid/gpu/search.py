@@ -71,7 +71,7 @@ from vecgrid.gpu.columns import FieldColumn
 from vecgrid.gpu.device import (Device, DeviceManager, cupy_module, default_manager, faiss_has_gpu,
                                 gpu_resources, trim_host_heap)
 from vecgrid.gpu.growing import GrowingSegment, brute_force_knn
-from vecgrid.gpu.merge import MAX_TOPK, TopK, merge_topk
+from vecgrid.gpu.merge import MAX_TOPK, TopK, constant, merge_topk
 from vecgrid.gpu.plan import parse_search_plan
 from vecgrid.gpu.results import decode_placeholder_group, to_search_result_data
 from vecgrid.gpu.rows import RowStore, fields_from_schema
@@ -188,6 +188,7 @@ class LoadedSegment:
         self.nlist = int(self.faiss.extract_index_ivf(index).nlist) if self.family == "ivf" and \
             not device.is_gpu else int(self.header.get("params", {}).get("nlist", getattr(index, "nlist", 0)))
         self._fm = "L2" if self.metric == "L2" else "IP"
+        self._host = not device.is_gpu  # a segment never moves
         self._xb: np.ndarray | None = None
         if not device.is_gpu:
             if self.family == "flat":
@@ -197,6 +198,7 @@ class LoadedSegment:
         self._host_copy: Any = None
         self._params_cache: dict[Any, Any] = {}
         self._default_sp: dict[int, dict[str, int]] = {}
+        self._one_query_consts: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # by k; see _one_query
         self._storage: Any = None
         # _inflight and _closed (under _lock): searches enter and leave, release() waits on _gate
         # for none left.  Searches take the plain lock (a C call; a Condition's own enter is Python).
@@ -382,20 +384,21 @@ class LoadedSegment:
         if not 1 <= k <= MAX_TOPK:
             raise errors.ParameterInvalid(f"topk ({k}) should be in range [1, {MAX_TOPK}]")
         xq = np.ascontiguousarray(queries, dtype=np.float32)
-        if xq.ndim == 1:
+        shape = xq.shape
+        if len(shape) == 1:
             xq = xq.reshape(1, -1)
-        if xq.ndim != 2 or xq.shape[1] != self.dim:
+            shape = xq.shape
+        if len(shape) != 2 or shape[1] != self.dim:
             raise errors.ParameterInvalid(
                 f"the dimension of query vectors ({xq.shape[-1]}) does not match the index's ({self.dim})")
         if self.metric == "COSINE":
             xq = normalize_rows(xq)
-        sp = self.search_params(k, params)
+        sp = (None if params else self._default_sp.get(k)) or self.search_params(k, params)
         self._enter()
         try:
-            if expr is None and mask is None and not self.device.is_gpu and len(xq):
-                allowed = self.rows.visibility(timestamp)
-                if allowed is None:  # every row: the latency-bound common case, see _plain_search
-                    return self._plain_search(xq, k, sp)
+            if expr is None and mask is None and self._host and shape[0] and \
+                    self.rows.visibility(timestamp) is None:
+                return self._plain_search(xq, k, sp)  # every row: the latency-bound common case
             xp = np
             if self.device.is_gpu and expr is not None:
                 xp = cupy_module() or np
@@ -431,14 +434,34 @@ class LoadedSegment:
         swig_ptr = self.faiss.swig_ptr
         self.index.search_c(nq, swig_ptr(xq), k, swig_ptr(D), swig_ptr(I), self._plain_params(k, sp))
         need = min(k, n)
-        # faiss packs hits first, -1 padding last; one query: a Python int, no numpy ufunc
-        if (I.item(need - 1) >= 0) if nq == 1 else not np.count_nonzero(I[:, need - 1] < 0):
+        # faiss packs hits first, -1 padding last
+        if nq == 1 and need == k:
+            if I.item(k - 1) >= 0:
+                return self._one_query(D, I, k)
+        elif not np.count_nonzero(I[:, need - 1] < 0):
             return TopK.from_dense(D, I, k, self.rows.pks, full=need == k)
         short = I[:, need - 1] < 0
         if self.family != "flat":  # FLAT is exhaustive: what it left empty (a NaN query) stays so
             D2, I2 = self._exact(xq[short], k, None)
             D[short], I[short] = D2, I2
         return TopK.from_dense(D, I, k, self.rows.pks)
+
+    def _one_query(self, D: np.ndarray, I: np.ndarray, k: int) -> TopK:
+        """One query's ``k`` hits (all found) as a :class:`TopK`, checked for merge order on the way with
+        Python lists (numpy's reductions cost more than the lists for ten hits): a single segment's
+        result in order is the merged result, and search_segments skips the merge.  The lists go
+        along for the protobuf encoder."""
+        rows = I.reshape(-1)
+        ids = self.rows.pks[rows]
+        consts = self._one_query_consts.get(k)
+        if consts is None:
+            consts = self._one_query_consts[k] = (constant(1, k, np.int64), constant(k, 0, np.int32))
+        score_list, id_list = D.tolist()[0], ids.tolist()
+        # faiss returns them best first, so a tie is two equal scores anywhere (NaN never equals NaN)
+        if ids.dtype.kind in "iuUS" and len(set(score_list)) == k and len(set(id_list)) == k:
+            return TopK(ids, D.reshape(-1), consts[0], k, rows=rows, sources=consts[1], in_order=True,
+                        hit_lists=(score_list, id_list))
+        return TopK(ids, D.reshape(-1), consts[0], k, rows=rows)
 
     def _search_dense(self, xq: np.ndarray, k: int, sp: Mapping[str, int], allowed: np.ndarray | None,
                       count: int) -> tuple[np.ndarray, np.ndarray]:
@@ -720,15 +743,27 @@ def search_segments(segments: Sequence[LoadedSegment | GrowingSegment], queries:
     if not segments:
         return TopK.empty(len(xq), k)
     metric = metric or getattr(segments[0], "metric", "L2")
-    pending: list[Any] = []
-    for seg in segments:
-        kw = dict(expr=expr, timestamp=timestamp, params=params, metric=metric)
-        if isinstance(seg, LoadedSegment) and seg.device.is_gpu:
-            pending.append(seg.device.submit(seg.search, xq, k, **kw))
+    if len(segments) == 1:  # the common shape of a latency-bound search: no futures, maybe no merge
+        seg = segments[0]
+        if isinstance(seg, LoadedSegment) and not seg._host:
+            part = seg.device.submit(seg.search, xq, k, expr=expr, timestamp=timestamp, params=params,
+                                     metric=metric).result()
         else:
-            pending.append(seg.search(xq, k, **kw))
-    parts = [p if isinstance(p, TopK) else p.result() for p in pending]
-    merged = merge_topk(parts, k, metric, round_decimal)
+            part = seg.search(xq, k, expr=expr, timestamp=timestamp, params=params, metric=metric)
+        if part.in_order and (round_decimal is None or round_decimal < 0):
+            merged = part
+        else:
+            merged = merge_topk([part], k, metric, round_decimal)
+    else:
+        pending: list[Any] = []
+        for seg in segments:
+            kw = dict(expr=expr, timestamp=timestamp, params=params, metric=metric)
+            if isinstance(seg, LoadedSegment) and seg.device.is_gpu:
+                pending.append(seg.device.submit(seg.search, xq, k, **kw))
+            else:
+                pending.append(seg.search(xq, k, **kw))
+        parts = [p if isinstance(p, TopK) else p.result() for p in pending]
+        merged = merge_topk(parts, k, metric, round_decimal)
     if output_fields and len(merged):
         merged.fields = _gather_fields(segments, merged, output_fields)
     elif output_fields:
