@@ -143,3 +143,23 @@ def test_constant_arrays_are_shared_and_read_only():
         a[0] = 1
     big = constant(1 << 20, 0, np.int32)
     assert len(big) == 1 << 20 and not big.any()
+
+
+@pytest.mark.parametrize("n", [0, 10, 64, 65, 1000, 20_000])
+def test_encoder_same_bytes_for_any_number_of_hits(n):
+    """Many hits go in as packed score bytes (not a list of floats): the same message, byte for byte,
+    as one built field by field — NaN, infinities and -0.0 included."""
+    from vecgrid.proto import schema_pb2
+    rng = np.random.default_rng(n)
+    ids = rng.integers(-2**62, 2**62, n)
+    scores = rng.standard_normal(n).astype(np.float32)
+    scores[:min(n, 3)] = [np.nan, np.inf, -0.0][:min(n, 3)]
+    topks = np.full(max(1, n // 10), 10) if n else np.zeros(3, np.int64)
+    got = to_search_result_data(TopK(ids, scores, topks, 10), all_search_count=5, primary_field_name="pk",
+                                output_fields=["a"])
+    ref = schema_pb2.SearchResultData(num_queries=len(topks), top_k=10, all_search_count=5, topks=topks.tolist(),
+                                      primary_field_name="pk", output_fields=["a"])
+    ref.scores.extend(scores.tolist())
+    ref.ids.int_id.data.extend(ids.tolist())
+    ref.ids.int_id.SetInParent()
+    assert got.SerializeToString() == ref.SerializeToString()

@@ -124,6 +124,18 @@ def field_data_to_column(fd: schema_pb2.FieldData) -> FieldColumn:
     raise errors.ParameterInvalid(f"cannot decode field data {fd.field_name!r}")
 
 
+_LIST_SCORES_MAX = 64  # above, the scores go in as packed bytes (a parse) rather than as a list of floats
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
 def to_search_result_data(topk: TopK, *, output_fields: Iterable[str] | None = None,
                           primary_field_name: str = "", all_search_count: int = 0) -> schema_pb2.SearchResultData:
     """``SearchResultData`` of ``topk`` with its ``fields`` as ``fields_data``.
@@ -137,9 +149,16 @@ def to_search_result_data(topk: TopK, *, output_fields: Iterable[str] | None = N
         topks = [len(ids)]
         text_ids = bool(ids) and type(ids[0]) is not int
     else:
-        scores, ids, topks = topk.scores.tolist(), topk.ids.tolist(), topk.topks.tolist()
+        scores, ids, topks = None, topk.ids.tolist(), topk.topks.tolist()
         text_ids = topk.ids.dtype.kind in "UOS"
-    out = schema_pb2.SearchResultData(num_queries=len(topks), top_k=topk.k, scores=scores, topks=topks)
+    if scores is None and len(ids) > _LIST_SCORES_MAX:  # many scores: their bytes, packed, not 1000 floats
+        out = schema_pb2.SearchResultData.FromString(
+            b"\x22" + _varint(4 * len(ids)) + np.ascontiguousarray(topk.scores, dtype="<f4").tobytes())
+        out.num_queries, out.top_k = len(topks), topk.k
+        out.topks.extend(topks)
+    else:
+        out = schema_pb2.SearchResultData(num_queries=len(topks), top_k=topk.k,
+                                          scores=topk.scores.tolist() if scores is None else scores, topks=topks)
     if all_search_count:
         out.all_search_count = all_search_count
     if primary_field_name:
