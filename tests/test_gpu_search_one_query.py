@@ -163,3 +163,33 @@ def test_encoder_same_bytes_for_any_number_of_hits(n):
     ref.ids.int_id.data.extend(ids.tolist())
     ref.ids.int_id.SetInParent()
     assert got.SerializeToString() == ref.SerializeToString()
+
+
+@pytest.mark.parametrize("index_type,params", INDEXES)
+def test_query_batch_in_order_only_without_ties_and_repeated_keys(index_type, params, mgr):
+    """nq > 1: the batch skips the merge only when no query has a tie and no key is stored twice;
+    either way it equals the merged general path."""
+    xb, pks = tied_data()
+    rng = np.random.default_rng(2)
+    xq = np.vstack([rng.standard_normal((5, D)).astype(np.float32), xb[0], xb[5]])
+    distinct = np.arange(N, dtype=np.int64)[::-1] * 3 + 1
+    for keys, queries, expect_in_order in ((pks, xq, False), (distinct, xq, False), (distinct, xq[:5], True),
+                                           (pks, xq[:5], False)):
+        seg = load_segment(build.build_index_file(xb, index_type, "L2", params, use_gpu=False), keys, manager=mgr)
+        got = search_segments([seg], queries, K)
+        assert got.in_order == expect_in_order
+        ref = reference(seg, queries, K)
+        np.testing.assert_array_equal(got.ids, ref.ids)
+        np.testing.assert_array_equal(got.scores, ref.scores)
+        np.testing.assert_array_equal(got.topks, ref.topks)
+        np.testing.assert_array_equal(got.sources, ref.sources)
+
+
+def test_keys_unique_follows_inserts():
+    from vecgrid.gpu.rows import RowStore
+    rows = RowStore(np.array([3, 1, 2], dtype=np.int64))
+    assert rows.keys_unique()
+    rows.append(np.array([4], dtype=np.int64))
+    assert rows.keys_unique()
+    rows.append(np.array([1], dtype=np.int64))
+    assert not rows.keys_unique()

@@ -439,7 +439,12 @@ class LoadedSegment:
             if I.item(k - 1) >= 0:
                 return self._one_query(D, I, k)
         elif not np.count_nonzero(I[:, need - 1] < 0):
-            return TopK.from_dense(D, I, k, self.rows.pks, full=need == k)
+            out = TopK.from_dense(D, I, k, self.rows.pks, full=need == k)
+            # in merge order when no query has tied scores (faiss sorts each row) and no key is stored
+            # twice (a row is found once per query): search_segments then skips the merge
+            if need == k and (k == 1 or not (D[:, 1:] == D[:, :-1]).any()) and self.rows.keys_unique():
+                out.in_order, out.sources = True, constant(nq * k, 0, np.int32)
+            return out
         short = I[:, need - 1] < 0
         if self.family != "flat":  # FLAT is exhaustive: what it left empty (a NaN query) stays so
             D2, I2 = self._exact(xq[short], k, None)
