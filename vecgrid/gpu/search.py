@@ -442,7 +442,8 @@ class LoadedSegment:
             out = TopK.from_dense(D, I, k, self.rows.pks, full=need == k)
             # in merge order when no query has tied scores (faiss sorts each row) and no key is stored
             # twice (a row is found once per query): search_segments then skips the merge
-            if need == k and (k == 1 or not (D[:, 1:] == D[:, :-1]).any()) and self.rows.keys_unique():
+            if need == k and out.ids.dtype.kind in "iuUS" and (k == 1 or not (D[:, 1:] == D[:, :-1]).any()) \
+                    and self.rows.keys_unique():
                 out.in_order, out.sources = True, constant(nq * k, 0, np.int32)
             return out
         short = I[:, need - 1] < 0
