@@ -1,4 +1,4 @@
-"""The unfiltered single-query host path (LoadedSegment._plain_search / _one_query, search_segments
+"""The unfiltered single-query host path (LoadedSegment._plain_search, search_segments
 skipping the merge of one segment in order, the encoder taking the hit lists): the same hits, order
 and protobuf as the general path — tied scores and a key twice included, where the merge decides."""
 

@@ -94,7 +94,7 @@ class TopK:
     sources: np.ndarray | None = None
     fields: list[FieldColumn] | None = field(default=None)  # rows aligned with ids
     # known to be in merge order (each query within k, no tied scores, no key twice in a query) and
-    # ``sources`` set: merging it alone would change nothing (see LoadedSegment._one_query)
+    # ``sources`` set: merging it alone would change nothing (see LoadedSegment._plain_search)
     in_order: bool = False
     # (scores, ids) of a one-query result as Python lists, when its producer made them anyway (the
     # merge-order check): the protobuf encoder takes lists.  Set with the arrays, never after.

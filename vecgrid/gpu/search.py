@@ -198,7 +198,12 @@ class LoadedSegment:
         self._host_copy: Any = None
         self._params_cache: dict[Any, Any] = {}
         self._default_sp: dict[int, dict[str, int]] = {}
-        self._one_query_consts: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # by k; see _one_query
+        self._one_query_consts: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # by k; see _plain_search
+        self._params_by_k: dict[int, Any] = {}  # faiss params of the default search params, by k
+        # a sealed segment's keys never change (rows are only hidden by deletes): one view, no
+        # property call per search; and whether the merge keeps their type (it makes object keys str)
+        self._pks = rows.pks
+        self._pk_passes_merge = self._pks.dtype.kind in "iuUS"
         self._storage: Any = None
         # _inflight and _closed (under _lock): searches enter and leave, release() waits on _gate
         # for none left.  Searches take the plain lock (a C call; a Condition's own enter is Python).
@@ -282,6 +287,7 @@ class LoadedSegment:
         self.manager.host.release((self.key, "host_copy"))
         self.manager.host.release((self.key, "direct_map"))
         self.rows = RowStore(np.zeros(0, dtype=self.rows.pks.dtype))
+        self._pks = self.rows.pks
         trim_host_heap()
 
     def delete(self, pks: Any, timestamps: Any = None) -> int:
@@ -394,7 +400,10 @@ class LoadedSegment:
         if self.metric == "COSINE":
             xq = normalize_rows(xq)
         sp = (None if params else self._default_sp.get(k)) or self.search_params(k, params)
-        self._enter()
+        with self._lock:  # _enter() inlined: after a search each Python frame costs microseconds
+            if self._closed:
+                raise errors.SegmentNotLoaded(f"segment {self.segment_id} was released")
+            self._inflight += 1
         try:
             if expr is None and mask is None and self._host and shape[0] and \
                     self.rows.visibility(timestamp) is None:
@@ -419,30 +428,49 @@ class LoadedSegment:
                 D, I = self._search_dense(xq, k, sp, allowed, count)
             return TopK.from_dense(D, I, k, pks)
         finally:
-            self._exit()
+            with self._lock:  # _exit() inlined
+                self._inflight -= 1
+                if not self._inflight and self._closed:
+                    self._gate.notify_all()
 
     def _plain_search(self, xq: np.ndarray, k: int, sp: Mapping[str, int]) -> TopK:
         """Every row allowed, host index: :meth:`_search_dense` without its general steps.
 
-        A single HNSW query takes ~0.1 ms in faiss, so each numpy call around it counts (more than a
-        tight loop shows: the search evicts the interpreter's and numpy's working set): faiss's
-        ``search_c`` straight into the result arrays, one check for short rows, one key lookup."""
+        A single HNSW query takes ~0.1-0.2 ms in faiss, and right after it every numpy call, Python
+        frame and protobuf call around it costs 1-3 us (the search has evicted their code and data
+        from the CPU caches; a tight loop shows a fifth of that), so this path makes few: faiss's
+        ``search_c`` straight into the result arrays, one label read as a Python int, and for one
+        query the merge-order check (no tie, no key twice) on Python lists, which then go along for
+        the protobuf encoder.  A single segment's result in merge order is the merged result:
+        search_segments skips the merge."""
         nq = len(xq)
-        n = self.num_rows
         D = np.empty((nq, k), dtype=np.float32)
         I = np.empty((nq, k), dtype=np.int64)
         swig_ptr = self.faiss.swig_ptr
-        self.index.search_c(nq, swig_ptr(xq), k, swig_ptr(D), swig_ptr(I), self._plain_params(k, sp))
-        need = min(k, n)
+        params = self._params_by_k.get(k) if sp is self._default_sp.get(k) else None
+        if params is None:
+            params = self._plain_params(k, sp)
+        self.index.search_c(nq, swig_ptr(xq), k, swig_ptr(D), swig_ptr(I), params)
+        need = min(k, self.num_rows)
         # faiss packs hits first, -1 padding last
         if nq == 1 and need == k:
             if I.item(k - 1) >= 0:
-                return self._one_query(D, I, k)
+                rows = I.reshape(-1)
+                ids = self._pks[rows]
+                score_list, id_list = D.tolist()[0], ids.tolist()
+                consts = self._one_query_consts.get(k)
+                if consts is None:
+                    consts = self._one_query_consts[k] = (constant(1, k, np.int64), constant(k, 0, np.int32))
+                # faiss returns them best first, so a tie is two equal scores anywhere (NaN never equals NaN)
+                if self._pk_passes_merge and len(set(score_list)) == k and len(set(id_list)) == k:
+                    return TopK(ids, D.reshape(-1), consts[0], k, rows=rows, sources=consts[1], in_order=True,
+                                hit_lists=(score_list, id_list))
+                return TopK(ids, D.reshape(-1), consts[0], k, rows=rows)
         elif not np.count_nonzero(I[:, need - 1] < 0):
-            out = TopK.from_dense(D, I, k, self.rows.pks, full=need == k)
+            out = TopK.from_dense(D, I, k, self._pks, full=need == k)
             # in merge order when no query has tied scores (faiss sorts each row) and no key is stored
             # twice (a row is found once per query): search_segments then skips the merge
-            if need == k and out.ids.dtype.kind in "iuUS" and (k == 1 or not (D[:, 1:] == D[:, :-1]).any()) \
+            if need == k and self._pk_passes_merge and (k == 1 or not (D[:, 1:] == D[:, :-1]).any()) \
                     and self.rows.keys_unique():
                 out.in_order, out.sources = True, constant(nq * k, 0, np.int32)
             return out
@@ -450,24 +478,7 @@ class LoadedSegment:
         if self.family != "flat":  # FLAT is exhaustive: what it left empty (a NaN query) stays so
             D2, I2 = self._exact(xq[short], k, None)
             D[short], I[short] = D2, I2
-        return TopK.from_dense(D, I, k, self.rows.pks)
-
-    def _one_query(self, D: np.ndarray, I: np.ndarray, k: int) -> TopK:
-        """One query's ``k`` hits (all found) as a :class:`TopK`, checked for merge order on the way with
-        Python lists (numpy's reductions cost more than the lists for ten hits): a single segment's
-        result in order is the merged result, and search_segments skips the merge.  The lists go
-        along for the protobuf encoder."""
-        rows = I.reshape(-1)
-        ids = self.rows.pks[rows]
-        consts = self._one_query_consts.get(k)
-        if consts is None:
-            consts = self._one_query_consts[k] = (constant(1, k, np.int64), constant(k, 0, np.int32))
-        score_list, id_list = D.tolist()[0], ids.tolist()
-        # faiss returns them best first, so a tie is two equal scores anywhere (NaN never equals NaN)
-        if ids.dtype.kind in "iuUS" and len(set(score_list)) == k and len(set(id_list)) == k:
-            return TopK(ids, D.reshape(-1), consts[0], k, rows=rows, sources=consts[1], in_order=True,
-                        hit_lists=(score_list, id_list))
-        return TopK(ids, D.reshape(-1), consts[0], k, rows=rows)
+        return TopK.from_dense(D, I, k, self._pks)
 
     def _search_dense(self, xq: np.ndarray, k: int, sp: Mapping[str, int], allowed: np.ndarray | None,
                       count: int) -> tuple[np.ndarray, np.ndarray]:
@@ -517,7 +528,8 @@ class LoadedSegment:
         return D, I
 
     def _plain_params(self, k: int, sp: Mapping[str, int]) -> Any:
-        """Unfiltered host search parameters, cached (they are read-only during a search)."""
+        """Unfiltered host search parameters, cached (they are read-only during a search); those of
+        the default params also by ``k`` alone (see _plain_search)."""
         if self.family == "ivf":
             key: Any = ("ivf", sp["nprobe"])
         elif self.family in ("hnsw", "cagra"):
@@ -533,6 +545,10 @@ class LoadedSegment:
             if len(self._params_cache) > 64:
                 self._params_cache.clear()
             self._params_cache[key] = params
+        if sp is self._default_sp.get(k):
+            if len(self._params_by_k) > 256:
+                self._params_by_k.clear()
+            self._params_by_k[k] = params
         return params
 
     def _gpu_search(self, xq: np.ndarray, k: int, sp: Mapping[str, int], allowed: np.ndarray | None,
@@ -743,6 +759,12 @@ def search_segments(segments: Sequence[LoadedSegment | GrowingSegment], queries:
     """Search sealed and growing segments, merge into the best ``k`` per query, fetch output fields.
 
     GPU segments run on their devices' owner threads concurrently with host ones."""
+    if len(segments) == 1 and type(segments[0]) is LoadedSegment and segments[0]._host and not output_fields \
+            and (round_decimal is None or round_decimal < 0):
+        # the latency-bound shape: one host segment, nothing to fetch; its search checks the queries
+        seg = segments[0]
+        part = seg.search(queries, k, expr=expr, timestamp=timestamp, params=params, metric=metric or seg.metric)
+        return part if part.in_order else merge_topk([part], k, metric or seg.metric, round_decimal)
     xq = np.ascontiguousarray(queries, dtype=np.float32)
     if xq.ndim == 1:
         xq = xq.reshape(1, -1)
