@@ -199,7 +199,9 @@ class LoadedSegment:
         self._params_cache: dict[Any, Any] = {}
         self._default_sp: dict[int, dict[str, int]] = {}
         self._one_query_consts: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # by k; see _plain_search
-        self._params_by_k: dict[int, Any] = {}  # faiss params of the default search params, by k
+        # faiss params of the default search params, by k; like _default_sp and _one_query_consts, filled
+        # by any search thread (a dict assignment is atomic, and every writer stores equal values)
+        self._params_by_k: dict[int, Any] = {}
         # a sealed segment's keys never change (rows are only hidden by deletes): one view, no
         # property call per search; and whether the merge keeps their type (it makes object keys str)
         self._pks = rows.pks
