@@ -133,6 +133,11 @@ class BlockingIndexFlat:
         assert self.go.wait(30)
         return self.real.search(*args, **kwargs)
 
+    def search_c(self, *args):  # what an unfiltered host search calls (faiss's wrapper skipped)
+        self.entered.set()
+        assert self.go.wait(30)
+        return self.real.search_c(*args)
+
 
 def test_release_waits_for_a_search_in_flight(data):
     _, xq, blob = data
@@ -142,7 +147,7 @@ def test_release_waits_for_a_search_in_flight(data):
     rows = RowStore(np.arange(N, dtype=np.int64))
     seg = LoadedSegment(index=BlockingIndexFlat(index, entered, go), header=header, rows=rows, device=mgr.host,
                         manager=mgr, key="in-flight", index_bytes=len(blob), field_id=VEC_FIELD)
-    seg._xb = None  # no flat view of the wrapper: the unfiltered search goes through index.search
+    seg._xb = None  # no flat view of the wrapper: the unfiltered search goes through the index
     found = []
     searcher = threading.Thread(target=lambda: found.append(seg.search(xq, K)))
     searcher.start()

@@ -36,10 +36,34 @@ import numpy as np
 from vecgrid import errors
 from vecgrid.gpu.columns import FieldColumn, concat_columns
 
-__all__ = ["TopK", "merge_topk", "larger_is_better", "round_scores", "MAX_TOPK"]
+__all__ = ["TopK", "merge_topk", "larger_is_better", "round_scores", "MAX_TOPK", "constant"]
 
 MAX_TOPK = 16384  # Milvus's quota limit for topk (and nq)
 SMALL_MERGE = 256  # hits of one query up to which merging sorts Python tuples (see _one_query_order)
+
+
+# Read-only arrays of one value, by (length, value, dtype); see constant().  Any thread adds to it
+# (a dict assignment is atomic; two threads racing store equal arrays), entries never change.
+_CONSTANTS: dict[tuple[int, int, str], np.ndarray] = {}
+_CONSTANT_MAX_LEN = 4096
+
+
+def constant(n: int, value: int, dtype: Any) -> np.ndarray:
+    """``np.full(n, value, dtype)``, read-only and shared between calls: a latency-bound search makes
+    the same ``topks`` and ``sources`` arrays every time, and a fresh small array costs microseconds
+    right after a faiss search has pushed numpy's code out of the CPU caches.  A TopK's arrays are
+    only read (a write raises here instead of changing another result)."""
+    key = (n, value, dtype)
+    a = _CONSTANTS.get(key)
+    if a is None:
+        a = np.full(n, value, dtype=dtype)
+        if n > _CONSTANT_MAX_LEN:
+            return a
+        a.flags.writeable = False
+        if len(_CONSTANTS) > 1024:
+            _CONSTANTS.clear()
+        _CONSTANTS[key] = a
+    return a
 
 
 def larger_is_better(metric: str) -> bool:
@@ -69,6 +93,12 @@ class TopK:
     rows: np.ndarray | None = None
     sources: np.ndarray | None = None
     fields: list[FieldColumn] | None = field(default=None)  # rows aligned with ids
+    # known to be in merge order (each query within k, no tied scores, no key twice in a query) and
+    # ``sources`` set: merging it alone would change nothing (see LoadedSegment._plain_search)
+    in_order: bool = False
+    # (scores, ids) of a one-query result as Python lists, when its producer made them anyway (the
+    # merge-order check): the protobuf encoder takes lists.  Set with the arrays, never after.
+    hit_lists: tuple[list, list] | None = field(default=None, repr=False, compare=False)
 
     @property
     def nq(self) -> int:
@@ -106,11 +136,13 @@ class TopK:
                    np.zeros(nq, dtype=np.int64), k, rows=np.zeros(0, dtype=np.int64))
 
     @classmethod
-    def from_dense(cls, D: np.ndarray, labels: np.ndarray, k: int, pks: np.ndarray | None = None) -> "TopK":
-        """From faiss's ``(D, I)`` (``I == -1`` = no hit); ``pks`` maps row offsets to keys."""
+    def from_dense(cls, D: np.ndarray, labels: np.ndarray, k: int, pks: np.ndarray | None = None, *,
+                   full: bool = False) -> "TopK":
+        """From faiss's ``(D, I)`` (``I == -1`` = no hit); ``pks`` maps row offsets to keys.
+        ``full``: the caller knows every label is a hit (no check)."""
         nq = labels.shape[0]
-        if labels.size == 0 or labels.min() >= 0:  # every query full: no padding to drop
-            topks = np.full(nq, labels.shape[1] if labels.ndim == 2 else 0, dtype=np.int64)
+        if full or labels.size == 0 or labels.min() >= 0:  # every query full: no padding to drop
+            topks = constant(nq, labels.shape[1] if labels.ndim == 2 else 0, np.int64)
             rows = labels.reshape(-1)
             scores = D.reshape(-1)
         else:
@@ -149,10 +181,8 @@ def _already_merged(p: TopK, k: int, dedup: bool) -> TopK | None:
     if p.ids.dtype.kind not in "iuUS":
         return None
     if 1 < n <= 64 and nq == 1:  # one small query: plain Python beats a dozen numpy calls
-        if n > k:
-            return None
-        sl = p.scores.tolist()
-        if any(a == b for a, b in zip(sl, sl[1:])) or (dedup and len(set(p.ids.tolist())) != n):
+        # the part is in order, so a tie is two equal scores anywhere (NaN never equals NaN)
+        if n > k or len(set(p.scores.tolist())) != n or (dedup and len(set(p.ids.tolist())) != n):
             return None
     elif n > 1:
         if int(topks.max()) > k:
@@ -178,7 +208,7 @@ def _already_merged(p: TopK, k: int, dedup: bool) -> TopK | None:
                 ids_o, q_o = p.ids[o], q[o]
                 if bool(((ids_o[1:] == ids_o[:-1]) & (q_o[1:] == q_o[:-1])).any()):
                     return None
-    return TopK(p.ids, p.scores, topks, k, rows=p.rows, sources=np.zeros(n, dtype=np.int32),
+    return TopK(p.ids, p.scores, topks, k, rows=p.rows, sources=constant(n, 0, np.int32),
                 fields=p.fields)
 
 

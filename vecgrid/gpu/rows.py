@@ -131,6 +131,8 @@ class RowStore:
         self._min_deleted = NEVER
         self._max_ts = int(self._ts.view().max()) if self._ts is not None and n else 0
         self._order: np.ndarray | None = None
+        # (row count, no key twice): see keys_unique(); replaced whole by any search thread
+        self._unique: tuple[int, bool] = (-1, False)
         self._xp_cache: dict[int, Any] = {}
         self._json_keys = KeyCache()  # keys of JSON columns that filters read, extracted once
         self._lock = threading.Lock()
@@ -207,6 +209,16 @@ class RowStore:
         if self._order is None or len(self._order) != self.n:
             self._order = np.argsort(self.pks, kind="stable")
         return self._order, self.pks[self._order]
+
+    def keys_unique(self) -> bool:
+        """Whether no primary key appears twice among the rows (Milvus lets a collection without auto
+        ids insert one twice); computed once per row count, keeping no sorted copy."""
+        n, unique = self._unique
+        if n != self.n:
+            n = self.n
+            unique = len(np.unique(self.pks)) == n
+            self._unique = (n, unique)
+        return unique
 
     def delete(self, pks: Any, timestamps: Any = None) -> int:
         """Apply deletes ``(pk, ts)``; returns how many rows they hide (at the latest time).

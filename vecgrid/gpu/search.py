@@ -71,7 +71,7 @@ from vecgrid.gpu.columns import FieldColumn
 from vecgrid.gpu.device import (Device, DeviceManager, cupy_module, default_manager, faiss_has_gpu,
                                 gpu_resources, trim_host_heap)
 from vecgrid.gpu.growing import GrowingSegment, brute_force_knn
-from vecgrid.gpu.merge import MAX_TOPK, TopK, merge_topk
+from vecgrid.gpu.merge import MAX_TOPK, TopK, constant, merge_topk
 from vecgrid.gpu.plan import parse_search_plan
 from vecgrid.gpu.results import decode_placeholder_group, to_search_result_data
 from vecgrid.gpu.rows import RowStore, fields_from_schema
@@ -188,6 +188,7 @@ class LoadedSegment:
         self.nlist = int(self.faiss.extract_index_ivf(index).nlist) if self.family == "ivf" and \
             not device.is_gpu else int(self.header.get("params", {}).get("nlist", getattr(index, "nlist", 0)))
         self._fm = "L2" if self.metric == "L2" else "IP"
+        self._host = not device.is_gpu  # a segment never moves
         self._xb: np.ndarray | None = None
         if not device.is_gpu:
             if self.family == "flat":
@@ -197,9 +198,19 @@ class LoadedSegment:
         self._host_copy: Any = None
         self._params_cache: dict[Any, Any] = {}
         self._default_sp: dict[int, dict[str, int]] = {}
+        self._one_query_consts: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # by k; see _plain_search
+        # faiss params of the default search params, by k; like _default_sp and _one_query_consts, filled
+        # by any search thread (a dict assignment is atomic, and every writer stores equal values)
+        self._params_by_k: dict[int, Any] = {}
+        # a sealed segment's keys never change (rows are only hidden by deletes): one view, no
+        # property call per search; and whether the merge keeps their type (it makes object keys str)
+        self._pks = rows.pks
+        self._pk_passes_merge = self._pks.dtype.kind in "iuUS"
         self._storage: Any = None
-        # _inflight and _closed: searches enter and leave, release() waits for none left
-        self._gate = threading.Condition()
+        # _inflight and _closed (under _lock): searches enter and leave, release() waits on _gate
+        # for none left.  Searches take the plain lock (a C call; a Condition's own enter is Python).
+        self._lock = threading.Lock()
+        self._gate = threading.Condition(self._lock)
         self._map_lock = threading.Lock()  # adding the IVF direct map vs. serialising the index
         self._inflight = 0
         self._closed = False
@@ -235,15 +246,15 @@ class LoadedSegment:
 
     # -- lifecycle -----------------------------------------------------------------------------
     def _enter(self) -> None:
-        with self._gate:
+        with self._lock:
             if self._closed:
                 raise errors.SegmentNotLoaded(f"segment {self.segment_id} was released")
             self._inflight += 1
 
     def _exit(self) -> None:
-        with self._gate:
+        with self._lock:
             self._inflight -= 1
-            if not self._inflight:
+            if not self._inflight and self._closed:  # only release() waits
                 self._gate.notify_all()
 
     def _fell_back(self, kind: str, error: BaseException, instead: str) -> None:
@@ -278,6 +289,7 @@ class LoadedSegment:
         self.manager.host.release((self.key, "host_copy"))
         self.manager.host.release((self.key, "direct_map"))
         self.rows = RowStore(np.zeros(0, dtype=self.rows.pks.dtype))
+        self._pks = self.rows.pks
         trim_host_heap()
 
     def delete(self, pks: Any, timestamps: Any = None) -> int:
@@ -375,21 +387,29 @@ class LoadedSegment:
         """Top-``k`` of each query among the allowed rows (see the module's rule).
 
         Returns a :class:`TopK` whose ``ids`` are primary keys and ``rows`` row offsets."""
-        if metric and metric.upper() != self.metric:
+        if metric and metric != self.metric and metric.upper() != self.metric:
             raise errors.ParameterInvalid(f"metric type not match: expected={self.metric}, actual={metric.upper()}")
         if not 1 <= k <= MAX_TOPK:
             raise errors.ParameterInvalid(f"topk ({k}) should be in range [1, {MAX_TOPK}]")
         xq = np.ascontiguousarray(queries, dtype=np.float32)
-        if xq.ndim == 1:
+        shape = xq.shape
+        if len(shape) == 1:
             xq = xq.reshape(1, -1)
-        if xq.ndim != 2 or xq.shape[1] != self.dim:
+            shape = xq.shape
+        if len(shape) != 2 or shape[1] != self.dim:
             raise errors.ParameterInvalid(
                 f"the dimension of query vectors ({xq.shape[-1]}) does not match the index's ({self.dim})")
         if self.metric == "COSINE":
             xq = normalize_rows(xq)
-        sp = self.search_params(k, params)
-        self._enter()
+        sp = (None if params else self._default_sp.get(k)) or self.search_params(k, params)
+        with self._lock:  # _enter() inlined: after a search each Python frame costs microseconds
+            if self._closed:
+                raise errors.SegmentNotLoaded(f"segment {self.segment_id} was released")
+            self._inflight += 1
         try:
+            if expr is None and mask is None and self._host and shape[0] and \
+                    self.rows.visibility(timestamp) is None:
+                return self._plain_search(xq, k, sp)  # every row: the latency-bound common case
             xp = np
             if self.device.is_gpu and expr is not None:
                 xp = cupy_module() or np
@@ -410,7 +430,57 @@ class LoadedSegment:
                 D, I = self._search_dense(xq, k, sp, allowed, count)
             return TopK.from_dense(D, I, k, pks)
         finally:
-            self._exit()
+            with self._lock:  # _exit() inlined
+                self._inflight -= 1
+                if not self._inflight and self._closed:
+                    self._gate.notify_all()
+
+    def _plain_search(self, xq: np.ndarray, k: int, sp: Mapping[str, int]) -> TopK:
+        """Every row allowed, host index: :meth:`_search_dense` without its general steps.
+
+        A single HNSW query takes ~0.1-0.2 ms in faiss, and right after it every numpy call, Python
+        frame and protobuf call around it costs 1-3 us (the search has evicted their code and data
+        from the CPU caches; a tight loop shows a fifth of that), so this path makes few: faiss's
+        ``search_c`` straight into the result arrays, one label read as a Python int, and for one
+        query the merge-order check (no tie, no key twice) on Python lists, which then go along for
+        the protobuf encoder.  A single segment's result in merge order is the merged result:
+        search_segments skips the merge."""
+        nq = len(xq)
+        D = np.empty((nq, k), dtype=np.float32)
+        I = np.empty((nq, k), dtype=np.int64)
+        swig_ptr = self.faiss.swig_ptr
+        params = self._params_by_k.get(k) if sp is self._default_sp.get(k) else None
+        if params is None:
+            params = self._plain_params(k, sp)
+        self.index.search_c(nq, swig_ptr(xq), k, swig_ptr(D), swig_ptr(I), params)
+        need = min(k, self.num_rows)
+        # faiss packs hits first, -1 padding last
+        if nq == 1 and need == k:
+            if I.item(k - 1) >= 0:
+                rows = I.reshape(-1)
+                ids = self._pks[rows]
+                score_list, id_list = D.tolist()[0], ids.tolist()
+                consts = self._one_query_consts.get(k)
+                if consts is None:
+                    consts = self._one_query_consts[k] = (constant(1, k, np.int64), constant(k, 0, np.int32))
+                # faiss returns them best first, so a tie is two equal scores anywhere (NaN never equals NaN)
+                if self._pk_passes_merge and len(set(score_list)) == k and len(set(id_list)) == k:
+                    return TopK(ids, D.reshape(-1), consts[0], k, rows=rows, sources=consts[1], in_order=True,
+                                hit_lists=(score_list, id_list))
+                return TopK(ids, D.reshape(-1), consts[0], k, rows=rows)
+        elif not np.count_nonzero(I[:, need - 1] < 0):
+            out = TopK.from_dense(D, I, k, self._pks, full=need == k)
+            # in merge order when no query has tied scores (faiss sorts each row) and no key is stored
+            # twice (a row is found once per query): search_segments then skips the merge
+            if need == k and self._pk_passes_merge and (k == 1 or not (D[:, 1:] == D[:, :-1]).any()) \
+                    and self.rows.keys_unique():
+                out.in_order, out.sources = True, constant(nq * k, 0, np.int32)
+            return out
+        short = I[:, need - 1] < 0
+        if self.family != "flat":  # FLAT is exhaustive: what it left empty (a NaN query) stays so
+            D2, I2 = self._exact(xq[short], k, None)
+            D[short], I[short] = D2, I2
+        return TopK.from_dense(D, I, k, self._pks)
 
     def _search_dense(self, xq: np.ndarray, k: int, sp: Mapping[str, int], allowed: np.ndarray | None,
                       count: int) -> tuple[np.ndarray, np.ndarray]:
@@ -460,7 +530,8 @@ class LoadedSegment:
         return D, I
 
     def _plain_params(self, k: int, sp: Mapping[str, int]) -> Any:
-        """Unfiltered host search parameters, cached (they are read-only during a search)."""
+        """Unfiltered host search parameters, cached (they are read-only during a search); those of
+        the default params also by ``k`` alone (see _plain_search)."""
         if self.family == "ivf":
             key: Any = ("ivf", sp["nprobe"])
         elif self.family in ("hnsw", "cagra"):
@@ -476,6 +547,10 @@ class LoadedSegment:
             if len(self._params_cache) > 64:
                 self._params_cache.clear()
             self._params_cache[key] = params
+        if sp is self._default_sp.get(k):
+            if len(self._params_by_k) > 256:
+                self._params_by_k.clear()
+            self._params_by_k[k] = params
         return params
 
     def _gpu_search(self, xq: np.ndarray, k: int, sp: Mapping[str, int], allowed: np.ndarray | None,
@@ -686,21 +761,39 @@ def search_segments(segments: Sequence[LoadedSegment | GrowingSegment], queries:
     """Search sealed and growing segments, merge into the best ``k`` per query, fetch output fields.
 
     GPU segments run on their devices' owner threads concurrently with host ones."""
+    if len(segments) == 1 and type(segments[0]) is LoadedSegment and segments[0]._host and not output_fields \
+            and (round_decimal is None or round_decimal < 0):
+        # the latency-bound shape: one host segment, nothing to fetch; its search checks the queries
+        seg = segments[0]
+        part = seg.search(queries, k, expr=expr, timestamp=timestamp, params=params, metric=metric or seg.metric)
+        return part if part.in_order else merge_topk([part], k, metric or seg.metric, round_decimal)
     xq = np.ascontiguousarray(queries, dtype=np.float32)
     if xq.ndim == 1:
         xq = xq.reshape(1, -1)
     if not segments:
         return TopK.empty(len(xq), k)
     metric = metric or getattr(segments[0], "metric", "L2")
-    pending: list[Any] = []
-    for seg in segments:
-        kw = dict(expr=expr, timestamp=timestamp, params=params, metric=metric)
-        if isinstance(seg, LoadedSegment) and seg.device.is_gpu:
-            pending.append(seg.device.submit(seg.search, xq, k, **kw))
+    if len(segments) == 1:  # the common shape of a latency-bound search: no futures, maybe no merge
+        seg = segments[0]
+        if isinstance(seg, LoadedSegment) and not seg._host:
+            part = seg.device.submit(seg.search, xq, k, expr=expr, timestamp=timestamp, params=params,
+                                     metric=metric).result()
         else:
-            pending.append(seg.search(xq, k, **kw))
-    parts = [p if isinstance(p, TopK) else p.result() for p in pending]
-    merged = merge_topk(parts, k, metric, round_decimal)
+            part = seg.search(xq, k, expr=expr, timestamp=timestamp, params=params, metric=metric)
+        if part.in_order and (round_decimal is None or round_decimal < 0):
+            merged = part
+        else:
+            merged = merge_topk([part], k, metric, round_decimal)
+    else:
+        pending: list[Any] = []
+        for seg in segments:
+            kw = dict(expr=expr, timestamp=timestamp, params=params, metric=metric)
+            if isinstance(seg, LoadedSegment) and seg.device.is_gpu:
+                pending.append(seg.device.submit(seg.search, xq, k, **kw))
+            else:
+                pending.append(seg.search(xq, k, **kw))
+        parts = [p if isinstance(p, TopK) else p.result() for p in pending]
+        merged = merge_topk(parts, k, metric, round_decimal)
     if output_fields and len(merged):
         merged.fields = _gather_fields(segments, merged, output_fields)
     elif output_fields:

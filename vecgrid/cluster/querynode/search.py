@@ -120,10 +120,11 @@ def _search_one(coll: Collection, segments: Sequence[SealedSegment], plan_bytes:
 
 
 def _results_shell(req: internal_pb2.SearchRequest, segments: Sequence[SealedSegment],
-                   channels: Sequence[str]) -> internal_pb2.SearchResults:
+                   channels: Sequence[str], sealed_ids: list[int] | None = None) -> internal_pb2.SearchResults:
     return internal_pb2.SearchResults(
-        status=common_pb2.Status(), reqID=req.reqID, channelIDs_searched=list(channels),
-        sealed_segmentIDs_searched=[s.segment_id for s in segments if not s.is_l0],
+        status=common_pb2.Status(), reqID=req.reqID, channelIDs_searched=channels,
+        sealed_segmentIDs_searched=[s.segment_id for s in segments if not s.is_l0] if sealed_ids is None
+        else sealed_ids,
         is_topk_reduce=req.is_topk_reduce, is_recall_evaluation=req.is_recall_evaluation)
 
 
@@ -368,22 +369,24 @@ def _fail(live: list, error: Exception) -> None:
             done.set_exception(error)
 
 
-def _split(topk: TopK, lo: int, hi: int) -> TopK:
-    """Queries ``lo:hi`` of ``topk``."""
-    o = topk.offsets
-    sel = slice(int(o[lo]), int(o[hi]))
-    idx = np.arange(sel.start, sel.stop)
-    return TopK(topk.ids[sel], topk.scores[sel], topk.topks[lo:hi], topk.k,
-                rows=None if topk.rows is None else topk.rows[sel],
-                sources=None if topk.sources is None else topk.sources[sel],
-                fields=None if topk.fields is None else [c.take(idx) for c in topk.fields])
+def _split(topk: TopK, offsets: list[int], lo: int, hi: int, hit_lists: tuple[list, list] | None) -> TopK:
+    """Queries ``lo:hi`` of ``topk`` (``offsets``: its hit offsets; ``hit_lists``: its scores and keys as
+    lists, for one-query parts, whose encoder takes lists)."""
+    a, b = offsets[lo], offsets[hi]
+    lists = (hit_lists[0][a:b], hit_lists[1][a:b]) if hit_lists is not None and hi - lo == 1 else None
+    return TopK(topk.ids[a:b], topk.scores[a:b], topk.topks[lo:hi], topk.k,
+                rows=None if topk.rows is None else topk.rows[a:b],
+                sources=None if topk.sources is None else topk.sources[a:b],
+                fields=None if topk.fields is None else [c.take(np.arange(a, b)) for c in topk.fields],
+                hit_lists=lists)
 
 
 def search_batch(coll: Collection, segments: Sequence[SealedSegment],
                  items: Sequence[tuple[internal_pb2.SearchRequest, np.ndarray]],
                  channels: Sequence[str]) -> list[internal_pb2.SearchResults]:
     """Requests of one batch key (same plan, snapshot, outputs), their decoded queries alongside:
-    one engine search of all their queries, one reply per request."""
+    one engine search of all their queries, one reply per request.  What every reply shares (hit
+    offsets, hit lists, searched segment ids) is computed once: per request only slices remain."""
     started = time.perf_counter()
     first = items[0][0]
     xq = np.concatenate([x for _, x in items]) if len(items) > 1 else items[0][1]
@@ -392,13 +395,17 @@ def search_batch(coll: Collection, segments: Sequence[SealedSegment],
         mvcc_timestamp(first.mvcc_timestamp))
     total = sum(s.num_rows for s in live)
     elapsed = int((time.perf_counter() - started) * 1000)
+    offsets = topk.offsets.tolist()
+    hit_lists = None if topk.fields else (topk.scores.tolist(), topk.ids.tolist())
+    sealed_ids = [s.segment_id for s in segments if not s.is_l0]
+    channels = list(channels)
     out = []
     lo = 0
     for req, x in items:
-        part = _split(topk, lo, lo + len(x))
+        part = _split(topk, offsets, lo, lo + len(x), hit_lists)
         lo += len(x)
         srd = to_search_result_data(part, output_fields=field_names, all_search_count=total)
-        res = _results_shell(req, segments, channels)
+        res = _results_shell(req, segments, channels, sealed_ids)
         res.metric_type, res.num_queries, res.top_k = metric, len(x), part.k
         res.sliced_blob = srd.SerializeToString()
         res.sliced_num_count, res.all_search_count = 1, total
