@@ -50,6 +50,20 @@ def test_mixed_kinds_follow_the_generic_rules():
     assert predicate({"n": 1, "s": "c"}) is True                   # a missing field is not True
 
 
+def test_a_filters_optimistic_comparisons_keep_the_kind_rules():
+    """The scan compares before it checks a value's kind: values Python orders with a number but that
+    are not numbers here (True, Decimal), and values it cannot order at all (None, a list, a string
+    against a number), still answer as ``matches``."""
+    from decimal import Decimal
+
+    conds = {"n": {"$gte": 1}, "s": {"$lt": "m"}}
+    rows = [{"n": 2, "s": "a"}, {"n": True, "s": "a"}, {"n": Decimal(5), "s": "a"}, {"n": 2.5, "s": ["a"]},
+            {"n": None, "s": "a"}, {"n": "9", "s": "a"}, {"n": 3, "s": "b"}, {"n": 1, "s": 7}]
+    assert compile_filter(conds)(rows) == [r for r in rows if matches(r, conds)] == [rows[0], rows[6]]
+    for row in rows:  # each alone too: the first pass may end on the row itself
+        assert compile_filter(conds)([row]) == [r for r in [row] if matches(r, conds)]
+
+
 @hypothesis.settings(max_examples=200, deadline=None, database=None)
 @hypothesis.given(conditions(), st.lists(records, max_size=8))
 def test_compiled_filter_keeps_what_matches_keeps(conds, recs):

@@ -539,8 +539,15 @@ def _compile(conditions: Mapping[str, Any], template: str, fallback: bool = Fals
                 parts.append(f"(not {equal(load, value, operand, c)})")
             elif op in _COMPARISONS and fast_type(operand) in ("in NUM", "is str"):
                 symbol = _COMPARISONS[op]
-                parts.append(f"(({value} {symbol} {c}) if type({load}) {fast_type(operand)} "
-                             f"else _ordered({value}, {c}, {bind(op)}))")
+                if subscript:
+                    # Optimistic: compare first, check the kind only when it holds (a number operand
+                    # also orders True, Decimal...; they are not numbers here).  Values of another
+                    # kind that Python cannot order with the operand raise TypeError: the scan
+                    # starts over on the checked form below.
+                    parts.append(f"(({load} {symbol} {c}) and type({value}) {fast_type(operand)})")
+                else:
+                    parts.append(f"(({value} {symbol} {c}) if type({load}) {fast_type(operand)} "
+                                 f"else _ordered({value}, {c}, {bind(op)}))")
             else:
                 parts.append(f"_field_matches({load}, {{{bind(op)}: {c}}})")
             load = value  # loaded by the first part, which runs first
@@ -568,7 +575,8 @@ def _compile(conditions: Mapping[str, Any], template: str, fallback: bool = Fals
     def scan(rows: Any) -> Any:
         try:
             return fast(rows)
-        except KeyError:  # a record without a queried field: only r.get can read it
+        except (KeyError, TypeError):  # a record without a queried field (only r.get can read it), or a
+            # value the optimistic comparison cannot order with its operand (the checked form can)
             return _build(safe_source, namespace)(rows)
 
     return scan
