@@ -122,6 +122,9 @@ class ClusterView(Protocol):
     def growing_rows(self, node_id: int, collection_id: int) -> int:
         """Rows in growing segments of the collection's delegators on the node."""
 
+    def channel_growing_rows(self, node_id: int, channel: str) -> int:
+        """Rows in the growing segments of the channel's delegator on the node (0 if it leads none)."""
+
     def pending_rows(self, node_id: int, collection_id: int | None = None) -> int:
         """Row delta of in-flight segment tasks on the node (+load / -release)."""
 

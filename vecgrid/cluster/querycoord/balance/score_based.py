@@ -37,8 +37,8 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
 from vecgrid.cluster.querycoord.balance.base import (CHANNEL_BATCH_SIZE, SEGMENT_BATCH_SIZE, BaseBalancer, ChannelItem,
-                                                     ChannelPlan, Item, ReplicaNodes, SegmentItem, SegmentPlan,
-                                                     held_channels, held_segments, node_rows)
+                                                     ChannelPlan, ClusterView, Item, ReplicaNodes, SegmentItem,
+                                                     SegmentPlan, held_channels, held_segments, node_rows)
 
 NAME = "ScoreBasedBalancer"
 
@@ -90,8 +90,12 @@ def has_enough_benefit(source: NodeScore, target: NodeScore, delta: float) -> bo
 
 def _greedy_place(items: list[tuple[Item, int]], key: Callable[[Item], Hashable], score: Callable[[Item], float],
                   batch_cap: int | None, *, scores: dict[int, NodeScore],
-                  held: dict[int, set]) -> list[tuple[Item, int, int]]:
-    """Place each ``(item, source node)`` in turn on the lowest-priority node not holding it yet.
+                  held: dict[int, set],
+                  preferred: Callable[[Item, int], bool] = lambda item, node: False,
+                  credit: "HandoffCredit | None" = None) -> list[tuple[Item, int, int]]:
+    """Place each ``(item, source node)`` in turn on the lowest-priority node not holding it yet, its
+    priority lowered by the ``credit`` the item brings there (score that leaves the node when the item
+    lands); between nodes of equal priority, one ``preferred`` for the item, then the lowest id.
 
     Segments and channels alike (``key`` names an item, ``score`` is what it adds to a node). A move
     (a ``source`` among ``scores``) is made only with enough benefit when ``batch_cap`` is set (an
@@ -103,12 +107,15 @@ def _greedy_place(items: list[tuple[Item, int]], key: Callable[[Item], Hashable]
         free = [s for n, s in scores.items() if key(item) not in held[n]]
         if not free:
             continue
-        target = min(free, key=lambda s: (s.priority, s.node_id))
-        delta = score(item)
+        given = (lambda node: credit.of(item, node)) if credit is not None else (lambda node: 0.0)
+        target = min(free, key=lambda s: (s.priority - given(s.node_id), not preferred(item, s.node_id), s.node_id))
+        delta = score(item) - given(target.node_id)
         src = scores.get(source)
         if batch_cap is not None and src is not None and not has_enough_benefit(src, target, delta):
             continue
         placed.append((item, source, target.node_id))
+        if credit is not None:
+            credit.take(item, target.node_id)
         held[target.node_id].add(key(item))
         target.current += delta
         if src is not None:
@@ -116,6 +123,28 @@ def _greedy_place(items: list[tuple[Item, int]], key: Callable[[Item], Hashable]
         if batch_cap is not None and len(placed) > batch_cap:
             break
     return placed
+
+
+class HandoffCredit:
+    """What a new segment of a channel frees on the channel's leader: a flush hands its growing rows
+    off to the sealed segment, so they leave the leader's score once the segment is loaded there.
+    Without it the leader looked full and the flushed segment went to another node, a gRPC hop away
+    from every search of its channel.  Each growing row is credited once (``take``); segments being
+    moved (not new) get none.  Owned by one placement."""
+
+    def __init__(self, view: ClusterView, leads: dict[int, set[str]], moving: set[SegmentItem]) -> None:
+        self._leads, self._moving = leads, moving
+        self._growing = {(n, ch): view.channel_growing_rows(n, ch) for n, channels in leads.items() for ch in channels}
+
+    def of(self, seg: SegmentItem, node: int) -> float:
+        if seg in self._moving:
+            return 0.0
+        return min(self._growing.get((node, seg.channel), 0), seg.num_rows) * (1 + GLOBAL_ROW_COUNT_FACTOR)
+
+    def take(self, seg: SegmentItem, node: int) -> None:
+        key = (node, seg.channel)
+        if key in self._growing and seg not in self._moving:
+            self._growing[key] = max(0, self._growing[key] - seg.num_rows)
 
 
 class ScoreBasedBalancer(BaseBalancer):
@@ -172,8 +201,13 @@ class ScoreBasedBalancer(BaseBalancer):
             src = scores.get(it[1])
             return (-it[0].num_rows, -src.priority if src is not None else 0.0, it[0].segment_id, it[1])
 
+        # A segment on its channel's shard leader is searched without another gRPC hop: the leader gets
+        # the credit of the growing rows the segment replaces there, and wins ties.
+        leads = {n: {c.channel for c in self.view.channels(n, collection_id)} for n in nodes}
         placed = _greedy_place(sorted(items, key=order), lambda s: s.segment_id, segment_score,
-                               SEGMENT_BATCH_SIZE if rebalance else None, scores=scores, held=held)
+                               SEGMENT_BATCH_SIZE if rebalance else None, scores=scores, held=held,
+                               preferred=lambda seg, node: seg.channel in leads[node],
+                               credit=HandoffCredit(self.view, leads, {seg for seg, src in items if src in nodes}))
         return [SegmentPlan(seg, replica_id, source, target) for seg, source, target in placed]
 
     def _place_channels(self, collection_id: int, items: list[tuple[ChannelItem, int]], nodes: list[int],

@@ -67,6 +67,12 @@ class LiveClusterView:
             return 0
         return sum(v.num_of_growing_rows for v in dist.leader_views if v.collection == collection_id)
 
+    def channel_growing_rows(self, node_id: int, channel: str) -> int:
+        dist = self.dist.node(node_id)
+        if dist is None:
+            return 0
+        return sum(v.num_of_growing_rows for v in dist.leader_views if v.channel == channel)
+
     def pending_rows(self, node_id: int, collection_id: int | None = None) -> int:
         return self.scheduler.pending_rows(node_id, collection_id)
 
