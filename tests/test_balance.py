@@ -781,3 +781,15 @@ def test_score_based_hands_a_flushed_segment_to_the_leader_whose_growing_rows_it
     more = [SegmentItem(6, CID, 1, "ch-a", 25_000), SegmentItem(7, CID, 1, "ch-a", 25_000)]
     plans = ScoreBasedBalancer(view).assign_segments(CID, more, [1, 2])
     assert sorted(p.target for p in plans) == [1, 2]
+
+
+def test_score_based_reserves_for_a_delegator_still_being_watched():
+    """A channel watch in flight makes a delegator, so its node carries the delegator reservation
+    already: otherwise the node whose leader came up first looks fuller, and the first channel's
+    segment lands off its leader (bench/rest.py's load placed both segments off their leaders)."""
+    view = FakeView(1, 2)
+    view.watch(2, ChannelItem("ch-b", CID))
+    view.leaders[(2, CID)] = 1          # node 2 leads ch-b; node 1's watch of ch-a is in flight
+    view.pend_chans[(1, CID)] = 1
+    (plan,) = ScoreBasedBalancer(view).assign_segments(CID, [SegmentItem(5, CID, 1, "ch-b", 25_000)], [1, 2])
+    assert plan.target == 2

@@ -174,7 +174,10 @@ class ScoreBasedBalancer(BaseBalancer):
             scores[n] = NodeScore(n, own + GLOBAL_ROW_COUNT_FACTOR * everything)
         self._fair_shares(scores, incoming)
         for n, s in scores.items():
-            s.current += s.assigned * DELEGATOR_MEMORY_OVERLOAD_FACTOR * view.delegators(n, collection_id)
+            # a watch in flight is a delegator about to be: its node carries the reservation already (else
+            # the node whose leader came up first looks fuller and gets the other channel's segments)
+            delegators = view.delegators(n, collection_id) + max(0, view.pending_channels(n, collection_id))
+            s.current += s.assigned * DELEGATOR_MEMORY_OVERLOAD_FACTOR * delegators
         return scores
 
     def channel_scores(self, collection_id: int, nodes: list[int], incoming: float = 0.0) -> dict[int, NodeScore]:
