@@ -20,11 +20,13 @@ serve: $(STAMP)
 	$(VENV)/bin/vecgrid serve $(ARGS)
 
 # Two pytest workers, one test module each at a time (module-scoped clusters stay in one process).
+# One OpenMP thread per process: two workers each spinning a thread per core over faiss's small test
+# searches burnt a quarter of the suite's CPU (query nodes still set their own faiss_threads).
 test: $(STAMP)
-	$(PY) -m pytest -q -n 2 --dist loadfile $(ARGS)
+	OMP_NUM_THREADS=1 $(PY) -m pytest -q -n 2 --dist loadfile $(ARGS)
 
 test-fast: $(STAMP)
-	$(PY) -m pytest -q -n 2 --dist loadfile -m "not slow" $(ARGS)
+	OMP_NUM_THREADS=1 $(PY) -m pytest -q -n 2 --dist loadfile -m "not slow" $(ARGS)
 
 protos: $(STAMP)
 	$(PY) scripts/gen_protos.py

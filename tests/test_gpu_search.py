@@ -19,7 +19,7 @@ from vecgrid.proto import common_pb2, schema_pb2
 
 pytest.importorskip("faiss")
 
-NB, D, NQ, K = 50_000, 128, 300, 10
+NB, D, NQ, K = 30_000, 128, 300, 10
 PK_FIELD, VEC_FIELD = 100, 200
 
 
@@ -372,7 +372,7 @@ def test_flat_memory_and_release(ds, pks, mgr, tmp_path):
     import subprocess
     import sys
 
-    n = 50_000
+    n = NB
     path = tmp_path / "seg.idx"
     path.write_bytes(build.build_index_file(ds.xb[:n], "FLAT", "L2"))
     raw = n * D * 4
@@ -389,7 +389,7 @@ def test_flat_memory_and_release(ds, pks, mgr, tmp_path):
 
 def test_flat_accounting_and_release(ds, pks, mgr, tmp_path):
     """In process: accounting returns to where it was and a released segment refuses searches."""
-    n = 50_000
+    n = NB
     path = tmp_path / "seg.idx"
     path.write_bytes(build.build_index_file(ds.xb[:n], "FLAT", "L2"))
     host_before = mgr.host.used_bytes
