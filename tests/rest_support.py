@@ -4,9 +4,11 @@ coordinator hold (to show that a refused call changed nothing)."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import importlib
 import json
-from typing import Any
+from typing import Any, AsyncIterator
 
 import tornado.httpclient
 import tornado.httpserver
@@ -16,6 +18,33 @@ from vecgrid.http.feathers.application import Application
 from vecgrid.http.feathers.rest import make_tornado_app
 from vecgrid.http.milvus_errors import milvus_error_hook
 from vecgrid.http.services import RestContext
+
+
+@contextlib.asynccontextmanager
+async def rest_cluster(tmp_path_factory, name: str, modules: list[str]) -> AsyncIterator[tuple[Any, "RestServer"]]:
+    """A two-node cluster in this process (a Dask ``LocalCluster`` of threads and the coordinator) with
+    ``modules`` of :mod:`vecgrid.http.services` served over HTTP: yields ``(coordinator, server)``."""
+    from distributed import LocalCluster
+
+    from vecgrid.deploy import Coordinator
+    from tests.querycoord_support import fast_settings
+
+    settings = fast_settings(tmp_path_factory.mktemp(name), workers=2)
+    settings.set("querynode.port", 0)
+    async with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, asynchronous=True,
+                            dashboard_address=":0") as cluster:
+        coordinator = Coordinator(settings, deploy_mode="EMBEDDED")
+        server = None
+        try:
+            await coordinator.start(cluster.scheduler_address)
+            await coordinator.wait_for_nodes(2)
+            server = RestServer(RestContext(coord=coordinator.coord, proxy=coordinator.proxy,
+                                            datacoord=coordinator.datacoord, settings=settings), modules)
+            yield coordinator, server
+        finally:
+            if server is not None:
+                await server.close()
+            await asyncio.wait_for(coordinator.stop(), 60)
 
 
 class RestServer:

@@ -14,13 +14,9 @@ import numpy as np
 import pytest
 import pytest_asyncio
 import requests
-from distributed import LocalCluster
 
-from tests.querycoord_support import fast_settings
-from tests.rest_support import RestServer
+from tests.rest_support import rest_cluster
 from vecgrid.client import AsyncVecgridClient, BadRequest, Conflict, NotFound, VecgridClient
-from vecgrid.deploy import Coordinator
-from vecgrid.http.services import RestContext
 
 pytest.importorskip("faiss")
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -31,23 +27,8 @@ N = 300
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def base(tmp_path_factory):
-    settings = fast_settings(tmp_path_factory.mktemp("client-vecgrid"), workers=2)
-    settings.set("querynode.port", 0)
-    async with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, asynchronous=True,
-                            dashboard_address=":0") as cluster:
-        coordinator = Coordinator(settings, deploy_mode="EMBEDDED")
-        rest = None
-        try:
-            await coordinator.start(cluster.scheduler_address)
-            await coordinator.wait_for_nodes(2)
-            rest = RestServer(RestContext(coord=coordinator.coord, proxy=coordinator.proxy,
-                                          datacoord=coordinator.datacoord, settings=settings),
-                              ["collections", "entities"])
-            yield rest.base
-        finally:
-            if rest is not None:
-                await rest.close()
-            await asyncio.wait_for(coordinator.stop(), 60)
+    async with rest_cluster(tmp_path_factory, "client-vecgrid", ["collections", "entities"]) as (_, rest):
+        yield rest.base
 
 
 def session_flow(client, name: str) -> None:

@@ -6,19 +6,14 @@ kind of value, does not match a comparison; ``$ne`` / ``$nin`` match it)."""
 
 from __future__ import annotations
 
-import asyncio
 import urllib.parse
 
 import numpy as np
 import pytest
 import pytest_asyncio
-from distributed import LocalCluster
 
 from tests.conftest import poll_until
-from tests.querycoord_support import fast_settings
-from tests.rest_support import RestServer
-from vecgrid.deploy import Coordinator
-from vecgrid.http.services import RestContext
+from tests.rest_support import rest_cluster
 
 pytest.importorskip("faiss")
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]
@@ -50,46 +45,31 @@ def is_number(v) -> bool:
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def rest(tmp_path_factory):
-    settings = fast_settings(tmp_path_factory.mktemp("rest-dynamic"), workers=2)
-    settings.set("querynode.port", 0)
-    async with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, asynchronous=True,
-                            dashboard_address=":0") as cluster:
-        coordinator = Coordinator(settings, deploy_mode="EMBEDDED")
-        server = None
-        try:
-            await coordinator.start(cluster.scheduler_address)
-            await coordinator.wait_for_nodes(2)
-            server = RestServer(RestContext(coord=coordinator.coord, proxy=coordinator.proxy,
-                                            datacoord=coordinator.datacoord, settings=settings),
-                                ["collections", "entities"])
-            server.proxy = coordinator.proxy
-            code, body = await server.call("POST", "/collections", {
-                "name": "books", "dimension": DIM, "metric": "L2",
-                "indexes": [{"field": "vector", "type": "FLAT", "metric": "L2"}]})
+    async with rest_cluster(tmp_path_factory, "rest-dynamic", ["collections", "entities"]) as (coordinator, server):
+        server.proxy = coordinator.proxy
+        code, body = await server.call("POST", "/collections", {
+            "name": "books", "dimension": DIM, "metric": "L2",
+            "indexes": [{"field": "vector", "type": "FLAT", "metric": "L2"}]})
+        assert code == 201, body
+        code, body = await server.call("POST", "/collections", {"name": "books", "wait": True, "timeout": 120},
+                                       method="load")
+        assert code == 200, body
+        rows = []
+        for i in range(N):
+            row = {"id": i, "vector": VECTORS[i].tolist(), "title": f"b{i}"}
+            if YEARS[i] is not MISSING:
+                row["year"] = YEARS[i]
+            rows.append(row)
+        for start in (0, N // 2):   # the first half sealed (flushed), the second in growing segments
+            code, body = await server.call("POST", "/collections/books/entities", rows[start:start + N // 2])
             assert code == 201, body
-            code, body = await server.call("POST", "/collections", {"name": "books", "wait": True, "timeout": 120},
-                                           method="load")
-            assert code == 200, body
-            rows = []
-            for i in range(N):
-                row = {"id": i, "vector": VECTORS[i].tolist(), "title": f"b{i}"}
-                if YEARS[i] is not MISSING:
-                    row["year"] = YEARS[i]
-                rows.append(row)
-            for start in (0, N // 2):   # the first half sealed (flushed), the second in growing segments
-                code, body = await server.call("POST", "/collections/books/entities", rows[start:start + N // 2])
-                assert code == 201, body
-                if start == 0:
-                    code, body = await server.call("POST", "/collections", {"name": "books", "wait": True},
-                                                   method="flush")
-                    assert code == 200 and body["segmentIds"], body
-                    await poll_until(lambda: coordinator.datacoord.flush_policy.handoffs_waiting == 0, 60,
-                                     what="the sealed segment serving")
-            yield server
-        finally:
-            if server is not None:
-                await server.close()
-            await asyncio.wait_for(coordinator.stop(), 60)
+            if start == 0:
+                code, body = await server.call("POST", "/collections", {"name": "books", "wait": True},
+                                               method="flush")
+                assert code == 200 and body["segmentIds"], body
+                await poll_until(lambda: coordinator.datacoord.flush_policy.handoffs_waiting == 0, 60,
+                                 what="the sealed segment serving")
+        yield server
 
 
 def qs(**pairs) -> str:

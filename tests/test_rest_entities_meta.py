@@ -6,17 +6,13 @@ coordinator with two QueryNodes in this process (thread workers)."""
 
 from __future__ import annotations
 
-import asyncio
 
 import numpy as np
 import pytest
 import pytest_asyncio
-from distributed import LocalCluster
 
-from tests.querycoord_support import fast_settings
-from tests.rest_support import RestServer
+from tests.rest_support import RestServer, rest_cluster
 from vecgrid.deploy import Coordinator
-from vecgrid.http.services import RestContext
 
 pytest.importorskip("faiss")
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]
@@ -59,22 +55,8 @@ class Env:
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def env(tmp_path_factory):
-    settings = fast_settings(tmp_path_factory.mktemp("rest-entities-meta"), workers=2)
-    settings.set("querynode.port", 0)
-    async with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, asynchronous=True,
-                            dashboard_address=":0") as cluster:
-        coordinator = Coordinator(settings, deploy_mode="EMBEDDED")
-        rest = None
-        try:
-            await coordinator.start(cluster.scheduler_address)
-            await coordinator.wait_for_nodes(2)
-            rest = RestServer(RestContext(coord=coordinator.coord, proxy=coordinator.proxy,
-                                          datacoord=coordinator.datacoord, settings=settings), MODULES)
-            yield Env(coordinator, rest)
-        finally:
-            if rest is not None:
-                await rest.close()
-            await asyncio.wait_for(coordinator.stop(), 60)
+    async with rest_cluster(tmp_path_factory, "rest-entities-meta", MODULES) as (coordinator, rest):
+        yield Env(coordinator, rest)
 
 
 def rows(ids, **fields) -> list[dict]:
