@@ -110,3 +110,17 @@ async def test_multi_patch_and_remove_through_an_index_touch_exactly_the_matchin
     left = list(service.store.records.values())
     assert [r["id"] for r in left if r.get("tag") == "x"] == _scan(records, query)
     assert not _scan(left, {"group": 1})
+
+
+def test_every_way_of_writing_the_store_dict_is_counted():
+    records = _mixed_records(1500)
+    service = MemoryService(store={r["id"]: r for r in records})
+    store = service.store.records
+    writes = [lambda: store.__setitem__("0", {"id": 0, "group": 2}), lambda: store.pop("1"),
+              lambda: store.__delitem__("2"), lambda: store.update({"3": {"id": 3, "group": 2}}),
+              lambda: store.setdefault("9000", {"id": 9000, "group": 2}), lambda: store.__ior__({"4": {"id": 4}}),
+              lambda: store.popitem(), lambda: store.clear()]
+    for write in writes:
+        before = store.version
+        write()
+        assert store.version > before

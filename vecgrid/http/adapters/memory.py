@@ -17,7 +17,8 @@ not the whole store with all of them — a 3-clause find over 10,000 records spe
 the scan.  A bucket holds exactly the records the clause matches under the query rules (``1`` and
 ``1.0`` together; ``True`` and ``"1"`` elsewhere).  Stored records are never changed
 in place (every write stores a new dict), so an index goes stale only through the store's dict, which
-counts its changes.
+counts its changes; a stale index is built again by the next find that uses it (a pass over the
+records, about one scan: a store written between every two finds costs what it did without indexes).
 """
 
 from __future__ import annotations
@@ -70,6 +71,10 @@ class _Records(dict):
     def setdefault(self, key: str, default: Any = None) -> Any:
         self.version += 1
         return super().setdefault(key, default)
+
+    def __ior__(self, other: Any) -> "_Records":
+        self.version += 1
+        return super().__ior__(other)
 
 
 _INDEX_MIN_RECORDS = 1024   # below this a scan of every record costs less than keeping an index
