@@ -21,8 +21,8 @@ DEFAULT_WINDOW_S = 3
 class RateWindow:
     """Amount per second over the last ``window_s`` complete seconds."""
 
-    def __init__(self, window_s: int = DEFAULT_WINDOW_S, clock: Callable[[], float] = time.monotonic) -> None:
-        self.window_s = int(window_s)
+    def __init__(self, window_s: int | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+        self.window_s = int(window_s or DEFAULT_WINDOW_S)
         self._clock = clock
         self._lock = threading.Lock()
         self._buckets: dict[int, float] = {}   # whole second -> amount added in it
