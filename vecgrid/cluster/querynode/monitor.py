@@ -141,16 +141,13 @@ _last_errors: "weakref.WeakKeyDictionary[Any, str]" = weakref.WeakKeyDictionary(
 def quota_metrics(node: Any) -> dict[str, Any]:
     """GetMetrics' ``quota_metrics`` of a QueryNode, with Milvus's ``QueryNodeQuotaMetrics`` keys
     (what its QuotaCenter reads): rates over the last 3 s, the watched channels' flow graphs with the
-    lowest tsafe, growing-segment bytes (vectors, primary keys and timestamps), the collections the
+    lowest tsafe, the memory the growing segments hold, the collections the
     node serves and the delegators' delete buffers."""
     stats = stats_of(node)
     delegators = list(node.delegators.values())
     pipelines = [(d.channel, d.pipeline) for d in delegators if d.pipeline is not None]
     slowest = min(pipelines, key=lambda cp: cp[1].tsafe, default=None)
-    growing_bytes = 0
-    for _, pipeline in pipelines:
-        for _, _, segment in pipeline.growing_segments():
-            growing_bytes += int(segment.num_rows) * (4 * int(segment.dim) + 16)
+    growing_bytes = sum(segment.nbytes() for _, pipeline in pipelines for _, _, segment in pipeline.growing_segments())
     delete_num: dict[str, int] = {}
     delete_size: dict[str, int] = {}
     for d in delegators:
