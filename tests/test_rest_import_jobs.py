@@ -17,7 +17,6 @@ import pytest
 import pytest_asyncio
 
 from vecgrid.http.services import RestContext
-from vecgrid.http.services.import_jobs import import_jobs_of
 from vecgrid.storage.layout import DataDir
 from tests.conftest import embedded_settings, poll_until
 from tests.querynode_support import random_table
@@ -70,8 +69,6 @@ async def rest_env(tmp_path, store=None, overrides: dict | None = None):
     store = data.open_store() if own_store else store
     catalog = data.open_catalog(store)
     ctx = RestContext(coord=SimpleNamespace(catalog=catalog, settings=settings), settings=settings)
-    # the deployment's job table knows the WAL (a collection a dead job created is dropped only if empty)
-    import_jobs_of(ctx).wal_root = str(data.wal_root)
     rest = RestServer(ctx, ["import_jobs"])
     try:
         yield Env(rest, catalog, tmp_path, ctx)
