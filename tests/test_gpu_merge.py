@@ -144,6 +144,19 @@ def test_str_ids_in_result_data():
     assert from_search_result_data(srd).ids.tolist() == ["x", "y"]
 
 
+@pytest.mark.parametrize("shape", [(1, 4), (3, 8), (2, 128), (200, 33), (0, 8)])
+@pytest.mark.parametrize("tag", ["$0", "t" * 200])
+def test_a_hand_encoded_placeholder_group_is_protobufs_own_encoding(shape, tag):
+    """encode_placeholder_group writes the wire bytes itself (the proxy's hot path): they must be exactly
+    what protobuf writes, lengths past one varint byte included (a 132-byte row, a 200-byte tag)."""
+    x = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
+    ours = encode_placeholder_group(x, tag)
+    theirs = common_pb2.PlaceholderGroup(placeholders=[common_pb2.PlaceholderValue(
+        tag=tag, type=common_pb2.FloatVector, values=[r.tobytes() for r in x])]).SerializeToString()
+    assert ours == theirs
+    assert encode_placeholder_group(x.astype(np.float64), tag) == theirs   # converted to float32 first
+
+
 def test_placeholder_group_round_trip():
     x = np.random.default_rng(0).standard_normal((3, 8)).astype(np.float32)
     np.testing.assert_array_equal(decode_placeholder_group(encode_placeholder_group(x), 8), x)

@@ -265,8 +265,23 @@ def decode_placeholder_group(data: bytes | common_pb2.PlaceholderGroup, dim: int
 
 
 def encode_placeholder_group(vectors: np.ndarray, tag: str = "$0") -> bytes:
-    """Serialized ``common.PlaceholderGroup`` of float32 query vectors (one value per query)."""
+    """Serialized ``common.PlaceholderGroup`` of float32 query vectors (one value per query).
+
+    Written as bytes rather than built as messages: every search of a proxy encodes one, and the
+    wire form is fixed (field 1 ``placeholders`` holding tag, type ``FloatVector`` and one ``values``
+    entry per row); ``tests/test_results.py`` checks it against protobuf's own encoding."""
     x = np.ascontiguousarray(vectors, dtype="<f4")
-    ph = common_pb2.PlaceholderValue(tag=tag, type=common_pb2.FloatVector,
-                                     values=[row.tobytes() for row in x])
-    return common_pb2.PlaceholderGroup(placeholders=[ph]).SerializeToString()
+    if x.ndim != 2:
+        raise ValueError(f"query vectors must be nq × dim, got shape {x.shape}")
+    name = tag.encode()
+    row_key = _tagged_length(3, x.shape[1] * 4)   # values = 3, one per row
+    value = (_tagged_length(1, len(name)) + name + b"\x10" + _varint(common_pb2.FloatVector)   # tag = 1, type = 2
+             + b"".join(row_key + r.tobytes() for r in x))
+    return _tagged_length(1, len(value)) + value   # placeholders = 1
+
+
+def _tagged_length(field: int, length: int) -> bytes:
+    """The key (wire type 2, length-delimited) and length of a field of ``length`` bytes."""
+    return _varint(field << 3 | 2) + _varint(length)
+
+

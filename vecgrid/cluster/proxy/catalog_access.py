@@ -31,7 +31,7 @@ from vecgrid import errors
 from vecgrid.proto import catalog_service_pb2, catalog_service_pb2_grpc, common_pb2, schema_pb2
 from vecgrid.storage.catalog import Catalog, CollectionInfo, DEFAULT_DB_NAME
 from vecgrid.storage.catalog.index_rules import METRIC_TYPE_KEY
-from vecgrid.storage.catalog.schema_rules import VECTOR_TYPES
+from vecgrid.storage.catalog.schema_rules import VECTOR_TYPES, field_dim
 
 Description = catalog_service_pb2.CollectionDescription
 ALL_FIELDS = "*"
@@ -103,6 +103,20 @@ class CollectionMeta:
     @cached_property
     def _vector_fields(self) -> tuple[schema_pb2.FieldSchema, ...]:
         return tuple(f for f in self.schema.fields if f.data_type in VECTOR_TYPES)
+
+    @cached_property
+    def memo(self) -> dict[str, Any]:
+        """What the proxy derives from this description and keeps with it (its search request
+        templates): gone with the description when the collection changes.  Owned by the proxy's loop."""
+        return {}
+
+    @cached_property
+    def _dims(self) -> dict[int, int]:
+        return {f.fieldID: field_dim(f) for f in self._vector_fields}
+
+    def dim(self, field: schema_pb2.FieldSchema) -> int:
+        """The ``dim`` of a vector field of this collection."""
+        return self._dims[field.fieldID]
 
     @cached_property
     def _metrics(self) -> dict[int, str]:

@@ -78,7 +78,7 @@ from vecgrid.gpu.merge import MAX_TOPK, merge_topk
 from vecgrid.gpu.results import encode_placeholder_group, field_data_to_column, from_search_result_data
 from vecgrid.proto import (common_pb2, internal_pb2, plan_pb2, query_coord_pb2 as Q, query_coord_pb2_grpc,
                            schema_pb2)
-from vecgrid.storage.catalog import Catalog, field_dim
+from vecgrid.storage.catalog import Catalog
 
 __all__ = ["Proxy", "Shard", "guarantee_timestamp", "Filter", "MutationResult"]
 
@@ -291,7 +291,7 @@ class Proxy:
         the same snapshot (the first round's guarantee timestamps, pinned as the MVCC timestamps)."""
         meta = await self._meta(collection)
         field = meta.vector_field(anns_field)
-        xq = _query_vectors(vectors, field_dim(field), field.name)
+        xq = _query_vectors(vectors, meta.dim(field), field.name)
         topk = _topk(limit, offset)
         metric = meta.metric(field)
         params = dict(search_params or {})
@@ -343,31 +343,22 @@ class Proxy:
         req_id = next(_request_ids)
         placeholder = encode_placeholder_group(xq)
         plan = _search_plan(field.fieldID, topk, metric, expr, params, round_decimal, out_ids)
-        first: list[Q.SearchRequest] = []   # the first channel's request; the others are copies of it
+        template = _search_template(meta, plan, topk, metric, partition_ids, out_ids, level, kept=expr is None)
 
         def request(channel: str, channels: int) -> Q.SearchRequest:
             req = Q.SearchRequest()
-            if first:
-                req.CopyFrom(first[0])
-                req.dml_channels[:] = [channel]
-            else:   # filled in place: cheaper than building the inner request and copying it in
-                req.dml_channels.append(channel)
-                req.from_shard_leader, req.scope, req.total_channel_num = False, Q.All, channels
-                r = req.req
-                r.base.msg_type, r.base.msgID = common_pb2.Search, req_id
-                r.reqID, r.dbID, r.collectionID = req_id, meta.db_id, meta.id
-                r.partitionIDs.extend(partition_ids)
-                r.output_fields_id.extend(out_ids)
-                r.placeholder_group, r.serialized_expr_plan, r.dsl_type = placeholder, plan, common_pb2.BoolExprV1
-                r.nq, r.topk, r.metricType, r.consistency_level = len(xq), topk, metric, level
-                first.append(req)
-            req.req.guarantee_timestamp = guarantee.of(channel)
+            req.CopyFrom(template)
+            req.dml_channels.append(channel)
+            req.total_channel_num = channels
+            r = req.req
+            r.base.msgID = r.reqID = req_id
+            r.placeholder_group, r.nq = placeholder, len(xq)
+            r.guarantee_timestamp = guarantee.of(channel)
             if pin:
-                req.req.mvcc_timestamp = guarantee.of(channel)
+                r.mvcc_timestamp = guarantee.of(channel)
             return req
 
         shards, parts = await self._fan_out(meta, "Search", request)
-        inner = first[0].req
 
         def reduce() -> list[list[dict[str, Any]]]:
             if len(parts) == 1 and parts[0].sliced_num_count <= 1:
@@ -377,6 +368,7 @@ class Proxy:
                 tks = [from_search_result_data(p.sliced_blob) for p in parts]
                 k = max([p.top_k for p in parts] + [0]) or topk
                 return _hits(merge_topk([t for t in tks if t.nq] or tks, k, metric), offset, limit, keys)
+            inner = request(shards[0].channel, len(shards)).req   # what the channels were asked
             blob = merge_search(parts, inner, [s.channel for s in shards], meta.pk_field.name).sliced_blob
             return _hits_of(blob, offset, limit, keys)
         return await _off_loop(reduce, len(xq) * topk * len(parts))
@@ -395,7 +387,7 @@ class Proxy:
                                                         guarantee_timestamp)
         merged = await self._retrieve(meta, inner, guarantee, pin=False)
         columns = {c.name: c for c in _columns(merged)}
-        dim = field_dim(field)
+        dim = meta.dim(field)
         if pk.name not in columns:
             return np.zeros((0, dim), np.float32), list(keys)
         found = {k: i for i, k in enumerate(columns[pk.name].values.tolist())}
@@ -723,6 +715,34 @@ def _search_plan(field_id: int, topk: int, metric: str, expr: plan_pb2.Expr | No
             pass
     return E.search_plan(field_id=field_id, topk=topk, metric=metric, expr=expr, search_params=params,
                          round_decimal=round_decimal, output_field_ids=out_ids)
+
+
+_TEMPLATES_KEPT = 64   # request templates kept per collection description
+
+
+def _search_template(meta: CollectionMeta, plan: bytes, topk: int, metric: str, partition_ids: list[int],
+                     out_ids: list[int], level: int, *, kept: bool) -> Q.SearchRequest:
+    """A ``SearchRequest`` with everything but the per-call fields (channel, ids, queries, timestamps):
+    a search copies it, which costs less than filling a dozen fields.  ``kept`` (a plan without a
+    filter: clients repeat those) keeps it on the description, so a changed collection starts anew;
+    the dict belongs to the proxy's event loop, like the description cache."""
+    key = (plan, tuple(partition_ids), tuple(out_ids), level)
+    templates = meta.memo.setdefault("search_templates", {}) if kept else {}
+    template = templates.get(key)
+    if template is None:
+        template = Q.SearchRequest(from_shard_leader=False, scope=Q.All)
+        r = template.req
+        r.base.msg_type = common_pb2.Search
+        r.dbID, r.collectionID = meta.db_id, meta.id
+        r.partitionIDs.extend(partition_ids)
+        r.output_fields_id.extend(out_ids)
+        r.serialized_expr_plan, r.dsl_type = plan, common_pb2.BoolExprV1
+        r.topk, r.metricType, r.consistency_level = topk, metric, level
+        if kept:
+            if len(templates) >= _TEMPLATES_KEPT:
+                templates.clear()
+            templates[key] = template
+    return template
 
 
 @functools.lru_cache(maxsize=1024)
