@@ -56,11 +56,12 @@ cupy; other GPU indexes run it on a host copy of the index made on first need
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import os
 import threading
-from typing import Any, Hashable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Hashable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -163,6 +164,18 @@ def _selector(faiss: Any, allowed: np.ndarray | None) -> tuple[Any, Any]:
     return faiss.IDSelectorBitmap(len(allowed), faiss.swig_ptr(bits)), bits
 
 
+def _native_search(faiss: Any, index: Any) -> Callable[..., None]:
+    """``index.search_c`` without its Python frame: the SWIG function it wraps, bound to ``index``.
+    After a single-query search each Python frame costs a microsecond or more (the search evicted
+    the interpreter's code from the CPU caches), so the plain path calls C directly."""
+    native = getattr(faiss, "_swigfaiss", None)
+    for cls in type(index).__mro__:
+        if "search_c" in vars(cls):
+            fn = getattr(native, f"{cls.__name__}_search", None)
+            return functools.partial(fn, index) if fn is not None else index.search_c
+    return index.search_c
+
+
 class LoadedSegment:
     """A sealed segment's vector index (on a GPU or in host memory) and its rows."""
 
@@ -170,6 +183,8 @@ class LoadedSegment:
                  manager: DeviceManager, key: Hashable, index_bytes: int, segment_id: int = 0,
                  field_id: int = 0, placement_reason: str = "") -> None:
         self.faiss = require_faiss()
+        # swig_ptr without its Python wrapper (see _native_search)
+        self._swig_ptr = getattr(getattr(self.faiss, "_swigfaiss", None), "swig_ptr", self.faiss.swig_ptr)
         self.index = index
         self.header = dict(header)
         self.rows = rows
@@ -189,6 +204,7 @@ class LoadedSegment:
             not device.is_gpu else int(self.header.get("params", {}).get("nlist", getattr(index, "nlist", 0)))
         self._fm = "L2" if self.metric == "L2" else "IP"
         self._host = not device.is_gpu  # a segment never moves
+        self._search_c = _native_search(self.faiss, index) if self._host else None
         self._xb: np.ndarray | None = None
         if not device.is_gpu:
             if self.family == "flat":
@@ -279,7 +295,7 @@ class LoadedSegment:
         self._xb = None
 
         def drop() -> None:
-            self.index = None
+            self.index = self._search_c = None   # _search_c holds the index too
             self._host_copy = None
             self._storage = None
 
@@ -448,11 +464,11 @@ class LoadedSegment:
         nq = len(xq)
         D = np.empty((nq, k), dtype=np.float32)
         I = np.empty((nq, k), dtype=np.int64)
-        swig_ptr = self.faiss.swig_ptr
+        swig_ptr = self._swig_ptr
         params = self._params_by_k.get(k) if sp is self._default_sp.get(k) else None
         if params is None:
             params = self._plain_params(k, sp)
-        self.index.search_c(nq, swig_ptr(xq), k, swig_ptr(D), swig_ptr(I), params)
+        self._search_c(nq, swig_ptr(xq), k, swig_ptr(D), swig_ptr(I), params)
         need = min(k, self.num_rows)
         # faiss packs hits first, -1 padding last
         if nq == 1 and need == k:
