@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import AsyncIterator, Awaitable, Callable
 
 import numpy as np
+import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -82,9 +83,10 @@ def bench_settings(data_dir: str) -> Settings:
 
 @asynccontextmanager
 async def serving(rows: int, index: str = "FLAT", index_params: dict | None = None,
-                  split: bool = True) -> AsyncIterator[tuple[Dataset, RemoteNode, str]]:
+                  split: bool = True, remote: bool = False) -> AsyncIterator[tuple[Dataset, RemoteNode, str]]:
     """A two-node cluster serving ``rows`` vectors; yields the data set, the shard leader and the
-    coordinator's gRPC address.  ``split``: one sealed segment per node, else one segment, on the leader."""
+    coordinator's gRPC address.  ``split``: one sealed segment per node, else one segment, on the leader
+    (on the other node with ``remote``: every search then takes the leader's hop to it)."""
     with tempfile.TemporaryDirectory() as tmp:
         ds = import_collection(Path(tmp), "bench", metric="L2", index=index, index_params=index_params, n=rows,
                                shards=1, segment_rows=max(1, rows // 2 if split else rows), seed=7)
@@ -103,7 +105,7 @@ async def serving(rows: int, index: str = "FLAT", index_params: dict | None = No
             watch.base.properties[f"vecgrid.node_address.{b}"] = b_addr
             assert (await leader.call("WatchDmChannels", watch)).code == 0
             segs = ds.segment_ids
-            await leader.load(ds, segs[::2], dst_node_id=a, need_transfer=True, version=1)
+            await leader.load(ds, segs[::2], dst_node_id=b if remote else a, need_transfer=True, version=1)
             if segs[1::2]:
                 await leader.load(ds, segs[1::2], dst_node_id=b, need_transfer=True, version=1)
             yield ds, leader, cluster.addresses.grpc
@@ -173,6 +175,7 @@ async def run(rows: int, rounds: int) -> dict:
 
 IVF_NLIST, IVF_NPROBE = 1024, 8
 CLIENTS = 16
+CORES = psutil.cpu_count() or 1
 
 
 class _PlacedLeaders(Proxy):
@@ -227,8 +230,20 @@ async def alternating(calls: dict[str, Callable[[int], Awaitable[None]]], rounds
     return out
 
 
-async def concurrent(call: Callable[[int], Awaitable[None]], clients: int, per_client: int) -> tuple[float, list[float]]:
-    """QPS of ``clients`` concurrent callers doing ``per_client`` calls each, and every call's latency."""
+def _busy_cpu_s() -> tuple[float, float]:
+    """(CPU seconds every process on the host has used, CPU seconds there were): what bounds the
+    QPS of many concurrent clients when clients and servers share the cores."""
+    t = psutil.cpu_times()
+    idle = t.idle + getattr(t, "iowait", 0.0)
+    total = sum(t) - getattr(t, "guest", 0.0) - getattr(t, "guest_nice", 0.0)   # guest time is in user too
+    return total - idle, total
+
+
+async def concurrent(call: Callable[[int], Awaitable[None]], clients: int,
+                     per_client: int) -> tuple[float, list[float], float, float]:
+    """QPS of ``clients`` concurrent callers doing ``per_client`` calls each, every call's latency,
+    the host's busy fraction over the run and the host CPU milliseconds per call (client, servers,
+    everything else: on a 2-core host the QPS cannot pass ``2000 / cpu_ms_per_call``)."""
     lat: list[float] = []
 
     async def client(c: int) -> None:
@@ -236,9 +251,13 @@ async def concurrent(call: Callable[[int], Awaitable[None]], clients: int, per_c
             t0 = time.perf_counter()
             await call(c * per_client + i)
             lat.append(time.perf_counter() - t0)
+    busy0, total0 = _busy_cpu_s()
     t0 = time.perf_counter()
     await asyncio.gather(*(client(c) for c in range(clients)))
-    return clients * per_client / (time.perf_counter() - t0), lat
+    wall = time.perf_counter() - t0
+    busy1, total1 = _busy_cpu_s()
+    calls = clients * per_client
+    return calls / wall, lat, (busy1 - busy0) / max(total1 - total0, 1e-9), (busy1 - busy0) * 1000 / calls
 
 
 def _ms(xs: list[float], q: float) -> float:
@@ -295,15 +314,17 @@ async def run_ivf(rows: int, rounds: int) -> dict:
                     out["proxy_p50_ms_over_leader"] = _ms(lat["proxy"], 50) - _ms(lat["leader"], 50)
                     # 16 clients vs one, leader and floor, alternating runs so all see the same load
                     for name in ("leader", "floor"):
-                        out[f"{name}_concurrent"] = {"single": [], "many": [], "lat": []}
+                        out[f"{name}_concurrent"] = {"single": [], "many": [], "lat": [], "busy": [], "cpu": []}
                     for _ in range(3):
                         for name in ("leader", "floor"):
                             got = out[f"{name}_concurrent"]
-                            q1, _lat1 = await concurrent(sides[name], 1, rounds // 2)
-                            q16, lat16 = await concurrent(sides[name], CLIENTS, rounds // 2)
+                            q1, _lat1, _busy1, _cpu1 = await concurrent(sides[name], 1, rounds // 2)
+                            q16, lat16, busy16, cpu16 = await concurrent(sides[name], CLIENTS, rounds // 2)
                             got["single"].append(q1)
                             got["many"].append(q16)
                             got["lat"] += lat16
+                            got["busy"].append(busy16)
+                            got["cpu"].append(cpu16)
                     for name, prefix in (("leader", ""), ("floor", "floor_")):
                         got = out.pop(f"{name}_concurrent")
                         single, many = np.asarray(got["single"]), np.asarray(got["many"])
@@ -312,7 +333,47 @@ async def run_ivf(rows: int, rounds: int) -> dict:
                         out[f"{prefix}concurrent16_qps_ratio"] = float(np.median(many / single))
                         out[f"{prefix}concurrent16_p99_ms"] = _ms(got["lat"], 99)
                         out[f"{prefix}concurrent16_p99_over_single_p50"] = _ms(got["lat"], 99) / _ms(lat[name], 50)
+                        # the bound: the cores there are over the host CPU each search costs, against one client
+                        cpu_ms = float(np.median(got["cpu"]))
+                        out[f"{prefix}concurrent16_cpu_busy"] = float(np.median(got["busy"]))
+                        out[f"{prefix}concurrent16_cpu_ms_per_search"] = cpu_ms
+                        out[f"{prefix}concurrent16_qps_ratio_cpu_bound"] = \
+                            CORES * 1000 / cpu_ms / out[f"{prefix}single_client_qps_nq1"]
     return out
+
+
+async def run_ivf_remote(rows: int, rounds: int) -> dict:
+    """The IVF case with the segment on the other node: every nq=1 search takes the leader's hop to
+    it.  The leader, the floor and faiss are called in turn as in :func:`run_ivf`; the floor minus faiss
+    is what one bare gRPC hop costs in the same run, the yardstick for the extra hop."""
+    import faiss
+
+    nlist = min(IVF_NLIST, max(1, rows // 39))
+    async with serving(rows, "IVF_FLAT", {"nlist": nlist}, split=False, remote=True) as (ds, leader, _coord):
+        path = ivf_index_file(ds, nlist)
+        index, _ = read_index_file(path)
+        params = faiss.SearchParametersIVF(nprobe=IVF_NPROBE)
+        rng = np.random.default_rng(2)
+        queries = [rng.standard_normal((1, DIM)).astype(np.float32) for _ in range(rounds)]
+        reqs = [search_request(ds, q, K, from_shard_leader=False, scope=Q.All, params={"nprobe": IVF_NPROBE})
+                for q in queries]
+        async with grpc_floor(path) as floor:
+            def via(node: RemoteNode) -> Callable[[int], Awaitable[None]]:
+                async def call(i: int) -> None:
+                    reply = await node.call("Search", reqs[i % len(reqs)])
+                    assert reply.status.code == 0, reply.status
+                return call
+
+            async def direct(i: int) -> None:
+                index.search(queries[i % len(queries)], K, params=params)
+
+            sides = {"leader": via(leader), "floor": via(floor), "faiss": direct}
+            await alternating(sides, 5)
+            lat = await alternating(sides, rounds)
+    p50 = {name: _ms(xs, 50) for name, xs in lat.items()}
+    return {"ivf_remote_leader_p50_ms_nq1": p50["leader"], "ivf_remote_leader_p99_ms_nq1": _ms(lat["leader"], 99),
+            "ivf_remote_p50_ms_over_floor": p50["leader"] - p50["floor"],
+            "ivf_remote_hop_ms": p50["floor"] - p50["faiss"]}
 
 
 def main() -> None:
@@ -330,6 +391,10 @@ def main() -> None:
     figures = asyncio.run(run(rows, rounds)) if args.case in ("all", "flat") else {}
     if args.case in ("all", "ivf"):
         figures.update(asyncio.run(run_ivf(rows, rounds)))
+        figures.update(asyncio.run(run_ivf_remote(rows, rounds)))
+        # what a remote segment adds over the local case, in bare gRPC hops of the same run
+        figures["ivf_remote_extra_hops"] = ((figures["ivf_remote_p50_ms_over_floor"] - figures["ivf_p50_ms_over_floor"])
+                                            / figures["ivf_remote_hop_ms"])
     print(json.dumps(figures))
 
 
