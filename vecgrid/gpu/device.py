@@ -192,12 +192,23 @@ def trim_host_heap() -> None:
 _libc: Any = None
 
 
+#: ``(pid, psutil.Process)`` of this process, made once: building one reads /proc/<pid>/stat and cost
+#: 0.2-0.4 ms of every heartbeat's snapshot on a node's event loop.  Keyed by pid so a forked child
+#: makes its own.  Replaced whole (one assignment), so threads may race to make it harmlessly.
+_this_process: tuple[int, Any] | None = None
+
+
 def process_rss() -> int:
     """Resident memory of this process in bytes (for host-memory checks)."""
+    global _this_process
     try:
         import psutil
 
-        return int(psutil.Process().memory_info().rss)
+        pid = os.getpid()
+        cached = _this_process
+        if cached is None or cached[0] != pid:
+            cached = _this_process = (pid, psutil.Process(pid))
+        return int(cached[1].memory_info().rss)
     except Exception:  # pragma: no cover
         return 0
 
