@@ -267,6 +267,14 @@ async def concurrent(call: Callable[[int], Awaitable[None]], clients: int,
     return calls / wall, lat, (busy1 - busy0) / max(total1 - total0, 1e-9), (busy1 - busy0) * 1000 / calls
 
 
+def searching(node: RemoteNode, reqs: list[Q.SearchRequest]) -> Callable[[int], Awaitable[None]]:
+    """Call ``i``: ``reqs[i]`` (round robin) sent to ``node``'s Search, which must succeed."""
+    async def call(i: int) -> None:
+        reply = await node.call("Search", reqs[i % len(reqs)])
+        assert reply.status.code == 0, reply.status
+    return call
+
+
 def _ms(xs: list[float], q: float) -> float:
     return float(np.percentile(np.asarray(xs) * 1000, q))
 
@@ -291,12 +299,6 @@ async def run_ivf(rows: int, rounds: int) -> dict:
                 reqs = [search_request(ds, q[:nq], K, from_shard_leader=False, scope=Q.All,
                                        params={"nprobe": IVF_NPROBE}) for q in queries]
 
-                def via(node: RemoteNode) -> Callable[[int], Awaitable[None]]:
-                    async def call(i: int) -> None:
-                        reply = await node.call("Search", reqs[i % len(reqs)])
-                        assert reply.status.code == 0, reply.status
-                    return call
-
                 async def direct(i: int) -> None:
                     index.search(queries[i % len(queries)][:nq], K, params=params)
 
@@ -305,7 +307,8 @@ async def run_ivf(rows: int, rounds: int) -> dict:
                                               search_params={"nprobe": IVF_NPROBE}, consistency="Eventually")
                     assert len(hits) == nq and len(hits[0]) == K
 
-                sides = {"leader": via(leader), "floor": via(floor), "faiss": direct, "proxy": proxied}
+                sides = {"leader": searching(leader, reqs), "floor": searching(floor, reqs), "faiss": direct,
+                         "proxy": proxied}
                 await alternating(sides, 5)  # warm-up
                 # nq=1 calls are ~1 ms: five times the rounds, so that p99 is not the second-worst of 200
                 lat = await alternating(sides, rounds if nq == NQ else NQ1_ROUNDS_FACTOR * rounds)
@@ -368,16 +371,10 @@ async def run_ivf_remote(rows: int, rounds: int) -> dict:
         reqs = [search_request(ds, q, K, from_shard_leader=False, scope=Q.All, params={"nprobe": IVF_NPROBE})
                 for q in queries]
         async with grpc_floor(path) as floor:
-            def via(node: RemoteNode) -> Callable[[int], Awaitable[None]]:
-                async def call(i: int) -> None:
-                    reply = await node.call("Search", reqs[i % len(reqs)])
-                    assert reply.status.code == 0, reply.status
-                return call
-
             async def direct(i: int) -> None:
                 index.search(queries[i % len(queries)], K, params=params)
 
-            sides = {"leader": via(leader), "floor": via(floor), "faiss": direct}
+            sides = {"leader": searching(leader, reqs), "floor": searching(floor, reqs), "faiss": direct}
             await alternating(sides, 5)
             lat = await alternating(sides, NQ1_ROUNDS_FACTOR * rounds)
     p50 = {name: _ms(xs, 50) for name, xs in lat.items()}
