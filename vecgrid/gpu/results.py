@@ -269,7 +269,7 @@ def encode_placeholder_group(vectors: np.ndarray, tag: str = "$0") -> bytes:
 
     Written as bytes rather than built as messages: every search of a proxy encodes one, and the
     wire form is fixed (field 1 ``placeholders`` holding tag, type ``FloatVector`` and one ``values``
-    entry per row); ``tests/test_results.py`` checks it against protobuf's own encoding."""
+    entry per row); ``tests/test_gpu_merge.py`` checks it against protobuf's own encoding."""
     x = np.ascontiguousarray(vectors, dtype="<f4")
     if x.ndim != 2:
         raise ValueError(f"query vectors must be nq × dim, got shape {x.shape}")
