@@ -32,7 +32,7 @@ class _GenericHandlersOnly:
 
     grpc.aio keeps one pending request task per registered method and, after every call it accepts,
     waits on all of them again (``asyncio.wait``): a QueryNode's ~30 methods made that ~60 callback changes
-    and a scan per call on the event loop (a leader's nq=1 p90 went from 1.44x to 1.22x its p50 without
+    and a scan per call on the event loop (a leader's nq=1 p90 went from 1.44x to 1.22-1.32x its p50 without
     them; a server with one generic handler never had it).  Generic handlers are looked up by method
     name per call instead.  Reflection is added to the server itself: it picks its servicer by the
     server's type, and its one method costs one task."""
