@@ -8,7 +8,7 @@ import asyncio
 import contextlib
 import importlib
 import json
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Mapping
 
 import tornado.httpclient
 import tornado.httpserver
@@ -21,16 +21,20 @@ from vecgrid.http.services import RestContext
 
 
 @contextlib.asynccontextmanager
-async def rest_cluster(tmp_path_factory, name: str, modules: list[str]) -> AsyncIterator[tuple[Any, "RestServer"]]:
+async def rest_cluster(tmp_path_factory, name: str, modules: list[str], *, data_dir: Any = None,
+                       overrides: Mapping[str, Any] | None = None) -> AsyncIterator[tuple[Any, "RestServer"]]:
     """A two-node cluster in this process (a Dask ``LocalCluster`` of threads and the coordinator) with
-    ``modules`` of :mod:`vecgrid.http.services` served over HTTP: yields ``(coordinator, server)``."""
+    ``modules`` of :mod:`vecgrid.http.services` served over HTTP: yields ``(coordinator, server)``.
+    ``data_dir``: one holding data already (default: a new one); ``overrides``: settings keys set on top."""
     from distributed import LocalCluster
 
     from vecgrid.deploy import Coordinator
     from tests.querycoord_support import fast_settings
 
-    settings = fast_settings(tmp_path_factory.mktemp(name), workers=2)
+    settings = fast_settings(data_dir if data_dir is not None else tmp_path_factory.mktemp(name), workers=2)
     settings.set("querynode.port", 0)
+    for key, value in (overrides or {}).items():
+        settings.set(key, value)
     async with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, asynchronous=True,
                             dashboard_address=":0") as cluster:
         coordinator = Coordinator(settings, deploy_mode="EMBEDDED")

@@ -5,7 +5,6 @@ and each refusal (400, 404, 405, 409) in the coordinator's state staying as it w
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import pytest
@@ -13,18 +12,14 @@ import pytest_asyncio
 import tornado.httpclient
 import tornado.httpserver
 import tornado.netutil
-from distributed import LocalCluster
 
 from vecgrid.config import REDACTED
 from vecgrid.deploy import Coordinator
-from vecgrid.http.feathers.application import Application
-from vecgrid.http.feathers.rest import make_tornado_app
-from vecgrid.http.milvus_errors import milvus_error_hook
 from vecgrid.http import services
 from vecgrid.http.services import RestContext
-from vecgrid.http.services import cluster_plane
 from tests.conftest import poll_until
-from tests.querycoord_support import DEFAULT_RG, Coord, fast_settings, left_as_found
+from tests.rest_support import rest_cluster
+from tests.querycoord_support import DEFAULT_RG, Coord, left_as_found
 from tests.querynode_support import import_collection
 
 pytest.importorskip("faiss")
@@ -73,28 +68,9 @@ class Env:
 async def cluster_env(tmp_path_factory):
     root = tmp_path_factory.mktemp("rest-cp")
     ds = import_collection(root, NAME, metric="L2", index="FLAT", n=600, shards=2, segment_rows=150, seed=3)
-    settings = fast_settings(ds.data_dir, workers=2)
-    settings.set("querynode.port", 0)
-    settings.set("http.jwt_secret", SECRET)
-    async with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, asynchronous=True,
-                            dashboard_address=":0") as cluster:
-        coordinator = Coordinator(settings, deploy_mode="EMBEDDED")
-        server = None
-        try:
-            await coordinator.start(cluster.scheduler_address)
-            await coordinator.wait_for_nodes(2)
-            api = Application()
-            api.hooks({"error": {"all": [milvus_error_hook]}})
-            cluster_plane.mount(api, RestContext(coord=coordinator.coord, datacoord=coordinator.datacoord,
-                                                 settings=settings))
-            sockets = tornado.netutil.bind_sockets(0, "127.0.0.1")
-            server = tornado.httpserver.HTTPServer(make_tornado_app(api))
-            server.add_sockets(sockets)
-            yield Env(coordinator, ds, Rest(f"http://127.0.0.1:{sockets[0].getsockname()[1]}"))
-        finally:
-            if server is not None:
-                server.stop()
-            await asyncio.wait_for(coordinator.stop(), 60)
+    async with rest_cluster(tmp_path_factory, "rest-cp", ["cluster_plane"], data_dir=ds.data_dir,
+                            overrides={"http.jwt_secret": SECRET}) as (coordinator, server):
+        yield Env(coordinator, ds, Rest(server.base))
 
 
 @pytest_asyncio.fixture(loop_scope="module")
