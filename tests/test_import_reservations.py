@@ -99,6 +99,16 @@ def check_published(cat, summary: dict, rows: int) -> None:
     assert states == {common_pb2.Flushed}
 
 
+def kept_through_the_sweeps(watch, cat, summary) -> None:
+    """Segments were written while the collector's clock ran, no sweep removed or hid any of them, and the
+    import published its rows and gave back its lease."""
+    assert len(watch.files_seen) >= 2
+    assert [s.removed for s in watch.sweeps if s.removed] == []
+    assert watch.visible and all(v == (0, [], []) for v in watch.visible), watch.visible
+    check_published(cat, summary, 300)
+    assert cat.import_leases() == {}
+
+
 def test_a_long_import_in_the_coordinator_keeps_its_files_and_shows_nothing_until_published(tmp_path):
     data_dir = tmp_path / "data"
     store, cat = catalog(str(data_dir))
@@ -108,11 +118,7 @@ def test_a_long_import_in_the_coordinator_keeps_its_files_and_shows_nothing_unti
         watch = Watch(cat, store, GarbageCollector(cat, settings_of(data_dir), set, clock=clock), clock, root)
         summary = import_sources(cat, root, SlowSources(open_sources([parquet(tmp_path)]), watch),
                                  ImportOptions(collection="slow", primary_key="pk", segment_rows=100))
-        assert len(watch.files_seen) >= 2   # segments were written while the collector's clock ran
-        assert [s.removed for s in watch.sweeps if s.removed] == []
-        assert watch.visible and all(v == (0, [], []) for v in watch.visible), watch.visible
-        check_published(cat, summary, 300)
-        assert cat.import_leases() == {}
+        kept_through_the_sweeps(watch, cat, summary)
     finally:
         store.close()
 
@@ -130,11 +136,7 @@ def test_a_long_import_by_the_cli_beside_a_live_coordinator_keeps_its_files(tmp_
         monkeypatch.setattr(bulk_import_module, "open_sources", lambda files: SlowSources(real_open(files), watch))
         summary = bulk_import(str(data_dir), [parquet(tmp_path)],
                               ImportOptions(collection="slow", primary_key="pk", segment_rows=100, shards=2))
-        assert len(watch.files_seen) >= 2
-        assert [s.removed for s in watch.sweeps if s.removed] == []
-        assert watch.visible and all(v == (0, [], []) for v in watch.visible), watch.visible
-        check_published(cat, summary, 300)
-        assert cat.import_leases() == {}
+        kept_through_the_sweeps(watch, cat, summary)
     finally:
         store.close()
 
