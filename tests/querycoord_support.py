@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 import traceback
 from dataclasses import replace
 from pathlib import Path
@@ -76,7 +77,16 @@ async def coordinator_state(qc, cid: int) -> str:
     """What the coordinator holds for a collection, and what Dask's workers are running (with the
     running tasks' stacks): the story of a load that does not finish."""
     current, upcoming = qc.targets.current(cid), qc.targets.next(cid)
+    info = qc.collections.get(cid)
+    load = "none"
+    if info is not None:    # (progress() would make a record for a collection that has none)
+        progress = qc.collections.progress(cid)
+        parts = [(pid, Q.LoadStatus.Name(qc.collections.partition(cid, pid).status))
+                 for pid in qc.collections.partition_ids(cid)]
+        load = (f"{Q.LoadStatus.Name(info.status)}, partitions {parts}, progress {progress.partitions}, "
+                f"{time.monotonic() - progress.last_progress_at:.1f} s since the last")
     lines = [
+        f"load: {load}; recorded failure {qc.failed_loads.get(cid)!r}",
         f"nodes: {[(n.node_id, n.address) for n in qc.nodes.all()]}",
         f"replicas: {[(r.ID, list(r.nodes), list(r.ro_nodes)) for r in qc.replicas.of_collection(cid)]}",
         f"tasks: {[str(t) for t in qc.scheduler.tasks()]}",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import time
 from pathlib import Path
 
@@ -24,8 +25,8 @@ from vecgrid.cluster.querycoord.meta.target_manager import Scope
 from vecgrid.deploy import EmbeddedCluster
 from vecgrid.proto import milvus_pb2, query_coord_pb2 as Q
 from tests.conftest import poll_until
-from tests.querycoord_support import (Coord, assert_search_matches, checker_rounds, corrupted, fast_settings,
-                                      import_partition, left_as_found, partition_ids)
+from tests.querycoord_support import (Coord, assert_search_matches, checker_rounds, coordinator_state, corrupted,
+                                      fast_settings, import_partition, left_as_found, partition_ids)
 from tests.querynode_support import RemoteNode, import_collection
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -64,6 +65,18 @@ async def env(cluster_env):
     """The module's cluster, given back to the next test as this one found it."""
     async with left_as_found(cluster_env[1], cluster_env[0].coord):
         yield cluster_env
+
+
+def explained(test):
+    """A failed check of ``test`` says what the coordinator held for the collection when it failed."""
+    @functools.wraps(test)
+    async def run(env):
+        try:
+            await test(env)
+        except (AssertionError, pytest.fail.Exception) as e:
+            cluster, ds = env[0], env[2]
+            pytest.fail(f"{e}\n{await coordinator_state(cluster.coord, ds.collection_id)}")
+    return run
 
 
 def segment_file(cluster, cid: int, segment_id: int) -> Path:
@@ -129,6 +142,7 @@ async def wait_no_tasks(cluster, cid: int, segments: set[int] | None = None) -> 
 
 
 @pytest.mark.slow
+@explained
 async def test_load_collection_times_out_and_a_repaired_load_succeeds(env):
     cluster, coord, ds, both = env
     cid = ds.collection_id
@@ -184,6 +198,7 @@ async def test_load_collection_times_out_and_a_repaired_load_succeeds(env):
 
 
 @pytest.mark.slow
+@explained
 async def test_load_partitions_timeout_removes_only_the_stalled_partition(env):
     cluster, coord, ds, both = env
     cid = ds.collection_id
@@ -253,6 +268,7 @@ async def test_load_partitions_timeout_removes_only_the_stalled_partition(env):
 
 
 @pytest.mark.slow
+@explained
 async def test_load_partitions_timeout_of_every_partition_removes_the_collection(env):
     cluster, coord, ds, both = env
     cid = ds.collection_id
@@ -286,7 +302,7 @@ async def test_a_task_cancelled_before_it_starts_frees_its_key():
 
         run_channel = run_leader = run_segment
 
-    async def refresh(nodes):
+    async def refresh(nodes, poke):
         return None
 
     scheduler = TaskScheduler(Executor(), refresh, 5.0, 5.0)

@@ -42,9 +42,11 @@ class Refresh:
         self.network_calls = 0
         self.cancelled = 0
         self.gate = asyncio.Event()
+        self.pokes: list[bool] = []
 
-    async def __call__(self, nodes: set[int]) -> None:
+    async def __call__(self, nodes: set[int], poke: bool) -> None:
         self.entered += 1
+        self.pokes.append(poke)
         try:
             await self.gate.wait()
         except asyncio.CancelledError:
@@ -173,3 +175,24 @@ async def test_a_finished_task_keeps_its_key_until_the_distribution_shows_its_re
     executor.gate(5).set()
     async with asyncio.timeout(HANG_GUARD_S):
         await scheduler.stop()
+
+
+async def test_only_a_task_that_succeeded_runs_the_checkers_at_once():
+    """A failed task is retried at the checkers' next period, not at once: poked after every failure, the
+    checkers loaded a segment whose file is corrupt again every ~30 ms."""
+    class Failing(Executor):
+        async def run_segment(self, task: SegmentTask) -> None:
+            if task.segment.segment_id == 9:
+                raise RuntimeError("checksum mismatch")
+
+    executor, refresh = Failing(), Refresh()
+    refresh.gate.set()
+    scheduler = TaskScheduler(executor, refresh, 60.0, 60.0)
+    failed, done = segment_task(9), segment_task(10)
+    assert scheduler.add(failed)
+    await poll_until(lambda: not scheduler.has(failed.key), 10, 0.01, "the failed task to settle")
+    assert scheduler.add(done)
+    await poll_until(lambda: not scheduler.has(done.key), 10, 0.01, "the task to settle")
+    assert refresh.pokes == [False, True] and refresh.network_calls == 2
+    assert "checksum mismatch" in scheduler.failures[failed.key]
+    await scheduler.stop()

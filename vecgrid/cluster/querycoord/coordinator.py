@@ -159,10 +159,13 @@ class QueryCoord(Component):
         self.targets.pull_next(cid, self.collections.partition_ids(cid))
         self.target_observer.poke()
 
-    async def _refresh_dist(self, node_ids: set[int]) -> None:
+    async def _refresh_dist(self, node_ids: set[int], poke: bool = True) -> None:
+        """Pull the nodes' distribution now; then run checkers and observers unless ``poke`` is False
+        (after a failed task: its retry waits for the checkers' period)."""
         await asyncio.gather(*(self.dist_controller.pull(n) for n in node_ids if self.nodes.get(n) is not None),
                              return_exceptions=True)
-        self._poke()
+        if poke:
+            self._poke()
 
     def _record_failed_load(self, task: Task, error: BaseException | None) -> None:
         """Failed segment loads are what ShowCollections reports for a load that never finished."""

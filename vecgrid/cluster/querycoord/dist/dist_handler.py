@@ -6,6 +6,11 @@ passing the ``lastModifyTs`` it last saw, with a ``dist_request_timeout_s`` dead
 also serves as the node's heartbeat.  A failed poll is logged and retried next round;
 the last known distribution stays until the node leaves the cluster, when its handler
 stops and its distribution is dropped.
+
+Pulls of one node run one at a time (Milvus's handler holds a lock around ``pullDist``): a
+scheduler's refresh after a task may overlap the periodic poll, and two answers applied in the
+other order would put the snapshot from before the task back over the one after it, so a
+checker would see a released segment again and release it a second time.
 """
 
 from __future__ import annotations
@@ -22,13 +27,15 @@ log = logging.getLogger(__name__)
 
 
 class DistController:
-    """Starts a handler when a node comes up and stops it when the node goes down."""
+    """Starts a handler when a node comes up and stops it when the node goes down.  Handlers and
+    per-node pull locks are owned by the coordinator's event loop."""
 
     def __init__(self, nodes: NodeManager, clients: NodeClients, dist: DistributionManager,
                  interval_s: float, timeout_s: float) -> None:
         self.nodes, self.clients, self.dist = nodes, clients, dist
         self.interval_s, self.timeout_s = interval_s, timeout_s
         self._handlers: dict[int, asyncio.Task] = {}
+        self._pulling: dict[int, asyncio.Lock] = {}
         self._running = False
 
     def start(self) -> None:
@@ -54,10 +61,16 @@ class DistController:
         task = self._handlers.pop(info.node_id, None)
         if task is not None:
             task.cancel()
+        self._pulling.pop(info.node_id, None)
         self.dist.remove(info.node_id)
 
     async def pull(self, node_id: int) -> None:
-        """One poll of one node (also used to refresh at once after a task)."""
+        """One poll of one node (also used to refresh at once after a task), after the one in flight."""
+        lock = self._pulling.setdefault(node_id, asyncio.Lock())
+        async with lock:
+            await self._pull(node_id)
+
+    async def _pull(self, node_id: int) -> None:
         known = self.dist.node(node_id)
         reply = await self.clients.stub(node_id).GetDataDistribution(
             Q.GetDataDistributionRequest(lastUpdateTs=known.last_modify_ts if known else 0),
