@@ -26,20 +26,22 @@ def test_pipeline_consumes_inserts_deletes_and_advances_tsafe(tmp_path):
     channel = "by-dev-rootcoord-dml_0_7v0"
     writer = wal.open_writer(channel)
     forwarded = []
-    pipeline = ChannelPipeline(channel, wal.open_reader(channel), COLL, SCHEMA, "L2", partitions={1},
+    pipeline = ChannelPipeline(channel, wal.open_reader(channel), COLL, SCHEMA, "L2",
                                excluded={50: 150}, forward_delete=lambda pks, ts: forwarded.append(pks.tolist()))
     pipeline.start()
     try:
         vectors = rng.standard_normal((10, DIM)).astype(np.float32)
         _insert(writer, 1, 40, list(range(10)), 100, vectors)
-        _insert(writer, 2, 41, [100, 101], 110, rng.standard_normal((2, DIM)).astype(np.float32))  # partition not loaded
+        _insert(writer, 2, 41, [100, 101], 110, rng.standard_normal((2, DIM)).astype(np.float32))  # another partition
         _insert(writer, 1, 50, [200], 120, rng.standard_normal((1, DIM)).astype(np.float32))  # sealed elsewhere
         writer.append(MessageKind.DELETE, 130, DeleteBatch(COLL, 1, pa.array([3]), np.array([130], np.uint64)).encode())
         writer.append(MessageKind.TIMETICK, 140, TimeTick(140).encode())
         writer.sync()
         assert pipeline.wait_tsafe(140, timeout=5)
         assert pipeline.tsafe == 140
-        assert set(pipeline.growing) == {40} and pipeline.num_growing_rows == 10
+        # rows of every partition are kept (reads pick the loaded ones); the sealed segment's are not
+        assert set(pipeline.growing) == {40, 41} and pipeline.num_growing_rows == 12
+        assert pipeline.growing_partition == {40: 1, 41: 2}
         assert forwarded == [[3]]
         growing = pipeline.growing[40]
         hits = growing.search(vectors, 1, timestamp=140)
@@ -59,7 +61,7 @@ def test_pipeline_consumes_inserts_deletes_and_advances_tsafe(tmp_path):
         assert not pipeline.wait_tsafe(10_000, timeout=0.2)
 
         pipeline.exclude({40: 200})
-        assert pipeline.growing == {}
+        assert set(pipeline.growing) == {41}
     finally:
         pipeline.stop()
         writer.close()

@@ -137,7 +137,19 @@ async def test_explicit_flush_returns_published_segments_and_concurrent_calls_sh
     monkeypatch.setattr(flush_mod, "flush_channel", counted)
     writer.insert(rows(range(50)))
     writer.delete([3, 4])
-    first, second = await asyncio.gather(env.dc.flush(coll.id), env.dc.flush(coll.id))
+    # Both requests are made while each channel is busy (its flush lock held), so one flush covers both.
+    # Left to the event loop, the second call's thread hops could end after the first call's seal; it then
+    # flushed again, found nothing new and answered no segments for that channel.
+    states = [env.dc.flush_policy._state(ch) for ch in coll.vchannels]
+    for state in states:
+        await state.lock.acquire()
+    made = [state.requested for state in states]
+    both = asyncio.gather(env.dc.flush(coll.id), env.dc.flush(coll.id))
+    await poll_until(lambda: [state.requested for state in states] == [n + 2 for n in made], 10, 0.01,
+                     "both requests made")
+    for state in states:
+        state.lock.release()
+    first, second = await both
     published = {s.ID for s in env.catalog.list_segments(coll.id, states=[common_pb2.Flushed])}
     assert set(first) == published and set(second) == set(first)
     assert sorted(calls) == sorted(coll.vchannels)       # one flush per channel, shared by both calls

@@ -117,10 +117,12 @@ async def test_errors_and_strong_consistency(tmp_path):
         assert reply.status.code == 10001 and "guarantee timestamp" in reply.status.reason
         assert "records consumed; waiting for the next record" in reply.status.reason  # why: no tick came
 
-        # a stale leader view (segment recorded on the worker but gone there) fails the whole request
+        # a stale leader view (a segment of a loaded partition recorded on the worker but gone there) fails the
+        # whole request
         sid = c.ds.segment_ids[1]
+        (partition,) = c.leader.node.collections.get(c.ds.collection_id).partitions
         sync = Q.SyncDistributionRequest(collectionID=c.ds.collection_id, channel=c.ds.channels[0], actions=[
-            Q.SyncAction(type=Q.Set, segmentID=424243, nodeID=WORKER, version=9)])
+            Q.SyncAction(type=Q.Set, segmentID=424243, nodeID=WORKER, version=9, partitionID=partition)])
         assert (await c.leader.call("SyncDistribution", sync)).code == 0
         reply = await c.leader.call("Search", leader_search_request(c, xq))
         assert reply.status.code != 0 and f"worker({WORKER}) query failed" in reply.status.reason
@@ -130,7 +132,8 @@ async def test_errors_and_strong_consistency(tmp_path):
         assert (await c.leader.call("SyncDistribution", sync)).code == 0
         assert (await c.leader.call("Search", leader_search_request(c, xq))).status.code == 0
         # an unknown worker in the view -> the request fails naming it
-        sync.actions[0].CopyFrom(Q.SyncAction(type=Q.Set, segmentID=424244, nodeID=99, version=1))
+        sync.actions[0].CopyFrom(Q.SyncAction(type=Q.Set, segmentID=424244, nodeID=99, version=1,
+                                              partitionID=partition))
         await c.leader.call("SyncDistribution", sync)
         reply = await c.leader.call("Search", leader_search_request(c, xq))
         assert "worker(99) query failed" in reply.status.reason

@@ -52,7 +52,7 @@ def test_exclusions_and_row_counts_while_the_consumer_thread_inserts_and_deletes
     wal = Wal(str(tmp_path))
     channel = "by-dev-rootcoord-dml_0_7v0"
     writer = wal.open_writer(channel, fsync="never")
-    pipeline = ChannelPipeline(channel, wal.open_reader(channel), COLL, SCHEMA, "L2", partitions={1}).start()
+    pipeline = ChannelPipeline(channel, wal.open_reader(channel), COLL, SCHEMA, "L2").start()
     excluded: set[int] = set()
     written = [0]                 # batches the feeder wrote so far
     done, quit_feeding = threading.Event(), threading.Event()

@@ -25,9 +25,10 @@ from vecgrid.cluster.querycoord.meta.target_manager import Scope
 from vecgrid.deploy import EmbeddedCluster
 from vecgrid.proto import milvus_pb2, query_coord_pb2 as Q
 from tests.conftest import poll_until
-from tests.querycoord_support import (Coord, assert_search_matches, checker_rounds, coordinator_state, corrupted,
-                                      fast_settings, import_partition, left_as_found, partition_ids)
-from tests.querynode_support import RemoteNode, import_collection
+from tests.querycoord_support import (K, Coord, assert_search_matches, checker_rounds, coordinator_state,
+                                      corrupted, fast_settings, import_partition, left_as_found, partition_ids,
+                                      queries)
+from tests.querynode_support import RemoteNode, import_collection, search_request
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -110,6 +111,19 @@ async def node_holdings(cluster, cid: int) -> tuple[set[int], set[str]]:
     return segments, channels
 
 
+async def leaders_refuse(coord: Coord, ds, partition_id: int) -> bool:
+    """Whether every shard leader answers a search of ``partition_id`` with "partition not loaded" (201)."""
+    leaders = await coord.ok("GetShardLeaders", Q.GetShardLeadersRequest(collectionID=ds.collection_id))
+    for shard in leaders.shards:
+        for node_id, address in zip(shard.node_ids, shard.node_addrs):
+            reply = await RemoteNode(node_id, address).call("Search", search_request(
+                ds, queries(ds), K, partitions=[partition_id], channels=[shard.channel_name],
+                from_shard_leader=False, scope=Q.All))
+            if reply.status.code != 201:
+                return False
+    return True
+
+
 async def wait_cancelled(coord: Coord, cid: int) -> tuple[list[int], float]:
     """Poll ShowCollections until the load is gone; returns the percentages seen meanwhile and the wait."""
     seen: list[int] = []
@@ -127,18 +141,27 @@ async def wait_cancelled(coord: Coord, cid: int) -> tuple[list[int], float]:
     return seen, time.monotonic() - start
 
 
-async def wait_no_tasks(cluster, cid: int, segments: set[int] | None = None) -> None:
-    """No task is left for the collection (for ``segments`` of it, while the rest stays loaded and may be
-    balanced), and after every checker looked again none is proposed."""
+async def wait_settled(cluster, cid: int, released, segments: set[int] | None = None) -> None:
+    """The nodes hold none of it (``released()``), no task is left for the collection (for ``segments`` of it,
+    while the rest stays loaded and may be balanced), and both still hold after every checker looked again.
+
+    This waits for such a quiet stretch, not for the first empty moment: a load cancelled with its task may
+    still finish on its node (Dask does not stop a call that runs), and the checkers then release that copy
+    too.  Work that never stops fails at the deadline."""
     def left() -> list:
         tasks = cluster.coord.scheduler.tasks(cid)
         if segments is None:
             return tasks
         return [t for t in tasks if getattr(t, "segment", None) is not None and t.segment.segment_id in segments
                 or getattr(t, "segment_id", None) in segments]
-    await poll_until(lambda: not left(), 15, what="no tasks left")
-    await checker_rounds(cluster.coord, 3)    # every checker looked again: nothing new is scheduled for them
-    assert left() == []
+    deadline = time.monotonic() + 40
+    while True:
+        await poll_until(released, 20, 0.2, "the nodes to release it")
+        await poll_until(lambda: not left(), 15, what="no tasks left")
+        await checker_rounds(cluster.coord, 3)    # every checker looked again
+        if not left() and await released():
+            return
+        assert time.monotonic() < deadline, f"tasks still proposed: {left()}"
 
 
 @pytest.mark.slow
@@ -179,10 +202,9 @@ async def test_load_collection_times_out_and_a_repaired_load_succeeds(env):
         # the nodes drop what they had loaded; no task is left behind
         async def released():
             return await node_holdings(cluster, cid) == (set(), set())
-        await poll_until(released, 20, 0.2, "nodes released the collection")
+        await wait_settled(cluster, cid, released)
         await poll_until(lambda: not coord_.dist.segments(cid) and not coord_.dist.channels(cid), 10,
                          what="coordinator's dist empty")
-        await wait_no_tasks(cluster, cid)
         assert coord_.collections.get(cid) is None   # nothing re-created the load
 
     # file repaired: a new load succeeds and serves both partitions
@@ -244,11 +266,12 @@ async def test_load_partitions_timeout_removes_only_the_stalled_partition(env):
         assert CollectionManager(cluster.coord.store).partition_ids(cid) == [default]
         assert not set(p1_segments) & set(cluster.coord.targets.segments(cid, Scope.CURRENT_OR_NEXT))
 
-        # nodes drop p1's segments; no task is left; searches see the default partition only
+        # nodes drop p1's segments and p1 itself (a leader asked for it answers "not loaded"); no task is
+        # left; searches see the default partition only
         async def p1_released():
             return not (await node_holdings(cluster, cid))[0] & set(p1_segments)
-        await poll_until(p1_released, 20, 0.2, "nodes released p1")
-        await wait_no_tasks(cluster, cid, set(p1_segments))
+        await wait_settled(cluster, cid, p1_released, set(p1_segments))
+        await poll_until(lambda: leaders_refuse(coord, ds, p1), 20, 0.2, "leaders dropped p1")
 
         async def serving():
             reply = await coord.call("GetShardLeaders", Q.GetShardLeadersRequest(collectionID=cid))
@@ -283,8 +306,7 @@ async def test_load_partitions_timeout_of_every_partition_removes_the_collection
 
         async def released():
             return await node_holdings(cluster, cid) == (set(), set())
-        await poll_until(released, 20, 0.2, "nodes released the collection")
-        await wait_no_tasks(cluster, cid)
+        await wait_settled(cluster, cid, released)
 
 
 async def test_a_task_cancelled_before_it_starts_frees_its_key():

@@ -115,9 +115,10 @@ class QueryCoord(Component):
         self.load_stats = LoadStats()  # querycoord_load_req_count / _load_latency (see .monitor)
         self.scheduler.on_done(self._record_failed_load)
         self.scheduler.on_done(self._next_index_save)
-        self.collection_observer = CollectionObserver(self.ctx, q.collection_observer_interval_s,
-                                                      q.load_timeout_s, self._cancel_load)
         self.jobs = Jobs(self.ctx, self.resources, self.executor, settings, self._poke, self._pull_target)
+        self.collection_observer = CollectionObserver(self.ctx, q.collection_observer_interval_s,
+                                                      q.load_timeout_s, self._cancel_load,
+                                                      self.jobs.release_timed_out_partitions)
         self.manual = ManualBalance(self.ctx, q.segment_task_timeout_s)
         self.ddl = Ddl(self)   # definitions that also touch loads: create/drop collection, partition, index
         wal = Wal(DataDir(settings.common.data_dir).wal_root)

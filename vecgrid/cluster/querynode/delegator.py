@@ -224,7 +224,7 @@ class ShardDelegator:
     # --- lifecycle -----------------------------------------------------------------------------
 
     def start(self, info: Any, schema: schema_pb2.CollectionSchema, metric: str, excluded: dict[int, int],
-              partitions: Sequence[int] | None, coord_address: str) -> None:
+              coord_address: str) -> None:
         """Start consuming the channel (called on the loop)."""
 
         self._loop = asyncio.get_running_loop()
@@ -237,7 +237,7 @@ class ShardDelegator:
         else:
             reader = RemoteChannelReader(coord_address, self.channel, start)
         self.pipeline = ChannelPipeline(self.channel, reader, self.collection_id, schema, metric,
-                                        partitions=partitions or None, excluded=excluded,
+                                        excluded=excluded,
                                         forward_delete=self.forward_delete, on_failure=self._pipeline_failed)
         self.pipeline.start()
 
@@ -361,8 +361,10 @@ class ShardDelegator:
     # --- read path -------------------------------------------------------------------------------
 
     def _check_partitions(self, coll: Collection, partition_ids: Sequence[int]) -> set[int] | None:
+        """The partitions a read covers: those it names, which must be loaded, or else every loaded one
+        (the pipeline keeps rows of every partition; None: every partition)."""
         if not len(partition_ids):
-            return None
+            return set(coll.partitions) or None
         missing = [p for p in partition_ids if p not in coll.partitions]
         if missing and coll.partitions:
             raise errors.PartitionNotLoaded(partition=missing[0], collection=coll.id)

@@ -281,7 +281,6 @@ class QueryNode(Component):
             from vecgrid.gpu.build import parse_index_params
 
             metric = parse_index_params(list(index.index_params))[1] or "L2"
-        only = parts if req.load_meta.load_type == Q.LoadPartition else None
         coord = req.base.properties.get(COORD_ADDRESS_KEY) or \
             f"{self.settings.common.host}:{self.settings.querycoord.port}"
         started = []
@@ -303,7 +302,7 @@ class QueryNode(Component):
                                    version=req.version, replica_id=req.replicaID,
                                    delete_retry=self._delete_retry())
                 d.partition_stats.update(dict(info.partition_stats_versions))
-                d.start(info, coll.schema, metric, excluded, only, coord)
+                d.start(info, coll.schema, metric, excluded, coord)
                 started.append(d)
         except BaseException:
             for d in started:

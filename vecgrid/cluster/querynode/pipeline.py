@@ -4,9 +4,12 @@ A :class:`ChannelPipeline` consumes a channel's log (any
 :class:`~vecgrid.storage.wal.ChannelReader`: the local WAL, or the coordinator's
 stream for a node on another host) from a seek position, on its own thread:
 
-* **filter**: messages of other collections, of partitions not loaded, and inserts
-  into segments that are already sealed up to a checkpoint (Milvus's *excluded
-  segments*, from WatchDmChannels / SyncDistribution UpdateVersion) are dropped;
+* **filter**: messages of other collections, and inserts into segments that are
+  already sealed up to a checkpoint (Milvus's *excluded segments*, from WatchDmChannels /
+  SyncDistribution UpdateVersion) are dropped.  Rows of every partition are kept, loaded
+  or not, as Milvus's pipeline does since partitions load and release dynamically: reads
+  choose the loaded partitions (the delegator), so a partition loaded later serves the
+  rows written to it before, and one released stops serving them at once;
 * **insert**: rows go to the growing segment the message names (one engine
   :class:`~vecgrid.gpu.growing.GrowingSegment` per growing segment id);
 * **delete**: primary keys are deleted from every growing segment and handed to
@@ -45,7 +48,7 @@ import concurrent.futures
 import logging
 import threading
 import time
-from typing import Callable, Iterable
+from typing import Callable
 
 import numpy as np
 import pyarrow as pa
@@ -83,7 +86,6 @@ class _Stopped(Exception):
 class ChannelPipeline:
     def __init__(self, channel: str, reader: ChannelReader, collection_id: int,
                  schema: schema_pb2.CollectionSchema, metric: str, *,
-                 partitions: Iterable[int] | None = None,
                  excluded: dict[int, int] | None = None,
                  forward_delete: DeleteForwarder | None = None,
                  on_failure: Callable[[Exception], None] | None = None,
@@ -92,7 +94,6 @@ class ChannelPipeline:
         self.collection_id = collection_id
         self.schema = schema
         self.metric = metric
-        self.partitions = set(partitions) if partitions else None  # None: every partition
         self._lock = threading.Lock()   # guards growing, growing_partition and excluded (see the module doc)
         self.excluded = dict(excluded or {})  # segment id -> timestamp up to which it is sealed
         self.forward_delete = forward_delete
@@ -237,8 +238,6 @@ class ChannelPipeline:
             self._delete(message)
 
     def _insert(self, batch: InsertBatch) -> None:
-        if self.partitions is not None and batch.partition_id not in self.partitions:
-            return
         with self._lock:
             sealed_up_to = self.excluded.get(batch.segment_id)
             keep = np.ones(batch.num_rows, dtype=bool) if sealed_up_to is None else batch.timestamps > sealed_up_to
@@ -260,8 +259,6 @@ class ChannelPipeline:
         growing.insert(pks, vectors, timestamps=batch.timestamps[keep], columns=columns)
 
     def _delete(self, batch: DeleteBatch) -> None:
-        if self.partitions is not None and batch.partition_id not in self.partitions and batch.partition_id >= 0:
-            return
         pks = np.asarray(batch.primary_keys.to_numpy(zero_copy_only=False))
         for _, _, growing in self.growing_segments():
             growing.delete(pks, batch.timestamps)

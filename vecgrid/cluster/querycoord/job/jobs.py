@@ -307,6 +307,18 @@ class Jobs:
 
     # --- release ----------------------------------------------------------------------------
 
+    async def release_timed_out_partitions(self, cid: int, pids: list[int]) -> None:
+        """The nodes drop partitions whose load timed out (the collection observer removed their meta), unless
+        a load added them again meanwhile; nothing when the whole collection went (the nodes drop it)."""
+        async with self.queue.lock(cid):
+            if self.ctx.collections.get(cid) is None:
+                return
+            gone = [pid for pid in pids if self.ctx.collections.partition(cid, pid) is None]
+            if gone:
+                await self._on_nodes(cid, "release_partitions",
+                                     Q.ReleasePartitionsRequest(collectionID=cid, partitionIDs=gone),
+                                     "release-partitions")
+
     async def release_collection(self, cid: int, timeout_s: float) -> None:
         async with self.queue.lock(cid):
             if self.ctx.collections.get(cid) is None:

@@ -8,15 +8,20 @@ count × 100 // ((segments of the partition + channels) × replicas).  It never 
 down while loading and reaches 100 only once next has become current.  A collection
 loading without progress for ``querycoord.load_timeout_s`` is dropped (load cancelled)
 and the failure kept for ShowCollections; a stalled LoadPartitions on a collection with
-loaded partitions drops only the partitions still loading.  A read-only replica node that
-holds nothing of the collection any more, or is gone, leaves the replica.
+loaded partitions drops only the partitions still loading, and the nodes are told to drop
+them too (their delegators keep rows of every partition and read the loaded ones; that
+call is retried every round until it succeeds).  A read-only replica node that holds
+nothing of the collection any more, or is gone, leaves the replica.
+
+Owned by the coordinator's event loop, like the meta it reads.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
-from typing import Callable
+from typing import Awaitable, Callable
 
 from vecgrid.cluster.periodic import Periodic
 from vecgrid.cluster.querycoord.context import CheckerContext
@@ -32,14 +37,47 @@ class CollectionObserver(Periodic):
     name = "collection observer"
 
     def __init__(self, ctx: CheckerContext, interval_s: float, load_timeout_s: float,
-                 cancel_load: Callable[[int, str], None]) -> None:
+                 cancel_load: Callable[[int, str], None],
+                 release_on_nodes: Callable[[int, list[int]], Awaitable[None]]) -> None:
         super().__init__(interval_s)
         self.ctx = ctx
         self.load_timeout_s = load_timeout_s
         self.cancel_load = cancel_load
+        self.release_on_nodes = release_on_nodes
+        self._unreleased: dict[int, set[int]] = {}       # timed-out partitions the nodes may still hold
+        self._releasing: dict[int, asyncio.Task] = {}
 
     async def round(self) -> None:
         self.observe()
+        self.release_timed_out()
+
+    async def stop(self) -> None:
+        releasing = list(self._releasing.values())
+        for task in releasing:
+            task.cancel()
+        await asyncio.gather(*releasing, return_exceptions=True)
+        await super().stop()
+
+    def release_timed_out(self) -> None:
+        """Start telling the nodes to drop the timed-out partitions of each collection (one call at a time
+        per collection, off the round: it waits for the collection's jobs)."""
+        for cid, pids in list(self._unreleased.items()):
+            if cid not in self._releasing:
+                task = asyncio.ensure_future(self.release_on_nodes(cid, sorted(pids)))
+                self._releasing[cid] = task
+                task.add_done_callback(lambda t, cid=cid, pids=set(pids): self._released(cid, pids, t))
+
+    def _released(self, cid: int, pids: set[int], task: asyncio.Task) -> None:
+        del self._releasing[cid]
+        if task.cancelled():    # stop()
+            return
+        if task.exception() is not None:
+            log.warning("collection %d: telling the nodes to drop timed-out partitions %s failed (retried next "
+                        "round): %r", cid, sorted(pids), task.exception())
+            return
+        left = self._unreleased.pop(cid, set()) - pids
+        if left:
+            self._unreleased[cid] = left
 
     def observe(self) -> None:
         ctx = self.ctx
@@ -73,6 +111,7 @@ class CollectionObserver(Periodic):
                              and t.target != NO_NODE and t.segment.partition_id in stalled)
         ctx.collections.remove_partitions(cid, stalled)
         ctx.targets.remove_partitions(cid, stalled)
+        self._unreleased.setdefault(cid, set()).update(stalled)
         return True
 
     def partition_percentages(self, cid: int) -> dict[int, int]:
