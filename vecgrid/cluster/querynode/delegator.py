@@ -82,7 +82,7 @@ import logging
 import os
 import time
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, NoReturn, Sequence
+from typing import AbstractSet, Any, AsyncIterator, Awaitable, Callable, Iterable, NoReturn, Sequence
 
 import numpy as np
 
@@ -342,13 +342,13 @@ class ShardDelegator:
                 return f"tsafe of channel {self.channel} lags {lag:.0f} s behind wall clock (max {max_lag_s:.0f} s)"
         return None
 
-    def _growing(self, partitions: set[int] | None) -> list[GrowingView]:
+    def _growing(self, partitions: AbstractSet[int] | None) -> list[GrowingView]:
         if self.pipeline is None:
             return []
         return [GrowingView(sid, part, g) for sid, part, g in self.pipeline.growing_segments()
                 if partitions is None or part in partitions]
 
-    def _by_node(self, partitions: set[int] | None) -> dict[int, list[int]]:
+    def _by_node(self, partitions: AbstractSet[int] | None) -> dict[int, list[int]]:
         """The view's readable segments by node: all but those replaced by a compaction result in the view."""
         out: dict[int, list[int]] = {}
         view = dict(self.sealed)
@@ -360,11 +360,11 @@ class ShardDelegator:
 
     # --- read path -------------------------------------------------------------------------------
 
-    def _check_partitions(self, coll: Collection, partition_ids: Sequence[int]) -> set[int] | None:
+    def _check_partitions(self, coll: Collection, partition_ids: Sequence[int]) -> AbstractSet[int] | None:
         """The partitions a read covers: those it names, which must be loaded, or else every loaded one
         (the pipeline keeps rows of every partition; None: every partition)."""
         if not len(partition_ids):
-            return set(coll.partitions) or None
+            return coll.partitions or None
         missing = [p for p in partition_ids if p not in coll.partitions]
         if missing and coll.partitions:
             raise errors.PartitionNotLoaded(partition=missing[0], collection=coll.id)
@@ -438,7 +438,7 @@ class ShardDelegator:
         sub.req.base.targetID = node_id
         return sub
 
-    async def _prepare(self, req: Any) -> tuple[Collection, set[int] | None, int]:
+    async def _prepare(self, req: Any) -> tuple[Collection, AbstractSet[int] | None, int]:
         coll = self.collection
         partitions = self._check_partitions(coll, req.req.partitionIDs)
         tsafe = await self._wait(req.req.guarantee_timestamp, req.req.timeout_timestamp)

@@ -307,6 +307,10 @@ class Jobs:
 
     # --- release ----------------------------------------------------------------------------
 
+    async def _release_partitions_on_nodes(self, cid: int, pids: list[int]) -> None:
+        await self._on_nodes(cid, "release_partitions", Q.ReleasePartitionsRequest(collectionID=cid, partitionIDs=pids),
+                             "release-partitions")
+
     async def release_timed_out_partitions(self, cid: int, pids: list[int]) -> None:
         """The nodes drop partitions whose load timed out (the collection observer removed their meta), unless
         a load added them again meanwhile; nothing when the whole collection went (the nodes drop it)."""
@@ -315,9 +319,7 @@ class Jobs:
                 return
             gone = [pid for pid in pids if self.ctx.collections.partition(cid, pid) is None]
             if gone:
-                await self._on_nodes(cid, "release_partitions",
-                                     Q.ReleasePartitionsRequest(collectionID=cid, partitionIDs=gone),
-                                     "release-partitions")
+                await self._release_partitions_on_nodes(cid, gone)
 
     async def release_collection(self, cid: int, timeout_s: float) -> None:
         async with self.queue.lock(cid):
@@ -382,8 +384,7 @@ class Jobs:
                 return
             ctx.collections.remove_partitions(cid, gone)
             ctx.targets.remove_partitions(cid, gone)
-            await self._on_nodes(cid, "release_partitions",
-                                 Q.ReleasePartitionsRequest(collectionID=cid, partitionIDs=gone), "release-partitions")
+            await self._release_partitions_on_nodes(cid, gone)
             self.pull_target(cid)
             self.poke()
             await self._wait_released(
