@@ -49,7 +49,7 @@ import pyarrow.parquet as pq
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from vecgrid.gpu.datasets import SyntheticDataset  # noqa: E402
-from vecgrid.storage.bulk_import import ImportOptions, bulk_import  # noqa: E402
+from vecgrid.cluster.datanode.bulk_import import ImportOptions, bulk_import  # noqa: E402
 from vecgrid.storage.layout import DataDir  # noqa: E402
 
 DIM = 128

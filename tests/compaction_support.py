@@ -13,7 +13,7 @@ from vecgrid.proto import common_pb2, data_coord_pb2
 from vecgrid.storage import segment_files
 from vecgrid.storage.catalog import Catalog
 from vecgrid.storage.dml import DeleteBatch
-from vecgrid.storage.flush import flush_channel
+from vecgrid.cluster.datanode.flush import flush_channel
 from vecgrid.storage.wal import MessageKind
 
 

@@ -15,7 +15,7 @@ from vecgrid.cluster.streaming import ChannelAppenders
 from vecgrid.proto import data_coord_pb2
 from vecgrid.storage.catalog import Catalog
 from vecgrid.storage.dml import DeleteBatch, InsertBatch
-from vecgrid.storage.flush import flush_channel
+from vecgrid.cluster.datanode.flush import flush_channel
 from vecgrid.storage.sharding import shard_of
 from vecgrid.storage.wal import MessageKind, Wal
 from tests.querynode_support import DIM, TAGS, Dataset
@@ -70,7 +70,7 @@ class Writer:
 # --- a coordinator process to kill -9 -------------------------------------------------------------------
 # Crash tests run the coordinator as its own process over a stock Dask scheduler and `vecgrid worker`s
 # (whose shard leaders outlive it), drive writes and flushes inside it and kill it with
-# VECGRID_CRASH_AT at one of the points below or in vecgrid.storage.flush.  Until the proxy's write API
+# VECGRID_CRASH_AT at one of the points below or in vecgrid.cluster.datanode.flush.  Until the proxy's write API
 # is the way in, the driver writes through the appenders like Writer; "the reply" is its ACK line.
 
 def reply_point(op_index: int) -> str:

@@ -20,7 +20,7 @@ from vecgrid.cluster.querycoord.dist.leaders import leader_of, view_problem
 from vecgrid.cluster.querycoord.meta.target_manager import segment_refs
 from vecgrid.gpu.results import from_search_result_data
 from vecgrid.proto import milvus_pb2, query_coord_pb2 as Q, query_coord_pb2_grpc, rg_pb2
-from vecgrid.storage.bulk_import import ImportOptions, bulk_import
+from vecgrid.cluster.datanode.bulk_import import ImportOptions, bulk_import
 from tests.conftest import aio_channel, await_chain, embedded_settings, poll_until
 from tests.querynode_support import (Dataset, RemoteNode, assert_same_knn, random_table, reference_search,
                                      search_request)

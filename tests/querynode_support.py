@@ -20,7 +20,7 @@ from vecgrid.gpu.evaluation import knn_ground_truth
 from vecgrid.gpu.results import encode_placeholder_group
 from vecgrid.proto import internal_pb2, plan_pb2, query_coord_pb2 as Q, query_coord_pb2_grpc
 from vecgrid.rpc.querynode_servicer import serve_querynode
-from vecgrid.storage.bulk_import import TIMESTAMP_FIELD, ImportOptions, bulk_import
+from vecgrid.cluster.datanode.bulk_import import TIMESTAMP_FIELD, ImportOptions, bulk_import
 from vecgrid.storage.layout import DataDir
 
 DIM = 16

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from vecgrid.storage import segment_files
-from vecgrid.storage.bulk_import import ImportOptions, bulk_import
+from vecgrid.cluster.datanode.bulk_import import ImportOptions, bulk_import
 from tests.proxy_support import dynamic_flat_collection
 
 

@@ -13,8 +13,8 @@ import pytest
 
 from vecgrid import errors
 from vecgrid.storage import segment_files
-from vecgrid.storage.bulk_import import ImportOptions, bulk_import
-from vecgrid.storage.import_sources import open_sources
+from vecgrid.cluster.datanode.bulk_import import ImportOptions, bulk_import
+from vecgrid.cluster.datanode.import_sources import open_sources
 from vecgrid.storage.layout import DataDir
 from tests.proxy_support import dynamic_flat_collection
 

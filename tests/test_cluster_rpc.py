@@ -218,7 +218,7 @@ async def test_channel_stream_serves_the_wal_to_remote_readers(embedded):
     import asyncio
     import time
 
-    from vecgrid.storage.remote_reader import RemoteChannelReader
+    from vecgrid.cluster.streaming.remote_reader import RemoteChannelReader
     from vecgrid.storage.wal import MessageKind, WalError
 
     channel = "by-dev-rootcoord-dml_0_77v0"

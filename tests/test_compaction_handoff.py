@@ -14,7 +14,7 @@ import pyarrow as pa
 from vecgrid.cluster.datanode.compaction import MixPlan, compact_mix
 from vecgrid.proto import query_coord_pb2 as Q
 from vecgrid.storage.dml import InsertBatch
-from vecgrid.storage.flush import flush_channel
+from vecgrid.cluster.datanode.flush import flush_channel
 from vecgrid.storage.layout import DataDir
 from vecgrid.storage.wal import MessageKind, Wal
 from tests.delegator_support import LEADER, WORKER, K, close, make_cluster, search

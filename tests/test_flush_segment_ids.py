@@ -11,7 +11,7 @@ from vecgrid.cluster.streaming import ChannelAppender
 from vecgrid.proto import common_pb2, data_coord_pb2, schema_pb2
 from vecgrid.storage import segment_files
 from vecgrid.storage.dml import DeleteBatch, InsertBatch, TimeTick
-from vecgrid.storage.flush import flush_channel
+from vecgrid.cluster.datanode.flush import flush_channel
 from vecgrid.storage.layout import DataDir
 from vecgrid.storage.wal import MessageKind, Wal
 

@@ -17,11 +17,11 @@ from vecgrid.cluster.datacoord.gc import GarbageCollector
 from vecgrid.cluster.querycoord.meta.target_manager import TargetManager, segment_refs
 from vecgrid.config import Settings
 from vecgrid.proto import common_pb2
-from vecgrid.storage import bulk_import as bulk_import_module
+from vecgrid.cluster.datanode import bulk_import as bulk_import_module
 from vecgrid.storage import segment_files
-from vecgrid.storage.bulk_import import ImportOptions, bulk_import, import_sources
+from vecgrid.cluster.datanode.bulk_import import ImportOptions, bulk_import, import_sources
 from vecgrid.storage.catalog import arrow_schema
-from vecgrid.storage.import_sources import open_sources
+from vecgrid.cluster.datanode.import_sources import open_sources
 from vecgrid.storage.layout import DataDir
 from tests.querynode_support import catalog, random_table
 

@@ -27,7 +27,7 @@ from vecgrid.gpu import exprs as E
 from vecgrid.gpu.results import from_search_result_data
 from vecgrid.proto import data_coord_pb2, query_coord_pb2 as Q, schema_pb2
 from vecgrid.storage.dml import DeleteBatch
-from vecgrid.storage.flush import flush_channel
+from vecgrid.cluster.datanode.flush import flush_channel
 from vecgrid.storage.layout import DataDir
 from vecgrid.storage.wal import MessageKind
 from tests.conftest import poll_until

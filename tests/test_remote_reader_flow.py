@@ -12,7 +12,7 @@ import grpc
 import pytest
 
 from vecgrid.proto import msg_pb2, wal_stream_pb2, wal_stream_pb2_grpc
-from vecgrid.storage.remote_reader import RemoteChannelReader
+from vecgrid.cluster.streaming.remote_reader import RemoteChannelReader
 from vecgrid.storage.wal import MessageKind, Position
 
 CHANNEL = "by-dev-rootcoord-dml_0_1v0"

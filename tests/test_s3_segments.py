@@ -24,7 +24,7 @@ import pytest_asyncio
 
 from vecgrid.config import Settings
 from vecgrid.storage.backend import CorruptSegmentError, FileInfo, open_storage
-from vecgrid.storage.bulk_import import ImportOptions, bulk_import
+from vecgrid.cluster.datanode.bulk_import import ImportOptions, bulk_import
 from vecgrid.storage.layout import DataDir
 from vecgrid.gpu.results import from_search_result_data
 from tests.querynode_support import Dataset, assert_same_knn, dense, random_table, reference_search

@@ -15,9 +15,9 @@ import pytest
 from vecgrid import errors
 from vecgrid.proto import common_pb2, data_coord_pb2, schema_pb2
 from vecgrid.storage import segment_files
-from vecgrid.storage.bulk_import import TIMESTAMP_FIELD, ImportOptions, bulk_import
+from vecgrid.cluster.datanode.bulk_import import TIMESTAMP_FIELD, ImportOptions, bulk_import
 from vecgrid.storage.dml import DeleteBatch, InsertBatch, TimeTick
-from vecgrid.storage.flush import flush_channel
+from vecgrid.cluster.datanode.flush import flush_channel
 from vecgrid.storage.layout import DataDir
 from vecgrid.storage.wal import MessageKind, Wal
 

@@ -12,7 +12,7 @@ from vecgrid.cluster.querycoord.meta.target_manager import TargetManager
 from vecgrid.cluster.querycoord.wal_retention import WalRetention
 from vecgrid.proto import query_coord_pb2 as Q, schema_pb2, common_pb2
 from vecgrid.storage.dml import InsertBatch, TimeTick
-from vecgrid.storage.flush import advance_idle_checkpoint, flush_channel
+from vecgrid.cluster.datanode.flush import advance_idle_checkpoint, flush_channel
 from vecgrid.storage.layout import DataDir
 from vecgrid.storage.wal import MessageKind, Position, Wal, WalTruncatedError
 

@@ -314,7 +314,7 @@ async def _users(settings: Settings, args: argparse.Namespace) -> None:
 
 def _import(settings: Settings, args: argparse.Namespace) -> int:
 
-    from vecgrid.storage.bulk_import import ImportOptions, bulk_import, summary_json
+    from vecgrid.cluster.datanode.bulk_import import ImportOptions, bulk_import, summary_json
     from vecgrid.storage.layout import DataDir
 
     try:
@@ -374,7 +374,7 @@ def _insert_inputs(args: argparse.Namespace) -> tuple[Any, int]:
     ``.npy`` + scalars)."""
     if args.batch_rows < 1:
         raise UsageError(f"--batch-rows must be 1 or more, got {args.batch_rows}")
-    from vecgrid.storage.import_sources import open_sources
+    from vecgrid.cluster.datanode.import_sources import open_sources
 
     try:
         sources = open_sources(args.files)

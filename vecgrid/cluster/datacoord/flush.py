@@ -11,7 +11,7 @@ One flush of a channel:
 1. **seal** — ``appender.seal`` closes the channel's open growing segments at a fresh timestamp T
    and logs a time tick there (the barrier: every row of a sealed segment is at or below T, every
    later row goes to a new segment);
-2. **sync** — :func:`~vecgrid.storage.flush.flush_channel` up to T, in a thread: the log range
+2. **sync** — :func:`~vecgrid.cluster.datanode.flush.flush_channel` up to T, in a thread: the log range
    becomes sealed segments **with the growing segments' ids**, an L0 segment of the deletes, and
    the new checkpoint, in one catalog transaction.  It leaves the log files to the WAL retention,
    which keeps what a target's seek position still needs;
@@ -68,7 +68,7 @@ from vecgrid.config import DataCoordSettings
 from vecgrid.proto import data_coord_pb2
 from vecgrid.storage.catalog import Catalog
 from vecgrid.storage.dml import TimeTick
-from vecgrid.storage.flush import flush_channel, has_unflushed_dml
+from vecgrid.cluster.datanode.flush import flush_channel, has_unflushed_dml
 from vecgrid.storage.wal import MessageKind
 
 log = logging.getLogger(__name__)

@@ -5,7 +5,7 @@ cancelled while it runs (Milvus's DataCoord ImportV2 jobs: ``Pending`` → ``Imp
 :meth:`ImportJobs.submit` checks that every file lies under an **import root** (below), opens the files
 (a missing file or an unknown layout is refused at once, and nothing is registered) and answers the job
 at once; the import itself runs in a worker thread through the coordinator's own catalog
-(:func:`vecgrid.storage.bulk_import.import_sources`: all or nothing).  Jobs run one at a time in
+(:func:`vecgrid.cluster.datanode.bulk_import.import_sources`: all or nothing).  Jobs run one at a time in
 submission order: two imports creating the same collection from their files would otherwise race.  A
 finished import asks the QueryCoord for a next target of its collection (through ``pull_target``) so a
 loaded collection serves the new segments at once.
@@ -22,7 +22,7 @@ not limited.
 **Persistence.**  Every job is a JSON record in the metadata store (``datacoord-meta/import-job/<id>``,
 beside Milvus's own key of that name), written when it is submitted, starts, and finishes, so a
 restarted coordinator still lists its jobs.  The import reserves its segments (Importing) under the
-lease ``import-job-<id>`` before writing them (:mod:`vecgrid.storage.bulk_import`); a collection it
+lease ``import-job-<id>`` before writing them (:mod:`vecgrid.cluster.datanode.bulk_import`); a collection it
 creates is recorded at once (``datacoord-meta/import-created/<id>``), and just before it publishes its
 segments (one catalog transaction) their ids are recorded too (``datacoord-meta/import-publishing/<id>``).
 A restarted coordinator that finds a job still ``Pending`` or ``Importing`` settles it once, without
@@ -62,11 +62,11 @@ from typing import Any, Callable, Iterable
 
 from vecgrid import errors
 from vecgrid.config import ConfigError, Settings
-from vecgrid.storage.bulk_import import ImportOptions, check_options, import_sources
+from vecgrid.cluster.datanode.bulk_import import ImportOptions, check_options, import_sources
 from vecgrid.storage.catalog import Catalog
 from vecgrid.storage.catalog.schema_rules import validate_name
 from vecgrid.proto import common_pb2
-from vecgrid.storage.import_sources import URL_SCHEMES, Sources, open_sources, url_scheme
+from vecgrid.cluster.datanode.import_sources import URL_SCHEMES, Sources, open_sources, url_scheme
 from vecgrid.storage.wal import MessageKind, Wal
 
 log = logging.getLogger(__name__)

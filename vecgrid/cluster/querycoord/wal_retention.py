@@ -4,7 +4,7 @@ nothing can need any more are dropped.
 The coordinator ticks every channel of every loaded collection (:mod:`.timetick`), so
 even a channel nobody writes to grows.  Every ``interval_s`` this sweep moves the
 checkpoint of each channel whose log holds only ticks after it
-(:func:`~vecgrid.storage.flush.advance_idle_checkpoint`); the next target picks the new
+(:func:`~vecgrid.cluster.datanode.flush.advance_idle_checkpoint`); the next target picks the new
 checkpoint up as the channel's seek position, as a Milvus target does after DataNode
 moved it.
 
@@ -36,7 +36,7 @@ from vecgrid.cluster.querycoord.meta.collection_manager import CollectionManager
 from vecgrid.cluster.querycoord.meta.target_manager import Scope, TargetManager
 from vecgrid.proto import msg_pb2
 from vecgrid.storage.catalog import Catalog
-from vecgrid.storage.flush import advance_idle_checkpoint
+from vecgrid.cluster.datanode.flush import advance_idle_checkpoint
 from vecgrid.storage.wal import Position, Wal
 
 log = logging.getLogger(__name__)

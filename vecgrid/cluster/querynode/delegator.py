@@ -63,7 +63,7 @@ it: :meth:`ShardDelegator.forward_delete` hands each delete to the loop
 pipeline (see :mod:`.pipeline`); the delegator reads them only through its snapshots.
 
 Where the WAL comes from: the local WAL when ``<data_dir>/wal/<channel>`` exists on this
-host, else :class:`~vecgrid.storage.remote_reader.RemoteChannelReader` against the
+host, else :class:`~vecgrid.cluster.streaming.remote_reader.RemoteChannelReader` against the
 coordinator (``vecgrid.coord_address`` in the request's ``base.properties``, else
 ``common.host:querycoord.port``).
 
@@ -100,7 +100,7 @@ from vecgrid.cluster.querynode.worker import Workers, row_count_statistics, tota
 from vecgrid.gpu.plan import parse_query_plan
 from vecgrid.proto import data_coord_pb2, internal_pb2, msg_pb2, query_coord_pb2, schema_pb2
 from vecgrid.storage.layout import DataDir
-from vecgrid.storage.remote_reader import RemoteChannelReader
+from vecgrid.cluster.streaming.remote_reader import RemoteChannelReader
 from vecgrid.storage.tso import parse_ts
 from vecgrid.storage.wal import Position, Wal
 

@@ -57,7 +57,7 @@ from vecgrid.cluster.querynode.segments import ALL_PARTITIONS, DeleteLog, Sealed
 from vecgrid.proto import data_coord_pb2, query_coord_pb2, schema_pb2
 from vecgrid.storage.backend import CorruptSegmentError, FileInfo, Storage, open_storage
 
-TIMESTAMP_COLUMN = "Timestamp"  # vecgrid.storage.bulk_import.TIMESTAMP_FIELD: Milvus's system field 1
+TIMESTAMP_COLUMN = "Timestamp"  # vecgrid.cluster.datanode.bulk_import.TIMESTAMP_FIELD: Milvus's system field 1
 DATA_GROUP_FIELD_ID = 0         # FieldBinlog.fieldID of the one column group of data.parquet
 # index types whose index keeps no exact copy of the vectors: the raw vectors are kept as a column
 # so that queries can return them

@@ -24,7 +24,7 @@ from vecgrid.cluster.datacoord.imports import ImportJob, ImportJobs, ImportPathR
 from vecgrid.common.feathers_errors import Forbidden, NotFound
 from vecgrid.http.services.collection_common import (READ, WRITE, body, check_keys, json_int, positive_int,
                                                      string_list)
-from vecgrid.storage.bulk_import import ImportOptions
+from vecgrid.cluster.datanode.bulk_import import ImportOptions
 from vecgrid.storage.catalog.schema_rules import DEFAULT_DB_NAME, DEFAULT_PARTITION_NAME
 from vecgrid.storage.layout import DataDir
 

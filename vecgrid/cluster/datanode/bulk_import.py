@@ -44,7 +44,7 @@ from vecgrid.storage import segment_files
 from vecgrid.storage.catalog import Catalog, CollectionInfo, arrow_field, arrow_schema, arrow_type, validate_rows
 from vecgrid.storage.catalog.schema_rules import (DEFAULT_DB_NAME, DEFAULT_PARTITION_NAME, DYNAMIC_FIELD_NAME,
                                                   normalize_schema)
-from vecgrid.storage.import_sources import JSON_TEXT_KEY, Sources, infer_schema, open_sources
+from vecgrid.cluster.datanode.import_sources import JSON_TEXT_KEY, Sources, infer_schema, open_sources
 from vecgrid.storage.layout import DataDir
 from vecgrid.storage.sharding import shard_of
 from vecgrid.storage.tso import compose_ts, physical_ms_now
