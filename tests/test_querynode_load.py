@@ -17,7 +17,7 @@ from vecgrid.common.keys import CHECKSUM_PROPERTY_PREFIX
 from vecgrid.gpu import build
 from vecgrid.proto import common_pb2, data_coord_pb2, internal_pb2, query_coord_pb2 as Q
 from vecgrid.storage import segment_files
-from vecgrid.cluster.datanode.bulk_import import TIMESTAMP_FIELD
+from vecgrid.storage.segment_files import TIMESTAMP_FIELD
 from vecgrid.storage.catalog import arrow_schema
 from tests.querynode_support import (NODE_ID, NodeHarness, catalog, import_collection, load_request,
                                      query_request, search_request)

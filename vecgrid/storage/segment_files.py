@@ -101,6 +101,7 @@ __all__ = [
 SEGMENTS_DIR: Final = "segments"
 DATA_FILE: Final = "data.parquet"
 DELTALOG_FILE: Final = "deltalog.parquet"
+TIMESTAMP_FIELD: Final = "Timestamp"  # Milvus's system field 1: each row's insert timestamp, stored beside the fields
 DEFAULT_ROW_GROUP_SIZE: Final = 65_536
 _SCHEMA_KEY: Final = b"vecgrid.arrow_schema"
 Checksum = Literal["sha256", "crc32"]

@@ -41,6 +41,7 @@ import pyarrow as pa
 from vecgrid import errors
 from vecgrid.proto import common_pb2, schema_pb2
 from vecgrid.storage import segment_files
+from vecgrid.storage.segment_files import TIMESTAMP_FIELD
 from vecgrid.storage.catalog import Catalog, CollectionInfo, arrow_field, arrow_schema, arrow_type, validate_rows
 from vecgrid.storage.catalog.schema_rules import (DEFAULT_DB_NAME, DEFAULT_PARTITION_NAME, DYNAMIC_FIELD_NAME,
                                                   normalize_schema)
@@ -51,7 +52,6 @@ from vecgrid.storage.tso import compose_ts, physical_ms_now
 
 log = logging.getLogger(__name__)
 
-TIMESTAMP_FIELD = "Timestamp"  # Milvus's system field 1, refused as a user field name
 IMPORT_TSO_KEY = "tso/bulk-import"  # its own oracle: the coordinator owns the main one
 LEASE_TTL_S = 600.0  # an import whose lease went unrenewed this long is taken for dead (wall clock)
 

@@ -38,9 +38,8 @@ import pyarrow as pa
 from vecgrid.common.faults import crash_point
 from vecgrid.storage import segment_files
 from vecgrid.storage.backend import canonical_root
-from vecgrid.storage.segment_files import DATA_FILE, FileInfo, SegmentFiles
+from vecgrid.storage.segment_files import DATA_FILE, TIMESTAMP_FIELD, FileInfo, SegmentFiles
 
-TIMESTAMP_COLUMN = "Timestamp"  # Milvus's system field 1: the row's insert timestamp
 ALL_PARTITIONS = -1             # an L0 segment of partition -1 deletes in every partition of its channel
 
 
@@ -193,16 +192,16 @@ def _read_deletes(record: SegmentFiles) -> tuple[np.ndarray, np.ndarray]:
 def _row_keys(record: SegmentFiles, pk_name: str) -> tuple[np.ndarray, np.ndarray]:
     """``(pks, insert timestamps)`` of a segment's rows; only those two columns are decoded."""
     try:
-        table = segment_files.read_segment(record, [pk_name, TIMESTAMP_COLUMN])
+        table = segment_files.read_segment(record, [pk_name, TIMESTAMP_FIELD])
     except KeyError:  # written without insert timestamps: older than every delete
         table = segment_files.read_segment(record, [pk_name])
     return _keys(table.column(pk_name)), _timestamps(table)
 
 
 def _timestamps(table: pa.Table) -> np.ndarray:
-    if TIMESTAMP_COLUMN not in table.column_names:
+    if TIMESTAMP_FIELD not in table.column_names:
         return np.zeros(table.num_rows, np.uint64)
-    return table.column(TIMESTAMP_COLUMN).to_numpy().astype(np.uint64)
+    return table.column(TIMESTAMP_FIELD).to_numpy().astype(np.uint64)
 
 
 def _l0_deletes(sources: tuple[DeleteSource, ...], partition_id: int, like: np.ndarray) -> Deletes:

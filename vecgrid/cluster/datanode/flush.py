@@ -43,7 +43,7 @@ from vecgrid import errors
 from vecgrid.common.faults import crash_point
 from vecgrid.proto import data_coord_pb2, msg_pb2
 from vecgrid.storage import segment_files
-from vecgrid.cluster.datanode.bulk_import import TIMESTAMP_FIELD
+from vecgrid.storage.segment_files import TIMESTAMP_FIELD
 from vecgrid.storage.catalog import ALL_PARTITIONS_ID, Catalog, CollectionInfo, arrow_schema
 from vecgrid.storage.dml import DeleteBatch, InsertBatch, decode_dml
 from vecgrid.storage.wal import MessageKind, Position, Wal, WalRecord

@@ -56,8 +56,8 @@ from vecgrid.cluster.querynode.collections import Collection, CollectionManager,
 from vecgrid.cluster.querynode.segments import ALL_PARTITIONS, DeleteLog, SealedSegment, SegmentManager
 from vecgrid.proto import data_coord_pb2, query_coord_pb2, schema_pb2
 from vecgrid.storage.backend import CorruptSegmentError, FileInfo, Storage, open_storage
+from vecgrid.storage.segment_files import TIMESTAMP_FIELD
 
-TIMESTAMP_COLUMN = "Timestamp"  # vecgrid.cluster.datanode.bulk_import.TIMESTAMP_FIELD: Milvus's system field 1
 DATA_GROUP_FIELD_ID = 0         # FieldBinlog.fieldID of the one column group of data.parquet
 # index types whose index keeps no exact copy of the vectors: the raw vectors are kept as a column
 # so that queries can return them
@@ -275,7 +275,7 @@ class SegmentBuilder:
         tables = []
         for binlog in (b for g in groups for b in g.binlogs):
             data = self.read_file(sid, binlog.log_path, binlog.log_size, checksums.get(binlog.log_path))
-            table = self._parquet(sid, binlog.log_path, data, wanted, optional=(TIMESTAMP_COLUMN,))
+            table = self._parquet(sid, binlog.log_path, data, wanted, optional=(TIMESTAMP_FIELD,))
             if binlog.entries_num and table.num_rows != binlog.entries_num:
                 raise _failed(sid, f"{binlog.log_path}: {table.num_rows} rows, the binlog says {binlog.entries_num}")
             tables.append(table)
@@ -294,8 +294,8 @@ class SegmentBuilder:
             pks = _to_numpy(table.column(coll.pk_field.name))
             if pks.dtype.kind == "O":
                 pks = pks.astype(str)
-            timestamps = (_to_numpy(table.column(TIMESTAMP_COLUMN)).astype(np.uint64)
-                          if TIMESTAMP_COLUMN in table.column_names else None)
+            timestamps = (_to_numpy(table.column(TIMESTAMP_FIELD)).astype(np.uint64)
+                          if TIMESTAMP_FIELD in table.column_names else None)
             scalars: dict[int, np.ndarray] = {}
             for f in coll.scalar_fields:
                 col = table.column(f.name)
