@@ -16,8 +16,8 @@ For a collection the :class:`Proxy`
    leader of a channel failed, the cached leaders are dropped, fetched again once and
    tried again;
 4. merges the channels' answers with the shard leader's own reducers
-   (:func:`~vecgrid.cluster.querynode.reduce.merge_search`: top-k by score in the
-   metric's direction; :func:`~vecgrid.cluster.querynode.reduce.merge_retrieve`:
+   (:func:`~vecgrid.cluster.reduce.merge_search`: top-k by score in the
+   metric's direction; :func:`~vecgrid.cluster.reduce.merge_retrieve`:
    rows by primary key) and decodes them into plain Python: a search answers, per
    query, ``[{"id": pk, "distance": float, "entity": {field: value}}]``; a query
    answers ``[{field: value}]`` rows (the primary key always among them).
@@ -67,7 +67,7 @@ from vecgrid.cluster.proxy.filters import compile_filter, dynamic_field
 from vecgrid.cluster.proxy.rows import to_table
 from vecgrid.cluster.proxy.write_access import DataCoordAccess, LocalWrites, NoWrites, RemoteWrites, WriteSource
 from vecgrid.cluster.proxy.writer import MutationResult, Writer
-from vecgrid.cluster.querynode.reduce import INLINE_MERGE_HITS, merge_retrieve, merge_search
+from vecgrid.cluster.reduce import INLINE_MERGE_HITS, merge_retrieve, merge_search
 from vecgrid.cluster.querynode.retrieve import COUNT_FIELD
 from vecgrid.common.keys import server_id_metadata
 from vecgrid.common.limits import GRPC_MESSAGE_OPTIONS

@@ -94,7 +94,7 @@ from vecgrid.cluster.querynode.collections import Collection, CollectionManager
 from vecgrid.cluster.querynode.loader import SegmentLoader
 from vecgrid.cluster.querynode.pipeline import ChannelPipeline
 from vecgrid.cluster.querynode.pk_stats import PkStats
-from vecgrid.cluster.querynode.reduce import INLINE_MERGE_HITS, merge_retrieve, merge_search
+from vecgrid.cluster.reduce import INLINE_MERGE_HITS, merge_retrieve, merge_search
 from vecgrid.cluster.querynode.segments import ALL_PARTITIONS
 from vecgrid.cluster.querynode.worker import Workers, row_count_statistics, total_row_count
 from vecgrid.gpu.plan import parse_query_plan

@@ -54,7 +54,7 @@ from vecgrid.cluster.querynode.index_saver import SaveIndexRequest, save_segment
 from vecgrid.cluster.querynode.loader import SegmentLoader
 from vecgrid.cluster.querynode.monitor import node_snapshot, quota_metrics
 from vecgrid.cluster.querynode.peers import PeerClients
-from vecgrid.cluster.querynode.reduce import merge_retrieve, merge_search
+from vecgrid.cluster.reduce import merge_retrieve, merge_search
 from vecgrid.cluster.querynode.segments import ALL_PARTITIONS, SealedSegment, SegmentManager
 from vecgrid.cluster.querynode.worker import LocalWorker, Workers, row_count_statistics, total_row_count
 from vecgrid.common.keys import COORD_ADDRESS_KEY, checksums_from_properties, node_addresses
