@@ -20,6 +20,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import tornado.httpserver
 import tornado.netutil
@@ -38,8 +39,6 @@ from vecgrid.cluster.proxy.writer import Writer
 from vecgrid.cluster.querycoord.coordinator import QueryCoord
 from vecgrid.cluster.querycoord.flush_handoff import FlushHandoff
 from vecgrid.cluster.querycoord.monitor import ClusterPublisher
-from vecgrid.cluster.querynode.monitor import heartbeat_snapshot
-from vecgrid.cluster.querynode.node import QueryNode
 from vecgrid.cluster.querynode.session import PLUGIN_NAME, TOPIC
 from vecgrid.config import Settings
 from vecgrid.http.app import build_api, make_app
@@ -48,11 +47,13 @@ from vecgrid.http.services import RestContext
 from vecgrid.rpc.catalog_servicer import catalog_service
 from vecgrid.rpc.channel_stream_servicer import channel_stream_service
 from vecgrid.rpc.querycoord_servicer import serve_querycoord
-from vecgrid.rpc.querynode_servicer import serve_querynode
 from vecgrid.rpc.server import GrpcServer, PortInUse
 from vecgrid.rpc.write_servicer import WriteServicer, write_service
 from vecgrid.storage.layout import DataDir
 from vecgrid.storage.wal import Wal
+
+if TYPE_CHECKING:
+    from vecgrid.cluster.querynode.node import QueryNode
 
 log = logging.getLogger(__name__)
 
@@ -280,6 +281,12 @@ class QueryNodePlugin(WorkerPlugin):
         self.server = None
 
     async def setup(self, worker: Worker) -> None:
+        # Imported here, on the worker: the coordinator process builds and registers this plugin but
+        # runs no node, so it never loads the node's engine (faiss, the gpu/ search modules).
+        from vecgrid.cluster.querynode.monitor import heartbeat_snapshot
+        from vecgrid.cluster.querynode.node import QueryNode
+        from vecgrid.rpc.querynode_servicer import serve_querynode
+
         _leave_sigint_to_the_nanny(worker)
         settings = self.settings.with_env(os.environ)
         node = QueryNode(settings, name=str(worker.name), deploy_mode=self.deploy_mode)

@@ -10,9 +10,8 @@ from typing import Sequence
 
 import numpy as np
 
-from vecgrid.cluster.querynode.retrieve import COUNT_FIELD
 from vecgrid.gpu.columns import concat_columns
-from vecgrid.gpu.results import column_to_field_data, field_data_to_column, merge_search_results, primary_keys
+from vecgrid.gpu.results import COUNT_FIELD, column_to_field_data, field_data_to_column, merge_search_results, primary_keys
 from vecgrid.proto import common_pb2, internal_pb2, schema_pb2
 
 # Merges of at most this many hits run on the event loop: a thread hop costs more than the merge.

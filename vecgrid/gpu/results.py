@@ -24,8 +24,11 @@ from vecgrid.gpu.columns import FieldColumn
 from vecgrid.gpu.merge import TopK, merge_topk
 from vecgrid.proto import common_pb2, schema_pb2
 
+#: The one output field of a ``count(*)`` query (Milvus's name for it).
+COUNT_FIELD = "count(*)"
+
 __all__ = [
-    "column_to_field_data", "field_data_to_column",
+    "COUNT_FIELD", "column_to_field_data", "field_data_to_column",
     "to_search_result_data", "from_search_result_data", "primary_keys", "merge_search_results",
     "decode_placeholder_group", "encode_placeholder_group", "datatype_of",
 ]

@@ -68,14 +68,13 @@ from vecgrid.cluster.proxy.rows import to_table
 from vecgrid.cluster.proxy.write_access import DataCoordAccess, LocalWrites, NoWrites, RemoteWrites, WriteSource
 from vecgrid.cluster.proxy.writer import MutationResult, Writer
 from vecgrid.cluster.reduce import INLINE_MERGE_HITS, merge_retrieve, merge_search
-from vecgrid.cluster.querynode.retrieve import COUNT_FIELD
 from vecgrid.common.keys import server_id_metadata
 from vecgrid.common.limits import GRPC_MESSAGE_OPTIONS
 from vecgrid.gpu import exprs as E
 from vecgrid.gpu import jsonkeys
 from vecgrid.gpu.columns import FieldColumn
 from vecgrid.gpu.merge import MAX_TOPK, merge_topk
-from vecgrid.gpu.results import encode_placeholder_group, field_data_to_column, from_search_result_data
+from vecgrid.gpu.results import COUNT_FIELD, encode_placeholder_group, field_data_to_column, from_search_result_data
 from vecgrid.proto import (common_pb2, internal_pb2, plan_pb2, query_coord_pb2 as Q, query_coord_pb2_grpc,
                            schema_pb2)
 from vecgrid.storage.catalog import Catalog

@@ -16,13 +16,15 @@ handler, not a gRPC method.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from vecgrid import errors
 from vecgrid.cluster.index_builds import write_index_file
-from vecgrid.cluster.querynode.segments import SealedSegment
 from vecgrid.storage import segment_files
 from vecgrid.storage.segment_files import FileInfo
+
+if TYPE_CHECKING:   # the coordinator imports this module for the request: not the node's segments
+    from vecgrid.cluster.querynode.segments import SealedSegment
 
 
 @dataclass(frozen=True)

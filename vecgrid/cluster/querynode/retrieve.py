@@ -31,10 +31,9 @@ from vecgrid.cluster.querynode.search import mvcc_timestamp
 from vecgrid.cluster.querynode.segments import SealedSegment
 from vecgrid.gpu.columns import FieldColumn
 from vecgrid.gpu.plan import parse_query_plan
-from vecgrid.gpu.results import column_to_field_data
+from vecgrid.gpu.results import COUNT_FIELD, column_to_field_data
 from vecgrid.proto import common_pb2, internal_pb2, schema_pb2
 
-COUNT_FIELD = "count(*)"
 DEFAULT_CHUNK_BYTES = 4 * 1024 * 1024
 
 

@@ -9,20 +9,22 @@ the deployment code because it starts the node's gRPC server, which this role do
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from distributed import Worker
 
-from vecgrid.cluster.querynode.node import QueryNode
+if TYPE_CHECKING:   # the coordinator imports this module: it must not load the node's engine
+    from vecgrid.cluster.querynode.node import QueryNode
 
 PLUGIN_NAME = "vecgrid-querynode"
 TOPIC = "vecgrid.querynode"
 
 
 def _plugin(dask_worker: Worker) -> Any:
-    """The worker's QueryNode plugin once its node is set up (it carries the node as ``.node``)."""
+    """The worker's QueryNode plugin once its node is set up (it carries the node as ``.node``,
+    ``None`` until then)."""
     plugin = dask_worker.plugins.get(PLUGIN_NAME)
-    return plugin if isinstance(getattr(plugin, "node", None), QueryNode) else None
+    return plugin if getattr(plugin, "node", None) is not None else None
 
 
 def local_node(dask_worker: Worker) -> QueryNode | None:
