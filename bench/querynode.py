@@ -61,7 +61,8 @@ from tests.conftest import embedded_settings  # noqa: E402
 from tests.querynode_support import (DIM, Dataset, import_collection, load_request,  # noqa: E402
                                      search_request)
 from tests.test_delegator_localcluster import RemoteNode  # noqa: E402
-from vecgrid.cluster.proxy.proxy import Proxy, Shard  # noqa: E402
+from vecgrid.cluster.proxy.lb_policy import LeaderRouter, Shard  # noqa: E402
+from vecgrid.cluster.proxy.proxy import Proxy  # noqa: E402
 from vecgrid.config import Settings  # noqa: E402
 from vecgrid.deploy import EmbeddedCluster  # noqa: E402
 from vecgrid.gpu.build import build_index_file, read_index_file  # noqa: E402
@@ -185,16 +186,24 @@ NQ1_ROUNDS_FACTOR = 5
 CORES = psutil.cpu_count() or 1
 
 
+class _PlacedRouter(LeaderRouter):
+    """Leader routing to the leader this bench placed: the coordinator, its checkers parked, never loaded
+    the collection and reports no leaders."""
+
+    placed: list[Shard] = []
+
+    async def shard_leaders(self, collection_id: int, *, refresh: bool = False) -> list[Shard]:
+        return self.placed
+
+
 class _PlacedLeaders(Proxy):
-    """The proxy path (what REST and the CLI use: leaders, retries, merge, decoding) over the leader this
-    bench placed: the coordinator, its checkers parked, never loaded the collection and reports no leaders."""
+    """The proxy path (what REST and the CLI use: leaders, retries, merge, decoding) over the placed leader."""
+
+    router_class = _PlacedRouter
 
     def __init__(self, coord_address: str, shards: list[Shard]) -> None:
         super().__init__(coord_address)
-        self._placed = shards
-
-    async def shard_leaders(self, collection_id: int, *, refresh: bool = False) -> list[Shard]:
-        return self._placed
+        self.router.placed = shards
 
 
 def ivf_index_file(ds: Dataset, nlist: int) -> str:

@@ -1,4 +1,4 @@
-"""The client-side proxy (vecgrid.cluster.proxy.proxy) end to end: a LocalCluster of two QueryNode worker processes,
+"""The client-side proxy (vecgrid.cluster.proxy) end to end: a LocalCluster of two QueryNode worker processes,
 bulk-imported collections of two shards loaded by the coordinator (one with two replicas), searches and
 queries through the shard leaders checked against numpy; a small fake QueryCoord in front of the real one
 injects dead leaders to check the retry on the next replica and the one re-fetch of the shard leaders."""
@@ -16,6 +16,7 @@ import pytest
 import pytest_asyncio
 
 from vecgrid import errors
+from vecgrid.cluster.proxy.lb_policy import LeaderRouter
 from vecgrid.cluster.proxy.proxy import Proxy, guarantee_timestamp
 from vecgrid.deploy import EmbeddedCluster
 from vecgrid.gpu import exprs as E
@@ -80,16 +81,24 @@ def row_of(ds: Dataset) -> dict:
     return {k: i for i, k in enumerate(ds.pks.tolist())}
 
 
-class RecordingProxy(Proxy):
-    """A proxy that notes the node address of every Search / Query it sends."""
+class RecordingRouter(LeaderRouter):
+    """Leader routing that notes the node address of every Search / Query it sends."""
 
     def __init__(self, *args, **kw) -> None:
         super().__init__(*args, **kw)
         self.sent: list[str] = []
 
-    def _node(self, address):
+    def node(self, address):
         self.sent.append(address)
-        return super()._node(address)
+        return super().node(address)
+
+
+class RecordingProxy(Proxy):
+    router_class = RecordingRouter
+
+    @property
+    def sent(self) -> list[str]:
+        return self.router.sent
 
 
 class FakeCoord(query_coord_pb2_grpc.QueryCoordServicer):
@@ -222,7 +231,7 @@ async def test_dead_leader_is_skipped_for_the_next_replica(env, caplog):
     server, address = await serve_fake(fake)
     proxy = RecordingProxy(address, catalog=env.cluster.coord.catalog)  # in-process catalog (the REST app's way)
     try:
-        caplog.set_level(logging.WARNING, logger="vecgrid.cluster.proxy.proxy")
+        caplog.set_level(logging.WARNING, logger="vecgrid.cluster.proxy.lb_policy")
         for seed in range(3):
             xq = queries(3, seed=10 + seed)
             assert_same_knn(*reference_search(ds, xq, K), *dense_hits(await proxy.search("l2", xq, limit=K)))

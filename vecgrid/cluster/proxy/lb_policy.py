@@ -1,0 +1,164 @@
+"""Which shard leader answers a read: Milvus's proxy ``lb_policy.go`` with its shard-client manager.
+
+QueryCoord's ``GetShardLeaders`` names one leader per replica for every DML channel of a loaded
+collection; the :class:`LeaderRouter` caches that answer per collection and sends each channel's
+request to one of its leaders, taking the replicas in turn so the load spreads.  A leader that fails
+(unreachable, not serving the channel, any error that is not the request's own fault) is replaced by
+the next replica's; when every leader of a channel failed, the cached leaders are dropped, fetched
+again once and tried again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import grpc
+
+from vecgrid import errors
+from vecgrid.cluster.gather import gather_all
+from vecgrid.cluster.proxy.catalog_access import unary_call
+from vecgrid.common.keys import server_id_metadata
+from vecgrid.common.limits import GRPC_MESSAGE_OPTIONS
+from vecgrid.proto import common_pb2, query_coord_pb2 as Q, query_coord_pb2_grpc
+
+log = logging.getLogger(__name__)
+
+# The request itself is wrong: another replica would refuse it too, so it is not retried.
+_REQUEST_ERRORS = (errors.ParameterInvalid, errors.ParameterMissing, errors.ParameterTooLarge,
+                   errors.FieldNotFound, errors.PartitionNotFound, errors.IndexNotFound,
+                   errors.OperationNotSupported, errors.Timeout, errors.Canceled)
+
+
+@dataclass(frozen=True)
+class Shard:
+    """One DML channel and its serviceable leaders, one per replica: ``(node id, address)``."""
+
+    channel: str
+    leaders: tuple[tuple[int, str], ...]
+
+
+class _LeadersFailed(Exception):
+    """Every leader of one channel failed; ``error`` is what to report if fetching them again does not help."""
+
+    def __init__(self, error: errors.MilvusError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+class LeaderRouter:
+    """Shard leaders of each collection, and the request of each channel sent to one of them.
+
+    ``coord`` is the coordinator's QueryCoord stub (its channel is the proxy's to close).  The leader
+    cache (``_leaders``, with one lock per collection so channels failing together share one
+    ``GetShardLeaders``), the replicas' turns and the node channels are owned by the proxy's event loop.
+    """
+
+    def __init__(self, coord: query_coord_pb2_grpc.QueryCoordStub, coord_address: str, timeout_s: float) -> None:
+        self._coord = coord
+        self._coord_address = coord_address
+        self._timeout_s = timeout_s
+        self._leaders: dict[int, list[Shard]] = {}
+        self._leader_locks: dict[int, asyncio.Lock] = {}
+        self._turns: dict[str, int] = {}
+        self._nodes: dict[str, tuple[grpc.aio.Channel, query_coord_pb2_grpc.QueryNodeStub]] = {}
+
+    async def close(self) -> None:
+        for channel, _ in self._nodes.values():
+            await channel.close()
+        self._nodes.clear()
+
+    async def shard_leaders(self, collection_id: int, *, refresh: bool = False) -> list[Shard]:
+        """The collection's shards with their leaders (cached; ``refresh`` asks QueryCoord again)."""
+        cached = self._leaders.get(collection_id)
+        if cached is not None and not refresh:
+            return cached
+        return await self._fetch_leaders(collection_id, stale=cached)
+
+
+    async def _fetch_leaders(self, collection_id: int, stale: list[Shard] | None) -> list[Shard]:
+        """Ask QueryCoord, unless another request already replaced ``stale`` while this one waited:
+        channels failing together share one GetShardLeaders."""
+        lock = self._leader_locks.setdefault(collection_id, asyncio.Lock())
+        async with lock:
+            current = self._leaders.get(collection_id)
+            if current is not None and current is not stale:
+                return current
+            reply = await unary_call(self._coord.GetShardLeaders, Q.GetShardLeadersRequest(
+                base=common_pb2.MsgBase(msg_type=common_pb2.GetShardLeaders), collectionID=collection_id),
+                timeout=self._timeout_s, what=f"GetShardLeaders at the coordinator {self._coord_address}")
+            shards = [Shard(s.channel_name, tuple(zip(s.node_ids, s.node_addrs))) for s in reply.shards]
+            if not shards:
+                raise errors.ChannelNotAvailable("QueryCoord reported no shard leaders", collection=collection_id)
+            self._leaders[collection_id] = shards
+            return shards
+
+
+    def invalidate(self, collection_id: int) -> None:
+        """Forget the cached shard leaders of a collection (after a release or a failure)."""
+        self._leaders.pop(collection_id, None)
+
+
+    async def fan_out(self, collection_id: int, method: str,
+                      request: Callable[[str, int], Any]) -> tuple[list[Shard], list[Any]]:
+        """Send ``request(channel, channel_count)`` to a leader of every channel, concurrently."""
+        shards = await self.shard_leaders(collection_id)
+
+        async def one(shard: Shard) -> Any:
+            req = request(shard.channel, len(shards))
+            try:
+                return await self._on_leaders(shard, method, req)
+            except _LeadersFailed:
+                fresh = await self._fetch_leaders(collection_id, stale=shards)  # raises if QueryCoord knows why
+                again = next((s for s in fresh if s.channel == shard.channel), None)
+                if again is None:
+                    raise errors.ChannelNotAvailable(f"QueryCoord no longer reports channel {shard.channel}",
+                                                     collection=collection_id) from None
+                try:
+                    return await self._on_leaders(again, method, req)
+                except _LeadersFailed as failed:
+                    self.invalidate(collection_id)
+                    raise failed.error from None
+
+        if len(shards) == 1:   # no task, no gather: the usual small collection
+            return shards, [await one(shards[0])]
+        return shards, await gather_all(one(s) for s in shards)
+
+
+    async def _on_leaders(self, shard: Shard, method: str, req: Any) -> Any:
+        """``method`` on the channel's leaders, starting with the next one in turn, until one answers."""
+        if not shard.leaders:
+            raise _LeadersFailed(errors.ChannelNotAvailable(channel=shard.channel))
+        turn = self._turns.get(shard.channel, 0)
+        self._turns[shard.channel] = turn + 1
+        failures: list[str] = []
+        last: errors.MilvusError | None = None
+        for i in range(len(shard.leaders)):
+            node_id, address = shard.leaders[(turn + i) % len(shard.leaders)]
+            req.req.base.targetID = node_id
+            try:
+                return await unary_call(getattr(self.node(address), method), req, timeout=self._timeout_s,
+                                        what=f"{method} on node {node_id} at {address}",
+                                        metadata=server_id_metadata(node_id))
+            except _REQUEST_ERRORS:
+                raise
+            except errors.MilvusError as e:
+                log.warning("%s of channel %s failed on node %d (%s), trying the next replica: %s",
+                            method, shard.channel, node_id, address, e)
+                failures.append(f"node {node_id} ({address}): {e}")
+                last = e
+        assert last is not None
+        detail = f"{method} on channel {shard.channel} failed on every shard leader: " + "; ".join(failures)
+        raise _LeadersFailed(type(last)(detail))  # the last failure's kind, with every leader's story
+
+
+    def node(self, address: str) -> query_coord_pb2_grpc.QueryNodeStub:
+        """The stub of the node at ``address`` (one channel per node, kept until :meth:`close`)."""
+        entry = self._nodes.get(address)
+        if entry is None:
+            channel = grpc.aio.insecure_channel(address, options=GRPC_MESSAGE_OPTIONS)
+            entry = self._nodes[address] = (channel, query_coord_pb2_grpc.QueryNodeStub(channel))
+        return entry[1]
+
