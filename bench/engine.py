@@ -45,7 +45,7 @@ from vecgrid.gpu import exprs as E  # noqa: E402
 from vecgrid.gpu.datasets import SyntheticDataset, scalar_columns  # noqa: E402
 from vecgrid.gpu.evaluation import knn_ground_truth, recall_at_k  # noqa: E402
 from vecgrid.gpu.results import to_search_result_data  # noqa: E402
-from vecgrid.gpu.search import default_nprobe, load_segment, search_segments  # noqa: E402
+from vecgrid.gpu.loaded_segment import default_nprobe, load_segment, search_segments  # noqa: E402
 from vecgrid.proto import schema_pb2  # noqa: E402
 
 K = 10
@@ -54,7 +54,7 @@ MEMORY_PROBE = r"""
 import gc, json, sys
 import numpy as np
 from vecgrid.gpu import device, require_faiss
-from vecgrid.gpu.search import load_segment
+from vecgrid.gpu.loaded_segment import load_segment
 require_faiss()  # the library itself is not the segment's memory
 path, n = sys.argv[1], int(sys.argv[2])
 mgr = device.DeviceManager(use_gpu=False)

@@ -15,7 +15,7 @@ defined (nlist 1024; ``--quick`` 256) and no index files, so loading builds the 
   reading its segments' files with ``vecgrid.storage.segment_files.read_segment`` (checksums
   verified), decoding primary keys and vectors, building the index the collection defines
   with ``vecgrid.gpu.build.build_index`` (the QueryNode loader's call, on the GPU when there
-  is one) and loading it with ``vecgrid.gpu.search.load_segment``.  The processes get the
+  is one) and loading it with ``vecgrid.gpu.loaded_segment.load_segment``.  The processes get the
   environment Dask's nanny gives its workers (``OMP_NUM_THREADS=1`` etc. by default), so both
   sides compute with the same threads.  Both import their libraries and open the catalog
   first, then start together; the time is from the start until both are done.  It runs
@@ -100,7 +100,7 @@ def _direct_worker(data_dir: str, collection_id: int, segment_ids: list[int], ba
     """One of the two direct processes: set up, wait for the start, load its segments, report."""
     from vecgrid.gpu import build, require_faiss
     from vecgrid.gpu.device import default_manager
-    from vecgrid.gpu.search import load_segment
+    from vecgrid.gpu.loaded_segment import load_segment
     from vecgrid.proto import schema_pb2
     from vecgrid.storage import segment_files
 

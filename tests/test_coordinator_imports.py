@@ -54,5 +54,5 @@ def test_the_coordinator_process_loads_no_engine(module):
 
 def test_the_check_names_engine_modules():
     loaded = ["vecgrid.cluster.querynode.tasks", "vecgrid.cluster.querynode.node", "vecgrid.gpu.results",
-              "vecgrid.gpu.search", "faiss", "vecgrid.cluster.querycoord.coordinator"]
-    assert _engine_modules(loaded) == ["vecgrid.cluster.querynode.node", "vecgrid.gpu.search", "faiss"]
+              "vecgrid.gpu.loaded_segment", "faiss", "vecgrid.cluster.querycoord.coordinator"]
+    assert _engine_modules(loaded) == ["vecgrid.cluster.querynode.node", "vecgrid.gpu.loaded_segment", "faiss"]

@@ -12,7 +12,7 @@ from vecgrid.gpu import exprs as E
 from vecgrid.gpu.datasets import SyntheticDataset, scalar_columns
 from vecgrid.gpu.evaluation import check_ref_knn_with_draws, knn_ground_truth, recall_at_k
 from vecgrid.gpu.growing import GrowingSegment
-from vecgrid.gpu.search import load_segment
+from vecgrid.gpu.loaded_segment import load_segment
 from vecgrid.proto import schema_pb2
 
 faiss = pytest.importorskip("faiss")

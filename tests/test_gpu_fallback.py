@@ -18,14 +18,14 @@ from vecgrid.gpu import build
 from vecgrid.gpu import exprs as E
 from vecgrid.gpu.device import GPU, Device, DeviceManager
 from vecgrid.gpu.rows import RowStore, fields_from_schema
-from vecgrid.gpu.search import LoadedSegment
+from vecgrid.gpu.loaded_segment import LoadedSegment
 from vecgrid.proto import schema_pb2
 
 pytest.importorskip("faiss")
 
 N, DIM, K = 3000, 16, 5
 PK_FIELD, VEC_FIELD, AGE_FIELD = 100, 101, 102
-LOGGER = "vecgrid.gpu.search"
+LOGGER = "vecgrid.gpu.loaded_segment"
 FIELDS = fields_from_schema([
     schema_pb2.FieldSchema(fieldID=PK_FIELD, name="pk", is_primary_key=True, data_type=schema_pb2.Int64),
     schema_pb2.FieldSchema(fieldID=VEC_FIELD, name="vec", data_type=schema_pb2.FloatVector,

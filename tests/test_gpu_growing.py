@@ -11,7 +11,7 @@ from vecgrid.gpu import exprs as E
 from vecgrid.gpu.datasets import SyntheticDataset, scalar_columns
 from vecgrid.gpu.evaluation import knn_ground_truth
 from vecgrid.gpu.growing import GrowingSegment, brute_force_knn
-from vecgrid.gpu.search import load_segment, search_segments
+from vecgrid.gpu.loaded_segment import load_segment, search_segments
 from vecgrid.proto import schema_pb2
 
 pytest.importorskip("faiss")

@@ -14,7 +14,7 @@ from vecgrid.gpu import exprs as E
 from vecgrid.gpu.datasets import SCALAR_FIELDS, SyntheticDataset, scalar_columns
 from vecgrid.gpu.evaluation import check_ref_knn_with_draws, knn_ground_truth, recall_at_k
 from vecgrid.gpu.results import encode_placeholder_group
-from vecgrid.gpu.search import load_segment, search_request, search_segments
+from vecgrid.gpu.loaded_segment import load_segment, search_request, search_segments
 from vecgrid.proto import common_pb2, schema_pb2
 
 pytest.importorskip("faiss")
@@ -348,7 +348,7 @@ MEMORY_PROBE = r"""
 import gc, json, sys
 import numpy as np
 from vecgrid.gpu import device, require_faiss
-from vecgrid.gpu.search import load_segment
+from vecgrid.gpu.loaded_segment import load_segment
 require_faiss()  # the library itself is not the segment's memory
 path, n = sys.argv[1], int(sys.argv[2])
 mgr = device.DeviceManager()

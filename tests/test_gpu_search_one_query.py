@@ -10,7 +10,7 @@ import pytest
 from vecgrid.gpu import build, device
 from vecgrid.gpu.merge import TopK, constant, merge_topk
 from vecgrid.gpu.results import to_search_result_data
-from vecgrid.gpu.search import load_segment, search_segments
+from vecgrid.gpu.loaded_segment import load_segment, search_segments
 
 pytest.importorskip("faiss")
 

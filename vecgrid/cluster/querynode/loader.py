@@ -361,7 +361,7 @@ class SegmentBuilder:
                      coll: Collection, columns: _Columns, deletes: tuple[np.ndarray, np.ndarray] | None) -> Any:
         """The field's engine segment (index placed on a device, rows beside it), checked against
         the field's definition; released again when the check fails."""
-        from vecgrid.gpu.search import load_segment
+        from vecgrid.gpu.loaded_segment import load_segment
 
         fid = f.fieldID
         cols = dict(columns.scalars)

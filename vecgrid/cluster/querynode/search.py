@@ -5,7 +5,7 @@ What a shard leader sends a worker (``SearchSegments``): a serialized ``plan.Pla
 a serialized ``common.PlaceholderGroup`` with the nq query vectors, output field ids
 and the MVCC timestamp.  :func:`search_segments` checks it against the collection
 (vector field, dimension, topk range), searches the segments with the engine
-(:func:`vecgrid.gpu.search.search_segments`: filters, deletes and MVCC applied, one
+(:func:`vecgrid.gpu.loaded_segment.search_segments`: filters, deletes and MVCC applied, one
 top-k merge), fetches the output fields and encodes ``schema.SearchResultData`` into
 ``sliced_blob``.  A hybrid request (``is_advanced``) runs each sub-request and
 answers one ``SubSearchResults`` per sub-request, as Milvus's workers do.
@@ -34,7 +34,7 @@ from vecgrid.gpu.merge import MAX_TOPK, TopK
 from vecgrid.gpu.plan import SearchPlan, parse_search_plan
 from vecgrid.gpu import require_faiss
 from vecgrid.gpu.results import decode_placeholder_group, to_search_result_data
-from vecgrid.gpu.search import default_nprobe, search_segments as engine_search
+from vecgrid.gpu.loaded_segment import default_nprobe, search_segments as engine_search
 from vecgrid.proto import common_pb2, internal_pb2, schema_pb2
 
 

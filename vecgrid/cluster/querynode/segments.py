@@ -2,7 +2,7 @@
 
 A :class:`SealedSegment` is one loaded segment: its identity (collection, partition,
 insert channel, version, level), and per loaded vector field the engine's
-:class:`~vecgrid.gpu.search.LoadedSegment` (faiss index on a GPU or in host memory plus
+:class:`~vecgrid.gpu.loaded_segment.LoadedSegment` (faiss index on a GPU or in host memory plus
 the rows' keys, timestamps, scalar columns and deletes).  A collection with several
 vector fields gets one engine segment per field; each keeps its own copy of the
 scalar columns, and deletes are applied to all of them.
@@ -77,7 +77,7 @@ class SealedSegment:
         self.version = version
         self.level = level
         self.num_rows = num_rows
-        self.engines = engines            # vector field id -> vecgrid.gpu.search.LoadedSegment
+        self.engines = engines            # vector field id -> vecgrid.gpu.loaded_segment.LoadedSegment
         self.index_infos = index_infos    # vector field id -> FieldIndexInfo as loaded
         self.load_info = load_info        # what it was loaded from (Index-scope reloads read it again)
         self.deltalog = deltalog or DeleteLog()   # deletes from its own delete logs (L0: its content)
