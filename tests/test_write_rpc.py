@@ -5,14 +5,18 @@ wired in, or answer "service unimplemented" without one."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pyarrow as pa
 import pytest
 import pytest_asyncio
 
 from vecgrid import errors
+from vecgrid.cluster.lifecycle import Lifecycle, StateCode
 from vecgrid.cluster.proxy.proxy import Proxy
 from vecgrid.cluster.proxy.write_access import LocalWrites
+from vecgrid.cluster.querycoord.ddl import Ddl
 from vecgrid.proto import write_service_pb2 as W, write_service_pb2_grpc
 from vecgrid.rpc.catalog_servicer import catalog_service
 from vecgrid.rpc.server import GrpcServer
@@ -73,7 +77,11 @@ class Server:
         self.setup = setup
         self.resolved: list[tuple] = []
         self.datacoord = FakeDataCoord(setup.catalog)
-        self.servicer = WriteServicer(LocalWrites(setup.writer, self.resolve, self.datacoord))
+        # the definitions owner over the setup's catalog: a coordinator that is serving (CreateIndex goes there)
+        lifecycle = Lifecycle("querycoord")
+        lifecycle.set(StateCode.Healthy)
+        ddl = Ddl(SimpleNamespace(catalog=setup.catalog, lifecycle=lifecycle))
+        self.servicer = WriteServicer(LocalWrites(setup.writer, self.resolve, self.datacoord), ddl)
         self.grpc = GrpcServer("test")
         self.address = ""
 

@@ -117,6 +117,7 @@ class Coordinator:
                                             write_service(self.write_servicer)])
         self.proxy = coordinator_proxy(self.coord, self.datacoord)
         self.write_servicer.writes = self.proxy.writes  # vecgrid.write.WriteService: writes of other processes
+        self.write_servicer.ddl = self.coord.ddl
         sockets = tornado.netutil.bind_sockets(s.http.port, s.common.host)
         s.http.port = sockets[0].getsockname()[1]
         rest = RestContext(coord=self.coord, proxy=self.proxy, datacoord=self.datacoord, settings=s,

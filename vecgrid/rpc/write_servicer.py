@@ -17,6 +17,7 @@ from vecgrid.cluster.proxy.rows import decode_table
 from vecgrid.cluster.proxy.write_access import (LocalWrites, compaction_state_pb, flush_state_pb, ids_of, ids_pb,
                                                 index_progress_pb)
 from vecgrid.cluster.proxy.writer import MutationResult
+from vecgrid.cluster.querycoord.ddl import Ddl, IndexRequest
 from vecgrid.proto import write_service_pb2 as pb, write_service_pb2_grpc
 from vecgrid.rpc.service import milvus_servicer
 from vecgrid.rpc.status import success
@@ -32,15 +33,22 @@ def mutation_result(result: MutationResult) -> pb.MutationResult:
 
 @milvus_servicer(SERVICE, write_service_pb2_grpc.WriteServiceServicer)
 class WriteServicer:
-    """``writes`` is set by the coordinator once its write path is built (read on the event loop)."""
+    """``writes`` and ``ddl`` (the owner of definition changes: ``CreateIndex``) are set by the coordinator
+    once its write path is built (read on the event loop)."""
 
-    def __init__(self, writes: LocalWrites | None = None) -> None:
+    def __init__(self, writes: LocalWrites | None = None, ddl: Ddl | None = None) -> None:
         self.writes = writes
+        self.ddl = ddl
 
     def _writes(self) -> LocalWrites:
         if self.writes is None:
             raise errors.ServiceNotReady("the coordinator's write path is still starting")
         return self.writes
+
+    def _ddl(self) -> Ddl:
+        if self.ddl is None:
+            raise errors.ServiceNotReady("the coordinator's write path is still starting")
+        return self.ddl
 
     async def Insert(self, request, context):
         rows = await asyncio.to_thread(decode_table, request.rows)
@@ -97,8 +105,11 @@ class WriteServicer:
             raise errors.ParameterInvalid(f"the index parameters are not JSON: {e}") from None
         if not isinstance(params, dict):
             raise errors.ParameterInvalid("the index parameters must be a JSON object")
-        index = await self._writes().create_index(request.db_name, request.collection_name, request.field_name,
-                                                  request.index_type, request.metric_type, params, request.index_name)
+        writes = self._writes()   # "not ready" before anything is written
+        await self._ddl().create_index(request.db_name, request.collection_name, IndexRequest(
+            request.field_name, request.index_type or "AUTOINDEX", request.metric_type or None, params,
+            request.index_name))
+        (index,) = await writes.index_progress(request.db_name, request.collection_name, request.field_name)
         return pb.CreateIndexResponse(status=success(), index=index_progress_pb(index))
 
     async def GetGuaranteeTimestamps(self, request, context):

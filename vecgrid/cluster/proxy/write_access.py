@@ -82,9 +82,6 @@ class WriteSource(Protocol):
 
     async def index_progress(self, db_name: str, collection: str, index_name: str = "") -> list[dict[str, Any]]: ...
 
-    async def create_index(self, db_name: str, collection: str, field: str, index_type: str, metric: str,
-                           params: dict[str, Any], index_name: str = "") -> dict[str, Any]: ...
-
     async def guarantees(self, channels: Sequence[str]) -> dict[str, int]: ...
 
     async def close(self) -> None: ...
@@ -168,15 +165,6 @@ class LocalWrites:
                                        "field of that name)", collection=collection)
         return named
 
-    async def create_index(self, db_name: str, collection: str, field: str, index_type: str, metric: str,
-                           params: dict[str, Any], index_name: str = "") -> dict[str, Any]:
-        """Define the field's index (the catalog's rules; the same index again is no error); its progress."""
-        self._datacoord("index builds")
-        cid = await self._collection_id(db_name, collection)
-        await asyncio.to_thread(lambda: self.writer.catalog.create_index(
-            cid, field, index_type or "AUTOINDEX", metric or None, params, index_name=index_name))
-        return (await self.index_progress(db_name, collection, field))[0]
-
     async def guarantees(self, channels: Sequence[str]) -> dict[str, int]:
         return await self.writer.guarantees(channels)
 
@@ -219,9 +207,6 @@ class NoWrites:
         raise self._refuse()
 
     async def index_progress(self, *args: Any, **kw: Any) -> list[dict[str, Any]]:
-        raise self._refuse()
-
-    async def create_index(self, *args: Any, **kw: Any) -> dict[str, Any]:
         raise self._refuse()
 
     async def guarantees(self, channels: Sequence[str]) -> dict[str, int]:

@@ -1,7 +1,10 @@
-"""Collection, partition and index definitions that also touch what is loaded: Milvus's RootCoord steps.
+"""Collection, partition and index definitions: Milvus's RootCoord steps, the one owner of catalog writes.
 
-vecgrid has no RootCoord: the catalog keeps the definitions and the QueryCoord what is loaded.  A change
-that needs both goes through here, in Milvus's order:
+vecgrid has no RootCoord: the catalog keeps the definitions and the QueryCoord what is loaded.  Every
+change of a definition — create, alter, rename and drop of collections, create and drop of partitions and
+indexes — goes through :class:`Ddl`, from REST, gRPC and the CLI alike (bulk import, which creates what
+it imports into, is the one other writer).  A change that also touches what is loaded runs in Milvus's
+order:
 
 * **create a collection** with its indexes (and optionally load it) is all-or-nothing: the schema and
   every index are validated before anything is written, and a collection whose index or load then
@@ -103,8 +106,7 @@ class Ddl:
             return coll   # Milvus's idempotent create: the same definition again changes nothing
         try:
             for req in indexes:
-                await asyncio.to_thread(self.catalog.create_index, coll.id, req.field, req.index_type, req.metric,
-                                        req.params, index_name=req.name)
+                await self._define_index(coll.id, req)
             if load is not None:
                 await self.coord.load(LoadRequest(coll.id, None, load.replicas, list(load.resource_groups), []))
         except BaseException:
@@ -149,6 +151,29 @@ class Ddl:
         if self.coord.collections.get(collection_id) is None:
             raise errors.CollectionNotLoaded("only a loaded collection has a load config", collection=collection_id)
         await self.coord.update_load_config([collection_id], replicas, resource_groups)
+
+    async def alter_collection(self, db_name: str, name: str, *, properties: Mapping[str, object] | None = None,
+                               description: str | None = None) -> CollectionInfo:
+        """Change the collection's properties (merged into the kept ones) and description; the collection."""
+        self.coord.lifecycle.check_healthy()
+        return await asyncio.to_thread(self.catalog.alter_collection, db_name or DEFAULT_DB_NAME, name,
+                                       properties=properties, description=description)
+
+    async def rename_collection(self, db_name: str, name: str, new_name: str) -> CollectionInfo:
+        """Give the collection a new name (its id, data and load stay); the renamed collection."""
+        self.coord.lifecycle.check_healthy()
+        return await asyncio.to_thread(self.catalog.rename_collection, db_name or DEFAULT_DB_NAME, name, new_name)
+
+    async def create_index(self, db_name: str, collection: str, req: IndexRequest) -> None:
+        """Define the index of a vector field (the catalog's rules; the same index again is no error).  The
+        index builder builds it for the flushed segments; the index checker loads it where they are served."""
+        self.coord.lifecycle.check_healthy()
+        coll = await asyncio.to_thread(self.catalog.describe_collection, db_name or DEFAULT_DB_NAME, collection)
+        await self._define_index(coll.id, req)
+
+    async def _define_index(self, collection_id: int, req: IndexRequest) -> None:
+        await asyncio.to_thread(self.catalog.create_index, collection_id, req.field, req.index_type, req.metric,
+                                req.params, index_name=req.name)
 
     async def drop_index(self, collection_id: int, field_name: str) -> bool:
         self.coord.lifecycle.check_healthy()

@@ -234,8 +234,8 @@ class CollectionsService:
         if replicas or rgs:
             await self.coord.ddl.update_load_config(coll.id, replicas, rgs)
         if "properties" in data or "description" in data:
-            coll = await asyncio.to_thread(self.catalog.alter_collection, DEFAULT_DB_NAME, id,
-                                           properties=data.get("properties"), description=data.get("description"))
+            coll = await self.coord.ddl.alter_collection(DEFAULT_DB_NAME, id, properties=data.get("properties"),
+                                                         description=data.get("description"))
         return await self._describe(coll)
 
     async def remove(self, id: str, params: dict) -> dict[str, Any]:  # noqa: A002
@@ -309,7 +309,7 @@ class CollectionsService:
         if data["newName"] != data["name"] and \
                 await asyncio.to_thread(self.catalog.has_collection, DEFAULT_DB_NAME, data["newName"]):
             raise Conflict(f"collection {data['newName']!r} already exists", data={"collection": data["newName"]})
-        coll = await asyncio.to_thread(self.catalog.rename_collection, DEFAULT_DB_NAME, data["name"], data["newName"])
+        coll = await self.coord.ddl.rename_collection(DEFAULT_DB_NAME, data["name"], data["newName"])
         return await self._describe(coll)
 
     def _proxy(self, what: str):

@@ -59,8 +59,7 @@ class IndexesService:
         if existing:
             raise Conflict(f"field {req.field!r} of collection {coll.name!r} already has index "
                            f"{existing[0].index_name!r}; remove it first", data={"index": existing[0].index_name})
-        await asyncio.to_thread(lambda: self.catalog.create_index(coll.id, field.name, req.index_type, req.metric,
-                                                                  req.params, index_name=req.name))
+        await self.coord.ddl.create_index(coll.db_name, coll.name, req)
         return await self._json(coll, (await asyncio.to_thread(self.catalog.describe_index, coll.id, field.name))[0])
 
     async def remove(self, id: str, params: dict) -> dict[str, Any]:  # noqa: A002
