@@ -25,13 +25,18 @@ from __future__ import annotations
 
 import concurrent.futures
 import importlib
+import logging
 import os
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable, TypeVar
 
+import psutil
+
 from vecgrid import errors
 from vecgrid.gpu import FaissMissing, require_faiss
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "CPU", "GPU", "Device", "DeviceManager", "gpu_count", "faiss_has_gpu", "cupy_module",
@@ -71,7 +76,8 @@ def gpu_count() -> int:
         return 0
     try:
         return int(require_faiss().get_num_gpus())
-    except Exception:  # a broken driver reads as "no GPU"
+    except RuntimeError as e:   # a broken driver: served from the host, and said so
+        log.warning("faiss could not count the GPUs (%s): serving from host memory", e)
         return 0
 
 
@@ -109,10 +115,13 @@ def cupy_module() -> Any:
         if not _cupy_checked:
             try:
                 cp = importlib.import_module("cupy")
-                if cp.cuda.runtime.getDeviceCount() > 0:
-                    _cupy = cp
-            except Exception:
-                _cupy = None
+            except ImportError:
+                cp = None
+            if cp is not None:
+                try:
+                    _cupy = cp if cp.cuda.runtime.getDeviceCount() > 0 else None
+                except cp.cuda.runtime.CUDARuntimeError as e:   # no driver, or no device visible
+                    log.info("cupy is installed but sees no GPU (%s)", e)
             _cupy_checked = True
     return _cupy
 
@@ -154,23 +163,20 @@ def _gpu_mem_info(device_id: int) -> tuple[int, int]:
         return int(free), int(total)
     try:
         pynvml = importlib.import_module("pynvml")
+    except ImportError:
+        return 0, 0   # no counter at all (the caller's documented case)
+    try:
         pynvml.nvmlInit()
-        h = pynvml.nvmlDeviceGetHandleByIndex(device_id)
-        info = pynvml.nvmlDeviceGetMemoryInfo(h)
-        return int(info.free), int(info.total)
-    except Exception:
+        info = pynvml.nvmlDeviceGetMemoryInfo(pynvml.nvmlDeviceGetHandleByIndex(device_id))
+    except pynvml.NVMLError as e:
+        log.warning("NVML could not read the memory of GPU %d (%s): it has no free-memory counter", device_id, e)
         return 0, 0
+    return int(info.free), int(info.total)
 
 
 def _host_mem_info() -> tuple[int, int]:
-    try:
-        import psutil
-
-        vm = psutil.virtual_memory()
-        return int(vm.available), int(vm.total)
-    except Exception:  # pragma: no cover - psutil is a dependency
-        pages = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-        return int(pages), int(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    vm = psutil.virtual_memory()
+    return int(vm.available), int(vm.total)
 
 
 def trim_host_heap() -> None:
@@ -185,7 +191,7 @@ def trim_host_heap() -> None:
 
             _libc = ctypes.CDLL("libc.so.6")
         _libc.malloc_trim(0)
-    except Exception:
+    except (OSError, AttributeError):   # no glibc here (musl, macOS): nothing to trim, not asked again
         _libc = False
 
 
@@ -201,16 +207,11 @@ _this_process: tuple[int, Any] | None = None
 def process_rss() -> int:
     """Resident memory of this process in bytes (for host-memory checks)."""
     global _this_process
-    try:
-        import psutil
-
-        pid = os.getpid()
-        cached = _this_process
-        if cached is None or cached[0] != pid:
-            cached = _this_process = (pid, psutil.Process(pid))
-        return int(cached[1].memory_info().rss)
-    except Exception:  # pragma: no cover
-        return 0
+    pid = os.getpid()
+    cached = _this_process
+    if cached is None or cached[0] != pid:
+        cached = _this_process = (pid, psutil.Process(pid))
+    return int(cached[1].memory_info().rss)
 
 
 @dataclass(eq=False)

@@ -153,7 +153,7 @@ def _flat_view(faiss: Any, flat: Any) -> np.ndarray | None:
         if n == 0:
             return np.zeros((0, d), dtype=np.float32)
         return faiss.rev_swig_ptr(flat.get_xb(), n * d).reshape(n, d)
-    except Exception:
+    except (AttributeError, TypeError):   # not a float IndexFlat (SWIG refuses it, or no get_xb): reconstructed instead
         return None
 
 
