@@ -103,3 +103,29 @@ def test_cupy_absent_or_present_is_clean():
     assert cp is None or hasattr(cp, "asarray")
     if not dev.faiss_has_gpu():
         assert dev.DeviceManager().has_gpu is False
+
+
+def test_an_nvml_failure_is_logged_not_read_silently_as_no_memory(monkeypatch, caplog):
+    """NVML installed but failing (a driver mismatch) leaves the GPU without a memory counter, and says so;
+    NVML not installed at all is the quiet, documented case."""
+    import sys
+    import types
+
+    class NVMLError(Exception):
+        pass
+
+    def refuse(*_args):
+        raise NVMLError("Driver/library version mismatch")
+
+    fake = types.SimpleNamespace(NVMLError=NVMLError, nvmlInit=refuse, nvmlDeviceGetHandleByIndex=refuse,
+                                 nvmlDeviceGetMemoryInfo=refuse)
+    monkeypatch.setattr(dev, "cupy_module", lambda: None)
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    with caplog.at_level("WARNING", logger="vecgrid.gpu.device"):
+        assert dev._gpu_mem_info(0) == (0, 0)
+    assert "NVML could not read the memory of GPU 0" in caplog.text and "version mismatch" in caplog.text
+    caplog.clear()
+    monkeypatch.setitem(sys.modules, "pynvml", None)   # `import pynvml` raises ImportError
+    with caplog.at_level("WARNING", logger="vecgrid.gpu.device"):
+        assert dev._gpu_mem_info(0) == (0, 0)
+    assert caplog.text == ""
