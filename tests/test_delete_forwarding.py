@@ -22,7 +22,7 @@ import pytest
 
 from vecgrid import errors
 from vecgrid.config import Settings
-from vecgrid.cluster.querynode.delegator import DeleteRetry
+from vecgrid.cluster.querynode.delegator.delegator import DeleteRetry
 from vecgrid.gpu import exprs as E
 from vecgrid.gpu.results import from_search_result_data
 from vecgrid.proto import common_pb2, data_coord_pb2, milvus_pb2, query_coord_pb2 as Q, schema_pb2

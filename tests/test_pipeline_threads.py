@@ -11,7 +11,7 @@ import threading
 import numpy as np
 import pyarrow as pa
 
-from vecgrid.cluster.querynode.delegator import MAX_TS
+from vecgrid.cluster.querynode.delegator.delegator import MAX_TS
 from vecgrid.cluster.querynode.pipeline import ChannelPipeline
 from vecgrid.gpu.results import from_search_result_data
 from vecgrid.proto import msg_pb2, query_coord_pb2 as Q
