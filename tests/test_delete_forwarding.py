@@ -263,7 +263,7 @@ async def test_a_failed_leader_frees_what_it_held_and_is_dropped_once_the_coordi
         assert delegator.pipeline is None
         await poll_until(lambda: not thread.is_alive(), 30, 0.02, "the pipeline thread to end")
         await poll_until(lambda: _collect() and growing() is None, 30, 0.05, "the growing rows to be freed")
-        assert not delegator.sealed and not delegator.pk_stats and not delegator._deletes
+        assert not delegator.distribution.sealed and not delegator.pk_stats and not delegator._deletes
         reply = await _strong_search(c, ts)
         assert reply.status.code == errors.ServiceUnavailable.code and "not serviceable" in reply.status.reason
         health = await _health(c)

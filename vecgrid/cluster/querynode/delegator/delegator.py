@@ -5,9 +5,10 @@ A delegator is made by ``WatchDmChannels`` and ended by ``UnsubDmChannel``.  It 
 * a :class:`~vecgrid.cluster.querynode.pipeline.ChannelPipeline` that consumes the channel's
   WAL from the VchannelInfo's ``seek_position`` (earliest when unset) into growing segments,
   with the channel's flushed/dropped segments excluded up to their ``dml_position``;
-* the **leader view**: sealed segment id → (node id, version, partition), the target
-  version and the partition-stats versions.  ``LoadSegments`` / ``ReleaseSegments`` with
-  ``need_transfer`` and ``SyncDistribution`` / ``SyncReplicaSegments`` change it.
+* the shard's :class:`~vecgrid.cluster.querynode.delegator.distribution.ShardDistribution` (the
+  **leader view**: sealed segment id → (node id, version, partition), the target version and the
+  partition-stats versions), which ``LoadSegments`` / ``ReleaseSegments`` with ``need_transfer``
+  and ``SyncDistribution`` / ``SyncReplicaSegments`` change through the delegator.
 
 Reads (``Search`` / ``Query`` / ``QueryStream`` / ``GetStatistics`` from a proxy) wait until
 the channel's tsafe reaches the request's ``guarantee_timestamp``, fix the MVCC timestamp
@@ -23,8 +24,8 @@ Deletes read from the channel are applied to the growing segments by the pipelin
 forwarded here (:meth:`ShardDelegator.forward_delete`; the pipeline thread waits until every
 node whose sealed segments may hold the keys applied them, so **tsafe never passes a delete
 that is not visible everywhere**).  As Milvus's default ``FilterByBF`` policy, only the
-sealed segments whose pk statistics (:mod:`.pk_stats`: a bloom filter + key range built when
-the leader records the segment) may hold a key get it, with one ``DeleteBatch`` per node;
+sealed segments whose pk statistics (:mod:`~vecgrid.cluster.querynode.pk_stats`: a bloom filter + key
+range built when the leader records the segment) may hold a key get it, with one ``DeleteBatch`` per node;
 segments known only from SyncDistribution (no statistics) get every delete.  A peer answering
 UNIMPLEMENTED gets per-segment ``Delete`` calls instead.  Deletes are also
 kept in a buffer (trimmed at each UpdateVersion checkpoint) and replayed onto segments the
@@ -51,16 +52,12 @@ on another node, and sends a newly adopted L0 segment's deletes to the sealed se
 in the view.  A node applies the L0 segments it holds itself to its own segments, so the node
 holding an L0 segment is skipped.
 
-**Compactions** hand off through the view: a compaction's result is loaded while its sources still
-serve (the current target names them until the next one is promoted), so while a segment compacted
-from others (``compactionFrom`` of its load info) is in the view, those others are not read.
-
-Who owns what: every piece of delegator state — the view (``sealed``, ``pk_stats``,
-``_l0``, ``_replaces``, ``target_version``, ``partition_stats``), the delete replay buffer and its sequence
-numbers, ``pipeline`` — belongs to the node's event loop.  The pipeline thread never touches
-it: :meth:`ShardDelegator.forward_delete` hands each delete to the loop
+Who owns what: every piece of delegator state — the distribution, ``pk_stats``, ``_l0``, the delete
+replay buffer and its sequence numbers, ``pipeline``, the failure — belongs to the node's event loop.
+The pipeline thread never touches it: :meth:`ShardDelegator.forward_delete` hands each delete to the loop
 (``run_coroutine_threadsafe``) and waits there.  The growing segments belong to the
-pipeline (see :mod:`.pipeline`); the delegator reads them only through its snapshots.
+pipeline (see :mod:`~vecgrid.cluster.querynode.pipeline`); the delegator reads them only through
+its snapshots.
 
 Where the WAL comes from: the local WAL when ``<data_dir>/wal/<channel>`` exists on this
 host, else :class:`~vecgrid.cluster.streaming.remote_reader.RemoteChannelReader` against the
@@ -91,6 +88,7 @@ from vecgrid.cluster.gather import gather_all
 from vecgrid.cluster.querynode import retrieve as retrieve_mod
 from vecgrid.cluster.querynode import search as search_mod
 from vecgrid.cluster.querynode.collections import Collection, CollectionManager
+from vecgrid.cluster.querynode.delegator.distribution import GrowingView, SealedEntry, ShardDistribution, growing_views
 from vecgrid.cluster.querynode.loader import SegmentLoader
 from vecgrid.cluster.querynode.pipeline import ChannelPipeline
 from vecgrid.cluster.querynode.pk_stats import PkStats
@@ -98,7 +96,7 @@ from vecgrid.cluster.reduce import INLINE_MERGE_HITS, merge_retrieve, merge_sear
 from vecgrid.cluster.querynode.segments import ALL_PARTITIONS
 from vecgrid.cluster.querynode.worker import Workers, row_count_statistics, total_row_count
 from vecgrid.gpu.plan import parse_query_plan
-from vecgrid.proto import data_coord_pb2, internal_pb2, msg_pb2, query_coord_pb2, schema_pb2
+from vecgrid.proto import data_coord_pb2, internal_pb2, query_coord_pb2, schema_pb2
 from vecgrid.storage.layout import DataDir
 from vecgrid.cluster.streaming.remote_reader import RemoteChannelReader
 from vecgrid.storage.tso import parse_ts
@@ -127,52 +125,6 @@ def query_limit(req: internal_pb2.RetrieveRequest) -> int:
     return plan.limit if plan.limit and plan.limit > 0 else (req.limit if req.limit > 0 else -1)
 
 
-# --- growing segments seen as sealed ones by the worker-side search / retrieve code -------------
-
-class GrowingView:
-    """A :class:`~vecgrid.gpu.growing.GrowingSegment` with the few attributes the search and
-    retrieve helpers read from a SealedSegment."""
-
-    is_l0 = False
-
-    def __init__(self, segment_id: int, partition_id: int, growing: Any) -> None:
-        self.segment_id = segment_id
-        self.partition_id = partition_id
-        self.growing = growing
-
-    @property
-    def rows(self) -> Any:
-        return self.growing.rows
-
-    @property
-    def num_rows(self) -> int:
-        return self.growing.num_rows
-
-    @property
-    def placement(self) -> str:
-        return self.growing.placement
-
-    def engine(self, field_id: int) -> Any:
-        if field_id != self.growing.field_id:
-            raise errors.ParameterInvalid(f"vector field {field_id} is not in growing segment {self.segment_id}")
-        return self.growing
-
-    def vectors(self, field_id: int, rows: np.ndarray) -> Any:
-        (col,) = self.growing.fetch(rows, [field_id])
-        return col
-
-    def visible_rows(self, timestamp: int | None = None) -> int:
-        mask = self.rows.visibility(timestamp)
-        return self.rows.n if mask is None else int(np.count_nonzero(mask))
-
-
-@dataclass(frozen=True)
-class SealedEntry:
-    node_id: int
-    version: int
-    partition_id: int
-
-
 @dataclass(frozen=True)
 class L0Deletes:
     """The deletes of an L0 segment of the view; ``node_id`` holds it and applies them itself."""
@@ -186,9 +138,14 @@ class L0Deletes:
 # --- the delegator ---------------------------------------------------------------------------------
 
 class ShardDelegator:
-    """The leader of one channel.  Its collaborators come from the node that watches the channel:
-    ``workers`` reach every node of the view (this one included), ``collections`` and ``loader``
-    are the node's, and ``on_change`` tells the node its distribution changed (lastModifyTs)."""
+    """The leader of one channel: its lifecycle, its reads, and the changes of its distribution.  Its
+    collaborators come from the node that watches the channel: ``workers`` reach every node of the
+    view (this one included), ``collections`` and ``loader`` are the node's, and ``on_change`` tells
+    the node its distribution changed (lastModifyTs).  It holds the shard's ``distribution``.
+
+    Owner: the node's event loop, of the delegator's own state (``pipeline``, the failure, the delete
+    routing and buffers) and of the distribution it holds.  The pipeline thread calls only
+    :meth:`forward_delete` and :meth:`_pipeline_failed`, which hand their work to the loop."""
 
     def __init__(self, collection_id: int, channel: str, *, workers: Workers, collections: CollectionManager,
                  loader: SegmentLoader, data_dir: str, stream_chunk_bytes: int,
@@ -204,18 +161,13 @@ class ShardDelegator:
         self.channel = channel
         self.version = version or time.time_ns()
         self.replica_id = replica_id
-        self.sealed: dict[int, SealedEntry] = {}
+        self.distribution = ShardDistribution(collection_id, channel)
         self.pk_stats: dict[int, PkStats] = {}  # sealed segment -> pk bloom filter, routes deletes
-        self.target_version = 0
-        self.partition_stats: dict[int, int] = {}
-        self.seek_position: msg_pb2.MsgPosition | None = None
         self.pipeline: ChannelPipeline | None = None
         # (sequence number, pks, timestamps): replayed onto later loads
         self._deletes: list[tuple[int, np.ndarray, np.ndarray]] = []
         self._delete_seq = itertools.count(1)
         self._l0: dict[int, L0Deletes] = {}   # L0 segments of the view: applied to every sealed segment
-        # segment -> the segments compacted into it (transitively): not read while it is in the view
-        self._replaces: dict[int, frozenset[int]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._failure: str | None = None   # why a delete may be missing from the view: unserviceable
         self._freeing: asyncio.Future[None] | None = None   # the failed pipeline's stop, awaited by stop()
@@ -229,7 +181,7 @@ class ShardDelegator:
 
         self._loop = asyncio.get_running_loop()
         seek = info.seek_position if info.HasField("seek_position") and len(info.seek_position.msgID) else None
-        self.seek_position = seek
+        self.distribution.seek_position = seek
         start = Position.from_msg_position(seek) if seek is not None else "earliest"
         wal = Wal(DataDir(self.data_dir).wal_root)
         if os.path.isdir(wal.channel_dir(self.channel)):
@@ -255,7 +207,8 @@ class ShardDelegator:
         coordinator sees the channel unwatched at its next pull and watches it again."""
         if self._failure is None:
             self._failure = reason
-        self.sealed, self.pk_stats, self._l0, self._replaces, self._deletes = {}, {}, {}, {}, []
+        self.distribution.clear()
+        self.pk_stats, self._l0, self._deletes = {}, {}, []
         if self.pipeline is not None:
             pipeline, self.pipeline = self.pipeline, None
             self._freeing = asyncio.ensure_future(asyncio.to_thread(pipeline.stop))
@@ -284,6 +237,11 @@ class ShardDelegator:
     def collection(self) -> Collection:
         return self.collections.require(self.collection_id)
 
+    @property
+    def partition_stats(self) -> dict[int, int]:
+        """The partition-stats versions of the view (the node seeds them from WatchDmChannels)."""
+        return self.distribution.partition_stats
+
     # --- views -----------------------------------------------------------------------------------
 
     def delete_buffer_size(self) -> tuple[int, int]:
@@ -292,22 +250,7 @@ class ShardDelegator:
         return sum(len(t) for _, _, t in deletes), sum(p.nbytes + t.nbytes for _, p, t in deletes)
 
     def leader_view(self) -> Q.LeaderView:
-        view = Q.LeaderView(collection=self.collection_id, channel=self.channel, TargetVersion=self.target_version)
-        for sid, e in self.sealed.items():
-            view.segment_dist[sid].CopyFrom(Q.SegmentDist(nodeID=e.node_id, version=e.version))
-        if self.pipeline is not None:
-            growing = self.pipeline.growing_segments()
-            view.growing_segmentIDs.extend(sid for sid, _, _ in growing)
-            for sid, _, _ in growing:
-                pos = view.growing_segments[sid]
-                pos.channel_name = self.channel
-                pos.timestamp = self.tsafe
-                if self.seek_position is not None:
-                    pos.msgID = self.seek_position.msgID
-            view.num_of_growing_rows = sum(g.num_rows for _, _, g in growing)
-        for pid, v in self.partition_stats.items():
-            view.partition_stats_versions[pid] = v
-        return view
+        return self.distribution.leader_view(self.pipeline)
 
     def channel_info(self) -> Q.ChannelVersionInfo:
         return Q.ChannelVersionInfo(channel=self.channel, collection=self.collection_id, version=self.version)
@@ -341,22 +284,6 @@ class ShardDelegator:
             if lag >= max_lag_s:
                 return f"tsafe of channel {self.channel} lags {lag:.0f} s behind wall clock (max {max_lag_s:.0f} s)"
         return None
-
-    def _growing(self, partitions: AbstractSet[int] | None) -> list[GrowingView]:
-        if self.pipeline is None:
-            return []
-        return [GrowingView(sid, part, g) for sid, part, g in self.pipeline.growing_segments()
-                if partitions is None or part in partitions]
-
-    def _by_node(self, partitions: AbstractSet[int] | None) -> dict[int, list[int]]:
-        """The view's readable segments by node: all but those replaced by a compaction result in the view."""
-        out: dict[int, list[int]] = {}
-        view = dict(self.sealed)
-        replaced = set().union(*(self._replaces.get(sid, ()) for sid in view))
-        for sid, e in view.items():
-            if sid not in replaced and (partitions is None or e.partition_id in partitions or e.partition_id < 0):
-                out.setdefault(e.node_id, []).append(sid)
-        return out
 
     # --- read path -------------------------------------------------------------------------------
 
@@ -449,8 +376,8 @@ class ShardDelegator:
         coll, partitions, mvcc = await self._prepare(req)
         calls: list[tuple[int, Awaitable[Any]]] = [
             (node_id, self.workers.get(node_id).search_segments(self._sub(req, node_id, sids, Q.Historical, mvcc)))
-            for node_id, sids in self._by_node(partitions).items()]
-        growing = self._growing(partitions)
+            for node_id, sids in self.distribution.readable(partitions).items()]
+        growing = growing_views(self.pipeline, partitions)
         sub = self._sub(req, self.node_id, [], Q.Streaming, mvcc)
         if growing or not calls:  # an empty channel still answers
             calls.append((self.node_id, search_mod.run_search(coll, growing, sub.req, [self.channel])))
@@ -471,9 +398,10 @@ class ShardDelegator:
         coll, partitions, mvcc = await self._prepare(req)
         calls: list[tuple[int, Awaitable[Any]]] = [
             (node_id, self.workers.get(node_id).query_segments(self._sub(req, node_id, sids, Q.Historical, mvcc)))
-            for node_id, sids in self._by_node(partitions).items()]
+            for node_id, sids in self.distribution.readable(partitions).items()]
         sub = self._sub(req, self.node_id, [], Q.Streaming, mvcc)
-        calls.append((self.node_id, asyncio.to_thread(self._growing_query, coll, self._growing(partitions), sub)))
+        growing = growing_views(self.pipeline, partitions)
+        calls.append((self.node_id, asyncio.to_thread(self._growing_query, coll, growing, sub)))
         parts = await self._fan_out(calls)
         limit = query_limit(req.req)
         return await asyncio.to_thread(merge_retrieve, parts, sub.req, [self.channel], limit)
@@ -481,7 +409,7 @@ class ShardDelegator:
     async def query_stream(self, req: Q.QueryRequest) -> AsyncIterator[internal_pb2.RetrieveResults]:
         """Each worker's stream passed through, then the growing rows (as Milvus's delegator)."""
         coll, partitions, mvcc = await self._prepare(req)
-        for node_id, sids in self._by_node(partitions).items():
+        for node_id, sids in self.distribution.readable(partitions).items():
             sub = self._sub(req, node_id, sids, Q.Historical, mvcc)
             try:
                 async for msg in self.workers.get(node_id).query_stream_segments(sub):
@@ -489,7 +417,7 @@ class ShardDelegator:
             except errors.MilvusError as e:
                 raise type(e)(f"worker({node_id}) query failed: {e}") from None
         sub = self._sub(req, self.node_id, [], Q.Streaming, mvcc)
-        found = await asyncio.to_thread(retrieve_mod.retrieve, coll, self._growing(partitions), sub.req)
+        found = await asyncio.to_thread(retrieve_mod.retrieve, coll, growing_views(self.pipeline, partitions), sub.req)
         chunks = retrieve_mod.retrieve_chunks(found, sub.req, [self.channel], self.stream_chunk_bytes)
         while (msg := await asyncio.to_thread(next, chunks, None)) is not None:
             yield msg
@@ -500,7 +428,7 @@ class ShardDelegator:
         tsafe = await self._wait(req.req.guarantee_timestamp, req.req.timeout_timestamp)
         mvcc = req.req.travel_timestamp or tsafe
         calls: list[tuple[int, Awaitable[Any]]] = []
-        for node_id, sids in self._by_node(partitions).items():
+        for node_id, sids in self.distribution.readable(partitions).items():
             sub = Q.GetStatisticsRequest()
             sub.CopyFrom(req)
             sub.from_shard_leader, sub.scope = True, Q.Historical
@@ -508,7 +436,7 @@ class ShardDelegator:
             sub.segmentIDs[:] = sids
             sub.req.travel_timestamp = mvcc
             calls.append((node_id, self.workers.get(node_id).get_statistics(sub)))
-        growing = self._growing(partitions)
+        growing = growing_views(self.pipeline, partitions)
         ts = mvcc or None
 
         async def growing_rows() -> internal_pb2.GetStatisticsResponse:
@@ -537,7 +465,7 @@ class ShardDelegator:
                 await self._adopt(dst, req.version, infos)
             else:
                 for info in infos:
-                    self.sealed[info.segmentID] = SealedEntry(dst, req.version, info.partitionID)
+                    self.distribution.serve(info.segmentID, SealedEntry(dst, req.version, info.partitionID))
         self._on_change()
 
     async def _adopt(self, node_id: int, version: int, infos: Sequence[Q.SegmentLoadInfo]) -> None:
@@ -550,25 +478,11 @@ class ShardDelegator:
             await self._add_l0(node_id, l0)
         await self._catch_up(node_id, infos)
         # no await from here on: a delete or L0 segment arriving later sees these entries in the view
-        self._record_compactions(infos)
-        for info in infos:
-            self.sealed[info.segmentID] = SealedEntry(node_id, version, info.partitionID)
+        self.distribution.join(node_id, version, infos)
         if self.pipeline is not None:
             # sealed now: its growing rows go, and those of every segment it was compacted from (a flushed
             # segment merged before this leader adopted it has growing rows here under its own id)
             self.pipeline.exclude({sid: MAX_TS for i in infos for sid in (i.segmentID, *i.compactionFrom)})
-
-    def _record_compactions(self, infos: Sequence[Q.SegmentLoadInfo]) -> None:
-        """Remember what segments joining the view were compacted from.  Until the next target is current
-        the view holds a compaction's sources and its result together (both loaded, deletes reaching
-        both), and a read must count their rows once: the result is read, the sources are not — and are
-        again should the result leave the view first (Milvus's delegator reads only its current target
-        version's segments; the sources stay in the view for the coordinator's current target)."""
-        self._replaces = {sid: r for sid, r in self._replaces.items() if sid in self.sealed}
-        for info in infos:
-            if len(info.compactionFrom):
-                sources = frozenset(info.compactionFrom)
-                self._replaces[info.segmentID] = sources.union(*(self._replaces.get(s, ()) for s in sources))
 
     async def release_segments(self, req: Q.ReleaseSegmentsRequest) -> None:
         if req.scope == Q.Streaming:
@@ -577,16 +491,12 @@ class ShardDelegator:
             return
         groups: dict[int, list[int]] = {}
         for sid in req.segmentIDs:
-            e = self.sealed.get(sid)
-            node_id = e.node_id if e is not None and req.nodeID in (0, -1, e.node_id) else req.nodeID
+            at = self.distribution.node_of(sid)
+            node_id = at if at is not None and req.nodeID in (0, -1, at) else req.nodeID
             groups.setdefault(node_id, []).append(sid)
         for node_id, sids in groups.items():
             for sid in sids:  # stop routing reads to them first
-                e = self.sealed.get(sid)
-                if e is not None and e.node_id == node_id:
-                    del self.sealed[sid]
-                    self.pk_stats.pop(sid, None)
-                    self._l0.pop(sid, None)
+                self._remove(sid, node_id)
             fwd = Q.ReleaseSegmentsRequest()
             fwd.CopyFrom(req)
             fwd.need_transfer = False
@@ -604,18 +514,14 @@ class ShardDelegator:
         move), so it gets the same pk statistics and delete replay as a load through the leader."""
         for action in req.actions:
             if action.type == Q.Remove:
-                e = self.sealed.get(action.segmentID)
-                if e is not None and action.nodeID in (-1, e.node_id):
-                    del self.sealed[action.segmentID]
-                    self.pk_stats.pop(action.segmentID, None)
-                    self._l0.pop(action.segmentID, None)
+                self._remove(action.segmentID, None if action.nodeID == -1 else action.nodeID)
             elif action.type == Q.Set and action.HasField("info") and action.info.segmentID == action.segmentID:
                 await self._adopt(action.nodeID, action.version, [action.info])
             elif action.type in (Q.Set, Q.Amend):
                 part = action.info.partitionID if action.HasField("info") else action.partitionID
-                self.sealed[action.segmentID] = SealedEntry(action.nodeID, action.version, part)
+                self.distribution.serve(action.segmentID, SealedEntry(action.nodeID, action.version, part))
             elif action.type == Q.UpdateVersion:
-                self.target_version = action.TargetVersion
+                self.distribution.target_version = action.TargetVersion
                 cp = action.checkpoint.timestamp if action.HasField("checkpoint") else 0
                 ids = list(action.sealedInTarget) + list(action.droppedInTarget)
                 if self.pipeline is not None and ids:
@@ -623,18 +529,21 @@ class ShardDelegator:
                 if cp:
                     self._deletes = [(n, p, t) for n, p, t in self._deletes if len(t) and int(t.max()) > cp]
             elif action.type == Q.UpdatePartitionStats:
-                self.partition_stats.update(dict(action.partition_stats_versions))
+                self.distribution.partition_stats.update(dict(action.partition_stats_versions))
             else:
                 raise errors.ServiceInternal(f"unexpected action type {action.type}")
         self._on_change()
 
     def sync_replica_segments(self, req: Q.SyncReplicaSegmentsRequest) -> None:
-        self.sealed = {}
-        for rs in req.replica_segments:
-            for i, sid in enumerate(rs.segment_ids):
-                version = rs.versions[i] if i < len(rs.versions) else 0
-                self.sealed[sid] = SealedEntry(rs.node_id, version, rs.partition_id)
+        self.distribution.sync_replica_segments(req)
         self._on_change()
+
+    def _remove(self, segment_id: int, node_id: int | None) -> None:
+        """Stop routing to ``segment_id`` if ``node_id`` serves it (None: wherever it is), and forget
+        its delete routing."""
+        if self.distribution.drop(segment_id, node_id):
+            self.pk_stats.pop(segment_id, None)
+            self._l0.pop(segment_id, None)
 
     # --- delete forwarding ---------------------------------------------------------------------
 
@@ -653,8 +562,9 @@ class ShardDelegator:
         channel unserviceable (and fails the pipeline, which waits for this)."""
         self._deletes.append((next(self._delete_seq), pks, timestamps))
         try:
-            await self._deliver(self._delete_request(pks, timestamps), self._may_hold(self.sealed, pks),
-                                self._view_node, f"deletes at ts {int(np.max(timestamps))}")
+            await self._deliver(self._delete_request(pks, timestamps),
+                                self._may_hold(self.distribution.sealed, pks), self.distribution.node_of,
+                                f"deletes at ts {int(np.max(timestamps))}")
         except Exception as e:
             self._lost(e)
             raise
@@ -682,11 +592,6 @@ class ShardDelegator:
     def _may_hold(self, segments: Iterable[int], pks: np.ndarray) -> set[int]:
         """Of ``segments``, those whose pk statistics may hold one of ``pks`` (all where none are known)."""
         return {sid for sid in segments if sid not in self.pk_stats or self.pk_stats[sid].might_contain(pks).any()}
-
-    def _view_node(self, segment_id: int) -> int | None:
-        """Where the view routes a segment now (None: no longer in the view)."""
-        entry = self.sealed.get(segment_id)
-        return None if entry is None else entry.node_id
 
     def _delete_request(self, pks: np.ndarray, timestamps: np.ndarray) -> Q.DeleteBatchRequest:
         """A DeleteBatch of ``pks`` without segments or target (filled per node)."""
@@ -782,7 +687,7 @@ class ShardDelegator:
                 continue
 
             def locate(sid: int, holder: int = entry.node_id) -> int | None:
-                where = self._view_node(sid)
+                where = self.distribution.node_of(sid)
                 return None if where == holder else where   # a node applies the L0 segments it holds
             try:
                 await self._deliver(self._delete_request(pks, ts), self._may_hold(targets, pks), locate,
@@ -793,9 +698,7 @@ class ShardDelegator:
 
     def _l0_targets(self, entry: L0Deletes) -> set[int]:
         """The sealed segments of the view on other nodes than ``entry``'s that its deletes reach."""
-        return {sid for sid, e in list(self.sealed.items())
-                if e.node_id != entry.node_id and sid not in self._l0
-                and entry.partition_id in (ALL_PARTITIONS, e.partition_id)}
+        return {sid for sid in self.distribution.elsewhere(entry.node_id, entry.partition_id) if sid not in self._l0}
 
     async def _catch_up(self, node_id: int, infos: Sequence[Q.SegmentLoadInfo]) -> None:
         """Send segments about to join the view (just loaded on ``node_id``) the channel's buffered
