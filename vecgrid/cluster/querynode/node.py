@@ -49,7 +49,8 @@ from vecgrid.cluster.lifecycle import StateCode
 from vecgrid.cluster.querynode import retrieve as retrieve_mod
 from vecgrid.cluster.querynode import search as search_mod
 from vecgrid.cluster.querynode.collections import Collection, CollectionManager
-from vecgrid.cluster.querynode.delegator.delegator import MAX_TS, DeleteRetry, ShardDelegator, query_limit
+from vecgrid.cluster.querynode.delegator.delegator import MAX_TS, ShardDelegator, query_limit
+from vecgrid.cluster.querynode.delegator.delta_forward import DeleteRetry
 from vecgrid.cluster.querynode.index_saver import SaveIndexRequest, save_segment_indexes
 from vecgrid.cluster.querynode.loader import SegmentLoader
 from vecgrid.cluster.querynode.monitor import node_snapshot, quota_metrics
