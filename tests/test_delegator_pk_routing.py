@@ -28,7 +28,7 @@ async def test_a_delete_goes_only_to_the_segments_holding_its_keys(tmp_path):
     c = await make_cluster(tmp_path, "L2")
     try:
         delegator = c.leader.node.delegator_for(c.ds.channels[0])
-        assert set(delegator.pk_stats) == set(c.ds.segment_ids)
+        assert set(delegator.deltas.pk_stats) == set(c.ds.segment_ids)
         target = c.ds.segment_ids[1]  # on the worker
         victim = int(c.full.pks[c.ds.rows_of_segment(target)[0]])
         c.delete([victim])

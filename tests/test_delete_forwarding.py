@@ -22,7 +22,7 @@ import pytest
 
 from vecgrid import errors
 from vecgrid.config import Settings
-from vecgrid.cluster.querynode.delegator import DeleteRetry
+from vecgrid.cluster.querynode.delegator.delta_forward import DeleteRetry
 from vecgrid.gpu import exprs as E
 from vecgrid.gpu.results import from_search_result_data
 from vecgrid.proto import common_pb2, data_coord_pb2, milvus_pb2, query_coord_pb2 as Q, schema_pb2
@@ -130,7 +130,7 @@ async def _health(c) -> milvus_pb2.CheckHealthResponse:
 async def _cluster(tmp_path, retry: DeleteRetry):
     c = await make_cluster(tmp_path, "L2")
     delegator = c.leader.node.delegator_for(c.ds.channels[0])
-    delegator.delete_retry = retry
+    delegator.deltas.retry = retry
     return c, delegator
 
 
@@ -263,7 +263,7 @@ async def test_a_failed_leader_frees_what_it_held_and_is_dropped_once_the_coordi
         assert delegator.pipeline is None
         await poll_until(lambda: not thread.is_alive(), 30, 0.02, "the pipeline thread to end")
         await poll_until(lambda: _collect() and growing() is None, 30, 0.05, "the growing rows to be freed")
-        assert not delegator.sealed and not delegator.pk_stats and not delegator._deletes
+        assert not delegator.distribution.sealed and not delegator.deltas.pk_stats and not delegator.deltas._deletes
         reply = await _strong_search(c, ts)
         assert reply.status.code == errors.ServiceUnavailable.code and "not serviceable" in reply.status.reason
         health = await _health(c)
@@ -275,7 +275,7 @@ async def test_a_failed_leader_frees_what_it_held_and_is_dropped_once_the_coordi
         c.worker.node.settings.querynode.delete_retry_deadline_s = 7.5
         await _rewatch(c, on=c.worker)                           # the channel checker picked the other node
         moved = c.worker.node.delegator_for(channel)
-        assert moved.serviceable and moved.delete_retry.deadline_s == 7.5   # the budget comes from the settings
+        assert moved.serviceable and moved.deltas.retry.deadline_s == 7.5   # the budget comes from the settings
 
         async def dropped() -> bool:
             await c.leader.call("GetDataDistribution", Q.GetDataDistributionRequest())

@@ -11,7 +11,7 @@ import threading
 import numpy as np
 import pyarrow as pa
 
-from vecgrid.cluster.querynode.delegator import MAX_TS
+from vecgrid.cluster.querynode.delegator.delegator import MAX_TS
 from vecgrid.cluster.querynode.pipeline import ChannelPipeline
 from vecgrid.gpu.results import from_search_result_data
 from vecgrid.proto import msg_pb2, query_coord_pb2 as Q
@@ -156,7 +156,7 @@ async def test_distribution_pulls_releases_and_trims_during_a_stream_of_inserts_
         await feeder
         assert await asyncio.to_thread(delegator.pipeline.wait_tsafe, c.ts, 30), delegator.pipeline.error
         assert delegator.pipeline.error is None
-        buffered = {int(p) for _, pks, ts in delegator._deletes for p in pks.tolist()}
+        buffered = {int(p) for _, pks, ts in delegator.deltas._deletes for p in pks.tolist()}
         lost = [pk for pk, ts in deleted if ts > checkpoint and pk not in buffered]
         assert not lost, f"deletes after the checkpoint missing from the replay buffer: {lost}"
         c.deleted |= {pk for pk, _ in deleted}

@@ -17,7 +17,7 @@ reply's Status.  Blocking work (file reads, index builds, faiss searches, numpy
 filters) runs in worker threads; node state is changed only on the event loop.
 
 The node serves sealed segments (the worker side) and, for every channel it watches
-(``WatchDmChannels``), a :class:`~vecgrid.cluster.querynode.delegator.ShardDelegator`
+(``WatchDmChannels``), a :class:`~vecgrid.cluster.querynode.delegator.delegator.ShardDelegator`
 (the shard-leader side).  ``Search``/``Query``/``QueryStream``/``GetStatistics`` from a
 proxy (``from_shard_leader=False``) and ``LoadSegments``/``ReleaseSegments`` with
 ``need_transfer`` go through :meth:`QueryNode.delegator_for`; a channel without one
@@ -49,7 +49,8 @@ from vecgrid.cluster.lifecycle import StateCode
 from vecgrid.cluster.querynode import retrieve as retrieve_mod
 from vecgrid.cluster.querynode import search as search_mod
 from vecgrid.cluster.querynode.collections import Collection, CollectionManager
-from vecgrid.cluster.querynode.delegator import MAX_TS, DeleteRetry, ShardDelegator, query_limit
+from vecgrid.cluster.querynode.delegator.delegator import MAX_TS, ShardDelegator, query_limit
+from vecgrid.cluster.querynode.delegator.delta_forward import DeleteRetry
 from vecgrid.cluster.querynode.index_saver import SaveIndexRequest, save_segment_indexes
 from vecgrid.cluster.querynode.loader import SegmentLoader
 from vecgrid.cluster.querynode.monitor import node_snapshot, quota_metrics

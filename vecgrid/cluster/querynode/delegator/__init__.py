@@ -1,0 +1,1 @@
+"""The shard delegator: the leader of one DML channel on its query node."""
