@@ -1,4 +1,4 @@
-"""The Feathers conformance app (``../shared/spec/feathers-conformance-app.md``).
+"""The Feathers conformance app (``docs/feathers.md``).
 
 The framework's proof that it behaves like a Feathers v5 server: the memory adapter, hooks and
 authentication of :mod:`vecgrid.http`, exposing exactly the services the spec lists, over the one

@@ -1,4 +1,4 @@
-"""vecgrid's own REST resources (``../shared/spec/rest-api.md``) as Feathers services.
+"""vecgrid's own REST resources (``docs/rest-api.md``) as Feathers services.
 
 Each module holds the services of one part of the resource table and a ``mount(api, ctx)`` that
 registers them on the coordinator's Feathers application.  Services are thin: they decode a
