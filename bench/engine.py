@@ -41,7 +41,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from vecgrid.gpu import build, device, require_faiss  # noqa: E402
-from vecgrid.gpu import exprs as E  # noqa: E402
+from vecgrid.gpu import exprs  # noqa: E402
 from vecgrid.gpu.datasets import SyntheticDataset, scalar_columns  # noqa: E402
 from vecgrid.gpu.evaluation import knn_ground_truth, recall_at_k  # noqa: E402
 from vecgrid.gpu.results import to_search_result_data  # noqa: E402
@@ -154,7 +154,7 @@ def filtered(seg, index, ds, cols, faiss, kind, nprobe_or_ef, reps):
     out = {}
     xq = ds.xq[:100]
     for pct in (1, 10, 50):
-        expr = E.compare(E.column(109, schema_pb2.Int64), "<", pct)
+        expr = exprs.compare(exprs.column(109, schema_pb2.Int64), "<", pct)
         mask = cols[109] < pct
         bits = np.packbits(mask, bitorder="little")
         sel = faiss.IDSelectorBitmap(len(mask), faiss.swig_ptr(bits))

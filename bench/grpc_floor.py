@@ -21,7 +21,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from vecgrid.gpu.build import read_index_file  # noqa: E402
-from vecgrid.proto import common_pb2, internal_pb2, query_coord_pb2 as Q, schema_pb2  # noqa: E402
+from vecgrid.proto import common_pb2, internal_pb2, query_coord_pb2, schema_pb2  # noqa: E402
 
 
 async def main(path: str, nprobe: int) -> None:
@@ -31,7 +31,7 @@ async def main(path: str, nprobe: int) -> None:
     params = faiss.SearchParametersIVF(nprobe=nprobe)
     dim = index.d
 
-    async def search(req: Q.SearchRequest, context) -> internal_pb2.SearchResults:
+    async def search(req: query_coord_pb2.SearchRequest, context) -> internal_pb2.SearchResults:
         inner = req.req
         group = common_pb2.PlaceholderGroup.FromString(inner.placeholder_group)
         xq = np.frombuffer(b"".join(group.placeholders[0].values), dtype="<f4").reshape(-1, dim)
@@ -43,9 +43,16 @@ async def main(path: str, nprobe: int) -> None:
         return internal_pb2.SearchResults(status=common_pb2.Status(), metric_type="L2", num_queries=len(xq),
                                           top_k=k, sliced_blob=srd.SerializeToString(), sliced_num_count=1)
 
-    handler = grpc.method_handlers_generic_handler("milvus.proto.query.QueryNode", {
-        "Search": grpc.unary_unary_rpc_method_handler(search, request_deserializer=Q.SearchRequest.FromString,
-                                                      response_serializer=internal_pb2.SearchResults.SerializeToString)})
+    handler = grpc.method_handlers_generic_handler(
+        "milvus.proto.query.QueryNode",
+        {
+            "Search": grpc.unary_unary_rpc_method_handler(
+                search,
+                request_deserializer=query_coord_pb2.SearchRequest.FromString,
+                response_serializer=internal_pb2.SearchResults.SerializeToString,
+            )
+        },
+    )
     server = grpc.aio.server()
     server.add_generic_rpc_handlers((handler,))
     port = server.add_insecure_port("127.0.0.1:0")

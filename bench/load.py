@@ -222,7 +222,7 @@ async def cluster_load(data_dir: str, collection_id: int, timeout: float) -> dic
 
     from tests.conftest import embedded_settings
     from vecgrid.deploy import EmbeddedCluster
-    from vecgrid.proto import query_coord_pb2 as Q, query_coord_pb2_grpc
+    from vecgrid.proto import query_coord_pb2, query_coord_pb2_grpc
 
     cluster = EmbeddedCluster(embedded_settings(Path(data_dir), workers=WORKERS))
     t_start = time.perf_counter()
@@ -231,15 +231,19 @@ async def cluster_load(data_dir: str, collection_id: int, timeout: float) -> dic
     try:
         async with grpc.aio.insecure_channel(cluster.addresses.grpc) as channel:
             stub = query_coord_pb2_grpc.QueryCoordStub(channel)
-            await _wait_for_nodes(stub, Q, WORKERS, 60)
+            await _wait_for_nodes(stub, query_coord_pb2, WORKERS, 60)
 
             t0 = time.perf_counter()
-            status = await stub.LoadCollection(Q.LoadCollectionRequest(collectionID=collection_id, replica_number=1))
+            status = await stub.LoadCollection(
+                query_coord_pb2.LoadCollectionRequest(collectionID=collection_id, replica_number=1)
+            )
             if status.code != 0 or status.error_code != 0:
                 raise _failed("LoadCollection", status)
             percent, progress = 0, []
             while True:
-                reply = await stub.ShowCollections(Q.ShowCollectionsRequest(collectionIDs=[collection_id]))
+                reply = await stub.ShowCollections(
+                    query_coord_pb2.ShowCollectionsRequest(collectionIDs=[collection_id])
+                )
                 if reply.status.code != 0:
                     raise _failed("ShowCollections", reply.status)
                 percent = reply.inMemory_percentages[0] if reply.inMemory_percentages else 0
@@ -252,8 +256,8 @@ async def cluster_load(data_dir: str, collection_id: int, timeout: float) -> dic
                 await asyncio.sleep(POLL_S)
             seconds = time.perf_counter() - t0
 
-            per_node = await _segments_per_node(stub, Q)
-            status = await stub.ReleaseCollection(Q.ReleaseCollectionRequest(collectionID=collection_id))
+            per_node = await _segments_per_node(stub, query_coord_pb2)
+            status = await stub.ReleaseCollection(query_coord_pb2.ReleaseCollectionRequest(collectionID=collection_id))
             if status.code != 0:
                 log(f"warning: ReleaseCollection answered code {status.code}: {status.reason}")
     finally:
@@ -261,12 +265,12 @@ async def cluster_load(data_dir: str, collection_id: int, timeout: float) -> dic
     return {"load_seconds": seconds, "segments_per_node": per_node, "load_progress": progress}
 
 
-async def _wait_for_nodes(stub, Q, count: int, timeout: float) -> None:
+async def _wait_for_nodes(stub, query_coord_pb2, count: int, timeout: float) -> None:
     """Until the coordinator lists ``count`` Normal QueryNodes (a load before that would find
     too few nodes in the resource group)."""
     deadline = time.perf_counter() + timeout
     while True:
-        reply = await stub.ListQueryNode(Q.ListQueryNodeRequest())
+        reply = await stub.ListQueryNode(query_coord_pb2.ListQueryNodeRequest())
         normal = [n for n in reply.nodeInfos if n.state == "Normal"]
         if reply.status.code == 0 and len(normal) >= count:
             return
@@ -276,11 +280,11 @@ async def _wait_for_nodes(stub, Q, count: int, timeout: float) -> None:
         await asyncio.sleep(0.2)
 
 
-async def _segments_per_node(stub, Q) -> dict[str, int]:
+async def _segments_per_node(stub, query_coord_pb2) -> dict[str, int]:
     out: dict[str, int] = {}
-    nodes = await stub.ListQueryNode(Q.ListQueryNodeRequest())
+    nodes = await stub.ListQueryNode(query_coord_pb2.ListQueryNodeRequest())
     for n in nodes.nodeInfos:
-        dist = await stub.GetQueryNodeDistribution(Q.GetQueryNodeDistributionRequest(nodeID=n.ID))
+        dist = await stub.GetQueryNodeDistribution(query_coord_pb2.GetQueryNodeDistributionRequest(nodeID=n.ID))
         if dist.status.code == 0:
             out[str(n.ID)] = len(dist.sealed_segmentIDs)
     return out

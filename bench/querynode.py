@@ -66,7 +66,7 @@ from vecgrid.cluster.proxy.proxy import Proxy  # noqa: E402
 from vecgrid.config import Settings  # noqa: E402
 from vecgrid.deploy import EmbeddedCluster  # noqa: E402
 from vecgrid.gpu.build import build_index_file, read_index_file  # noqa: E402
-from vecgrid.proto import data_coord_pb2, query_coord_pb2 as Q  # noqa: E402
+from vecgrid.proto import data_coord_pb2, query_coord_pb2  # noqa: E402
 from vecgrid.storage.layout import DataDir  # noqa: E402
 from vecgrid.storage.wal import Wal  # noqa: E402
 
@@ -105,7 +105,7 @@ async def serving(rows: int, index: str = "FLAT", index_params: dict | None = No
             (a, a_addr), (b, b_addr) = cluster.addresses.query_nodes
             leader = RemoteNode(a, a_addr)
             t = load_request(ds, dst_node_id=a)
-            watch = Q.WatchDmChannelsRequest(nodeID=a, collectionID=ds.collection_id, schema=t.schema,
+            watch = query_coord_pb2.WatchDmChannelsRequest(nodeID=a, collectionID=ds.collection_id, schema=t.schema,
                                              load_meta=t.load_meta, index_info_list=t.index_info_list, version=1,
                                              infos=[data_coord_pb2.VchannelInfo(collectionID=ds.collection_id,
                                                                                 channelName=channel)])
@@ -155,7 +155,7 @@ async def run(rows: int, rounds: int) -> dict:
         index.add(ds.vectors)
         figures = {}
         for nq in (NQ, 1):  # throughput at nq=100, latency at nq=1 (the issue's definitions)
-            reqs = [search_request(ds, q[:nq], K, from_shard_leader=False, scope=Q.All) for q in queries]
+            reqs = [search_request(ds, q[:nq], K, from_shard_leader=False, scope=query_coord_pb2.All) for q in queries]
 
             async def ours(i: int) -> None:
                 reply = await leader.call("Search", reqs[i])
@@ -276,7 +276,7 @@ async def concurrent(call: Callable[[int], Awaitable[None]], clients: int,
     return calls / wall, lat, (busy1 - busy0) / max(total1 - total0, 1e-9), (busy1 - busy0) * 1000 / calls
 
 
-def searching(node: RemoteNode, reqs: list[Q.SearchRequest]) -> Callable[[int], Awaitable[None]]:
+def searching(node: RemoteNode, reqs: list[query_coord_pb2.SearchRequest]) -> Callable[[int], Awaitable[None]]:
     """Call ``i``: ``reqs[i]`` (round robin) sent to ``node``'s Search, which must succeed."""
     async def call(i: int) -> None:
         reply = await node.call("Search", reqs[i % len(reqs)])
@@ -305,7 +305,7 @@ async def run_ivf(rows: int, rounds: int) -> dict:
         out: dict = {"ivf_nlist": nlist, "ivf_nprobe": IVF_NPROBE}
         async with grpc_floor(path) as floor:
             for nq in (NQ, 1):
-                reqs = [search_request(ds, q[:nq], K, from_shard_leader=False, scope=Q.All,
+                reqs = [search_request(ds, q[:nq], K, from_shard_leader=False, scope=query_coord_pb2.All,
                                        params={"nprobe": IVF_NPROBE}) for q in queries]
 
                 async def direct(i: int) -> None:
@@ -377,8 +377,10 @@ async def run_ivf_remote(rows: int, rounds: int) -> dict:
         params = faiss.SearchParametersIVF(nprobe=IVF_NPROBE)
         rng = np.random.default_rng(2)
         queries = [rng.standard_normal((1, DIM)).astype(np.float32) for _ in range(NQ1_ROUNDS_FACTOR * rounds)]
-        reqs = [search_request(ds, q, K, from_shard_leader=False, scope=Q.All, params={"nprobe": IVF_NPROBE})
-                for q in queries]
+        reqs = [
+            search_request(ds, q, K, from_shard_leader=False, scope=query_coord_pb2.All, params={"nprobe": IVF_NPROBE})
+            for q in queries
+        ]
         async with grpc_floor(path) as floor:
             async def direct(i: int) -> None:
                 index.search(queries[i % len(queries)], K, params=params)

@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 
 from vecgrid.gpu.results import from_search_result_data
-from vecgrid.proto import data_coord_pb2, query_coord_pb2 as Q
+from vecgrid.proto import data_coord_pb2, query_coord_pb2
 from vecgrid.storage.dml import DeleteBatch, InsertBatch, TimeTick
 from vecgrid.storage.layout import DataDir
 from vecgrid.storage.wal import MessageKind, Wal
@@ -88,7 +88,7 @@ async def make_cluster(tmp_path, metric: str) -> Cluster:
     leader = await NodeHarness(ds.data_dir, LEADER).start()
     worker = await NodeHarness(ds.data_dir, WORKER).start()
     template = load_request(ds)
-    watch = Q.WatchDmChannelsRequest(
+    watch = query_coord_pb2.WatchDmChannelsRequest(
         nodeID=LEADER, collectionID=ds.collection_id, schema=template.schema, load_meta=template.load_meta,
         index_info_list=template.index_info_list, version=1,
         infos=[data_coord_pb2.VchannelInfo(collectionID=ds.collection_id, channelName=channel)])
@@ -108,7 +108,7 @@ async def close(c: Cluster) -> None:
 
 
 def leader_search_request(c: Cluster, xq, expr=None, guarantee=0, **kw):
-    req = search_request(c.ds, xq, K, expr=expr, from_shard_leader=False, scope=Q.All, **kw)
+    req = search_request(c.ds, xq, K, expr=expr, from_shard_leader=False, scope=query_coord_pb2.All, **kw)
     req.req.guarantee_timestamp = guarantee
     return req
 

@@ -19,7 +19,7 @@ import pytest
 from vecgrid.cluster.querycoord.dist.leaders import leader_of, view_problem
 from vecgrid.cluster.querycoord.meta.target_manager import segment_refs
 from vecgrid.gpu.results import from_search_result_data
-from vecgrid.proto import milvus_pb2, query_coord_pb2 as Q, query_coord_pb2_grpc, rg_pb2
+from vecgrid.proto import milvus_pb2, query_coord_pb2, query_coord_pb2_grpc, rg_pb2
 from vecgrid.cluster.datanode.bulk_import import ImportOptions, bulk_import
 from tests.conftest import aio_channel, await_chain, embedded_settings, poll_until
 from tests.querynode_support import (Dataset, RemoteNode, assert_same_knn, random_table, reference_search,
@@ -81,9 +81,9 @@ async def coordinator_state(qc, cid: int) -> str:
     load = "none"
     if info is not None:    # (progress() would make a record for a collection that has none)
         progress = qc.collections.progress(cid)
-        parts = [(pid, Q.LoadStatus.Name(qc.collections.partition(cid, pid).status))
+        parts = [(pid, query_coord_pb2.LoadStatus.Name(qc.collections.partition(cid, pid).status))
                  for pid in qc.collections.partition_ids(cid)]
-        load = (f"{Q.LoadStatus.Name(info.status)}, partitions {parts}, progress {progress.partitions}, "
+        load = (f"{query_coord_pb2.LoadStatus.Name(info.status)}, partitions {parts}, progress {progress.partitions}, "
                 f"{time.monotonic() - progress.last_progress_at:.1f} s since the last")
     lines = [
         f"load: {load}; recorded failure {qc.failed_loads.get(cid)!r}",
@@ -156,11 +156,11 @@ class Coord:
         return reply
 
     async def percentage(self, cid: int) -> int:
-        reply = await self.call("ShowCollections", Q.ShowCollectionsRequest(collectionIDs=[cid]))
+        reply = await self.call("ShowCollections", query_coord_pb2.ShowCollectionsRequest(collectionIDs=[cid]))
         return reply.inMemory_percentages[0] if reply.status.code == 0 else -1
 
     async def load(self, cid: int, timeout: float = 90, **kw) -> None:
-        await self.ok("LoadCollection", Q.LoadCollectionRequest(collectionID=cid, **kw))
+        await self.ok("LoadCollection", query_coord_pb2.LoadCollectionRequest(collectionID=cid, **kw))
         await self.wait_loaded(cid, timeout)
 
     async def wait_loaded(self, cid: int, timeout: float = 90) -> None:
@@ -173,8 +173,8 @@ class Coord:
                 raise
             pytest.fail(f"{e}\n{await coordinator_state(self.qc, cid)}")
 
-    async def leaders(self, cid: int) -> list[Q.ShardLeadersList]:
-        return list((await self.ok("GetShardLeaders", Q.GetShardLeadersRequest(collectionID=cid))).shards)
+    async def leaders(self, cid: int) -> list[query_coord_pb2.ShardLeadersList]:
+        return list((await self.ok("GetShardLeaders", query_coord_pb2.GetShardLeadersRequest(collectionID=cid))).shards)
 
 
 # --- waiting for "nothing happened" ------------------------------------------------------------------------
@@ -208,9 +208,11 @@ async def cluster_state(coord: Coord, qc) -> dict[str, object]:
     checkers and automatic balance."""
     groups = {}
     for name in (await coord.ok("ListResourceGroups", milvus_pb2.ListResourceGroupsRequest())).resource_groups:
-        rg = (await coord.ok("DescribeResourceGroup", Q.DescribeResourceGroupRequest(resource_group=name))).resource_group
+        rg = (
+            await coord.ok("DescribeResourceGroup", query_coord_pb2.DescribeResourceGroupRequest(resource_group=name))
+        ).resource_group
         groups[name] = rg.num_available_node
-    checkers = (await coord.ok("ListCheckers", Q.ListCheckersRequest())).checkerInfos
+    checkers = (await coord.ok("ListCheckers", query_coord_pb2.ListCheckersRequest())).checkerInfos
     return {
         "loaded (collection, replicas)": sorted((cid, len(qc.replicas.of_collection(cid))) for cid in qc.collections.ids()),
         "served segment copies": sorted((s.collection, s.ID) for _, s in qc.dist.segments()),
@@ -218,29 +220,31 @@ async def cluster_state(coord: Coord, qc) -> dict[str, object]:
         "resource groups (name, nodes)": sorted(groups.items()),
         "suspended nodes": sorted(qc.suspended),
         "inactive checkers": sorted(c.id for c in checkers if not c.activated),
-        "balance active": (await coord.ok("CheckBalanceStatus", Q.CheckBalanceStatusRequest())).is_active,
+        "balance active": (await coord.ok("CheckBalanceStatus", query_coord_pb2.CheckBalanceStatusRequest())).is_active,
     }
 
 
 async def give_back(coord: Coord, qc, baseline: dict[str, object], timeout: float = 60) -> None:
     """Undo what a test left on the cluster, as an operator would over gRPC, and wait until its state is
     ``baseline`` again; fails with the difference when it does not get there."""
-    await coord.ok("ResumeBalance", Q.ResumeBalanceRequest())
-    for checker in (await coord.ok("ListCheckers", Q.ListCheckersRequest())).checkerInfos:
+    await coord.ok("ResumeBalance", query_coord_pb2.ResumeBalanceRequest())
+    for checker in (await coord.ok("ListCheckers", query_coord_pb2.ListCheckersRequest())).checkerInfos:
         if not checker.activated:
-            await coord.ok("ActivateChecker", Q.ActivateCheckerRequest(checkerID=checker.id))
+            await coord.ok("ActivateChecker", query_coord_pb2.ActivateCheckerRequest(checkerID=checker.id))
     kept = {cid for cid, _ in baseline["loaded (collection, replicas)"]}
     for cid in qc.collections.ids():
         if cid not in kept:
-            await coord.ok("ReleaseCollection", Q.ReleaseCollectionRequest(collectionID=cid))
+            await coord.ok("ReleaseCollection", query_coord_pb2.ReleaseCollectionRequest(collectionID=cid))
     for node_id in list(qc.suspended):
-        await coord.ok("ResumeNode", Q.ResumeNodeRequest(nodeID=node_id))
+        await coord.ok("ResumeNode", query_coord_pb2.ResumeNodeRequest(nodeID=node_id))
     empty = rg_pb2.ResourceGroupConfig(requests=rg_pb2.ResourceGroupLimit(node_num=0),
                                        limits=rg_pb2.ResourceGroupLimit(node_num=0))
     groups = {name for name, _ in baseline["resource groups (name, nodes)"]}
     for name in (await coord.ok("ListResourceGroups", milvus_pb2.ListResourceGroupsRequest())).resource_groups:
         if name not in groups:
-            await coord.ok("UpdateResourceGroups", Q.UpdateResourceGroupsRequest(resource_groups={name: empty}))
+            await coord.ok(
+                "UpdateResourceGroups", query_coord_pb2.UpdateResourceGroupsRequest(resource_groups={name: empty})
+            )
             await coord.ok("DropResourceGroup", milvus_pb2.DropResourceGroupRequest(resource_group=name))
     now: dict[str, object] = {}
 
@@ -275,7 +279,7 @@ async def search_via_leaders(coord: Coord, ds: Dataset, xq: np.ndarray, replica_
     when the cluster cannot answer."""
     larger_is_better = ds.metric in ("IP", "COSINE")
     hits: list[list[tuple[float, object]]] = [[] for _ in range(len(xq))]
-    leaders = await coord.call("GetShardLeaders", Q.GetShardLeadersRequest(collectionID=ds.collection_id))
+    leaders = await coord.call("GetShardLeaders", query_coord_pb2.GetShardLeadersRequest(collectionID=ds.collection_id))
     if leaders.status.code != 0:
         raise NotServed(f"GetShardLeaders: {leaders.status}")
     for shard in leaders.shards:
@@ -283,7 +287,7 @@ async def search_via_leaders(coord: Coord, ds: Dataset, xq: np.ndarray, replica_
         node = RemoteNode(shard.node_ids[i], shard.node_addrs[i])
         try:
             reply = await node.call("Search", search_request(ds, xq, K, channels=[shard.channel_name],
-                                                             from_shard_leader=False, scope=Q.All))
+                                                             from_shard_leader=False, scope=query_coord_pb2.All))
         except grpc.aio.AioRpcError as e:
             raise NotServed(f"Search on node {node.node_id} ({node.address}): {e.code()} {e.details()}") from None
         if reply.status.code != 0:

@@ -15,10 +15,10 @@ import pyarrow.parquet as pq
 from vecgrid.cluster.querycoord.load_info import load_segments_request
 from vecgrid.cluster.querynode.node import QueryNode
 from vecgrid.config import Settings
-from vecgrid.gpu import exprs as E
+from vecgrid.gpu import exprs
 from vecgrid.gpu.evaluation import knn_ground_truth
 from vecgrid.gpu.results import encode_placeholder_group
-from vecgrid.proto import internal_pb2, plan_pb2, query_coord_pb2 as Q, query_coord_pb2_grpc
+from vecgrid.proto import internal_pb2, plan_pb2, query_coord_pb2, query_coord_pb2_grpc
 from vecgrid.rpc.querynode_servicer import serve_querynode
 from vecgrid.cluster.datanode.bulk_import import TIMESTAMP_FIELD, ImportOptions, bulk_import
 from vecgrid.storage.layout import DataDir
@@ -117,7 +117,9 @@ def catalog(data_dir: str):
     return store, data.open_catalog(store, tso_key="tso/querynode-tests")
 
 
-def load_request(ds: Dataset, segment_ids: Iterable[int] | None = None, **kw: Any) -> Q.LoadSegmentsRequest:
+def load_request(
+    ds: Dataset, segment_ids: Iterable[int] | None = None, **kw: Any
+) -> query_coord_pb2.LoadSegmentsRequest:
     store, cat = catalog(ds.data_dir)
     try:
         kw.setdefault("dst_node_id", NODE_ID)
@@ -179,25 +181,25 @@ def search_request(ds: Dataset, queries: np.ndarray, topk: int, *, expr: plan_pb
                    output: Iterable[int] = (), params: dict | None = None, metric: str | None = None,
                    segment_ids: Iterable[int] = (), partitions: Iterable[int] = (), mvcc: int = 0,
                    channels: Iterable[str] | None = None, from_shard_leader: bool = True,
-                   scope: int = Q.Historical, plan: bytes | None = None, placeholder: bytes | None = None
-                   ) -> Q.SearchRequest:
+                   scope: int = query_coord_pb2.Historical, plan: bytes | None = None, placeholder: bytes | None = None
+                   ) -> query_coord_pb2.SearchRequest:
     metric = ds.metric if metric is None else metric
     if params is None:
         params = {"nprobe": 128} if ds.index.startswith("IVF") else {}
-    plan = plan if plan is not None else E.search_plan(field_id=ds.vec_fid, topk=topk, metric=metric, expr=expr,
+    plan = plan if plan is not None else exprs.search_plan(field_id=ds.vec_fid, topk=topk, metric=metric, expr=expr,
                                                        search_params=params, output_field_ids=list(output))
     inner = internal_pb2.SearchRequest(
         collectionID=ds.collection_id, partitionIDs=list(partitions), serialized_expr_plan=plan,
         placeholder_group=placeholder if placeholder is not None else encode_placeholder_group(queries),
         output_fields_id=list(output), mvcc_timestamp=mvcc, nq=len(queries), topk=topk, metricType=metric)
-    return Q.SearchRequest(req=inner, dml_channels=list(ds.channels if channels is None else channels),
+    return query_coord_pb2.SearchRequest(req=inner, dml_channels=list(ds.channels if channels is None else channels),
                            segmentIDs=list(segment_ids), from_shard_leader=from_shard_leader, scope=scope)
 
 
 def query_request(ds: Dataset, *, expr: plan_pb2.Expr | None = None, output: Iterable[int] = (), limit: int = 0,
                   is_count: bool = False, segment_ids: Iterable[int] = (), mvcc: int = 0,
                   from_shard_leader: bool = True, plan: bytes | None = None,
-                  channels: Iterable[str] | None = None) -> Q.QueryRequest:
+                  channels: Iterable[str] | None = None) -> query_coord_pb2.QueryRequest:
     node = plan_pb2.QueryPlanNode(is_count=is_count, limit=limit)
     if expr is not None:
         node.predicates.CopyFrom(expr)
@@ -205,8 +207,13 @@ def query_request(ds: Dataset, *, expr: plan_pb2.Expr | None = None, output: Ite
     inner = internal_pb2.RetrieveRequest(collectionID=ds.collection_id, serialized_expr_plan=plan,
                                          output_fields_id=list(output), mvcc_timestamp=mvcc, limit=limit,
                                          is_count=is_count)
-    return Q.QueryRequest(req=inner, dml_channels=list(ds.channels if channels is None else channels),
-                          segmentIDs=list(segment_ids), from_shard_leader=from_shard_leader, scope=Q.Historical)
+    return query_coord_pb2.QueryRequest(
+        req=inner,
+        dml_channels=list(ds.channels if channels is None else channels),
+        segmentIDs=list(segment_ids),
+        from_shard_leader=from_shard_leader,
+        scope=query_coord_pb2.Historical,
+    )
 
 
 # --- references -------------------------------------------------------------------------------------------------

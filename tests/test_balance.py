@@ -15,7 +15,7 @@ from vecgrid.cluster.querycoord.checkers.segment_checker import SegmentChecker
 from vecgrid.cluster.querycoord.dist.distribution import DistributionManager
 from vecgrid.cluster.querycoord.meta.replica_manager import ReplicaManager, channel_nodes, split_channel_nodes
 from vecgrid.cluster.querycoord.meta.target_manager import SegmentRef
-from vecgrid.proto import data_coord_pb2, query_coord_pb2 as Q
+from vecgrid.proto import data_coord_pb2, query_coord_pb2
 
 CID = 100
 ALL = (RoundRobinBalancer, RowCountBasedBalancer, ScoreBasedBalancer, ChannelLevelScoreBalancer)
@@ -650,9 +650,9 @@ def test_checkers_place_a_channel_and_its_segments_on_its_nodes(store):
 
     dist = DistributionManager()
     for node, channel in ((2, CH0), (4, CH1)):
-        dist.update(node, Q.GetDataDistributionResponse(
-            lastModifyTs=1, channels=[Q.ChannelVersionInfo(channel=channel, collection=CID, version=1)],
-            leader_views=[Q.LeaderView(collection=CID, channel=channel)]))
+        dist.update(node, query_coord_pb2.GetDataDistributionResponse(
+            lastModifyTs=1, channels=[query_coord_pb2.ChannelVersionInfo(channel=channel, collection=CID, version=1)],
+            leader_views=[query_coord_pb2.LeaderView(collection=CID, channel=channel)]))
     refs = [SegmentRef(i, 1, CH0 if i < 10 else CH1, 0, 1000) for i in range(20)]
     ctx = _checker_ctx(store, view, FakeTargets([CH0, CH1], refs), dist)
     tasks = SegmentChecker(ctx, 1.0).collection_tasks(CID)
@@ -681,9 +681,9 @@ class FakeScheduler:
 def _leading(*pairs) -> DistributionManager:
     dist = DistributionManager()
     for node, channel in pairs:
-        dist.update(node, Q.GetDataDistributionResponse(
-            lastModifyTs=1, channels=[Q.ChannelVersionInfo(channel=channel, collection=CID, version=1)],
-            leader_views=[Q.LeaderView(collection=CID, channel=channel)]))
+        dist.update(node, query_coord_pb2.GetDataDistributionResponse(
+            lastModifyTs=1, channels=[query_coord_pb2.ChannelVersionInfo(channel=channel, collection=CID, version=1)],
+            leader_views=[query_coord_pb2.LeaderView(collection=CID, channel=channel)]))
     return dist
 
 

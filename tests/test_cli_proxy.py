@@ -13,7 +13,7 @@ import pytest
 import pytest_asyncio
 
 from vecgrid.deploy import EmbeddedCluster
-from vecgrid.proto import milvus_pb2, query_coord_pb2 as Q
+from vecgrid.proto import milvus_pb2, query_coord_pb2
 from tests.cli_support import Result, assert_one_line_error
 from tests.proxy_support import dense_hits, refused_address
 from tests.querycoord_support import Coord, fast_settings, left_as_found
@@ -99,7 +99,9 @@ async def test_load_status_search_release(env):
 
     gone = await vecgrid("release", "books", *addr)
     assert gone.returncode == 0 and gone.stdout.strip() == "collection books released"
-    reply = await coord.call("ShowCollections", Q.ShowCollectionsRequest(collectionIDs=[books.collection_id]))
+    reply = await coord.call(
+        "ShowCollections", query_coord_pb2.ShowCollectionsRequest(collectionIDs=[books.collection_id])
+    )
     assert reply.status.code == 101
     assert_one_line_error(await vecgrid("search", "books", "--vectors", str(root / "q.npy"), *addr),
                            "collection not loaded")

@@ -12,15 +12,21 @@ from vecgrid.cluster.querycoord.meta.target_manager import TargetManager
 from vecgrid.cluster.querycoord.observers.collection_observer import CollectionObserver
 from vecgrid.cluster.querycoord.session.node_manager import NodeManager
 from vecgrid.cluster.querycoord.task.scheduler import TaskScheduler
-from vecgrid.proto import query_coord_pb2 as Q
+from vecgrid.proto import query_coord_pb2
 from tests.conftest import poll_until
 
 
 async def test_a_partition_load_timeout_tells_the_nodes_until_they_heard(store):
     collections = CollectionManager(store)
-    loaded = Q.CollectionLoadInfo(collectionID=1, replica_number=1, load_type=Q.LoadPartition, status=Q.Loaded)
-    collections.put(loaded, [Q.PartitionLoadInfo(collectionID=1, partitionID=10, status=Q.Loaded)])
-    collections.put(loaded, [Q.PartitionLoadInfo(collectionID=1, partitionID=11, status=Q.Loading)])
+    loaded = query_coord_pb2.CollectionLoadInfo(
+        collectionID=1, replica_number=1, load_type=query_coord_pb2.LoadPartition, status=query_coord_pb2.Loaded
+    )
+    collections.put(
+        loaded, [query_coord_pb2.PartitionLoadInfo(collectionID=1, partitionID=10, status=query_coord_pb2.Loaded)]
+    )
+    collections.put(
+        loaded, [query_coord_pb2.PartitionLoadInfo(collectionID=1, partitionID=11, status=query_coord_pb2.Loading)]
+    )
     scheduler = TaskScheduler(None, None, 5.0, 5.0)
     ctx = CheckerContext(NodeManager(), collections, ReplicaManager(store), TargetManager(store, None),
                          DistributionManager(), scheduler, None, None)

@@ -21,7 +21,7 @@ from vecgrid.cluster.querycoord.flush_handoff import FlushHandoff
 from vecgrid.cluster.proxy.proxy import Proxy
 from vecgrid.common.faults import CRASH_AT_ENV
 from vecgrid.deploy import EmbeddedCluster
-from vecgrid.proto import common_pb2, data_coord_pb2, query_coord_pb2 as Q
+from vecgrid.proto import common_pb2, data_coord_pb2, query_coord_pb2
 from vecgrid.storage.layout import DataDir
 from tests.compaction_support import delete_and_flush
 from tests.conftest import poll_until
@@ -165,7 +165,7 @@ async def test_reads_count_every_live_pk_once_through_a_compaction(env):
     assert sum(s.num_of_rows for s in segments) == len(live)
     plans = env.compaction.summaries[compaction_id]["plans"]
     assert {p["kind"] for p in plans} == {"l0", "mix"}, plans
-    await env.coord.ok("ReleaseCollection", Q.ReleaseCollectionRequest(collectionID=cid))
+    await env.coord.ok("ReleaseCollection", query_coord_pb2.ReleaseCollectionRequest(collectionID=cid))
 
 
 async def test_a_worker_killed_during_a_compaction_task_is_redone_elsewhere(env):

@@ -23,7 +23,7 @@ import pytest
 from vecgrid.cluster.proxy.proxy import Proxy
 from vecgrid.cluster.streaming import ChannelAppenders
 from vecgrid.common.faults import CRASH_AT_ENV
-from vecgrid.proto import common_pb2, data_coord_pb2, query_coord_pb2 as Q
+from vecgrid.proto import common_pb2, data_coord_pb2, query_coord_pb2
 from vecgrid.storage.layout import DataDir
 from vecgrid.storage.wal import Wal
 from tests.compaction_support import delete_and_flush, visible_rows
@@ -126,7 +126,9 @@ class Checks:
         flushed = self.flushed()
         for shard in await coord.leaders(self.ds.collection_id):
             for node_id, addr in zip(shard.node_ids, shard.node_addrs):
-                dist = await RemoteNode(node_id, addr).call("GetDataDistribution", Q.GetDataDistributionRequest())
+                dist = await RemoteNode(node_id, addr).call(
+                    "GetDataDistribution", query_coord_pb2.GetDataDistributionRequest()
+                )
                 views = [v for v in dist.leader_views if v.channel == shard.channel_name]
                 wanted = {sid for sid, s in flushed.items() if s.insert_channel == shard.channel_name}
                 if len(views) != 1 or set(views[0].segment_dist) != wanted:
@@ -232,5 +234,5 @@ async def test_kill_9_of_the_coordinator_in_the_middle_of_a_compaction(tmp_path)
 
 
 async def _nodes(coord: Coord, n: int) -> bool:
-    reply = await coord.ok("ListQueryNode", Q.ListQueryNodeRequest())
+    reply = await coord.ok("ListQueryNode", query_coord_pb2.ListQueryNodeRequest())
     return len(reply.nodeInfos) >= n

@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 
 from vecgrid.cluster.datanode.compaction import MixPlan, compact_mix
-from vecgrid.proto import query_coord_pb2 as Q
+from vecgrid.proto import query_coord_pb2
 from vecgrid.storage.dml import InsertBatch
 from vecgrid.cluster.datanode.flush import flush_channel
 from vecgrid.storage.layout import DataDir
@@ -65,7 +65,7 @@ async def test_a_leader_reads_each_row_once_while_a_compaction_hands_off(tmp_pat
         result = _compact(c, [on_leader, on_worker])
         # the result loads on the worker and joins the view; the sources are still in it
         await c.leader.load(c.ds, [result], dst_node_id=WORKER, need_transfer=True, version=6)
-        dist = await c.leader.call("GetDataDistribution", Q.GetDataDistributionRequest())
+        dist = await c.leader.call("GetDataDistribution", query_coord_pb2.GetDataDistributionRequest())
         assert {on_leader, on_worker, result} <= set(dist.leader_views[0].segment_dist)
         assert await _count(c) == len(everything)
         assert await _pks(c) == everything
@@ -84,15 +84,24 @@ async def test_a_leader_reads_each_row_once_while_a_compaction_hands_off(tmp_pat
         assert await _pks(c) == [k for k in everything if k != victim]
 
         # the result leaves the view first (its node lost, say): the sources are read again
-        remove = Q.SyncDistributionRequest(collectionID=c.ds.collection_id, channel=c.ds.channels[0], actions=[
-            Q.SyncAction(type=Q.Remove, segmentID=result, nodeID=-1)])
+        remove = query_coord_pb2.SyncDistributionRequest(
+            collectionID=c.ds.collection_id,
+            channel=c.ds.channels[0],
+            actions=[query_coord_pb2.SyncAction(type=query_coord_pb2.Remove, segmentID=result, nodeID=-1)],
+        )
         assert (await c.leader.call("SyncDistribution", remove)).code == 0
         assert await _count(c) == len(everything) - 1
         # back, then the sources released (the next target promoted): still every row once
         await c.leader.load(c.ds, [result], dst_node_id=WORKER, need_transfer=True, version=7)
         for sid, node in ((on_leader, LEADER), (on_worker, WORKER)):
-            release = Q.ReleaseSegmentsRequest(collectionID=c.ds.collection_id, nodeID=node, segmentIDs=[sid],
-                                               scope=Q.Historical, shard=c.ds.channels[0], need_transfer=True)
+            release = query_coord_pb2.ReleaseSegmentsRequest(
+                collectionID=c.ds.collection_id,
+                nodeID=node,
+                segmentIDs=[sid],
+                scope=query_coord_pb2.Historical,
+                shard=c.ds.channels[0],
+                need_transfer=True,
+            )
             assert (await c.leader.call("ReleaseSegments", release)).code == 0
         assert await _pks(c) == [k for k in everything if k != victim]
     finally:

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from vecgrid import errors
-from vecgrid.cluster.datacoord import flush as flush_mod
+from vecgrid.cluster.datacoord import flush
 from vecgrid.cluster.datacoord.component import DataCoord
 from vecgrid.cluster.streaming import ChannelAppenders
 from vecgrid.config import Settings
@@ -129,12 +129,12 @@ async def test_explicit_flush_returns_published_segments_and_concurrent_calls_sh
     coll, writer = env.collection()
     await env.dc.start()
     calls = []
-    real = flush_mod.flush_channel
+    real = flush.flush_channel
 
     def counted(*args, **kwargs):
         calls.append(args[3])
         return real(*args, **kwargs)
-    monkeypatch.setattr(flush_mod, "flush_channel", counted)
+    monkeypatch.setattr(flush, "flush_channel", counted)
     writer.insert(rows(range(50)))
     writer.delete([3, 4])
     # Both requests are made while each channel is busy (its flush lock held), so one flush covers both.
@@ -171,17 +171,17 @@ async def test_failed_flush_is_raised_reported_and_retried(make_env, monkeypatch
     await env.dc.start()
     writer.insert(rows(range(10)))
     appender = env.appenders.require(channel)
-    real = flush_mod.flush_channel
+    real = flush.flush_channel
 
     def broken(*args, **kwargs):
         raise OSError("disk full")
-    monkeypatch.setattr(flush_mod, "flush_channel", broken)
+    monkeypatch.setattr(flush, "flush_channel", broken)
     with pytest.raises(errors.ServiceInternal, match="disk full"):
         await env.dc.flush(coll.id)
     assert env.published(coll.id) == [] and "disk full" in env.dc.health_reasons()[0]
     assert appender.stats()[0] == 0 and appender.stats()[2] > 0     # sealed by the failed attempt
 
-    monkeypatch.setattr(flush_mod, "flush_channel", real)            # the periodic round retries it
+    monkeypatch.setattr(flush, "flush_channel", real)            # the periodic round retries it
     await poll_until(lambda: env.rows(coll.id) == list(range(10)), 10, what="the retry")
     assert env.dc.health_reasons() == []
     env.query.serving = True

@@ -16,7 +16,7 @@ import pytest
 import pytest_asyncio
 
 from vecgrid import cli
-from vecgrid.cluster.datacoord import flush as flush_mod
+from vecgrid.cluster.datacoord import flush
 from vecgrid.cluster.datacoord.compaction import Compaction
 from vecgrid.cluster.datacoord.index_builder import IndexBuilder
 from vecgrid.cluster.proxy.proxy import Proxy
@@ -65,14 +65,14 @@ async def test_a_flush_goes_from_half_its_channels_to_100_percent(cluster, monke
     coll = create_collection(cluster.coord.catalog, "halves", dim=DIM, shards=2)
     await remote.insert("halves", rows_for(list(range(200)), DIM))
     held, gate = coll.vchannels[1], threading.Event()
-    real = flush_mod.flush_channel
+    real = flush.flush_channel
 
     def gated(catalog, wal, root, channel, *args, **kw):
         if channel == held:
             assert gate.wait(120), "the test never opened the gate"
         return real(catalog, wal, root, channel, *args, **kw)
 
-    monkeypatch.setattr(flush_mod, "flush_channel", gated)
+    monkeypatch.setattr(flush, "flush_channel", gated)
     follow = None
     try:
         started = await remote.writes.start_flush("", "halves")

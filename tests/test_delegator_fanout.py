@@ -11,9 +11,9 @@ import time
 import numpy as np
 import pytest
 
-from vecgrid.cluster.querynode import search as search_mod
-from vecgrid.gpu import exprs as E
-from vecgrid.proto import msg_pb2, query_coord_pb2 as Q, schema_pb2
+from vecgrid.cluster.querynode import search as querynode_search
+from vecgrid.gpu import exprs
+from vecgrid.proto import msg_pb2, query_coord_pb2, schema_pb2
 from tests.delegator_support import (GROWING_SEGMENT, LEADER, WORKER, K, close, leader_search_request, make_cluster,
                                      search)
 from tests.querynode_support import DIM, assert_same_knn, dense, query_request, reference_search, search_request
@@ -24,7 +24,7 @@ async def test_search_query_stream_through_the_leader(tmp_path, metric):
     c = await make_cluster(tmp_path, metric)
     try:
         # distribution: one channel + leader view with segments on both nodes
-        dist = await c.leader.call("GetDataDistribution", Q.GetDataDistributionRequest())
+        dist = await c.leader.call("GetDataDistribution", query_coord_pb2.GetDataDistributionRequest())
         (view,) = dist.leader_views
         assert [ch.channel for ch in dist.channels] == c.ds.channels
         assert {sid: d.nodeID for sid, d in view.segment_dist.items()} == \
@@ -38,14 +38,14 @@ async def test_search_query_stream_through_the_leader(tmp_path, metric):
         assert reply.channels_mvcc[c.ds.channels[0]] >= ts
         assert_same_knn(*reference_search(c.full, xq, K, c.mask()), *dense(tk, K))
 
-        dist = await c.leader.call("GetDataDistribution", Q.GetDataDistributionRequest())
+        dist = await c.leader.call("GetDataDistribution", query_coord_pb2.GetDataDistributionRequest())
         assert list(dist.leader_views[0].growing_segmentIDs) == [GROWING_SEGMENT]
         assert dist.leader_views[0].num_of_growing_rows == 200
 
         # with a filter
         age, tag = c.ds.fid("age"), c.ds.fid("tag")
-        expr = E.and_(E.compare(E.column(age, schema_pb2.Int32), "<", 40),
-                      E.term(E.column(tag, schema_pb2.VarChar), ["red", "blue"]))
+        expr = exprs.and_(exprs.compare(exprs.column(age, schema_pb2.Int32), "<", 40),
+                      exprs.term(exprs.column(tag, schema_pb2.VarChar), ["red", "blue"]))
         _, tk = await search(c, xq, expr=expr, guarantee=ts)
         assert_same_knn(*reference_search(c.full, xq, K, c.mask(40, ["red", "blue"])), *dense(tk, K))
 
@@ -62,7 +62,7 @@ async def test_search_query_stream_through_the_leader(tmp_path, metric):
         assert_same_knn(*reference_search(c.full, c.full.vectors[rows], K, c.mask()), *dense(tk, K))
 
         # query: every live row with age < 10, through the leader
-        qreq = query_request(c.ds, expr=E.compare(E.column(age, schema_pb2.Int32), "<", 10),
+        qreq = query_request(c.ds, expr=exprs.compare(exprs.column(age, schema_pb2.Int32), "<", 10),
                              output=[age], from_shard_leader=False)
         qreq.req.guarantee_timestamp = ts
         got = await c.leader.call("Query", qreq)
@@ -79,7 +79,7 @@ async def test_search_query_stream_through_the_leader(tmp_path, metric):
         streamed = sorted(k for msg in stream for k in msg.ids.int_id.data)
         assert streamed == expected
 
-        stats_req = Q.GetStatisticsRequest(dml_channels=c.ds.channels, from_shard_leader=False)
+        stats_req = query_coord_pb2.GetStatisticsRequest(dml_channels=c.ds.channels, from_shard_leader=False)
         stats_req.req.collectionID = c.ds.collection_id
         stats = await c.leader.call("GetStatistics", stats_req)
         assert stats.status.code == 0, stats.status
@@ -121,39 +121,69 @@ async def test_errors_and_strong_consistency(tmp_path):
         # whole request
         sid = c.ds.segment_ids[1]
         (partition,) = c.leader.node.collections.get(c.ds.collection_id).partitions
-        sync = Q.SyncDistributionRequest(collectionID=c.ds.collection_id, channel=c.ds.channels[0], actions=[
-            Q.SyncAction(type=Q.Set, segmentID=424243, nodeID=WORKER, version=9, partitionID=partition)])
+        sync = query_coord_pb2.SyncDistributionRequest(
+            collectionID=c.ds.collection_id,
+            channel=c.ds.channels[0],
+            actions=[
+                query_coord_pb2.SyncAction(
+                    type=query_coord_pb2.Set, segmentID=424243, nodeID=WORKER, version=9, partitionID=partition
+                )
+            ],
+        )
         assert (await c.leader.call("SyncDistribution", sync)).code == 0
         reply = await c.leader.call("Search", leader_search_request(c, xq))
         assert reply.status.code != 0 and f"worker({WORKER}) query failed" in reply.status.reason
         # Remove with the node wildcard fixes the view
-        sync = Q.SyncDistributionRequest(collectionID=c.ds.collection_id, channel=c.ds.channels[0], actions=[
-            Q.SyncAction(type=Q.Remove, segmentID=424243, nodeID=-1)])
+        sync = query_coord_pb2.SyncDistributionRequest(
+            collectionID=c.ds.collection_id,
+            channel=c.ds.channels[0],
+            actions=[query_coord_pb2.SyncAction(type=query_coord_pb2.Remove, segmentID=424243, nodeID=-1)],
+        )
         assert (await c.leader.call("SyncDistribution", sync)).code == 0
         assert (await c.leader.call("Search", leader_search_request(c, xq))).status.code == 0
         # an unknown worker in the view -> the request fails naming it
-        sync.actions[0].CopyFrom(Q.SyncAction(type=Q.Set, segmentID=424244, nodeID=99, version=1,
-                                              partitionID=partition))
+        sync.actions[0].CopyFrom(
+            query_coord_pb2.SyncAction(
+                type=query_coord_pb2.Set, segmentID=424244, nodeID=99, version=1, partitionID=partition
+            )
+        )
         await c.leader.call("SyncDistribution", sync)
         reply = await c.leader.call("Search", leader_search_request(c, xq))
         assert "worker(99) query failed" in reply.status.reason
         # UpdateVersion sets the target version; unknown type -> 5
-        sync = Q.SyncDistributionRequest(collectionID=c.ds.collection_id, channel=c.ds.channels[0], actions=[
-            Q.SyncAction(type=Q.Remove, segmentID=424244, nodeID=-1),
-            Q.SyncAction(type=Q.UpdateVersion, TargetVersion=42, sealedInTarget=[GROWING_SEGMENT],
-                         checkpoint=msg_pb2.MsgPosition(timestamp=c.ts))])
+        sync = query_coord_pb2.SyncDistributionRequest(
+            collectionID=c.ds.collection_id,
+            channel=c.ds.channels[0],
+            actions=[
+                query_coord_pb2.SyncAction(type=query_coord_pb2.Remove, segmentID=424244, nodeID=-1),
+                query_coord_pb2.SyncAction(
+                    type=query_coord_pb2.UpdateVersion,
+                    TargetVersion=42,
+                    sealedInTarget=[GROWING_SEGMENT],
+                    checkpoint=msg_pb2.MsgPosition(timestamp=c.ts),
+                ),
+            ],
+        )
         assert (await c.leader.call("SyncDistribution", sync)).code == 0
-        dist = await c.leader.call("GetDataDistribution", Q.GetDataDistributionRequest())
+        dist = await c.leader.call("GetDataDistribution", query_coord_pb2.GetDataDistributionRequest())
         assert dist.leader_views[0].TargetVersion == 42 and not dist.leader_views[0].growing_segmentIDs
-        sync = Q.SyncDistributionRequest(channel=c.ds.channels[0], actions=[Q.SyncAction(type=17)])
+        sync = query_coord_pb2.SyncDistributionRequest(
+            channel=c.ds.channels[0], actions=[query_coord_pb2.SyncAction(type=17)]
+        )
         assert (await c.leader.call("SyncDistribution", sync)).code == 5
 
         # ReleaseSegments with need_transfer removes the segment from the worker and the view
-        rel = Q.ReleaseSegmentsRequest(collectionID=c.ds.collection_id, segmentIDs=[sid], shard=c.ds.channels[0],
-                                       need_transfer=True, nodeID=WORKER, scope=Q.Historical)
+        rel = query_coord_pb2.ReleaseSegmentsRequest(
+            collectionID=c.ds.collection_id,
+            segmentIDs=[sid],
+            shard=c.ds.channels[0],
+            need_transfer=True,
+            nodeID=WORKER,
+            scope=query_coord_pb2.Historical,
+        )
         assert (await c.leader.call("ReleaseSegments", rel)).code == 0
         assert sid not in c.worker.node.segments
-        dist = await c.leader.call("GetDataDistribution", Q.GetDataDistributionRequest())
+        dist = await c.leader.call("GetDataDistribution", query_coord_pb2.GetDataDistributionRequest())
         assert sid not in dist.leader_views[0].segment_dist
 
         # health: a tsafe lagging wall clock makes the node unhealthy with one JSON reason
@@ -171,7 +201,7 @@ async def test_errors_and_strong_consistency(tmp_path):
         await asyncio.sleep(0.3)
         assert not waiting.done()
         started = time.monotonic()
-        assert (await c.leader.call("UnsubDmChannel", Q.UnsubDmChannelRequest(
+        assert (await c.leader.call("UnsubDmChannel", query_coord_pb2.UnsubDmChannelRequest(
             channel_name=c.ds.channels[0]))).code == 0
         reply = await asyncio.wait_for(waiting, 5)
         assert reply.status.code == 500 and "stopped while the request waited" in reply.status.reason
@@ -207,14 +237,14 @@ async def test_calls_to_peers_go_out_before_the_leader_searches(tmp_path, monkey
                     return getattr(self.stub, method)(*args, **kwargs)
                 return call
 
-        real_search = search_mod.search_segments
+        real_search = querynode_search.search_segments
 
         def search_segments(*args):
             events.append("search")
             return real_search(*args)
 
         monkeypatch.setattr(peers, "stub", RecordingStub)
-        monkeypatch.setattr(search_mod, "search_segments", search_segments)
+        monkeypatch.setattr(querynode_search, "search_segments", search_segments)
         c.insert(20, seed=4)
         ts = c.tick()
         xq = np.random.default_rng(4).standard_normal((3, DIM)).astype(np.float32)

@@ -10,8 +10,8 @@ import gc
 import numpy as np
 import pytest
 
-from vecgrid.cluster.querynode import search as search_mod
-from vecgrid.proto import query_coord_pb2 as Q
+from vecgrid.cluster.querynode import search
+from vecgrid.proto import query_coord_pb2
 from tests.conftest import poll_until
 from tests.querynode_support import DIM, search_request
 from tests.delegator_support import LEADER, WORKER, K, close, make_cluster
@@ -58,12 +58,12 @@ async def test_a_cancelled_search_cancels_and_awaits_every_sub_call(tmp_path):
     try:
         delegator = c.leader.node.delegator_for(c.ds.channels[0])
         xq = np.random.default_rng(3).standard_normal((2, DIM)).astype(np.float32)
-        req = search_request(c.ds, xq, K, from_shard_leader=False, scope=Q.All)
-        search = asyncio.ensure_future(delegator.search(req))
+        req = search_request(c.ds, xq, K, from_shard_leader=False, scope=query_coord_pb2.All)
+        pending = asyncio.ensure_future(delegator.search(req))
         await poll_until(lambda: local.started and remote.started, 10, 0.01, "both sub-calls running")
-        search.cancel()
+        pending.cancel()
         with pytest.raises(asyncio.CancelledError):
-            await search
+            await pending
         assert local.cancelled == 1, "the cancel propagated before the leader's own sub-call was awaited"
         await poll_until(lambda: remote.cancelled == 1, 10, 0.01, f"node {WORKER}'s sub-call to be cancelled")
     finally:
@@ -87,9 +87,9 @@ async def test_sub_calls_failing_together_leave_no_unretrieved_exception(tmp_pat
         async def broken(*args, **kwargs):
             await remote.running.wait()      # both fail in one loop turn, the worker's call under way
             raise RuntimeError("injected search failure")
-        monkeypatch.setattr(search_mod, "run_search", broken)
+        monkeypatch.setattr(search, "run_search", broken)
         xq = np.random.default_rng(4).standard_normal((2, DIM)).astype(np.float32)
-        req = search_request(c.ds, xq, K, from_shard_leader=False, scope=Q.All)
+        req = search_request(c.ds, xq, K, from_shard_leader=False, scope=query_coord_pb2.All)
         req.req.guarantee_timestamp = ts
         reply = await c.leader.call("Search", req)
         assert reply.status.code != 0 and f"worker({LEADER}) query failed" in reply.status.reason, reply.status

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from vecgrid.deploy import EmbeddedCluster
-from vecgrid.gpu import exprs as E
-from vecgrid.proto import data_coord_pb2, query_coord_pb2 as Q, query_coord_pb2_grpc, schema_pb2
+from vecgrid.gpu import exprs
+from vecgrid.proto import data_coord_pb2, query_coord_pb2, query_coord_pb2_grpc, schema_pb2
 from vecgrid.storage.layout import DataDir
 from vecgrid.storage.wal import Wal
 from tests.conftest import aio_channel, embedded_settings, poll_until
@@ -36,7 +36,7 @@ async def test_two_nodes_in_a_local_cluster(tmp_path):
         (a, a_addr), (b, b_addr) = cluster.addresses.query_nodes
         leader, worker = RemoteNode(a, a_addr), RemoteNode(b, b_addr)
         template = load_request(ds, dst_node_id=a)
-        watch = Q.WatchDmChannelsRequest(
+        watch = query_coord_pb2.WatchDmChannelsRequest(
             nodeID=a, collectionID=ds.collection_id, schema=template.schema, load_meta=template.load_meta,
             index_info_list=template.index_info_list, version=1,
             infos=[data_coord_pb2.VchannelInfo(collectionID=ds.collection_id, channelName=channel)])
@@ -50,7 +50,9 @@ async def test_two_nodes_in_a_local_cluster(tmp_path):
         coord = query_coord_pb2_grpc.QueryCoordStub(aio_channel(cluster.addresses.grpc))
 
         async def reported(node_id):
-            reply = await coord.GetQueryNodeDistribution(Q.GetQueryNodeDistributionRequest(nodeID=node_id))
+            reply = await coord.GetQueryNodeDistribution(
+                query_coord_pb2.GetQueryNodeDistributionRequest(nodeID=node_id)
+            )
             assert reply.status.code == 0, reply.status
             return list(reply.channel_names), sorted(reply.sealed_segmentIDs)
 
@@ -61,10 +63,10 @@ async def test_two_nodes_in_a_local_cluster(tmp_path):
         assert [v.channel for _, v in cluster.coord.dist.leader_views(ds.collection_id)] == [channel]
 
         c = Cluster(ds, leader, worker, writer)
-        dist = await leader.call("GetDataDistribution", Q.GetDataDistributionRequest())
+        dist = await leader.call("GetDataDistribution", query_coord_pb2.GetDataDistributionRequest())
         assert {sid: d.nodeID for sid, d in dist.leader_views[0].segment_dist.items()} == \
             {sid: (a if i % 2 == 0 else b) for i, sid in enumerate(segs)}
-        worker_dist = await worker.call("GetDataDistribution", Q.GetDataDistributionRequest())
+        worker_dist = await worker.call("GetDataDistribution", query_coord_pb2.GetDataDistributionRequest())
         assert sorted(s.ID for s in worker_dist.segments) == sorted(segs[1::2])
 
         c.insert(100, seed=4)
@@ -74,7 +76,7 @@ async def test_two_nodes_in_a_local_cluster(tmp_path):
         assert_same_knn(*reference_search(c.full, xq, K, c.mask()), *dense(tk, K))
 
         age = ds.fid("age")
-        _, tk = await search(c, xq, expr=E.compare(E.column(age, schema_pb2.Int32), "<", 30), guarantee=ts)
+        _, tk = await search(c, xq, expr=exprs.compare(exprs.column(age, schema_pb2.Int32), "<", 30), guarantee=ts)
         assert_same_knn(*reference_search(c.full, xq, K, c.mask(30)), *dense(tk, K))
 
         rows = [int(ds.rows_of_segment(sid)[0]) for sid in segs] + [620]  # rows on both nodes + a growing one
@@ -90,7 +92,7 @@ async def test_two_nodes_in_a_local_cluster(tmp_path):
         count_req.req.guarantee_timestamp = ts
         count = await leader.call("Query", count_req)
         assert count.fields_data[0].scalars.long_data.data[0] == int(c.mask().sum())
-        stream_req = query_request(ds, expr=E.compare(E.column(age, schema_pb2.Int32), "<", 10), output=[age],
+        stream_req = query_request(ds, expr=exprs.compare(exprs.column(age, schema_pb2.Int32), "<", 10), output=[age],
                                    from_shard_leader=False)
         stream_req.req.guarantee_timestamp = ts
         streamed = sorted(k for msg in await leader.stream("QueryStream", stream_req) for k in msg.ids.int_id.data)

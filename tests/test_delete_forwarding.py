@@ -23,9 +23,9 @@ import pytest
 from vecgrid import errors
 from vecgrid.config import Settings
 from vecgrid.cluster.querynode.delegator.delta_forward import DeleteRetry
-from vecgrid.gpu import exprs as E
+from vecgrid.gpu import exprs
 from vecgrid.gpu.results import from_search_result_data
-from vecgrid.proto import common_pb2, data_coord_pb2, milvus_pb2, query_coord_pb2 as Q, schema_pb2
+from vecgrid.proto import common_pb2, data_coord_pb2, milvus_pb2, query_coord_pb2, schema_pb2
 from vecgrid.rpc.querynode_servicer import serve_querynode
 from tests.conftest import poll_until
 from tests.querynode_support import assert_same_knn, dense, load_request, query_request, reference_search, search_request
@@ -46,15 +46,15 @@ class Injected:
         self.cancelled = 0
         node.delete_batch = self
 
-    async def __call__(self, req: Q.DeleteBatchRequest) -> Q.DeleteBatchResponse:
+    async def __call__(self, req: query_coord_pb2.DeleteBatchRequest) -> query_coord_pb2.DeleteBatchResponse:
         self.calls.append(list(req.segment_ids))
         if self.times is None or len(self.calls) <= self.times:
             if self.mode == "error":
                 raise errors.ServiceInternal("injected DeleteBatch failure")
             if self.mode == "failed":
-                return Q.DeleteBatchResponse(status=common_pb2.Status(), failed_ids=req.segment_ids)
+                return query_coord_pb2.DeleteBatchResponse(status=common_pb2.Status(), failed_ids=req.segment_ids)
             if self.mode == "missing":
-                return Q.DeleteBatchResponse(status=common_pb2.Status(), missing_ids=req.segment_ids)
+                return query_coord_pb2.DeleteBatchResponse(status=common_pb2.Status(), missing_ids=req.segment_ids)
             try:
                 await asyncio.Event().wait()     # "hang": until the caller gives up
             except asyncio.CancelledError:
@@ -87,11 +87,11 @@ class Reader:
     async def _run(self) -> None:
         c = self.c
         xq = c.full.vectors[[int(np.flatnonzero(c.full.pks == v)[0]) for v in self.victims]]
-        pk = E.column(c.ds.fid(c.ds.pk_name), schema_pb2.Int64, is_primary_key=True)
+        pk = exprs.column(c.ds.fid(c.ds.pk_name), schema_pb2.Int64, is_primary_key=True)
         while True:
             deadline = (int(time.time() * 1000) + 500) << 18   # keep the loop turning while tsafe waits
-            search = search_request(c.ds, xq, K, from_shard_leader=False, scope=Q.All)
-            query = query_request(c.ds, expr=E.term(pk, self.victims), from_shard_leader=False)
+            search = search_request(c.ds, xq, K, from_shard_leader=False, scope=query_coord_pb2.All)
+            query = query_request(c.ds, expr=exprs.term(pk, self.victims), from_shard_leader=False)
             for req in (search, query):
                 req.req.guarantee_timestamp, req.req.timeout_timestamp = self.guarantee, deadline
             s, q = await asyncio.gather(c.leader.call("Search", search), c.leader.call("Query", query))
@@ -110,7 +110,7 @@ def _victim(c, segment_index: int) -> int:
 
 
 async def _strong_search(c, guarantee: int):
-    req = search_request(c.ds, c.full.vectors, K, from_shard_leader=False, scope=Q.All)
+    req = search_request(c.ds, c.full.vectors, K, from_shard_leader=False, scope=query_coord_pb2.All)
     req.req.guarantee_timestamp = guarantee
     return await c.leader.call("Search", req)
 
@@ -152,7 +152,7 @@ async def test_a_failing_delete_is_retried_until_every_node_applied_it(tmp_path,
         assert len(injected.calls) >= 3, injected.calls       # retried past the two failures
         assert delegator.pipeline.error is None
         await _assert_serves_without(c, ts)
-        dist = await c.leader.call("GetDataDistribution", Q.GetDataDistributionRequest())
+        dist = await c.leader.call("GetDataDistribution", query_coord_pb2.GetDataDistributionRequest())
         assert [v.channel for v in dist.leader_views] == c.ds.channels
     finally:
         injected.heal()
@@ -176,7 +176,7 @@ async def test_a_node_that_cannot_apply_a_delete_makes_the_channel_unserviceable
         c.tick()
 
         async def gave_up_or_passed() -> bool:
-            dist = await c.leader.call("GetDataDistribution", Q.GetDataDistributionRequest())
+            dist = await c.leader.call("GetDataDistribution", query_coord_pb2.GetDataDistributionRequest())
             return not dist.leader_views or pipeline.tsafe >= ts
         await poll_until(gave_up_or_passed, 30, 0.02, "the leader to give up")
         assert pipeline.tsafe < ts, "tsafe passed a delete that was not applied"
@@ -190,7 +190,7 @@ async def test_a_node_that_cannot_apply_a_delete_makes_the_channel_unserviceable
         unbounded = await _strong_search(c, 0)            # no guarantee: still refused, not served stale
         assert unbounded.status.code == errors.ServiceUnavailable.code
 
-        dist = await c.leader.call("GetDataDistribution", Q.GetDataDistributionRequest())
+        dist = await c.leader.call("GetDataDistribution", query_coord_pb2.GetDataDistributionRequest())
         assert not dist.channels and not dist.leader_views
         assert sorted(s.ID for s in dist.segments) == sorted(c.ds.segment_ids[::2])   # still held
         health = await _health(c)
@@ -219,7 +219,7 @@ async def _rewatch(c, on=None) -> None:
     """WatchDmChannels of the channel again (version 2) on ``on`` (the leader's node by default)."""
     on = on or c.leader
     template = load_request(c.ds)
-    watch = Q.WatchDmChannelsRequest(
+    watch = query_coord_pb2.WatchDmChannelsRequest(
         nodeID=on.node_id, collectionID=c.ds.collection_id, schema=template.schema, load_meta=template.load_meta,
         index_info_list=template.index_info_list, version=2,
         infos=[data_coord_pb2.VchannelInfo(collectionID=c.ds.collection_id, channelName=c.ds.channels[0])])
@@ -232,9 +232,9 @@ async def _rewatch(c, on=None) -> None:
 async def _resync_view(c) -> None:
     """SyncDistribution Set (with load info) of every sealed segment where it is loaded."""
     infos = {i.segmentID: i for i in load_request(c.ds).infos}
-    sync = Q.SyncDistributionRequest(collectionID=c.ds.collection_id, channel=c.ds.channels[0])
+    sync = query_coord_pb2.SyncDistributionRequest(collectionID=c.ds.collection_id, channel=c.ds.channels[0])
     for i, sid in enumerate(c.ds.segment_ids):
-        sync.actions.add(type=Q.Set, segmentID=sid, nodeID=LEADER if i % 2 == 0 else WORKER, version=6,
+        sync.actions.add(type=query_coord_pb2.Set, segmentID=sid, nodeID=LEADER if i % 2 == 0 else WORKER, version=6,
                          info=infos[sid])
     status = await c.leader.call("SyncDistribution", sync)
     assert status.code == 0, status
@@ -269,7 +269,9 @@ async def test_a_failed_leader_frees_what_it_held_and_is_dropped_once_the_coordi
         health = await _health(c)
         assert not health.isHealthy and channel in health.reasons[0]
 
-        dist = await c.leader.call("GetDataDistribution", Q.GetDataDistributionRequest())   # the coordinator's pull
+        dist = await c.leader.call(
+            "GetDataDistribution", query_coord_pb2.GetDataDistributionRequest()
+        )  # the coordinator's pull
         assert not dist.channels and not dist.leader_views
         injected.heal()
         c.worker.node.settings.querynode.delete_retry_deadline_s = 7.5
@@ -278,13 +280,13 @@ async def test_a_failed_leader_frees_what_it_held_and_is_dropped_once_the_coordi
         assert moved.serviceable and moved.deltas.retry.deadline_s == 7.5   # the budget comes from the settings
 
         async def dropped() -> bool:
-            await c.leader.call("GetDataDistribution", Q.GetDataDistributionRequest())
+            await c.leader.call("GetDataDistribution", query_coord_pb2.GetDataDistributionRequest())
             return c.leader.node.delegator_for(channel) is None
         await poll_until(dropped, 30, 0.05, "the old node to drop its failed delegator")
         assert (await _health(c)).isHealthy
         gone = await _strong_search(c, ts)
         assert gone.status.code == errors.ChannelNotFound.code, gone.status
-        dist = await c.worker.call("GetDataDistribution", Q.GetDataDistributionRequest())
+        dist = await c.worker.call("GetDataDistribution", query_coord_pb2.GetDataDistributionRequest())
         assert [ch.channel for ch in dist.channels] == [channel]
     finally:
         injected.heal()
@@ -347,8 +349,13 @@ async def test_missing_ids_follow_the_view(tmp_path):
         # leader's back: the view still routes it to the worker, which answers it missing
         await c.leader.load(c.ds, [moved], dst_node_id=LEADER, version=7)
         for sid in (moved, dropped):
-            rel = Q.ReleaseSegmentsRequest(collectionID=c.ds.collection_id, segmentIDs=[sid], nodeID=WORKER,
-                                           scope=Q.Historical, shard=c.ds.channels[0])
+            rel = query_coord_pb2.ReleaseSegmentsRequest(
+                collectionID=c.ds.collection_id,
+                segmentIDs=[sid],
+                nodeID=WORKER,
+                scope=query_coord_pb2.Historical,
+                shard=c.ds.channels[0],
+            )
             assert (await c.worker.call("ReleaseSegments", rel)).code == 0
         recorder = Injected(c.worker.node, "error", times=0)     # records the calls, misbehaves never
         victims = [_victim(c, 1), _victim(c, 3)]
@@ -357,9 +364,16 @@ async def test_missing_ids_follow_the_view(tmp_path):
         await poll_until(lambda: recorder.calls, 30, 0.02, "the worker to answer the delete missing")
         assert delegator.tsafe < ts
         infos = {i.segmentID: i for i in load_request(c.ds, [moved]).infos}
-        sync = Q.SyncDistributionRequest(collectionID=c.ds.collection_id, channel=c.ds.channels[0], actions=[
-            Q.SyncAction(type=Q.Set, segmentID=moved, nodeID=LEADER, version=7, info=infos[moved]),
-            Q.SyncAction(type=Q.Remove, segmentID=dropped, nodeID=WORKER)])
+        sync = query_coord_pb2.SyncDistributionRequest(
+            collectionID=c.ds.collection_id,
+            channel=c.ds.channels[0],
+            actions=[
+                query_coord_pb2.SyncAction(
+                    type=query_coord_pb2.Set, segmentID=moved, nodeID=LEADER, version=7, info=infos[moved]
+                ),
+                query_coord_pb2.SyncAction(type=query_coord_pb2.Remove, segmentID=dropped, nodeID=WORKER),
+            ],
+        )
         assert (await c.leader.call("SyncDistribution", sync)).code == 0
         await poll_until(lambda: delegator.tsafe >= ts, 30, 0.02, "tsafe past the delete")
         assert delegator.serviceable
@@ -386,7 +400,9 @@ async def test_stopping_the_channel_ends_a_forward_in_flight(tmp_path):
         c.delete([_victim(c, 1)])
         c.tick()
         await poll_until(lambda: injected.calls, 30, 0.02, "the forward to reach the worker")
-        status = await c.leader.call("UnsubDmChannel", Q.UnsubDmChannelRequest(channel_name=c.ds.channels[0]))
+        status = await c.leader.call(
+            "UnsubDmChannel", query_coord_pb2.UnsubDmChannelRequest(channel_name=c.ds.channels[0])
+        )
         assert status.code == 0, status
         assert not pipeline._thread.is_alive(), "the pipeline thread outlived its channel"
         await poll_until(lambda: injected.cancelled == 1, 10, 0.02, "the worker's DeleteBatch to be cancelled")
@@ -406,8 +422,13 @@ async def test_delete_batch_logs_a_segment_that_failed(tmp_path, caplog):
         def broken(pks, ts):
             raise RuntimeError("injected segment fault")
         seg.delete = broken
-        req = Q.DeleteBatchRequest(collection_id=c.ds.collection_id, segment_ids=[sid, 424242], scope=Q.Historical,
-                                   primary_keys=schema_pb2.IDs(int_id=schema_pb2.LongArray(data=[1])), timestamps=[c.ts])
+        req = query_coord_pb2.DeleteBatchRequest(
+            collection_id=c.ds.collection_id,
+            segment_ids=[sid, 424242],
+            scope=query_coord_pb2.Historical,
+            primary_keys=schema_pb2.IDs(int_id=schema_pb2.LongArray(data=[1])),
+            timestamps=[c.ts],
+        )
         with caplog.at_level(logging.WARNING, logger="vecgrid.cluster.querynode.node"):
             reply = await c.worker.call("DeleteBatch", req)
         assert reply.status.code == 0 and list(reply.failed_ids) == [sid] and list(reply.missing_ids) == [424242]

@@ -19,7 +19,7 @@ from vecgrid.cluster.querycoord.meta.target_manager import segment_refs
 from vecgrid.cluster.querynode.session import local_node
 from vecgrid.deploy import EmbeddedCluster
 from vecgrid.gpu.results import from_search_result_data
-from vecgrid.proto import query_coord_pb2 as Q
+from vecgrid.proto import query_coord_pb2
 from vecgrid.storage.dml import DeleteBatch
 from vecgrid.storage.wal import MessageKind
 from tests.conftest import poll_until
@@ -35,7 +35,7 @@ K = 10
 DELETE_BUDGET = {"querynode.delete_retry_deadline_s": 1.0, "querynode.delete_call_timeout_s": 0.5}
 
 
-async def _refuse_delete_batch(req: Q.DeleteBatchRequest) -> Q.DeleteBatchResponse:
+async def _refuse_delete_batch(req: query_coord_pb2.DeleteBatchRequest) -> query_coord_pb2.DeleteBatchResponse:
     raise errors.ServiceInternal("injected: this node refuses every DeleteBatch")
 
 
@@ -71,12 +71,12 @@ def _settled(qc, cid: int) -> bool:
 async def _read(coord: Coord, ds, xq: np.ndarray, guarantee: int) -> tuple[np.ndarray, np.ndarray] | None:
     """A strong search of the channel on its shard leader; None when it is refused (no serviceable
     leader, the leader refusing, the leader gone)."""
-    reply = await coord.call("GetShardLeaders", Q.GetShardLeadersRequest(collectionID=ds.collection_id))
+    reply = await coord.call("GetShardLeaders", query_coord_pb2.GetShardLeadersRequest(collectionID=ds.collection_id))
     if reply.status.code or not reply.shards:
         return None
     (shard,) = reply.shards
     node = RemoteNode(shard.node_ids[0], shard.node_addrs[0])
-    req = search_request(ds, xq, K, channels=[shard.channel_name], from_shard_leader=False, scope=Q.All)
+    req = search_request(ds, xq, K, channels=[shard.channel_name], from_shard_leader=False, scope=query_coord_pb2.All)
     req.req.guarantee_timestamp = guarantee
     try:
         result = await node.call("Search", req)

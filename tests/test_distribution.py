@@ -6,14 +6,14 @@ import asyncio
 
 from vecgrid.cluster.querycoord.dist.dist_handler import DistController
 from vecgrid.cluster.querycoord.dist.distribution import DistributionManager
-from vecgrid.proto import query_coord_pb2 as Q
+from vecgrid.proto import query_coord_pb2
 
 
-def reply(ts: int, segments=(), channels=(), mem=0.0) -> Q.GetDataDistributionResponse:
-    return Q.GetDataDistributionResponse(
+def reply(ts: int, segments=(), channels=(), mem=0.0) -> query_coord_pb2.GetDataDistributionResponse:
+    return query_coord_pb2.GetDataDistributionResponse(
         lastModifyTs=ts, memCapacityInMB=mem,
-        segments=[Q.SegmentVersionInfo(ID=s, collection=7) for s in segments],
-        channels=[Q.ChannelVersionInfo(channel=c, collection=7) for c in channels])
+        segments=[query_coord_pb2.SegmentVersionInfo(ID=s, collection=7) for s in segments],
+        channels=[query_coord_pb2.ChannelVersionInfo(channel=c, collection=7) for c in channels])
 
 
 def test_updates_replace_on_change_and_beat_the_heart_otherwise():

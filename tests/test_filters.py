@@ -12,7 +12,7 @@ import pytest
 from vecgrid import errors
 from vecgrid.cluster.proxy.filters import coerce_dynamic, compile_filter, split_query
 from vecgrid.gpu.filter import evaluate
-from vecgrid.proto import common_pb2, plan_pb2, schema_pb2 as S
+from vecgrid.proto import common_pb2, plan_pb2, schema_pb2
 
 N = 600
 rng = np.random.default_rng(11)
@@ -20,27 +20,27 @@ TAGS = np.asarray(["red", "green", "blue", "cyan", "gold"])
 
 
 def _field(fid, name, t, **kw):
-    return S.FieldSchema(fieldID=fid, name=name, data_type=t, **kw)
+    return schema_pb2.FieldSchema(fieldID=fid, name=name, data_type=t, **kw)
 
 
-SCHEMA = S.CollectionSchema(name="things", fields=[
-    _field(100, "pk", S.Int64, is_primary_key=True),
-    _field(101, "age", S.Int32),
-    _field(102, "tiny", S.Int8),
-    _field(103, "mid", S.Int16),
-    _field(104, "big", S.Int64),
-    _field(105, "score", S.Double),
-    _field(106, "ratio", S.Float),
-    _field(107, "tag", S.VarChar, type_params=[common_pb2.KeyValuePair(key="max_length", value="16")]),
-    _field(108, "flag", S.Bool),
-    _field(109, "vec", S.FloatVector, type_params=[common_pb2.KeyValuePair(key="dim", value="4")]),
-    _field(110, "meta", S.JSON),
-    _field(111, "arr", S.Array, element_type=S.Int64),
+SCHEMA = schema_pb2.CollectionSchema(name="things", fields=[
+    _field(100, "pk", schema_pb2.Int64, is_primary_key=True),
+    _field(101, "age", schema_pb2.Int32),
+    _field(102, "tiny", schema_pb2.Int8),
+    _field(103, "mid", schema_pb2.Int16),
+    _field(104, "big", schema_pb2.Int64),
+    _field(105, "score", schema_pb2.Double),
+    _field(106, "ratio", schema_pb2.Float),
+    _field(107, "tag", schema_pb2.VarChar, type_params=[common_pb2.KeyValuePair(key="max_length", value="16")]),
+    _field(108, "flag", schema_pb2.Bool),
+    _field(109, "vec", schema_pb2.FloatVector, type_params=[common_pb2.KeyValuePair(key="dim", value="4")]),
+    _field(110, "meta", schema_pb2.JSON),
+    _field(111, "arr", schema_pb2.Array, element_type=schema_pb2.Int64),
 ])
-DYNAMIC = S.CollectionSchema(name="dyn", enable_dynamic_field=True, fields=[
-    _field(100, "id", S.VarChar, is_primary_key=True),
-    _field(101, "age", S.Int64),
-    _field(102, "$meta", S.JSON, is_dynamic=True),
+DYNAMIC = schema_pb2.CollectionSchema(name="dyn", enable_dynamic_field=True, fields=[
+    _field(100, "id", schema_pb2.VarChar, is_primary_key=True),
+    _field(101, "age", schema_pb2.Int64),
+    _field(102, "$meta", schema_pb2.JSON, is_dynamic=True),
 ])
 
 DATA = {
@@ -145,7 +145,7 @@ def test_shapes_of_the_compiled_expressions():
     assert compile_filter(None, SCHEMA) is None
     e = compile_filter({"pk": {"$in": [1]}}, SCHEMA)
     assert e.WhichOneof("expr") == "term_expr" and e.term_expr.column_info.is_primary_key
-    assert e.term_expr.column_info.data_type == S.Int64
+    assert e.term_expr.column_info.data_type == schema_pb2.Int64
     e = compile_filter({"score": 1}, SCHEMA)                    # an int against a Double field is sent as float
     assert e.unary_range_expr.value.WhichOneof("val") == "float_val"
     e = compile_filter({"tag": {"$nin": ["a"]}}, SCHEMA)
@@ -234,7 +234,7 @@ def test_in_lists_are_capped():
 def test_dynamic_field_keys_compile_to_json_paths_on_meta():
     e = compile_filter({"color": "red"}, DYNAMIC).unary_range_expr
     assert (e.column_info.field_id, e.column_info.data_type, list(e.column_info.nested_path)) == \
-        (102, S.JSON, ["color"])
+        (102, schema_pb2.JSON, ["color"])
     with pytest.raises(errors.ParameterInvalid, match="has no field 'color'"):
         compile_filter({"color": "red"}, SCHEMA)    # without the dynamic field: still refused
     with pytest.raises(errors.ParameterInvalid, match=r"Invalid filter value \$meta"):

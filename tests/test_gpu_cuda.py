@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from vecgrid.gpu import build, device
-from vecgrid.gpu import exprs as E
+from vecgrid.gpu import exprs
 from vecgrid.gpu.datasets import SyntheticDataset, scalar_columns
 from vecgrid.gpu.evaluation import check_ref_knn_with_draws, knn_ground_truth, recall_at_k
 from vecgrid.gpu.growing import GrowingSegment
@@ -136,7 +136,7 @@ def test_filtered_search_on_gpu(ds, cols, mgr, index_type):
     assert seg.placement == "GPU"
     try:
         for p in (1, 10, 50, 100):
-            expr = E.compare(E.column(109, schema_pb2.Int64), "<", p)
+            expr = exprs.compare(exprs.column(109, schema_pb2.Int64), "<", p)
             mask = cols[109] < p
             res = seg.search(ds.xq[:50], 10, expr=expr)
             assert res.topks.tolist() == [10] * 50
@@ -158,7 +158,7 @@ def test_growing_with_cupy(ds, cols):
     h = GrowingSegment(D, "IP")
     for s in (g, h):
         s.insert(np.arange(20000), ds.xb[:20000], timestamps=1, columns={109: cols[109][:20000]})
-    expr = E.compare(E.column(109, schema_pb2.Int64), "<", 10)
+    expr = exprs.compare(exprs.column(109, schema_pb2.Int64), "<", 10)
     a = g.search(ds.xq[:20], 10, expr=expr)
     b = h.search(ds.xq[:20], 10, expr=expr)
     assert recall_at_k(a.dense()[1], b.dense()[1]) >= 0.99
@@ -171,7 +171,9 @@ def test_filter_with_cupy(cols):
         pytest.skip("cupy is not installed")
     from vecgrid.gpu.filter import evaluate
 
-    expr = E.or_(E.compare(E.column(109), "<", 10), E.term(E.column(108, schema_pb2.VarChar), ["alpha1"]))
+    expr = exprs.or_(
+        exprs.compare(exprs.column(109), "<", 10), exprs.term(exprs.column(108, schema_pb2.VarChar), ["alpha1"])
+    )
     got = evaluate(expr, cols, N, xp=cp)
     ref = (cols[109] < 10) | np.isin(cols[108], ["alpha1"])
     np.testing.assert_array_equal(cp.asnumpy(got), ref)

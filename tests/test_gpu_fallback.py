@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from vecgrid.gpu import build
-from vecgrid.gpu import exprs as E
+from vecgrid.gpu import exprs
 from vecgrid.gpu.device import GPU, Device, DeviceManager
 from vecgrid.gpu.rows import RowStore, fields_from_schema
 from vecgrid.gpu.loaded_segment import LoadedSegment
@@ -96,7 +96,7 @@ def test_a_failed_gpu_gather_falls_back_with_one_warning(data, caplog):
     xb, xq, _ = data
     seg = faulty_segment(data, 42)
     caplog.set_level(logging.WARNING, logger=LOGGER)
-    young = E.compare(E.column(AGE_FIELD), "<", 2)  # 2 % of the rows: rule 3's exact search
+    young = exprs.compare(exprs.column(AGE_FIELD), "<", 2)  # 2 % of the rows: rule 3's exact search
     allowed = (np.arange(N) % 100) < 2
     try:
         for _ in range(2):

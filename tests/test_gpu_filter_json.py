@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from vecgrid import errors
-from vecgrid.gpu import exprs as E
-from vecgrid.gpu import jsonkeys as J
+from vecgrid.gpu import exprs
+from vecgrid.gpu import jsonkeys
 from vecgrid.gpu.filter import evaluate
 from vecgrid.gpu.rows import FieldMeta, RowStore
 from vecgrid.proto import plan_pb2, schema_pb2
@@ -79,29 +79,29 @@ PY = {">": lambda a, b: a > b, ">=": lambda a, b: a >= b, "<": lambda a, b: a < 
 def test_comparisons_match_only_values_of_the_same_kind(op, v):
     if isinstance(v, bool) and op != "==":
         return
-    got = ev(E.compare(YEAR, op, v))
+    got = ev(exprs.compare(YEAR, op, v))
     np.testing.assert_array_equal(got, expect(lambda x: kind(x) == kind(v) and PY[op](x, v)))
     assert got.any()
 
 
 @pytest.mark.parametrize("v", [2005, "2005", False])
 def test_not_equal_is_the_negation_and_matches_rows_without_the_key(v):
-    got = ev(E.compare(YEAR, "!=", v))
+    got = ev(exprs.compare(YEAR, "!=", v))
     np.testing.assert_array_equal(got, ~expect(lambda x: kind(x) == kind(v) and x == v))
     assert got[9] and got[13]   # row 9 lacks the key, row 13 holds null
 
 
 def test_ranges_in_and_not_in():
-    np.testing.assert_array_equal(ev(E.between(YEAR, 2000, 2010, True, False)),
+    np.testing.assert_array_equal(ev(exprs.between(YEAR, 2000, 2010, True, False)),
                                   expect(lambda x: kind(x) == "number" and 2000 <= x < 2010))
-    np.testing.assert_array_equal(ev(E.and_(E.compare(YEAR, ">=", 2000), E.compare(YEAR, "<=", 2010.5))),
+    np.testing.assert_array_equal(ev(exprs.and_(exprs.compare(YEAR, ">=", 2000), exprs.compare(YEAR, "<=", 2010.5))),
                                   expect(lambda x: kind(x) == "number" and 2000 <= x <= 2010.5))
     listed = [1995, 2001.5, "2003", True, 2019]
-    got = ev(E.term(YEAR, listed))
+    got = ev(exprs.term(YEAR, listed))
     np.testing.assert_array_equal(got, expect(lambda x: any(kind(x) == kind(v) and x == v for v in listed)))
     assert got.any()
-    np.testing.assert_array_equal(ev(E.not_(E.term(YEAR, listed))), ~got)
-    np.testing.assert_array_equal(ev(E.term(YEAR, [])), np.zeros(N, bool))
+    np.testing.assert_array_equal(ev(exprs.not_(exprs.term(YEAR, listed))), ~got)
+    np.testing.assert_array_equal(ev(exprs.term(YEAR, [])), np.zeros(N, bool))
 
 
 def test_integers_compare_exactly_beyond_double_precision():
@@ -109,24 +109,24 @@ def test_integers_compare_exactly_beyond_double_precision():
     raw = np.asarray([json.dumps({"k": v}) for v in (big, big + 1, float(big), "x")], dtype=object)
     k = plan_pb2.ColumnInfo(field_id=1, data_type=schema_pb2.JSON, nested_path=["k"])
     # a stored double compares as a double (Milvus: at<int64> fails, at<double> is compared)
-    np.testing.assert_array_equal(evaluate(E.compare(k, "==", big + 1), {1: raw}, 4), [False, True, True, False])
-    np.testing.assert_array_equal(evaluate(E.compare(k, ">", big), {1: raw}, 4), [False, True, False, False])
-    np.testing.assert_array_equal(evaluate(E.term(k, [big]), {1: raw}, 4), [True, False, True, False])
+    np.testing.assert_array_equal(evaluate(exprs.compare(k, "==", big + 1), {1: raw}, 4), [False, True, True, False])
+    np.testing.assert_array_equal(evaluate(exprs.compare(k, ">", big), {1: raw}, 4), [False, True, False, False])
+    np.testing.assert_array_equal(evaluate(exprs.term(k, [big]), {1: raw}, 4), [True, False, True, False])
 
 
 def test_like_prefix_and_postfix_on_strings_only():
     pattern = re.compile(r"20.5")
-    np.testing.assert_array_equal(ev(E.match(YEAR, "like", "20_5")),
+    np.testing.assert_array_equal(ev(exprs.match(YEAR, "like", "20_5")),
                                   expect(lambda x: isinstance(x, str) and pattern.fullmatch(x)))
-    np.testing.assert_array_equal(ev(E.match(YEAR, "prefix", "199")),
+    np.testing.assert_array_equal(ev(exprs.match(YEAR, "prefix", "199")),
                                   expect(lambda x: isinstance(x, str) and x.startswith("199")))
-    np.testing.assert_array_equal(ev(E.match(YEAR, "postfix", "9")),
+    np.testing.assert_array_equal(ev(exprs.match(YEAR, "postfix", "9")),
                                   expect(lambda x: isinstance(x, str) and x.endswith("9")))
 
 
 def test_logic_mixes_json_keys_and_columns():
     other = plan_pb2.ColumnInfo(field_id=META, data_type=schema_pb2.JSON, nested_path=["other"])
-    got = ev(E.or_(E.compare(YEAR, ">", 2015), E.not_(E.compare(other, "<", 2000))))
+    got = ev(exprs.or_(exprs.compare(YEAR, ">", 2015), exprs.not_(exprs.compare(other, "<", 2000))))
     np.testing.assert_array_equal(got, expect(lambda x: kind(x) == "number" and x > 2015)
                                   | (np.arange(N) >= 2000))
 
@@ -134,13 +134,13 @@ def test_logic_mixes_json_keys_and_columns():
 def test_rows_that_are_not_objects_or_null_lack_every_key():
     raw = np.asarray([b"[1, 2]", None, b"{}", b'{"k": {"a": 1}}', b'{"k": [1]}', b'{"k": 1}'], dtype=object)
     k = plan_pb2.ColumnInfo(field_id=1, data_type=schema_pb2.JSON, nested_path=["k"])
-    np.testing.assert_array_equal(evaluate(E.compare(k, "==", 1), {1: raw}, 6), [0, 0, 0, 0, 0, 1])
-    np.testing.assert_array_equal(evaluate(E.compare(k, "!=", 1), {1: raw}, 6), [1, 1, 1, 1, 1, 0])
+    np.testing.assert_array_equal(evaluate(exprs.compare(k, "==", 1), {1: raw}, 6), [0, 0, 0, 0, 0, 1])
+    np.testing.assert_array_equal(evaluate(exprs.compare(k, "!=", 1), {1: raw}, 6), [1, 1, 1, 1, 1, 0])
 
 
 @pytest.mark.parametrize("expr, needle", [
-    (E.arith(YEAR, "+", 1, "==", 3), "not supported"),
-    (E.compare_columns(YEAR, "<", E.column(100)), "not supported"),
+    (exprs.arith(YEAR, "+", 1, "==", 3), "not supported"),
+    (exprs.compare_columns(YEAR, "<", exprs.column(100)), "not supported"),
 ])
 def test_what_json_keys_do_not_support_is_refused(expr, needle):
     with pytest.raises(errors.ParameterInvalid, match=needle):
@@ -160,17 +160,17 @@ def _store(docs: list, *, grow_from: int | None = None) -> RowStore:
 
 def test_row_store_extracts_a_key_once_and_extends_it_as_rows_are_appended(monkeypatch):
     calls = []
-    real = J.extract
+    real = jsonkeys.extract
 
     def counting(docs, key):
         calls.append((len(docs), key))
         return real(docs, key)
-    monkeypatch.setattr(J, "extract", counting)
+    monkeypatch.setattr(jsonkeys, "extract", counting)
     store = _store(DOCS[:1000])
-    expr = E.compare(YEAR, ">=", 2010)
+    expr = exprs.compare(YEAR, ">=", 2010)
     first = store.filter_mask(expr)
     np.testing.assert_array_equal(first, expect(lambda x: kind(x) == "number" and x >= 2010)[:1000])
-    np.testing.assert_array_equal(store.filter_mask(E.compare(YEAR, "<", 2000)),
+    np.testing.assert_array_equal(store.filter_mask(exprs.compare(YEAR, "<", 2000)),
                                   expect(lambda x: kind(x) == "number" and x < 2000)[:1000])
     assert calls == [(1000, "year")]                       # the second query parsed nothing
     assert store.nbytes() > 0
@@ -188,12 +188,12 @@ def test_row_store_extracts_a_key_once_and_extends_it_as_rows_are_appended(monke
 
 
 def test_key_cache_is_bounded():
-    cache = J.KeyCache(max_bytes=1)
+    cache = jsonkeys.KeyCache(max_bytes=1)
     raw = np.asarray([json.dumps({"a": i, "b": str(i)}) for i in range(100)], dtype=object)
     cache.get(1, "a", raw, 100)
     cache.get(1, "b", raw, 100)
     assert len(cache._entries) == 1 and cache.nbytes == cache._entries[(1, "b")].nbytes
-    big = J.KeyCache()
+    big = jsonkeys.KeyCache()
     for key in ("a", "b"):
         big.get(1, key, raw, 100)
     assert len(big._entries) == 2
@@ -202,7 +202,7 @@ def test_key_cache_is_bounded():
 def test_growing_store_matches_a_sealed_one():
     sealed = _store(DOCS)
     growing = _store(DOCS, grow_from=17)
-    expr = E.term(YEAR, [2001, "2003", 1995.5])
+    expr = exprs.term(YEAR, [2001, "2003", 1995.5])
     np.testing.assert_array_equal(sealed.filter_mask(expr), growing.filter_mask(expr))
 
 
@@ -213,5 +213,5 @@ def test_json_keys_with_cupy_match_numpy():
     if cp is None:
         pytest.skip("cupy is not installed")
     store = _store(DOCS)
-    expr = E.and_(E.compare(YEAR, ">=", 2000), E.not_(E.term(YEAR, [2001, "2003"])))
+    expr = exprs.and_(exprs.compare(YEAR, ">=", 2000), exprs.not_(exprs.term(YEAR, [2001, "2003"])))
     np.testing.assert_array_equal(store.mask(expr, xp=cp), store.mask(expr))

@@ -7,7 +7,7 @@ import pytest
 
 from vecgrid import errors
 from vecgrid.gpu import build, device
-from vecgrid.gpu import exprs as E
+from vecgrid.gpu import exprs
 from vecgrid.gpu.datasets import SyntheticDataset, scalar_columns
 from vecgrid.gpu.evaluation import knn_ground_truth
 from vecgrid.gpu.growing import GrowingSegment, brute_force_knn
@@ -80,7 +80,9 @@ def test_growing_mvcc_filters_and_deletes(ds, cols):
     assert (at20.ids < 2000).all()
     assert g.search(q, 1).ids.tolist() == [1000, 1500, 2500, 6000]
     # filters
-    expr = E.and_(E.compare(E.column(109), "<", 30), E.compare(E.column(101, schema_pb2.Bool), "==", True))
+    expr = exprs.and_(
+        exprs.compare(exprs.column(109), "<", 30), exprs.compare(exprs.column(101, schema_pb2.Bool), "==", True)
+    )
     mask = (cols[109] < 30) & cols[101]
     res = g.search(ds.xq[:20], 10, expr=expr)
     assert res.topks.tolist() == [10] * 20

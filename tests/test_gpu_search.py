@@ -10,7 +10,7 @@ import pytest
 
 from vecgrid import errors
 from vecgrid.gpu import build, device
-from vecgrid.gpu import exprs as E
+from vecgrid.gpu import exprs
 from vecgrid.gpu.datasets import SCALAR_FIELDS, SyntheticDataset, scalar_columns
 from vecgrid.gpu.evaluation import check_ref_knn_with_draws, knn_ground_truth, recall_at_k
 from vecgrid.gpu.results import encode_placeholder_group
@@ -150,7 +150,7 @@ def test_search_params_validation(ivf, hnsw, ds):
 
 # -- filtered search ------------------------------------------------------------------------------
 
-PCT = E.column(109, schema_pb2.Int64)
+PCT = exprs.column(109, schema_pb2.Int64)
 
 
 def filters(cols, pks):
@@ -159,24 +159,24 @@ def filters(cols, pks):
     few_keys = pks[[5, 500, len(pks) // 2]]
     n = len(pks)
     return [
-        ("pct<1", E.compare(PCT, "<", 1), c[109] < 1),
-        ("pct<10", E.compare(PCT, "<", 10), c[109] < 10),
-        ("pct<50", E.compare(PCT, "<", 50), c[109] < 50),
-        ("none", E.compare(PCT, ">", 1000), np.zeros(n, bool)),
-        ("all", E.compare(PCT, ">=", 0), np.ones(n, bool)),
-        ("3 pks", E.term(E.column(PK_FIELD, schema_pb2.Int64, is_primary_key=True), few_keys.tolist()),
+        ("pct<1", exprs.compare(PCT, "<", 1), c[109] < 1),
+        ("pct<10", exprs.compare(PCT, "<", 10), c[109] < 10),
+        ("pct<50", exprs.compare(PCT, "<", 50), c[109] < 50),
+        ("none", exprs.compare(PCT, ">", 1000), np.zeros(n, bool)),
+        ("all", exprs.compare(PCT, ">=", 0), np.ones(n, bool)),
+        ("3 pks", exprs.term(exprs.column(PK_FIELD, schema_pb2.Int64, is_primary_key=True), few_keys.tolist()),
          np.isin(pks, few_keys)),
-        ("varchar in", E.term(E.column(108, schema_pb2.VarChar), ["alpha1", "beta2", "zeta77"]),
+        ("varchar in", exprs.term(exprs.column(108, schema_pb2.VarChar), ["alpha1", "beta2", "zeta77"]),
          np.isin(c[108], ["alpha1", "beta2", "zeta77"])),
-        ("range f64", E.between(E.column(107, schema_pb2.Double), -30.0, 40.0, True, False),
+        ("range f64", exprs.between(exprs.column(107, schema_pb2.Double), -30.0, 40.0, True, False),
          (c[107] >= -30) & (c[107] < 40)),
-        ("bool and i8", E.and_(E.compare(E.column(101, schema_pb2.Bool), "==", True),
-                               E.compare(E.column(102, schema_pb2.Int8), ">", 100)),
+        ("bool and i8", exprs.and_(exprs.compare(exprs.column(101, schema_pb2.Bool), "==", True),
+                               exprs.compare(exprs.column(102, schema_pb2.Int8), ">", 100)),
          c[101] & (c[102] > 100)),
-        ("or not", E.or_(E.not_(E.compare(E.column(104, schema_pb2.Int32), "<", 90_000)),
-                         E.match(E.column(108, schema_pb2.VarChar), "prefix", "eta")),
+        ("or not", exprs.or_(exprs.not_(exprs.compare(exprs.column(104, schema_pb2.Int32), "<", 90_000)),
+                         exprs.match(exprs.column(108, schema_pb2.VarChar), "prefix", "eta")),
          ~(c[104] < 90_000) | np.strings.startswith(c[108], "eta")),
-        ("float32", E.compare(E.column(106, schema_pb2.Float), ">", 1.5), c[106] > 1.5),
+        ("float32", exprs.compare(exprs.column(106, schema_pb2.Float), ">", 1.5), c[106] > 1.5),
     ]
 
 
@@ -222,7 +222,7 @@ def test_filtered_hnsw(hnsw, ds, cols, pks):
 
 def test_ivf_short_results_fall_back_to_exact(ivf, ds, cols, pks):
     # nprobe=1 with a 60% filter reaches too few rows for k=1000: the exact fallback fills in
-    expr = E.compare(PCT, "<", 60)
+    expr = exprs.compare(PCT, "<", 60)
     res = ivf.search(ds.xq[:5], 1000, expr=expr, params={"nprobe": 1})
     assert res.topks.tolist() == [1000] * 5
     assert (cols[109][(res.ids - 3) // 7] < 60).all()
@@ -285,7 +285,7 @@ def test_deletes_and_mvcc(ds, cols, pks, mgr):
 
 
 def test_deletes_with_filter_on_ivf(ivf, ds, cols, pks):
-    expr = E.compare(PCT, "<", 10)
+    expr = exprs.compare(PCT, "<", 10)
     before = ivf.search(ds.xq[:20], K, expr=expr)
     victims = np.unique(before.ids)
     ivf.delete(victims, 10)
@@ -304,7 +304,7 @@ def test_deletes_with_filter_on_ivf(ivf, ds, cols, pks):
 # -- the QueryNode path: plan bytes in, SearchResultData out -----------------------------------------
 
 def test_search_request_with_output_fields(flat, ds, cols, pks):
-    plan = E.search_plan(field_id=VEC_FIELD, topk=5, metric="L2", expr=E.compare(PCT, "<", 20),
+    plan = exprs.search_plan(field_id=VEC_FIELD, topk=5, metric="L2", expr=exprs.compare(PCT, "<", 20),
                          round_decimal=3, output_field_ids=[108, 105, PK_FIELD, VEC_FIELD])
     srd = search_request([flat], plan, encode_placeholder_group(ds.xq[:4]), primary_field_name="pk")
     assert srd.num_queries == 4 and srd.top_k == 5 and list(srd.topks) == [5] * 4

@@ -8,7 +8,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from vecgrid.proto import query_coord_pb2 as Q, query_coord_pb2_grpc
+from vecgrid.proto import query_coord_pb2, query_coord_pb2_grpc
 from vecgrid.rpc.server import GrpcServer
 
 
@@ -28,7 +28,9 @@ async def test_a_many_method_service_adds_no_per_method_request_tasks_and_still_
         assert _pending_registered_calls() <= 1
         async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
             with pytest.raises(grpc.aio.AioRpcError) as e:   # the base servicer's answer, routed to it
-                await query_coord_pb2_grpc.QueryCoordStub(channel).ShowCollections(Q.ShowCollectionsRequest())
+                await query_coord_pb2_grpc.QueryCoordStub(channel).ShowCollections(
+                    query_coord_pb2.ShowCollectionsRequest()
+                )
             assert e.value.code() == grpc.StatusCode.UNIMPLEMENTED
             health = await health_pb2_grpc.HealthStub(channel).Check(
                 health_pb2.HealthCheckRequest(service="milvus.proto.query.QueryCoord"))

@@ -22,7 +22,7 @@ from vecgrid.cluster.streaming import ChannelAppenders
 from vecgrid.config import Settings
 from vecgrid.gpu import build
 from vecgrid.gpu.results import from_search_result_data
-from vecgrid.proto import query_coord_pb2 as Q
+from vecgrid.proto import query_coord_pb2
 from vecgrid.storage import segment_files
 from vecgrid.storage.layout import DataDir
 from vecgrid.storage.wal import Wal
@@ -158,7 +158,7 @@ async def test_node_serves_a_flushed_segment_exactly_then_from_the_built_file(fl
         (p,) = builder(cat, ds).pending()[0]
         file = build_segment_index(dataclasses.replace(p.request, build_id=cat.allocate_ids(1)))
         record_saved_indexes(cat, sid, {ds.vec_fid: index.indexID}, {ds.vec_fid: file})
-        await h.load(ds, [sid], load_scope=Q.Index)
+        await h.load(ds, [sid], load_scope=query_coord_pb2.Index)
         (seg,) = [s for s in h.node.segments.list() if s.segment_id == sid]
         served = seg.version_info().index_info[ds.vec_fid]
         assert (served.enable_index, list(served.index_file_paths)) == (True, [file.path])

@@ -18,7 +18,7 @@ import pytest_asyncio
 from vecgrid import errors
 from vecgrid.cluster.querynode.index_saver import SaveIndexRequest
 from vecgrid.deploy import EmbeddedCluster
-from vecgrid.proto import query_coord_pb2 as Q
+from vecgrid.proto import query_coord_pb2
 from vecgrid.storage import segment_files
 from tests.conftest import poll_until
 from tests.querycoord_support import (INDEX_CHECKER, Coord, assert_search_matches, checker_rounds, corrupted,
@@ -94,7 +94,7 @@ async def saved_builds(cluster, coord: Coord, ds) -> dict[int, object]:
     if set(live_builds(cluster, ds)) != set(ds.segment_ids):
         await coord.load(ds.collection_id)
         await poll_until(lambda: set(live_builds(cluster, ds)) == set(ds.segment_ids), 60, what="every index saved")
-        await coord.ok("ReleaseCollection", Q.ReleaseCollectionRequest(collectionID=ds.collection_id))
+        await coord.ok("ReleaseCollection", query_coord_pb2.ReleaseCollectionRequest(collectionID=ds.collection_id))
     return live_builds(cluster, ds)
 
 
@@ -105,7 +105,7 @@ def live_builds(cluster, ds) -> dict[int, object]:
     return {b.segmentID: b for b in cat.list_segment_indexes(ds.collection_id, index_id=index.indexID)}
 
 
-def served(cluster, ds) -> list[Q.FieldIndexInfo]:
+def served(cluster, ds) -> list[query_coord_pb2.FieldIndexInfo]:
     """The vector field's index as every node serving a segment reports it (GetDataDistribution)."""
     return [seg.index_info[ds.vec_fid] for _, seg in cluster.coord.dist.segments(ds.collection_id)]
 
@@ -144,7 +144,7 @@ async def test_first_load_builds_then_one_save_per_segment_is_recorded(env):
     assert sorted(b.segmentID for b in every) == sorted(ds.segment_ids)
     await assert_search_matches(coord, ds, replica_index=0)
     await assert_search_matches(coord, ds, replica_index=1)
-    await coord.ok("ReleaseCollection", Q.ReleaseCollectionRequest(collectionID=cid))
+    await coord.ok("ReleaseCollection", query_coord_pb2.ReleaseCollectionRequest(collectionID=cid))
 
 
 @pytest.mark.slow
@@ -164,7 +164,7 @@ async def test_later_loads_read_the_saved_files(env):
     await assert_search_matches(coord, ds)
     await checker_rounds(cluster.coord, 3, [INDEX_CHECKER])  # nothing is saved again
     assert cluster.coord.scheduler.tasks(cid) == [] and live_builds(cluster, ds) == builds
-    await coord.ok("ReleaseCollection", Q.ReleaseCollectionRequest(collectionID=cid))
+    await coord.ok("ReleaseCollection", query_coord_pb2.ReleaseCollectionRequest(collectionID=cid))
 
 
 @pytest.mark.slow
@@ -174,7 +174,7 @@ async def test_a_corrupted_saved_index_fails_the_load_with_604(env):
     victim = ds.segment_ids[0]
     (f,) = (await saved_builds(cluster, coord, ds))[victim].files
     with corrupted(Path(ds.data_dir, f.path)):
-        await coord.ok("LoadCollection", Q.LoadCollectionRequest(collectionID=cid))
+        await coord.ok("LoadCollection", query_coord_pb2.LoadCollectionRequest(collectionID=cid))
 
         def failed():
             error = cluster.coord.failed_loads.get(cid)
@@ -183,4 +183,4 @@ async def test_a_corrupted_saved_index_fails_the_load_with_604(env):
         assert await coord.percentage(cid) < 100
     await coord.wait_loaded(cid, 60)  # repaired: the retried load reads it
     await assert_search_matches(coord, ds)
-    await coord.ok("ReleaseCollection", Q.ReleaseCollectionRequest(collectionID=cid))
+    await coord.ok("ReleaseCollection", query_coord_pb2.ReleaseCollectionRequest(collectionID=cid))

@@ -14,7 +14,7 @@ import pyarrow as pa
 from vecgrid.cluster.querynode.delegator.delegator import MAX_TS
 from vecgrid.cluster.querynode.pipeline import ChannelPipeline
 from vecgrid.gpu.results import from_search_result_data
-from vecgrid.proto import msg_pb2, query_coord_pb2 as Q
+from vecgrid.proto import msg_pb2, query_coord_pb2
 from vecgrid.storage.dml import DeleteBatch, InsertBatch, TimeTick
 from vecgrid.storage.wal import MessageKind, Wal
 from tests.querynode_support import DIM, TAGS, assert_same_knn, dense, reference_search, search_request
@@ -140,17 +140,30 @@ async def test_distribution_pulls_releases_and_trims_during_a_stream_of_inserts_
         pick = np.random.default_rng(8)    # the loop's own: a Generator is not thread-safe
         checkpoint = 0
         while not feeder.done():
-            dist = await c.leader.call("GetDataDistribution", Q.GetDataDistributionRequest())
+            dist = await c.leader.call("GetDataDistribution", query_coord_pb2.GetDataDistributionRequest())
             assert dist.status.code == 0, dist.status
             recent = 880000 + int(pick.integers(max(1, written[0] * per_batch)))
-            release = Q.ReleaseSegmentsRequest(collectionID=c.ds.collection_id, shard=channel, need_transfer=True,
-                                               scope=Q.Streaming, segmentIDs=[recent])
+            release = query_coord_pb2.ReleaseSegmentsRequest(
+                collectionID=c.ds.collection_id,
+                shard=channel,
+                need_transfer=True,
+                scope=query_coord_pb2.Streaming,
+                segmentIDs=[recent],
+            )
             assert (await c.leader.call("ReleaseSegments", release)).code == 0
             if deleted:
                 checkpoint = max(checkpoint, deleted[len(deleted) // 2][1])
-                sync = Q.SyncDistributionRequest(collectionID=c.ds.collection_id, channel=channel, actions=[
-                    Q.SyncAction(type=Q.UpdateVersion, TargetVersion=1,
-                                 checkpoint=msg_pb2.MsgPosition(timestamp=checkpoint))])
+                sync = query_coord_pb2.SyncDistributionRequest(
+                    collectionID=c.ds.collection_id,
+                    channel=channel,
+                    actions=[
+                        query_coord_pb2.SyncAction(
+                            type=query_coord_pb2.UpdateVersion,
+                            TargetVersion=1,
+                            checkpoint=msg_pb2.MsgPosition(timestamp=checkpoint),
+                        )
+                    ],
+                )
                 assert (await c.leader.call("SyncDistribution", sync)).code == 0
             await asyncio.sleep(0)
         await feeder
@@ -180,7 +193,7 @@ async def test_a_partition_scoped_read_sees_the_growing_rows_of_its_partition(tm
         c.insert(20, seed=5)
         ts = c.tick()
         xq = c.full.vectors[-3:]
-        req = search_request(c.ds, xq, K, partitions=[c.partition], from_shard_leader=False, scope=Q.All)
+        req = search_request(c.ds, xq, K, partitions=[c.partition], from_shard_leader=False, scope=query_coord_pb2.All)
         req.req.guarantee_timestamp = ts
         reply = await c.leader.call("Search", req)
         assert reply.status.code == 0, reply.status

@@ -19,8 +19,8 @@ from vecgrid import errors
 from vecgrid.cluster.proxy.lb_policy import LeaderRouter
 from vecgrid.cluster.proxy.proxy import Proxy, guarantee_timestamp
 from vecgrid.deploy import EmbeddedCluster
-from vecgrid.gpu import exprs as E
-from vecgrid.proto import common_pb2, query_coord_pb2 as Q, query_coord_pb2_grpc, schema_pb2
+from vecgrid.gpu import exprs
+from vecgrid.proto import common_pb2, query_coord_pb2, query_coord_pb2_grpc, schema_pb2
 from vecgrid.storage.dml import DeleteBatch, InsertBatch
 from vecgrid.storage.wal import MessageKind
 from tests.proxy_support import dense_hits, refused_address
@@ -127,16 +127,20 @@ async def serve_fake(fake: FakeCoord) -> tuple[grpc.aio.Server, str]:
 DEAD_NODE = 999_999
 
 
-def with_dead_leader_first(reply: Q.GetShardLeadersResponse, dead: str) -> Q.GetShardLeadersResponse:
-    out = Q.GetShardLeadersResponse(status=reply.status)
+def with_dead_leader_first(
+    reply: query_coord_pb2.GetShardLeadersResponse, dead: str
+) -> query_coord_pb2.GetShardLeadersResponse:
+    out = query_coord_pb2.GetShardLeadersResponse(status=reply.status)
     for s in reply.shards:
         out.shards.add(channel_name=s.channel_name, node_ids=[DEAD_NODE, *s.node_ids],
                        node_addrs=[dead, *s.node_addrs])
     return out
 
 
-def only_dead_leaders(reply: Q.GetShardLeadersResponse, dead: str) -> Q.GetShardLeadersResponse:
-    out = Q.GetShardLeadersResponse(status=reply.status)
+def only_dead_leaders(
+    reply: query_coord_pb2.GetShardLeadersResponse, dead: str
+) -> query_coord_pb2.GetShardLeadersResponse:
+    out = query_coord_pb2.GetShardLeadersResponse(status=reply.status)
     for s in reply.shards:
         out.shards.add(channel_name=s.channel_name, node_ids=[DEAD_NODE], node_addrs=[dead])
     return out
@@ -199,7 +203,7 @@ async def test_search_offset_and_plan_expr(env):
     D, keys = reference_search(ds, xq, 8)
     hits = await env.proxy.search("ip", xq, limit=5, offset=3)
     assert_same_knn(D[:, 3:8], keys[:, 3:8], *dense_hits(hits, 5))
-    expr = E.compare(E.column(ds.fid("age"), schema_pb2.Int32), ">=", 50)  # a ready plan.Expr works too
+    expr = exprs.compare(exprs.column(ds.fid("age"), schema_pb2.Int32), ">=", 50)  # a ready plan.Expr works too
     hits = await env.proxy.search("ip", xq, limit=K, filter=expr)
     assert_same_knn(*reference_search(ds, xq, K, ds.columns["age"] >= 50), *dense_hits(hits))
 
@@ -294,7 +298,7 @@ async def test_request_errors_from_a_node_are_not_retried(env):
     ds = env.sets["l2"]
     proxy = RecordingProxy(env.cluster.addresses.grpc)
     try:
-        bad = E.compare(E.column(4242, schema_pb2.Int64), "<", 3)  # a field no segment has
+        bad = exprs.compare(exprs.column(4242, schema_pb2.Int64), "<", 3)  # a field no segment has
         with pytest.raises(errors.MilvusError) as info:
             await proxy.search("l2", queries(1), limit=3, filter=bad)
         assert info.value.code in (1100, 1700)

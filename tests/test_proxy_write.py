@@ -15,7 +15,7 @@ import pytest_asyncio
 from vecgrid import errors
 from vecgrid.cluster.proxy.proxy import Proxy
 from vecgrid.deploy import EmbeddedCluster
-from vecgrid.proto import query_coord_pb2 as Q
+from vecgrid.proto import query_coord_pb2
 from vecgrid.storage.catalog import CollectionInfo
 from tests.proxy_support import create_collection, rows_for
 from tests.querycoord_support import Coord, fast_settings
@@ -216,7 +216,9 @@ async def test_growing_rows_follow_the_partitions_loaded_and_released(env):
     coll = create_collection(catalog, "parts", dim=DIM, shards=2)
     p1 = (await env.cluster.coord.ddl.create_partition(coll.id, "p1")).partitionID
     default = next(p.partitionID for p in catalog.get_collection(coll.id).partitions if p.partitionID != p1)
-    await env.coord.ok("LoadPartitions", Q.LoadPartitionsRequest(collectionID=coll.id, partitionIDs=[default]))
+    await env.coord.ok(
+        "LoadPartitions", query_coord_pb2.LoadPartitionsRequest(collectionID=coll.id, partitionIDs=[default])
+    )
     await env.coord.wait_loaded(coll.id, 60)
     before = rows_for(list(range(100, 120)), DIM, seed=7)
     await env.local.insert("parts", rows_for(list(range(20)), DIM, seed=8))
@@ -227,7 +229,7 @@ async def test_growing_rows_follow_the_partitions_loaded_and_released(env):
     with pytest.raises(errors.PartitionNotLoaded):
         await env.remote.count("parts", partition_names=["p1"])
 
-    await env.coord.ok("LoadPartitions", Q.LoadPartitionsRequest(collectionID=coll.id, partitionIDs=[p1]))
+    await env.coord.ok("LoadPartitions", query_coord_pb2.LoadPartitionsRequest(collectionID=coll.id, partitionIDs=[p1]))
     await env.coord.wait_loaded(coll.id, 60)
     await env.local.insert("parts", rows_for(list(range(200, 210)), DIM, seed=9), partition="p1")
     async with asyncio.timeout(READ_S):
@@ -235,9 +237,11 @@ async def test_growing_rows_follow_the_partitions_loaded_and_released(env):
         assert await env.remote.count("parts") == 50
         assert [h[0]["id"] for h in await env.remote.search("parts", before["vec"][:3], limit=1)] == [100, 101, 102]
 
-    await env.coord.ok("ReleasePartitions", Q.ReleasePartitionsRequest(collectionID=coll.id, partitionIDs=[p1]))
+    await env.coord.ok(
+        "ReleasePartitions", query_coord_pb2.ReleasePartitionsRequest(collectionID=coll.id, partitionIDs=[p1])
+    )
     async with asyncio.timeout(READ_S):
         assert await env.remote.count("parts") == 20
         hits = await env.local.search("parts", before["vec"][:3], limit=5)
         assert not {h["id"] for q in hits for h in q} & set(range(100, 210))
-    await env.coord.ok("ReleaseCollection", Q.ReleaseCollectionRequest(collectionID=coll.id))
+    await env.coord.ok("ReleaseCollection", query_coord_pb2.ReleaseCollectionRequest(collectionID=coll.id))

@@ -23,9 +23,9 @@ import pytest_asyncio
 from vecgrid import errors
 from vecgrid.cluster.querycoord.meta.target_manager import segment_refs
 from vecgrid.deploy import EmbeddedCluster
-from vecgrid.gpu import exprs as E
+from vecgrid.gpu import exprs
 from vecgrid.gpu.results import from_search_result_data
-from vecgrid.proto import data_coord_pb2, query_coord_pb2 as Q, schema_pb2
+from vecgrid.proto import data_coord_pb2, query_coord_pb2, schema_pb2
 from vecgrid.storage.dml import DeleteBatch
 from vecgrid.cluster.datanode.flush import flush_channel
 from vecgrid.storage.layout import DataDir
@@ -101,7 +101,7 @@ class Env:
 
     # --- the state of the cluster ---------------------------------------------------------------
 
-    def views(self) -> list[tuple[int, Q.LeaderView]]:
+    def views(self) -> list[tuple[int, query_coord_pb2.LeaderView]]:
         return self.qc.dist.leader_views(self.cid)
 
     def settled(self, replicas: int) -> bool:
@@ -173,7 +173,7 @@ class Env:
             for shard in shards:
                 node = RemoteNode(shard.node_ids[r], shard.node_addrs[r])
                 req = search_request(ds, xq, K, channels=[shard.channel_name], from_shard_leader=False,
-                                     scope=Q.All)
+                                     scope=query_coord_pb2.All)
                 req.req.guarantee_timestamp = guarantee
                 reply = await _leader_call(node, "Search", req)
                 tk = from_search_result_data(reply.sliced_blob)
@@ -187,8 +187,8 @@ class Env:
                 count_req.req.guarantee_timestamp = guarantee
                 count = await _leader_call(node, "Query", count_req)
                 got_count = count.fields_data[0].scalars.long_data.data[0]
-                pk_col = E.column(ds.fid(ds.pk_name), schema_pb2.Int64, is_primary_key=True)
-                pk_req = query_request(ds, expr=E.compare(pk_col, ">=", 0), from_shard_leader=False,
+                pk_col = exprs.column(ds.fid(ds.pk_name), schema_pb2.Int64, is_primary_key=True)
+                pk_req = query_request(ds, expr=exprs.compare(pk_col, ">=", 0), from_shard_leader=False,
                                        channels=[shard.channel_name])
                 pk_req.req.guarantee_timestamp = guarantee
                 got = await _leader_call(node, "Query", pk_req)
@@ -213,7 +213,7 @@ class Env:
         await poll_until(lambda: self.settled(replicas), 60, 0.1, "load settled")
 
     async def release(self) -> None:
-        await self.coord.ok("ReleaseCollection", Q.ReleaseCollectionRequest(collectionID=self.cid))
+        await self.coord.ok("ReleaseCollection", query_coord_pb2.ReleaseCollectionRequest(collectionID=self.cid))
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -265,14 +265,16 @@ async def test_l0_written_while_loaded_then_segment_transferred(env):
 
     # move a sealed segment to a node that does not lead its channel: it is loaded there by a Dask task
     # and joins the leader's view by a SyncDistribution Set
-    await env.coord.ok("SuspendBalance", Q.SuspendBalanceRequest())
+    await env.coord.ok("SuspendBalance", query_coord_pb2.SuspendBalanceRequest())
     try:
         nodes = [n.node_id for n in qc.nodes.all()]
         leader, view = env.views()[0]
         sid, holder = next((s, d.nodeID) for s, d in sorted(view.segment_dist.items()) if s not in env.l0_ids)
         target = next(n for n in nodes if n not in (leader, holder))
-        await env.coord.ok("TransferSegment", Q.TransferSegmentRequest(source_nodeID=holder, target_nodeID=target,
-                                                                       segmentID=sid))
+        await env.coord.ok(
+            "TransferSegment",
+            query_coord_pb2.TransferSegmentRequest(source_nodeID=holder, target_nodeID=target, segmentID=sid),
+        )
 
         def moved() -> bool:
             v = dict(env.views()).get(leader)
@@ -281,7 +283,7 @@ async def test_l0_written_while_loaded_then_segment_transferred(env):
         await poll_until(moved, 30, 0.1, f"segment {sid} moved to node {target}")
         await env.assert_deletes_applied()
     finally:
-        await env.coord.ok("ResumeBalance", Q.ResumeBalanceRequest())
+        await env.coord.ok("ResumeBalance", query_coord_pb2.ResumeBalanceRequest())
     await env.release()
 
 

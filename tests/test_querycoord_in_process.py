@@ -14,7 +14,7 @@ from distributed import LocalCluster
 
 from vecgrid.cluster.proxy.proxy import Proxy
 from vecgrid.deploy import Coordinator
-from vecgrid.proto import milvus_pb2, query_coord_pb2 as Q, rg_pb2
+from vecgrid.proto import milvus_pb2, query_coord_pb2, rg_pb2
 from tests.conftest import poll_until
 from tests.proxy_support import dense_hits
 from tests.querycoord_support import (DEFAULT_RG, K, Coord, assert_search_matches, fast_settings, import_partition,
@@ -72,7 +72,7 @@ async def test_load_search_query_release(env):
         assert [r["pk"] for r in rows] == sorted(default.pks[default.columns["age"] < 5].tolist())[:3]
     finally:
         await proxy.close()
-    await coord.ok("ReleaseCollection", Q.ReleaseCollectionRequest(collectionID=cid))
+    await coord.ok("ReleaseCollection", query_coord_pb2.ReleaseCollectionRequest(collectionID=cid))
     await poll_until(lambda: not qc.dist.segments(cid) and not qc.dist.channels(cid), 30, what="nothing served")
     assert qc.collections.ids() == [] and qc.scheduler.tasks(cid) == []
 
@@ -81,17 +81,23 @@ async def test_partitions_load_and_release_one_by_one(env):
     coord, qc = env.coord, env.qc
     cid = env.ds.collection_id
     parts = partition_ids(env.coordinator, cid)
-    await coord.ok("LoadPartitions", Q.LoadPartitionsRequest(collectionID=cid, partitionIDs=[parts["_default"]]))
+    await coord.ok(
+        "LoadPartitions", query_coord_pb2.LoadPartitionsRequest(collectionID=cid, partitionIDs=[parts["_default"]])
+    )
     await coord.wait_loaded(cid)
     await assert_search_matches(coord, env.ds)   # only the default partition
-    await coord.ok("LoadPartitions", Q.LoadPartitionsRequest(collectionID=cid, partitionIDs=[parts["p1"]]))
+    await coord.ok(
+        "LoadPartitions", query_coord_pb2.LoadPartitionsRequest(collectionID=cid, partitionIDs=[parts["p1"]])
+    )
     await coord.wait_loaded(cid)
     await assert_search_matches(coord, env.both)
-    await coord.ok("ReleasePartitions", Q.ReleasePartitionsRequest(collectionID=cid, partitionIDs=[parts["p1"]]))
+    await coord.ok(
+        "ReleasePartitions", query_coord_pb2.ReleasePartitionsRequest(collectionID=cid, partitionIDs=[parts["p1"]])
+    )
     assert all(s.partition != parts["p1"] for _, s in qc.dist.segments(cid))
-    await coord.ok("ReleasePartitions", Q.ReleasePartitionsRequest(collectionID=cid,
+    await coord.ok("ReleasePartitions", query_coord_pb2.ReleasePartitionsRequest(collectionID=cid,
                                                                    partitionIDs=[parts["_default"]]))
-    reply = await coord.call("ShowCollections", Q.ShowCollectionsRequest(collectionIDs=[cid]))
+    reply = await coord.call("ShowCollections", query_coord_pb2.ShowCollectionsRequest(collectionIDs=[cid]))
     assert reply.status.code == 101
 
 
@@ -116,15 +122,15 @@ async def test_a_segment_transferred_by_hand_is_served_from_its_new_node(env):
     coord, qc = env.coord, env.qc
     cid = env.ds.collection_id
     await coord.load(cid)
-    await coord.ok("SuspendBalance", Q.SuspendBalanceRequest())  # else the balancer evens it out again
-    (info, *_) = (await coord.ok("GetSegmentInfo", Q.GetSegmentInfoRequest(collectionID=cid))).infos
+    await coord.ok("SuspendBalance", query_coord_pb2.SuspendBalanceRequest())  # else the balancer evens it out again
+    (info, *_) = (await coord.ok("GetSegmentInfo", query_coord_pb2.GetSegmentInfoRequest(collectionID=cid))).infos
     source = info.node_ids[0]
     target = next(n.node_id for n in qc.nodes.all() if n.node_id != source)
-    await coord.ok("TransferSegment", Q.TransferSegmentRequest(source_nodeID=source, target_nodeID=target,
+    await coord.ok("TransferSegment", query_coord_pb2.TransferSegmentRequest(source_nodeID=source, target_nodeID=target,
                                                                segmentID=info.segmentID))
 
     async def moved() -> bool:
-        (now,) = (await coord.ok("GetSegmentInfo", Q.GetSegmentInfoRequest(
+        (now,) = (await coord.ok("GetSegmentInfo", query_coord_pb2.GetSegmentInfoRequest(
             collectionID=cid, segmentIDs=[info.segmentID]))).infos
         return list(now.node_ids) == [target]
     await poll_until(moved, 30, what="segment moved")

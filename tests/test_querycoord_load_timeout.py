@@ -23,7 +23,7 @@ from vecgrid.cluster.querycoord.meta.collection_manager import CollectionManager
 from vecgrid.cluster.querycoord.meta.replica_manager import ReplicaManager
 from vecgrid.cluster.querycoord.meta.target_manager import Scope
 from vecgrid.deploy import EmbeddedCluster
-from vecgrid.proto import milvus_pb2, query_coord_pb2 as Q
+from vecgrid.proto import milvus_pb2, query_coord_pb2
 from tests.conftest import poll_until
 from tests.querycoord_support import (K, Coord, assert_search_matches, checker_rounds, coordinator_state,
                                       corrupted, fast_settings, import_partition, left_as_found, partition_ids,
@@ -104,7 +104,7 @@ async def node_holdings(cluster, cid: int) -> tuple[set[int], set[str]]:
     segments, channels = set(), set()
     for info in cluster.coord.nodes.all():
         reply = await RemoteNode(info.node_id, info.address).call(
-            "GetDataDistribution", Q.GetDataDistributionRequest())
+            "GetDataDistribution", query_coord_pb2.GetDataDistributionRequest())
         assert reply.status.code == 0, reply.status
         segments |= {s.ID for s in reply.segments if s.collection == cid}
         channels |= {c.channel for c in reply.channels if c.collection == cid}
@@ -113,12 +113,12 @@ async def node_holdings(cluster, cid: int) -> tuple[set[int], set[str]]:
 
 async def leaders_refuse(coord: Coord, ds, partition_id: int) -> bool:
     """Whether every shard leader answers a search of ``partition_id`` with "partition not loaded" (201)."""
-    leaders = await coord.ok("GetShardLeaders", Q.GetShardLeadersRequest(collectionID=ds.collection_id))
+    leaders = await coord.ok("GetShardLeaders", query_coord_pb2.GetShardLeadersRequest(collectionID=ds.collection_id))
     for shard in leaders.shards:
         for node_id, address in zip(shard.node_ids, shard.node_addrs):
             reply = await RemoteNode(node_id, address).call("Search", search_request(
                 ds, queries(ds), K, partitions=[partition_id], channels=[shard.channel_name],
-                from_shard_leader=False, scope=Q.All))
+                from_shard_leader=False, scope=query_coord_pb2.All))
             if reply.status.code != 201:
                 return False
     return True
@@ -130,7 +130,7 @@ async def wait_cancelled(coord: Coord, cid: int) -> tuple[list[int], float]:
     start = time.monotonic()
 
     async def gone():
-        reply = await coord.call("ShowCollections", Q.ShowCollectionsRequest(collectionIDs=[cid]))
+        reply = await coord.call("ShowCollections", query_coord_pb2.ShowCollectionsRequest(collectionIDs=[cid]))
         if reply.status.code == 0:
             seen.append(reply.inMemory_percentages[0])
             return None
@@ -171,7 +171,7 @@ async def test_load_collection_times_out_and_a_repaired_load_succeeds(env):
     cid = ds.collection_id
     victim = ds.segment_ids[1]
     with corrupted(segment_file(cluster, cid, victim)):
-        await coord.ok("LoadCollection", Q.LoadCollectionRequest(collectionID=cid))
+        await coord.ok("LoadCollection", query_coord_pb2.LoadCollectionRequest(collectionID=cid))
         seen, waited = await wait_cancelled(coord, cid)
         # while loading: below 100 (the next target cannot become current without the broken segment)
         assert seen and max(seen) < 100, seen
@@ -179,16 +179,22 @@ async def test_load_collection_times_out_and_a_repaired_load_succeeds(env):
         assert any("checksum mismatch" in f for f in cluster.coord.scheduler.failures.values())
 
         # answered as a collection that is not loaded, with the reason the load failed
-        reply = await coord.call("ShowCollections", Q.ShowCollectionsRequest(collectionIDs=[cid]))
+        reply = await coord.call("ShowCollections", query_coord_pb2.ShowCollectionsRequest(collectionIDs=[cid]))
         assert reply.status.code == 604 and str(victim) in reply.status.reason
-        reply = await coord.call("ShowCollections", Q.ShowCollectionsRequest())
+        reply = await coord.call("ShowCollections", query_coord_pb2.ShowCollectionsRequest())
         assert reply.status.code == 0 and cid not in reply.collectionIDs
-        assert (await coord.call("GetShardLeaders", Q.GetShardLeadersRequest(collectionID=cid))).status.code == 101
-        assert (await coord.call("ShowPartitions", Q.ShowPartitionsRequest(collectionID=cid))).status.code == 201
+        assert (
+            await coord.call("GetShardLeaders", query_coord_pb2.GetShardLeadersRequest(collectionID=cid))
+        ).status.code == 101
+        assert (
+            await coord.call("ShowPartitions", query_coord_pb2.ShowPartitionsRequest(collectionID=cid))
+        ).status.code == 201
         assert (await coord.call("GetPartitionStates",
-                                 Q.GetPartitionStatesRequest(collectionID=cid))).status.code == 201
+                                 query_coord_pb2.GetPartitionStatesRequest(collectionID=cid))).status.code == 201
         assert (await coord.ok("GetReplicas", milvus_pb2.GetReplicasRequest(collectionID=cid))).replicas == []
-        reply = await coord.call("LoadCollection", Q.LoadCollectionRequest(collectionID=cid, refresh=True))
+        reply = await coord.call(
+            "LoadCollection", query_coord_pb2.LoadCollectionRequest(collectionID=cid, refresh=True)
+        )
         assert reply.code == 101
 
         # meta gone, in memory and in the store (a restarted coordinator would not resume the load)
@@ -211,11 +217,11 @@ async def test_load_collection_times_out_and_a_repaired_load_succeeds(env):
     with patient(cluster):
         await coord.load(cid, timeout=60)
     await assert_search_matches(coord, both)
-    reply = await coord.ok("ShowCollections", Q.ShowCollectionsRequest(collectionIDs=[cid]))
+    reply = await coord.ok("ShowCollections", query_coord_pb2.ShowCollectionsRequest(collectionIDs=[cid]))
     assert list(reply.inMemory_percentages) == [100]
-    await coord.ok("ReleaseCollection", Q.ReleaseCollectionRequest(collectionID=cid))
+    await coord.ok("ReleaseCollection", query_coord_pb2.ReleaseCollectionRequest(collectionID=cid))
     assert persisted_keys(cluster, cid) == []
-    reply = await coord.call("ShowCollections", Q.ShowCollectionsRequest(collectionIDs=[cid]))
+    reply = await coord.call("ShowCollections", query_coord_pb2.ShowCollectionsRequest(collectionIDs=[cid]))
     assert reply.status.code == 101     # the failures of the earlier load were cleared by the new one
 
 
@@ -227,18 +233,20 @@ async def test_load_partitions_timeout_removes_only_the_stalled_partition(env):
     parts = partition_ids(cluster, cid)
     default, p1 = parts["_default"], parts["p1"]
     with patient(cluster):
-        await coord.ok("LoadPartitions", Q.LoadPartitionsRequest(collectionID=cid, partitionIDs=[default]))
+        await coord.ok(
+            "LoadPartitions", query_coord_pb2.LoadPartitionsRequest(collectionID=cid, partitionIDs=[default])
+        )
         await coord.wait_loaded(cid, 60)
     await assert_search_matches(coord, ds)
 
     p1_segments = segments_of_partition(cluster, cid, p1)
     with corrupted(segment_file(cluster, cid, p1_segments[0])):
-        await coord.ok("LoadPartitions", Q.LoadPartitionsRequest(collectionID=cid, partitionIDs=[p1]))
+        await coord.ok("LoadPartitions", query_coord_pb2.LoadPartitionsRequest(collectionID=cid, partitionIDs=[p1]))
         seen: list[int] = []
         start = time.monotonic()
 
         async def p1_gone():
-            reply = await coord.call("ShowPartitions", Q.ShowPartitionsRequest(collectionID=cid,
+            reply = await coord.call("ShowPartitions", query_coord_pb2.ShowPartitionsRequest(collectionID=cid,
                                                                                partitionIDs=[p1]))
             if reply.status.code == 0:
                 seen.append(reply.inMemory_percentages[0])
@@ -250,12 +258,14 @@ async def test_load_partitions_timeout_removes_only_the_stalled_partition(env):
         assert time.monotonic() - start >= LOAD_TIMEOUT_S - 0.5
 
         # the partition loaded before keeps serving; the collection is loaded again
-        reply = await coord.ok("ShowCollections", Q.ShowCollectionsRequest(collectionIDs=[cid]))
+        reply = await coord.ok("ShowCollections", query_coord_pb2.ShowCollectionsRequest(collectionIDs=[cid]))
         assert list(reply.inMemory_percentages) == [100]
-        shown = await coord.ok("ShowPartitions", Q.ShowPartitionsRequest(collectionID=cid))
+        shown = await coord.ok("ShowPartitions", query_coord_pb2.ShowPartitionsRequest(collectionID=cid))
         assert list(shown.partitionIDs) == [default] and list(shown.inMemory_percentages) == [100]
-        states = await coord.ok("GetPartitionStates", Q.GetPartitionStatesRequest(collectionID=cid))
-        assert [(p.partitionID, p.state) for p in states.partition_descriptions] == [(default, Q.InMemory)]
+        states = await coord.ok("GetPartitionStates", query_coord_pb2.GetPartitionStatesRequest(collectionID=cid))
+        assert [(p.partitionID, p.state) for p in states.partition_descriptions] == [
+            (default, query_coord_pb2.InMemory)
+        ]
         assert cluster.coord.collections.is_loaded(cid)
 
         # p1's meta is gone from memory, the targets and the store; the collection's stays
@@ -274,19 +284,19 @@ async def test_load_partitions_timeout_removes_only_the_stalled_partition(env):
         await poll_until(lambda: leaders_refuse(coord, ds, p1), 20, 0.2, "leaders dropped p1")
 
         async def serving():
-            reply = await coord.call("GetShardLeaders", Q.GetShardLeadersRequest(collectionID=cid))
+            reply = await coord.call("GetShardLeaders", query_coord_pb2.GetShardLeadersRequest(collectionID=cid))
             return reply.status.code == 0
         await poll_until(serving, 20, 0.2, "shard leaders")
         await assert_search_matches(coord, ds)
 
     # repaired: loading p1 again succeeds
     with patient(cluster):
-        await coord.ok("LoadPartitions", Q.LoadPartitionsRequest(collectionID=cid, partitionIDs=[p1]))
+        await coord.ok("LoadPartitions", query_coord_pb2.LoadPartitionsRequest(collectionID=cid, partitionIDs=[p1]))
         await coord.wait_loaded(cid, 60)
-    shown = await coord.ok("ShowPartitions", Q.ShowPartitionsRequest(collectionID=cid))
+    shown = await coord.ok("ShowPartitions", query_coord_pb2.ShowPartitionsRequest(collectionID=cid))
     assert sorted(shown.partitionIDs) == sorted([default, p1]) and list(shown.inMemory_percentages) == [100, 100]
     await assert_search_matches(coord, both)
-    await coord.ok("ReleaseCollection", Q.ReleaseCollectionRequest(collectionID=cid))
+    await coord.ok("ReleaseCollection", query_coord_pb2.ReleaseCollectionRequest(collectionID=cid))
     assert persisted_keys(cluster, cid) == []
 
 
@@ -297,7 +307,7 @@ async def test_load_partitions_timeout_of_every_partition_removes_the_collection
     cid = ds.collection_id
     p1 = partition_ids(cluster, cid)["p1"]
     with corrupted(segment_file(cluster, cid, segments_of_partition(cluster, cid, p1)[-1])):
-        await coord.ok("LoadPartitions", Q.LoadPartitionsRequest(collectionID=cid, partitionIDs=[p1]))
+        await coord.ok("LoadPartitions", query_coord_pb2.LoadPartitionsRequest(collectionID=cid, partitionIDs=[p1]))
         seen, waited = await wait_cancelled(coord, cid)
         assert seen and max(seen) < 100, seen
         assert waited >= LOAD_TIMEOUT_S - 0.5

@@ -14,18 +14,25 @@ from vecgrid.cluster.querycoord.observers import health_observer
 from vecgrid.cluster.querycoord.observers.health_observer import HealthObserver
 from vecgrid.cluster.querycoord.session.cluster import NodeClients
 from vecgrid.cluster.querycoord.session.node_manager import NodeManager
-from vecgrid.proto import query_coord_pb2 as Q
+from vecgrid.proto import query_coord_pb2
 
 
 def test_collection_load_info_persists_and_progress_never_goes_down(store):
     cm = CollectionManager(store)
-    cm.put(Q.CollectionLoadInfo(collectionID=1, replica_number=1, status=Q.Loading, load_type=Q.LoadCollection),
-           [Q.PartitionLoadInfo(collectionID=1, partitionID=p, status=Q.Loading) for p in (10, 11)])
+    cm.put(
+        query_coord_pb2.CollectionLoadInfo(
+            collectionID=1, replica_number=1, status=query_coord_pb2.Loading, load_type=query_coord_pb2.LoadCollection
+        ),
+        [
+            query_coord_pb2.PartitionLoadInfo(collectionID=1, partitionID=p, status=query_coord_pb2.Loading)
+            for p in (10, 11)
+        ],
+    )
     cm.set_progress(1, 10, 40)
     cm.set_progress(1, 10, 20)                 # lower: ignored while loading
     assert cm.partition_percentage(1, 10) == 40 and cm.percentage(1) == 20
     cm.set_progress(1, 10, 100)
-    assert cm.partition(1, 10).status == Q.Loaded and not cm.is_loaded(1)
+    assert cm.partition(1, 10).status == query_coord_pb2.Loaded and not cm.is_loaded(1)
     cm.set_progress(1, 11, 100)
     assert cm.is_loaded(1)
     again = CollectionManager(store)          # a restarted coordinator
@@ -83,22 +90,27 @@ def test_partition_states_tell_gpu_from_host_memory(store):
     from vecgrid.proto import common_pb2
 
     cm, rm, dist = CollectionManager(store), ReplicaManager(store), DistributionManager()
-    cm.put(Q.CollectionLoadInfo(collectionID=1, replica_number=1, status=Q.Loading),
-           [Q.PartitionLoadInfo(collectionID=1, partitionID=p, status=Q.Loading) for p in (10, 11, 12)])
+    cm.put(
+        query_coord_pb2.CollectionLoadInfo(collectionID=1, replica_number=1, status=query_coord_pb2.Loading),
+        [
+            query_coord_pb2.PartitionLoadInfo(collectionID=1, partitionID=p, status=query_coord_pb2.Loading)
+            for p in (10, 11, 12)
+        ],
+    )
     rm.spawn(1, {"rg": 1}, lambda: 5, lambda rg: [1, 2])
     ctx = CheckerContext(NodeManager(), cm, rm, None, dist, None, None, None)
 
     def seg(sid, pid, placement):
-        s = Q.SegmentVersionInfo(ID=sid, collection=1, partition=pid)
+        s = query_coord_pb2.SegmentVersionInfo(ID=sid, collection=1, partition=pid)
         s.index_info[101].index_params.append(common_pb2.KeyValuePair(key=PLACEMENT_PARAM, value=placement))
         return s
-    dist.update(1, Q.GetDataDistributionResponse(lastModifyTs=1, segments=[
+    dist.update(1, query_coord_pb2.GetDataDistributionResponse(lastModifyTs=1, segments=[
         seg(100, 10, "GPU"), seg(101, 10, "GPU"), seg(102, 11, "GPU"), seg(104, 12, "CPU")]))
-    dist.update(2, Q.GetDataDistributionResponse(lastModifyTs=1, segments=[seg(103, 11, "CPU")]))
+    dist.update(2, query_coord_pb2.GetDataDistributionResponse(lastModifyTs=1, segments=[seg(103, 11, "CPU")]))
     for pid in (10, 11, 12):
         cm.set_progress(1, pid, 100)
     states = {p.partitionID: p.state for p in reports.partition_states(ctx, 1, [])}
-    assert states == {10: Q.InGPU, 11: Q.PartialInGPU, 12: Q.InMemory}
+    assert states == {10: query_coord_pb2.InGPU, 11: query_coord_pb2.PartialInGPU, 12: query_coord_pb2.InMemory}
     with pytest.raises(errors.PartitionNotLoaded):
         reports.partition_states(ctx, 1, [13])
 
@@ -158,13 +170,13 @@ def test_a_distribution_reply_refreshes_growing_rows_even_when_lastmodifyts_stan
 
     dist = DistributionManager()
 
-    def reply(growing: int) -> Q.GetDataDistributionResponse:
-        return Q.GetDataDistributionResponse(lastModifyTs=7, leader_views=[
-            Q.LeaderView(collection=1, channel="ch-0", num_of_growing_rows=growing)])
+    def reply(growing: int) -> query_coord_pb2.GetDataDistributionResponse:
+        return query_coord_pb2.GetDataDistributionResponse(lastModifyTs=7, leader_views=[
+            query_coord_pb2.LeaderView(collection=1, channel="ch-0", num_of_growing_rows=growing)])
 
     dist.update(3, reply(10))
     dist.update(3, reply(500))
     ((node, view),) = dist.leader_views(1)
     assert (node, view.num_of_growing_rows) == (3, 500)
-    dist.update(3, Q.GetDataDistributionResponse())  # no body (nothing changed): only the heartbeat
+    dist.update(3, query_coord_pb2.GetDataDistributionResponse())  # no body (nothing changed): only the heartbeat
     assert dist.leader_views(1)[0][1].num_of_growing_rows == 500

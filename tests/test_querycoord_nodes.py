@@ -13,7 +13,7 @@ import time
 import pytest
 
 from vecgrid.deploy import Coordinator, EmbeddedCluster
-from vecgrid.proto import query_coord_pb2 as Q
+from vecgrid.proto import query_coord_pb2
 from tests.conftest import poll_until
 from tests.querycoord_support import (K, Coord, NotServed, assert_search_matches, fast_settings, queries,
                                       search_via_leaders)
@@ -165,7 +165,7 @@ async def test_two_replicas_no_failed_search_when_a_node_dies(tmp_path):
 
         async def both_replicas_serve() -> bool:
             client_alive()
-            reply = await coord.call("GetShardLeaders", Q.GetShardLeadersRequest(collectionID=cid))
+            reply = await coord.call("GetShardLeaders", query_coord_pb2.GetShardLeadersRequest(collectionID=cid))
             return reply.status.code == 0 and \
                 all(len(s.node_ids) == 2 and old_address not in s.node_addrs for s in reply.shards)
         await poll_until(both_replicas_serve, 60, 0.2, "both replicas leading every channel again")
@@ -182,7 +182,7 @@ async def test_node_loss_during_load(tmp_path):
     cluster, coord, ds = await _cluster(tmp_path, 3)
     cid = ds.collection_id
     try:
-        await coord.ok("LoadCollection", Q.LoadCollectionRequest(collectionID=cid))
+        await coord.ok("LoadCollection", query_coord_pb2.LoadCollectionRequest(collectionID=cid))
         await poll_until(lambda: cluster.coord.scheduler.tasks(cid), 10, 0.01, "load tasks started")
         victim = next(iter(next(iter(cluster.coord.scheduler.tasks(cid))).nodes))
         await _kill_worker(cluster, victim)

@@ -9,7 +9,7 @@ import pytest
 import pytest_asyncio
 
 from vecgrid.deploy import EmbeddedCluster
-from vecgrid.proto import milvus_pb2, query_coord_pb2 as Q, rg_pb2
+from vecgrid.proto import milvus_pb2, query_coord_pb2, rg_pb2
 from tests.conftest import poll_until
 from tests.querycoord_support import (Coord, assert_search_matches, fast_settings, import_partition, left_as_found,
                                       partition_ids)
@@ -46,27 +46,34 @@ async def test_partitions(env):
     cid = ds.collection_id
     parts = partition_ids(cluster, cid)
     default, p1 = parts["_default"], parts["p1"]
-    await coord.ok("LoadPartitions", Q.LoadPartitionsRequest(collectionID=cid, partitionIDs=[default]))
+    await coord.ok("LoadPartitions", query_coord_pb2.LoadPartitionsRequest(collectionID=cid, partitionIDs=[default]))
     await coord.wait_loaded(cid)
     await assert_search_matches(coord, ds)           # only the default partition is searched
-    reply = await coord.call("ShowPartitions", Q.ShowPartitionsRequest(collectionID=cid, partitionIDs=[p1]))
+    reply = await coord.call(
+        "ShowPartitions", query_coord_pb2.ShowPartitionsRequest(collectionID=cid, partitionIDs=[p1])
+    )
     assert reply.status.code == 201
-    reply = await coord.call("GetPartitionStates", Q.GetPartitionStatesRequest(collectionID=cid, partitionIDs=[p1]))
+    reply = await coord.call(
+        "GetPartitionStates", query_coord_pb2.GetPartitionStatesRequest(collectionID=cid, partitionIDs=[p1])
+    )
     assert reply.status.code == 201
     # another replica number for loaded partitions is refused
-    reply = await coord.call("LoadPartitions", Q.LoadPartitionsRequest(collectionID=cid, partitionIDs=[p1],
-                                                                       replica_number=2))
+    reply = await coord.call(
+        "LoadPartitions", query_coord_pb2.LoadPartitionsRequest(collectionID=cid, partitionIDs=[p1], replica_number=2)
+    )
     assert reply.code == 1100
-    await coord.ok("LoadPartitions", Q.LoadPartitionsRequest(collectionID=cid, partitionIDs=[p1]))
+    await coord.ok("LoadPartitions", query_coord_pb2.LoadPartitionsRequest(collectionID=cid, partitionIDs=[p1]))
     # the collection stays Loaded, so searchable, while p1 loads (Milvus: 103 only before the first load ends)
-    assert (await coord.call("GetShardLeaders", Q.GetShardLeadersRequest(collectionID=cid))).status.code == 0
+    assert (
+        await coord.call("GetShardLeaders", query_coord_pb2.GetShardLeadersRequest(collectionID=cid))
+    ).status.code == 0
     assert cluster.coord.collections.is_loaded(cid)
     await coord.wait_loaded(cid)
-    shown = await coord.ok("ShowPartitions", Q.ShowPartitionsRequest(collectionID=cid))
+    shown = await coord.ok("ShowPartitions", query_coord_pb2.ShowPartitionsRequest(collectionID=cid))
     assert sorted(shown.partitionIDs) == sorted([default, p1]) and list(shown.inMemory_percentages) == [100, 100]
     await assert_search_matches(coord, both)
 
-    await coord.ok("ReleasePartitions", Q.ReleasePartitionsRequest(collectionID=cid, partitionIDs=[p1]))
+    await coord.ok("ReleasePartitions", query_coord_pb2.ReleasePartitionsRequest(collectionID=cid, partitionIDs=[p1]))
     assert all(s.partition != p1 for _, s in cluster.coord.dist.segments(cid))
 
     async def default_only():
@@ -77,8 +84,10 @@ async def test_partitions(env):
         return True
     await poll_until(default_only, 20, what="p1 out of the search")
     # releasing every loaded partition releases the collection
-    await coord.ok("ReleasePartitions", Q.ReleasePartitionsRequest(collectionID=cid, partitionIDs=[default]))
-    reply = await coord.call("ShowCollections", Q.ShowCollectionsRequest(collectionIDs=[cid]))
+    await coord.ok(
+        "ReleasePartitions", query_coord_pb2.ReleasePartitionsRequest(collectionID=cid, partitionIDs=[default])
+    )
+    reply = await coord.call("ShowCollections", query_coord_pb2.ShowCollectionsRequest(collectionIDs=[cid]))
     assert reply.status.code == 101
 
 
@@ -88,13 +97,13 @@ async def test_new_partition_of_a_loaded_collection(env):
     await coord.load(cid)
     created = cluster.coord.catalog.create_partition(cid, "p2")
     try:
-        await coord.ok("SyncNewCreatedPartition", Q.SyncNewCreatedPartitionRequest(
+        await coord.ok("SyncNewCreatedPartition", query_coord_pb2.SyncNewCreatedPartitionRequest(
             collectionID=cid, partitionID=created.partitionID))
-        shown = await coord.ok("ShowPartitions", Q.ShowPartitionsRequest(collectionID=cid,
+        shown = await coord.ok("ShowPartitions", query_coord_pb2.ShowPartitionsRequest(collectionID=cid,
                                                                          partitionIDs=[created.partitionID]))
         assert list(shown.inMemory_percentages) == [100]
         await assert_search_matches(coord, both)
-        await coord.ok("ReleaseCollection", Q.ReleaseCollectionRequest(collectionID=cid))
+        await coord.ok("ReleaseCollection", query_coord_pb2.ReleaseCollectionRequest(collectionID=cid))
     finally:
         assert cluster.coord.catalog.drop_partition(cid, "p2")  # the other tests know two partitions
 
@@ -115,11 +124,11 @@ async def test_replicas_in_resource_groups(env):
     # a group holding replicas cannot be dropped
     empty = rg_pb2.ResourceGroupConfig(requests=rg_pb2.ResourceGroupLimit(node_num=0),
                                        limits=rg_pb2.ResourceGroupLimit(node_num=0))
-    await coord.ok("UpdateResourceGroups", Q.UpdateResourceGroupsRequest(resource_groups={"rg2": empty}))
+    await coord.ok("UpdateResourceGroups", query_coord_pb2.UpdateResourceGroupsRequest(resource_groups={"rg2": empty}))
     reply = await coord.call("DropResourceGroup", milvus_pb2.DropResourceGroupRequest(resource_group="rg2"))
     assert reply.code == 1100 and "release it first" in reply.reason
     # move rg2's replica into the default group (which has the spare node now)
-    await coord.ok("TransferReplica", Q.TransferReplicaRequest(source_resource_group="rg2",
+    await coord.ok("TransferReplica", query_coord_pb2.TransferReplicaRequest(source_resource_group="rg2",
                                                                target_resource_group=DEFAULT_RG,
                                                                collectionID=cid, num_replica=1))
 
@@ -132,8 +141,8 @@ async def test_replicas_in_resource_groups(env):
     await assert_search_matches(coord, both, replica_index=0)
     await assert_search_matches(coord, both, replica_index=1)
     await coord.ok("DropResourceGroup", milvus_pb2.DropResourceGroupRequest(resource_group="rg2"))
-    await coord.ok("ReleaseCollection", Q.ReleaseCollectionRequest(collectionID=cid))
-    await coord.ok("UpdateResourceGroups", Q.UpdateResourceGroupsRequest(resource_groups={"rg1": empty}))
+    await coord.ok("ReleaseCollection", query_coord_pb2.ReleaseCollectionRequest(collectionID=cid))
+    await coord.ok("UpdateResourceGroups", query_coord_pb2.UpdateResourceGroupsRequest(resource_groups={"rg1": empty}))
     await coord.ok("DropResourceGroup", milvus_pb2.DropResourceGroupRequest(resource_group="rg1"))
 
 
@@ -141,15 +150,15 @@ async def test_transfer_channel_and_load_balance(env):
     cluster, coord, ds, both = env
     cid = ds.collection_id
     await coord.load(cid)
-    await coord.ok("SuspendBalance", Q.SuspendBalanceRequest())
+    await coord.ok("SuspendBalance", query_coord_pb2.SuspendBalanceRequest())
     try:
         (shard, *_) = await coord.leaders(cid)
         source = shard.node_ids[0]
         target = next(n.node_id for n in cluster.coord.nodes.all() if n.node_id != source)
-        reply = await coord.call("TransferChannel", Q.TransferChannelRequest(
+        reply = await coord.call("TransferChannel", query_coord_pb2.TransferChannelRequest(
             source_nodeID=source, target_nodeID=target, channel_name="no-such-channel"))
         assert reply.code == 500
-        await coord.ok("TransferChannel", Q.TransferChannelRequest(
+        await coord.ok("TransferChannel", query_coord_pb2.TransferChannelRequest(
             source_nodeID=source, target_nodeID=target, channel_name=shard.channel_name))
 
         async def channel_moved():
@@ -160,19 +169,19 @@ async def test_transfer_channel_and_load_balance(env):
 
         # LoadBalance: everything off one node, waiting for the moves
         holder = next(n for n, _ in cluster.coord.dist.segments(cid))
-        reply = await coord.call("LoadBalance", Q.LoadBalanceRequest(source_nodeIDs=[holder, target],
+        reply = await coord.call("LoadBalance", query_coord_pb2.LoadBalanceRequest(source_nodeIDs=[holder, target],
                                                                      collectionID=cid))
         assert reply.code == 1100
-        await coord.ok("LoadBalance", Q.LoadBalanceRequest(source_nodeIDs=[holder], collectionID=cid))
+        await coord.ok("LoadBalance", query_coord_pb2.LoadBalanceRequest(source_nodeIDs=[holder], collectionID=cid))
         await cluster.coord.dist_controller.pull(holder)
         assert not [s for n, s in cluster.coord.dist.segments(cid) if n == holder]
         await assert_search_matches(coord, both)
         # every other node holds what it held: the distribution check passes for a node against itself
-        await coord.ok("CheckQueryNodeDistribution", Q.CheckQueryNodeDistributionRequest(
+        await coord.ok("CheckQueryNodeDistribution", query_coord_pb2.CheckQueryNodeDistributionRequest(
             source_nodeID=holder, target_nodeID=holder))
     finally:
-        await coord.ok("ResumeBalance", Q.ResumeBalanceRequest())
-    await coord.ok("ReleaseCollection", Q.ReleaseCollectionRequest(collectionID=cid))
+        await coord.ok("ResumeBalance", query_coord_pb2.ResumeBalanceRequest())
+    await coord.ok("ReleaseCollection", query_coord_pb2.ReleaseCollectionRequest(collectionID=cid))
 
 
 async def test_segments_imported_into_a_loaded_collection_are_served(env):
@@ -196,11 +205,11 @@ async def test_segments_imported_into_a_loaded_collection_are_served(env):
         return True
     await poll_until(served, 40, 0.2, "the new segments in the current target and served")
     # refresh asks for a new target at once; ShowCollections reports 100 once it is current
-    await coord.ok("LoadCollection", Q.LoadCollectionRequest(collectionID=cid, refresh=True))
+    await coord.ok("LoadCollection", query_coord_pb2.LoadCollectionRequest(collectionID=cid, refresh=True))
 
     async def refreshed():
-        reply = await coord.ok("ShowCollections", Q.ShowCollectionsRequest(collectionIDs=[cid]))
+        reply = await coord.ok("ShowCollections", query_coord_pb2.ShowCollectionsRequest(collectionIDs=[cid]))
         return list(reply.refresh_progress) == [100] and list(reply.inMemory_percentages) == [100]
     await poll_until(refreshed, 20, what="refresh done")
     assert cluster.coord.collections.get(cid).field_indexID == {}
-    await coord.ok("ReleaseCollection", Q.ReleaseCollectionRequest(collectionID=cid))
+    await coord.ok("ReleaseCollection", query_coord_pb2.ReleaseCollectionRequest(collectionID=cid))

@@ -10,15 +10,23 @@ from vecgrid.cluster.querycoord.meta.failed_load_cache import FailedLoadCache
 from vecgrid.cluster.querycoord.meta.replica_manager import ReplicaManager
 from vecgrid.cluster.querycoord.meta.target_manager import TargetManager
 from vecgrid.cluster.querycoord.session.node_manager import NodeManager
-from vecgrid.proto import query_coord_pb2 as Q
+from vecgrid.proto import query_coord_pb2
 
 
 def _loaded_collection(store, current_version: int) -> CheckerContext:
     """Collection 1, partitions 10 and 11 fully loaded, its current target at ``current_version``."""
-    store.put("querycoord-target/1", Q.CollectionTarget(collectionID=1, version=current_version).SerializeToString())
+    store.put(
+        "querycoord-target/1",
+        query_coord_pb2.CollectionTarget(collectionID=1, version=current_version).SerializeToString(),
+    )
     cm = CollectionManager(store)
-    cm.put(Q.CollectionLoadInfo(collectionID=1, replica_number=1, status=Q.Loaded),
-           [Q.PartitionLoadInfo(collectionID=1, partitionID=p, status=Q.Loaded) for p in (10, 11)])
+    cm.put(
+        query_coord_pb2.CollectionLoadInfo(collectionID=1, replica_number=1, status=query_coord_pb2.Loaded),
+        [
+            query_coord_pb2.PartitionLoadInfo(collectionID=1, partitionID=p, status=query_coord_pb2.Loaded)
+            for p in (10, 11)
+        ],
+    )
     for pid in (10, 11):
         cm.set_progress(1, pid, 100)
     targets = TargetManager(store, catalog=None)

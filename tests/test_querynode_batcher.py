@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from vecgrid import errors
-from vecgrid.cluster.querynode import search as search_mod
+from vecgrid.cluster.querynode import search
 from vecgrid.gpu.results import from_search_result_data
 from tests.querynode_support import DIM, NodeHarness, import_collection, search_request
 
@@ -65,20 +65,20 @@ async def test_concurrent_searches_are_batched_and_split_back(qn, datasets, monk
     reqs = [search_request(ds, np.vstack([ds.vectors[[7 * i]], rng.standard_normal((n - 1, DIM))]).astype(np.float32),
                            K) for i, n in enumerate(sizes)]
     batches = []
-    real = search_mod.search_batch
+    real = search.search_batch
 
     def spy(coll, segments, items, channels):
         batches.append(len(items))
         return real(coll, segments, items, channels)
 
-    monkeypatch.setattr(search_mod, "search_batch", spy)
+    monkeypatch.setattr(search, "search_batch", spy)
     batcher = qn.node.batcher
     monkeypatch.setattr(batcher, "window_s", 30.0)  # every search after the first is within the window
     got = await asyncio.gather(*(batcher.search(*_target(qn, r)[:2], r.req, r.dml_channels) for r in reqs))
     assert batches == [len(reqs) - 1]  # the first ran at once; the others arrived while it ran: one batch
     for r, g in zip(reqs, got):
         coll, segments = _target(qn, r)
-        _same_reply(g, search_mod.search_segments(coll, segments, r.req, r.dml_channels))
+        _same_reply(g, search.search_segments(coll, segments, r.req, r.dml_channels))
         assert g.reqID == r.req.reqID
 
 
@@ -95,4 +95,4 @@ async def test_a_malformed_request_fails_alone(qn, datasets, monkeypatch):
     assert isinstance(got[1], errors.ParameterInvalid)
     for r, g in zip(reqs[::2] + reqs[3:], [got[0], got[2], got[3]]):
         coll, segments = _target(qn, r)
-        _same_reply(g, search_mod.search_segments(coll, segments, r.req, r.dml_channels))
+        _same_reply(g, search.search_segments(coll, segments, r.req, r.dml_channels))

@@ -12,7 +12,7 @@ from vecgrid.cluster.querynode import tasks
 from vecgrid.cluster.querynode.session import assign_node_id, describe_querynode
 from vecgrid.config import Settings
 from vecgrid.deploy import QueryNodePlugin
-from vecgrid.proto import query_coord_pb2 as Q, query_coord_pb2_grpc
+from vecgrid.proto import query_coord_pb2, query_coord_pb2_grpc
 from tests.querynode_support import import_collection, load_request
 
 pytest.importorskip("faiss")
@@ -35,15 +35,16 @@ async def test_load_segments_as_a_pinned_dask_task(tmp_path):
         status = await client.submit(tasks.call, "load_segments", req, workers=[worker],
                                      allow_other_workers=False, pure=False)
         assert status.code == 0
-        dist = await client.submit(tasks.call, "get_data_distribution", Q.GetDataDistributionRequest(),
+        dist = await client.submit(tasks.call, "get_data_distribution", query_coord_pb2.GetDataDistributionRequest(),
                                    workers=[worker], pure=False)
         assert {s.ID for s in dist.segments} == set(ds.segment_ids)
 
         # what the task loaded is what the node serves over gRPC
         async with grpc.aio.insecure_channel(described["address"]) as channel:
             stub = query_coord_pb2_grpc.QueryNodeStub(channel)
-            reply = await stub.GetDataDistribution(Q.GetDataDistributionRequest(), metadata=(("serverid", "21"),),
-                                                   timeout=30)
+            reply = await stub.GetDataDistribution(
+                query_coord_pb2.GetDataDistributionRequest(), metadata=(("serverid", "21"),), timeout=30
+            )
         assert reply.nodeID == 21 and {s.ID for s in reply.segments} == set(ds.segment_ids)
 
         with pytest.raises(Exception, match="not a QueryNode task handler"):

@@ -15,7 +15,7 @@ import pytest
 from vecgrid.cluster.querycoord.load_info import index_info_list, segment_load_info
 from vecgrid.common.keys import CHECKSUM_PROPERTY_PREFIX
 from vecgrid.gpu import build
-from vecgrid.proto import common_pb2, data_coord_pb2, internal_pb2, query_coord_pb2 as Q
+from vecgrid.proto import common_pb2, data_coord_pb2, internal_pb2, query_coord_pb2
 from vecgrid.storage import segment_files
 from vecgrid.storage.segment_files import TIMESTAMP_FIELD
 from vecgrid.storage.catalog import arrow_schema
@@ -44,8 +44,8 @@ async def _count(h: NodeHarness, ds) -> int:
     return reply.fields_data[0].scalars.long_data.data[0]
 
 
-async def _dist(h: NodeHarness) -> Q.GetDataDistributionResponse:
-    reply = await h.call("GetDataDistribution", Q.GetDataDistributionRequest())
+async def _dist(h: NodeHarness) -> query_coord_pb2.GetDataDistributionResponse:
+    reply = await h.call("GetDataDistribution", query_coord_pb2.GetDataDistributionRequest())
     assert reply.status.code == 0
     return reply
 
@@ -71,13 +71,13 @@ async def test_load_reports_distribution_and_segment_info(qn, ds):
         assert info.num_rows == meta["num_rows"] and info.index_size > 0 and not info.index_file_paths
 
     first, second = ds.segment_ids[:2]
-    reply = await qn.call("GetSegmentInfo", Q.GetSegmentInfoRequest(segmentIDs=[first, 999_999, second]))
+    reply = await qn.call("GetSegmentInfo", query_coord_pb2.GetSegmentInfoRequest(segmentIDs=[first, 999_999, second]))
     assert reply.status.code == 0 and [i.segmentID for i in reply.infos] == [first, second]  # unknown skipped
     info = reply.infos[0]
     assert info.collectionID == ds.collection_id and info.node_ids == [NODE_ID] and info.nodeID == NODE_ID
     assert info.segment_state == common_pb2.Sealed and info.num_rows == ds.summary["segments"][0]["num_rows"]
     assert info.mem_size > 0 and info.index_infos[0].fieldID == ds.vec_fid and info.indexID > 0
-    everything = await qn.call("GetSegmentInfo", Q.GetSegmentInfoRequest(collectionID=ds.collection_id))
+    everything = await qn.call("GetSegmentInfo", query_coord_pb2.GetSegmentInfoRequest(collectionID=ds.collection_id))
     assert len(everything.infos) == len(ds.segment_ids)
     assert await _count(qn, ds) == len(ds.pks)
 
@@ -93,33 +93,43 @@ async def test_release_segments_partitions_and_collection(qn, ds):
     first, second, *rest = ds.segment_ids
     gone = ds.summary["segments"][0]["num_rows"] + ds.summary["segments"][1]["num_rows"]
     before = (await _dist(qn)).lastModifyTs
-    status = await qn.call("ReleaseSegments", Q.ReleaseSegmentsRequest(
-        collectionID=ds.collection_id, segmentIDs=[first, second, 424242], scope=Q.All))
+    status = await qn.call("ReleaseSegments", query_coord_pb2.ReleaseSegmentsRequest(
+        collectionID=ds.collection_id, segmentIDs=[first, second, 424242], scope=query_coord_pb2.All))
     assert status.code == 0  # the unknown id is ignored, as Milvus does
     dist = await _dist(qn)
     assert {s.ID for s in dist.segments} == set(rest) and dist.lastModifyTs > before
     assert await _count(qn, ds) == len(ds.pks) - gone
     # scope Streaming releases no sealed segment
-    await qn.call("ReleaseSegments", Q.ReleaseSegmentsRequest(segmentIDs=rest, scope=Q.Streaming))
+    await qn.call(
+        "ReleaseSegments", query_coord_pb2.ReleaseSegmentsRequest(segmentIDs=rest, scope=query_coord_pb2.Streaming)
+    )
     assert {s.ID for s in (await _dist(qn)).segments} == set(rest)
 
     partition = ds.summary["segments"][0]["partition_id"]
-    assert (await qn.call("LoadPartitions", Q.LoadPartitionsRequest(collectionID=123456, partitionIDs=[1]))).code == 0
-    status = await qn.call("ReleasePartitions", Q.ReleasePartitionsRequest(collectionID=ds.collection_id,
+    assert (
+        await qn.call("LoadPartitions", query_coord_pb2.LoadPartitionsRequest(collectionID=123456, partitionIDs=[1]))
+    ).code == 0
+    status = await qn.call("ReleasePartitions", query_coord_pb2.ReleasePartitionsRequest(collectionID=ds.collection_id,
                                                                           partitionIDs=[partition]))
     assert status.code == 0 and not (await _dist(qn)).segments
-    assert (await qn.call("LoadPartitions", Q.LoadPartitionsRequest(collectionID=ds.collection_id,
+    assert (await qn.call("LoadPartitions", query_coord_pb2.LoadPartitionsRequest(collectionID=ds.collection_id,
                                                                     partitionIDs=[partition]))).code == 0
     assert qn.node.collections.get(ds.collection_id).partitions == {partition}
 
     await qn.load(ds)
-    assert (await qn.call("ReleaseCollection", Q.ReleaseCollectionRequest(collectionID=ds.collection_id))).code == 0
+    assert (
+        await qn.call("ReleaseCollection", query_coord_pb2.ReleaseCollectionRequest(collectionID=ds.collection_id))
+    ).code == 0
     assert not (await _dist(qn)).segments
     reply = await qn.call("QuerySegments", query_request(ds, is_count=True))
     assert reply.status.code == 101 and "collection not loaded" in reply.status.reason
     # releasing what is not there succeeds
-    assert (await qn.call("ReleaseCollection", Q.ReleaseCollectionRequest(collectionID=ds.collection_id))).code == 0
-    assert (await qn.call("ReleasePartitions", Q.ReleasePartitionsRequest(collectionID=9, partitionIDs=[1]))).code == 0
+    assert (
+        await qn.call("ReleaseCollection", query_coord_pb2.ReleaseCollectionRequest(collectionID=ds.collection_id))
+    ).code == 0
+    assert (
+        await qn.call("ReleasePartitions", query_coord_pb2.ReleasePartitionsRequest(collectionID=9, partitionIDs=[1]))
+    ).code == 0
 
 
 async def test_empty_index_info_list_is_index_not_found(qn, ds):
@@ -171,7 +181,7 @@ async def test_transfer_forwards_to_the_destination_node(ds):
         status = await a.call("LoadSegments", load_request(ds, ds.segment_ids[2:3], dst_node_id=7, need_transfer=True))
         assert status.code == 0 and {s.ID for s in (await _dist(a)).segments} == {ds.segment_ids[2]}
         # releasing through a delegator needs one (milestone 2)
-        status = await a.call("ReleaseSegments", Q.ReleaseSegmentsRequest(
+        status = await a.call("ReleaseSegments", query_coord_pb2.ReleaseSegmentsRequest(
             segmentIDs=ds.segment_ids[2:3], shard=ds.channels[0], need_transfer=True))
         assert status.code == 500 and f"channel not found[channel={ds.channels[0]}]" in status.reason
         assert {s.ID for s in (await _dist(a)).segments} == {ds.segment_ids[2]}
@@ -242,7 +252,7 @@ async def test_prebuilt_index_file_is_read_and_verified(tmp_path):
         assert list(seg.index_info[small.vec_fid].index_file_paths) == [info.path]
         engine = h.node.segments.get(sid).engines[small.vec_fid]
         assert engine.header["built_type"] == "IVF_FLAT" and engine.metric == "IP"
-        await h.call("ReleaseCollection", Q.ReleaseCollectionRequest(collectionID=small.collection_id))
+        await h.call("ReleaseCollection", query_coord_pb2.ReleaseCollectionRequest(collectionID=small.collection_id))
 
         path = Path(small.data_dir, info.path)
         raw = bytearray(path.read_bytes())
@@ -268,11 +278,11 @@ async def test_delta_and_index_scopes(qn, ds):
     delete_ts = ds.import_ts + 5
     victims = ds.pks[rows[:10]]
     record = segment_files.write_deltalog(record, victims, np.full(10, delete_ts, np.uint64), replace=True)
-    req = load_request(ds, [sid], load_scope=Q.Delta)
+    req = load_request(ds, [sid], load_scope=query_coord_pb2.Delta)
     req.infos[0].deltalogs.add(fieldID=0).binlogs.add(log_path=record.deltalog.path, log_size=record.deltalog.size)
     req.base.properties[CHECKSUM_PROPERTY_PREFIX + record.deltalog.path] = record.deltalog.checksum
     assert (await qn.call("LoadSegments", req)).code == 0
-    stats = await qn.call("GetStatistics", Q.GetStatisticsRequest(
+    stats = await qn.call("GetStatistics", query_coord_pb2.GetStatisticsRequest(
         req=internal_pb2.GetStatisticsRequest(collectionID=ds.collection_id), from_shard_leader=True))
     assert stats.status.code == 0 and dict((kv.key, kv.value) for kv in stats.stats) == {
         "row_count": str(len(rows) - 10)}
@@ -280,17 +290,21 @@ async def test_delta_and_index_scopes(qn, ds):
     assert seg.last_delta_timestamp == delete_ts
 
     # a runtime delete, then an Index-scope reload: the new copy keeps every delete
-    status = await qn.call("Delete", Q.DeleteRequest(
+    status = await qn.call("Delete", query_coord_pb2.DeleteRequest(
         collection_id=ds.collection_id, segment_id=sid, primary_keys={"int_id": {"data": ds.pks[rows[10:12]].tolist()}},
-        timestamps=[delete_ts + 1] * 2, scope=Q.Historical))
+        timestamps=[delete_ts + 1] * 2, scope=query_coord_pb2.Historical))
     assert status.code == 0
     old = qn.node.segments.get(sid)
-    assert (await qn.call("LoadSegments", load_request(ds, [sid], load_scope=Q.Index, version=9))).code == 0
+    assert (
+        await qn.call("LoadSegments", load_request(ds, [sid], load_scope=query_coord_pb2.Index, version=9))
+    ).code == 0
     new = qn.node.segments.get(sid)
     assert new is not old and old.released and new.version == 9
     assert await _count(qn, ds) == len(rows) - 12
     # Delta / Index scopes skip segments that are not loaded
-    assert (await qn.call("LoadSegments", load_request(ds, ds.segment_ids[1:2], load_scope=Q.Index))).code == 0
+    assert (
+        await qn.call("LoadSegments", load_request(ds, ds.segment_ids[1:2], load_scope=query_coord_pb2.Index))
+    ).code == 0
     assert {s.ID for s in (await _dist(qn)).segments} == {sid}
 
 
@@ -319,7 +333,9 @@ async def test_l0_segment_deletes_reach_the_channel(qn, ds):
     assert dist[l0_id].level == data_coord_pb2.L0 and dist[l0_id].partition == -1
     assert await _count(qn, ds) == len(ds.pks) - 7
     # a segment of that channel loaded after the L0 segment gets its deletes too
-    await qn.call("ReleaseSegments", Q.ReleaseSegmentsRequest(segmentIDs=targets, scope=Q.All))
+    await qn.call(
+        "ReleaseSegments", query_coord_pb2.ReleaseSegmentsRequest(segmentIDs=targets, scope=query_coord_pb2.All)
+    )
     await qn.load(ds, targets)
     assert await _count(qn, ds) == len(ds.pks) - 7
 
@@ -353,7 +369,7 @@ def test_load_info_from_the_catalog(ds):
     assert index.fieldID == ds.vec_fid and {kv.key: kv.value for kv in index.index_params}["index_type"] == "IVF_FLAT"
     req = load_request(ds, [sid])
     assert req.base.properties[CHECKSUM_PROPERTY_PREFIX + binlog.log_path] == checksums[binlog.log_path]
-    assert req.load_meta.collectionID == ds.collection_id and req.load_meta.load_type == Q.LoadCollection
+    assert req.load_meta.collectionID == ds.collection_id and req.load_meta.load_type == query_coord_pb2.LoadCollection
     assert list(req.load_meta.partitionIDs) == ds.summary["partition_ids"] and req.schema.name == "docs"
 
 

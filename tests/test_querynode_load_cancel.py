@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from vecgrid.proto import query_coord_pb2 as Q
+from vecgrid.proto import query_coord_pb2
 from tests.conftest import poll_until
 from tests.querynode_support import NodeHarness, import_collection, load_request
 
@@ -106,7 +106,7 @@ async def test_an_index_reload_cancelled_mid_build_frees_the_new_copies(qn, ds, 
     before = reserved(node)
     blocker = BlockAfterBuild(node.loader.builder, block_on=2)
     monkeypatch.setattr(node.loader.builder, "build", blocker)
-    await cancel_while_building(node, load_request(ds, load_scope=Q.Index, version=5), blocker)
+    await cancel_while_building(node, load_request(ds, load_scope=query_coord_pb2.Index, version=5), blocker)
 
     await poll_until(lambda: reserved(node) == before, 30, 0.02,
                      f"the memory budget back at {before} bytes")
@@ -116,7 +116,7 @@ async def test_an_index_reload_cancelled_mid_build_frees_the_new_copies(qn, ds, 
     assert not any(seg.released for seg in served.values())
 
     monkeypatch.setattr(node.loader.builder, "build", blocker.real)
-    status = await qn.call("LoadSegments", load_request(ds, load_scope=Q.Index, version=6))
+    status = await qn.call("LoadSegments", load_request(ds, load_scope=query_coord_pb2.Index, version=6))
     assert status.code == 0, status
     assert all(node.segments.get(sid).version == 6 for sid in ds.segment_ids)
     assert all(seg.released for seg in served.values())

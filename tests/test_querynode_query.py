@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from vecgrid.gpu import exprs as E
+from vecgrid.gpu import exprs
 from vecgrid.gpu.results import field_data_to_column
-from vecgrid.proto import internal_pb2, query_coord_pb2 as Q, schema_pb2
+from vecgrid.proto import internal_pb2, query_coord_pb2, schema_pb2
 from tests.querynode_support import NodeHarness, import_collection, query_request
 
 pytest.importorskip("faiss")
@@ -47,9 +47,9 @@ async def _query(h, req):
 
 
 async def _row_count(h, ds, **kw) -> int:
-    reply = await h.call("GetStatistics", Q.GetStatisticsRequest(
+    reply = await h.call("GetStatistics", query_coord_pb2.GetStatisticsRequest(
         req=internal_pb2.GetStatisticsRequest(collectionID=ds.collection_id, **kw), from_shard_leader=True,
-        scope=Q.Historical))
+        scope=query_coord_pb2.Historical))
     assert reply.status.code == 0, reply.status
     stats = {kv.key: kv.value for kv in reply.stats}
     return int(stats["row_count"])
@@ -57,7 +57,7 @@ async def _row_count(h, ds, **kw) -> int:
 
 async def _delete(h, ds, segment_id, keys, ts, **kw):
     ids = {"str_id": {"data": list(keys)}} if ds.pks.dtype.kind == "U" else {"int_id": {"data": list(keys)}}
-    return await h.call("Delete", Q.DeleteRequest(collection_id=ds.collection_id, segment_id=segment_id,
+    return await h.call("Delete", query_coord_pb2.DeleteRequest(collection_id=ds.collection_id, segment_id=segment_id,
                                                   primary_keys=ids, timestamps=[ts] * len(keys), **kw))
 
 
@@ -66,9 +66,9 @@ async def test_query_filters_fields_limit_and_count(qn, datasets, name):
     ds = datasets[name]
     await qn.load(ds)
     age, tag, score, vec = ds.fid("age"), ds.fid("tag"), ds.fid("score"), ds.vec_fid
-    expr = E.or_(E.between(E.column(age, schema_pb2.Int32), 10, 12),
-                 E.and_(E.compare(E.column(score, schema_pb2.Double), ">", 0.97),
-                        E.match(E.column(tag, schema_pb2.VarChar), "prefix", "g")))
+    expr = exprs.or_(exprs.between(exprs.column(age, schema_pb2.Int32), 10, 12),
+                 exprs.and_(exprs.compare(exprs.column(score, schema_pb2.Double), ">", 0.97),
+                        exprs.match(exprs.column(tag, schema_pb2.VarChar), "prefix", "g")))
     mask = ((ds.columns["age"] >= 10) & (ds.columns["age"] <= 12)) | \
            ((ds.columns["score"] > 0.97) & np.char.startswith(ds.columns["tag"], "g"))
     rows = np.flatnonzero(mask)
@@ -95,7 +95,7 @@ async def test_query_filters_fields_limit_and_count(qn, datasets, name):
     assert everything.fields_data[0].scalars.long_data.data[0] == len(ds.pks)
 
     # a query with no match answers empty columns of the right types
-    none = await _query(qn, query_request(ds, expr=E.compare(E.column(age, schema_pb2.Int32), ">", 1000),
+    none = await _query(qn, query_request(ds, expr=exprs.compare(exprs.column(age, schema_pb2.Int32), ">", 1000),
                                           output=[tag]))
     assert _ids(none) == [] and [fd.type for fd in none.fields_data] == \
         [schema_pb2.VarChar if name == "strs" else schema_pb2.Int64, schema_pb2.VarChar]
@@ -120,7 +120,7 @@ async def test_query_stream_in_bounded_chunks(datasets):
         (count,) = await h.stream("QueryStreamSegments", query_request(ds, is_count=True))
         assert count.fields_data[0].scalars.long_data.data[0] == len(ds.pks)
         (empty,) = await h.stream("QueryStreamSegments", query_request(
-            ds, expr=E.compare(E.column(ds.fid("age"), schema_pb2.Int32), "<", 0)))
+            ds, expr=exprs.compare(exprs.column(ds.fid("age"), schema_pb2.Int32), "<", 0)))
         assert empty.status.code == 0 and not _ids(empty)
         (refused,) = await h.stream("QueryStream", query_request(ds, from_shard_leader=False))
         assert refused.status.code == 500 and "channel not found" in refused.status.reason
@@ -143,15 +143,15 @@ async def test_statistics_and_deletes(qn, datasets):
     sid = ds.segment_ids[0]
     rows = ds.rows_of_segment(sid)
     t = ds.import_ts
-    before = (await qn.call("GetDataDistribution", Q.GetDataDistributionRequest())).lastModifyTs
-    assert (await _delete(qn, ds, sid, ds.pks[rows[:5]], t + 10, scope=Q.Historical)).code == 0
+    before = (await qn.call("GetDataDistribution", query_coord_pb2.GetDataDistributionRequest())).lastModifyTs
+    assert (await _delete(qn, ds, sid, ds.pks[rows[:5]], t + 10, scope=query_coord_pb2.Historical)).code == 0
     # a delete stamped before the rows were inserted hides nothing (Milvus's MVCC rule)
     assert (await _delete(qn, ds, sid, ds.pks[rows[5:8]], t - 1)).code == 0
     assert await _row_count(qn, ds) == len(ds.pks) - 5
-    dist = await qn.call("GetDataDistribution", Q.GetDataDistributionRequest())
+    dist = await qn.call("GetDataDistribution", query_coord_pb2.GetDataDistributionRequest())
     assert dist.lastModifyTs > before
     assert {s.ID: s.last_delta_timestamp for s in dist.segments}[sid] == t + 10
-    reply = await _query(qn, query_request(ds, expr=E.term(E.column(ds.fid("pk"), schema_pb2.Int64,
+    reply = await _query(qn, query_request(ds, expr=exprs.term(exprs.column(ds.fid("pk"), schema_pb2.Int64,
                                                                     is_primary_key=True), ds.pks[rows[:8]].tolist())))
     assert _ids(reply) == sorted(ds.pks[rows[5:8]].tolist())
     old = await _query(qn, query_request(ds, is_count=True, mvcc=t + 9))  # a snapshot before the delete
@@ -160,27 +160,27 @@ async def test_statistics_and_deletes(qn, datasets):
     # errors: unknown segment, growing scope, mismatched timestamps
     st = await _delete(qn, ds, 777777, ds.pks[:1], t + 10)
     assert st.code == 600 and st.reason == "segment not found[segment=777777]"
-    st = await _delete(qn, ds, sid, ds.pks[:1], t + 10, scope=Q.Streaming)
+    st = await _delete(qn, ds, sid, ds.pks[:1], t + 10, scope=query_coord_pb2.Streaming)
     assert st.code == 600
-    st = await qn.call("Delete", Q.DeleteRequest(collection_id=ds.collection_id, segment_id=sid,
+    st = await qn.call("Delete", query_coord_pb2.DeleteRequest(collection_id=ds.collection_id, segment_id=sid,
                                                  primary_keys={"int_id": {"data": [1, 4]}}, timestamps=[t + 10]))
     assert st.code == 1100 and "timestamps" in st.reason
-    st = await qn.call("Delete", Q.DeleteRequest(segment_id=sid, primary_keys={"str_id": {"data": ["x"]}},
+    st = await qn.call("Delete", query_coord_pb2.DeleteRequest(segment_id=sid, primary_keys={"str_id": {"data": ["x"]}},
                                                  timestamps=[t + 10]))
     assert st.code == 1100  # a VarChar key for an Int64 collection
 
     # DeleteBatch: the same keys on several segments; segments not here come back in missing_ids
     second, third = ds.segment_ids[1], ds.segment_ids[2]
     keys = np.concatenate([ds.pks[ds.rows_of_segment(second)[:3]], ds.pks[ds.rows_of_segment(third)[:4]]])
-    reply = await qn.call("DeleteBatch", Q.DeleteBatchRequest(
+    reply = await qn.call("DeleteBatch", query_coord_pb2.DeleteBatchRequest(
         collection_id=ds.collection_id, segment_ids=[second, 555, third], primary_keys={"int_id": {"data":
                                                                                        keys.tolist()}},
-        timestamps=[t + 20] * len(keys), scope=Q.All))
+        timestamps=[t + 20] * len(keys), scope=query_coord_pb2.All))
     assert reply.status.code == 0 and list(reply.failed_ids) == [] and list(reply.missing_ids) == [555]
     assert await _row_count(qn, ds) == len(ds.pks) - 5 - 7
-    reply = await qn.call("DeleteBatch", Q.DeleteBatchRequest(
+    reply = await qn.call("DeleteBatch", query_coord_pb2.DeleteBatchRequest(
         collection_id=ds.collection_id, segment_ids=[second], primary_keys={"int_id": {"data": [1]}},
-        timestamps=[t + 20], scope=Q.Streaming))
+        timestamps=[t + 20], scope=query_coord_pb2.Streaming))
     assert reply.status.code == 0 and list(reply.missing_ids) == [second]
 
 
@@ -199,9 +199,9 @@ async def test_query_errors(qn, datasets):
     assert st.code == 1100
     ok = await qn.call("Query", query_request(ds, is_count=True))  # from a shard leader
     assert ok.status.code == 0
-    st = (await qn.call("GetStatistics", Q.GetStatisticsRequest(
+    st = (await qn.call("GetStatistics", query_coord_pb2.GetStatisticsRequest(
         req=internal_pb2.GetStatisticsRequest(collectionID=ds.collection_id), dml_channels=ds.channels))).status
     assert st.code == 500
-    st = (await qn.call("GetStatistics", Q.GetStatisticsRequest(
+    st = (await qn.call("GetStatistics", query_coord_pb2.GetStatisticsRequest(
         req=internal_pb2.GetStatisticsRequest(collectionID=4242), from_shard_leader=True))).status
     assert st.code == 101

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from vecgrid import errors
-from vecgrid.cluster.querynode import search as search_mod
-from vecgrid.gpu import exprs as E
+from vecgrid.cluster.querynode import search
+from vecgrid.gpu import exprs
 from vecgrid.gpu.results import encode_placeholder_group, from_search_result_data
-from vecgrid.proto import internal_pb2, query_coord_pb2 as Q, schema_pb2
+from vecgrid.proto import internal_pb2, query_coord_pb2, schema_pb2
 from tests.querynode_support import (DIM, NodeHarness, assert_same_knn, dense, import_collection, reference_search,
                                      search_request)
 
@@ -81,8 +81,8 @@ async def test_search_matches_numpy(qn, datasets, name):
     # a filter (Expr tree) and output fields, the primary key and the vector included
     age, tag, vec, pk = ds.fid("age"), ds.fid("tag"), ds.vec_fid, ds.fid(ds.pk_name)
     pk_type = schema_pb2.VarChar if name == "cos_str" else schema_pb2.Int64
-    expr = E.and_(E.compare(E.column(age, schema_pb2.Int32), "<", 40),
-                  E.term(E.column(tag, schema_pb2.VarChar), ["red", "blue"]))
+    expr = exprs.and_(exprs.compare(exprs.column(age, schema_pb2.Int32), "<", 40),
+                  exprs.term(exprs.column(tag, schema_pb2.VarChar), ["red", "blue"]))
     reply, tk = await _search(qn, search_request(ds, xq, K, expr=expr, output=[age, tag, vec, pk]))
     D, keys = dense(tk, K)
     assert_same_knn(*reference_search(ds, xq, K, _mask(ds, 40, ["red", "blue"])), D, keys)
@@ -97,7 +97,7 @@ async def test_search_matches_numpy(qn, datasets, name):
 
     # a filter on the primary key
     few = ds.pks[[5, 9, 700]].tolist()
-    pk_expr = E.term(E.column(pk, pk_type, is_primary_key=True), few)
+    pk_expr = exprs.term(exprs.column(pk, pk_type, is_primary_key=True), few)
     reply, tk = await _search(qn, search_request(ds, xq[:2], K, expr=pk_expr))
     assert list(tk.topks) == [3, 3] and set(tk.ids.tolist()) == set(few)
 
@@ -132,11 +132,11 @@ async def test_segment_partition_and_scope_selection(qn, datasets):
     reply, tk = await _search(qn, search_request(ds, xq, K, partitions=[987654]))
     assert len(tk) == 0 and list(tk.topks) == [0] * len(xq) and not reply.sealed_segmentIDs_searched
     # scope Streaming: no growing data on a worker
-    reply, tk = await _search(qn, search_request(ds, xq, K, scope=Q.Streaming))
+    reply, tk = await _search(qn, search_request(ds, xq, K, scope=query_coord_pb2.Streaming))
     assert len(tk) == 0
     # round_decimal and topk larger than the rows allowed
-    reply, tk = await _search(qn, search_request(ds, xq[:1], 50, expr=E.compare(
-        E.column(ds.fid("age"), schema_pb2.Int32), "==", 3)))
+    reply, tk = await _search(qn, search_request(ds, xq[:1], 50, expr=exprs.compare(
+        exprs.column(ds.fid("age"), schema_pb2.Int32), "==", 3)))
     assert tk.topks[0] == int(np.count_nonzero(ds.columns["age"] == 3))
 
 
@@ -155,9 +155,16 @@ async def test_deletes_and_mvcc(qn, datasets):
             if k in keys:
                 by_segment.setdefault(sid, []).append(k)
     for sid, keys in by_segment.items():
-        status = await qn.call("Delete", Q.DeleteRequest(collection_id=ds.collection_id, segment_id=sid,
-                                                         primary_keys={"int_id": {"data": keys}},
-                                                         timestamps=[delete_ts] * len(keys), scope=Q.Historical))
+        status = await qn.call(
+            "Delete",
+            query_coord_pb2.DeleteRequest(
+                collection_id=ds.collection_id,
+                segment_id=sid,
+                primary_keys={"int_id": {"data": keys}},
+                timestamps=[delete_ts] * len(keys),
+                scope=query_coord_pb2.Historical,
+            ),
+        )
         assert status.code == 0, status
     drop = [row_of[k] for k in top]
     _, tk = await _search(qn, search_request(ds, xq, K))
@@ -175,7 +182,7 @@ async def test_hybrid_sub_requests(qn, datasets):
     await qn.load(ds)
     xq = _queries(ds, 3)
     one = search_request(ds, xq, 5).req
-    two = search_request(ds, xq[:2], 7, expr=E.compare(E.column(ds.fid("age"), schema_pb2.Int32), ">", 50)).req
+    two = search_request(ds, xq[:2], 7, expr=exprs.compare(exprs.column(ds.fid("age"), schema_pb2.Int32), ">", 50)).req
     req = search_request(ds, xq, 5)
     req.req.is_advanced = True
     for sub in (one, two):
@@ -213,7 +220,9 @@ async def test_search_errors(qn, datasets):
     assert st.code == 1100 and "metric type not match" in st.reason
     st = await status(search_request(ds, xq, K, output=[4242]))
     assert st.code == 1700
-    st = await status(search_request(ds, xq, K, expr=E.compare(E.column(ds.fid("tag"), schema_pb2.VarChar), ">", 3)))
+    st = await status(
+        search_request(ds, xq, K, expr=exprs.compare(exprs.column(ds.fid("tag"), schema_pb2.VarChar), ">", 3))
+    )
     assert st.code == 1100
     # Search from a proxy needs the channel's delegator (milestone 2)
     st = await status(search_request(ds, xq, K, from_shard_leader=False), "Search")
@@ -229,7 +238,7 @@ async def test_empty_request_plan_arms(qn, datasets):
     ds = datasets["flat_l2"]
     await qn.load(ds, ds.segment_ids[:1])
     inner = internal_pb2.SearchRequest(collectionID=ds.collection_id)
-    reply = await qn.call("SearchSegments", Q.SearchRequest(req=inner, from_shard_leader=True))
+    reply = await qn.call("SearchSegments", query_coord_pb2.SearchRequest(req=inner, from_shard_leader=True))
     assert reply.status.code == 1100 and "not a vector search plan" in reply.status.reason
 
 
@@ -239,20 +248,20 @@ async def test_tiny_searches_run_on_the_loop_larger_ones_in_a_thread(qn, dataset
     ds = datasets["flat_l2"]
     await qn.load(ds)
     offloaded = []
-    real_to_thread = search_mod.asyncio.to_thread
+    real_to_thread = search.asyncio.to_thread
 
     async def to_thread(fn, *args, **kwargs):
         offloaded.append(fn)
         return await real_to_thread(fn, *args, **kwargs)
 
-    monkeypatch.setattr(search_mod.asyncio, "to_thread", to_thread)
+    monkeypatch.setattr(search.asyncio, "to_thread", to_thread)
     req = search_request(ds, _queries(ds), K)
-    assert search_mod.search_work(qn.node.segments.list(ds.collection_id), req.req) <= search_mod.INLINE_SEARCH_WORK
+    assert search.search_work(qn.node.segments.list(ds.collection_id), req.req) <= search.INLINE_SEARCH_WORK
     inline, _ = await _search(qn, req)
-    assert search_mod.search_segments not in offloaded
-    monkeypatch.setattr(search_mod, "INLINE_SEARCH_WORK", 0)
+    assert search.search_segments not in offloaded
+    monkeypatch.setattr(search, "INLINE_SEARCH_WORK", 0)
     threaded, _ = await _search(qn, req)
-    assert search_mod.search_segments in offloaded
+    assert search.search_segments in offloaded
     assert inline.sliced_blob == threaded.sliced_blob
 
 
@@ -268,13 +277,13 @@ async def test_concurrent_small_searches_share_one_engine_search(qn, datasets, m
     other_plan = search_request(ds, xq[:1], K + 1)
     bad = search_request(ds, xq[:1, :DIM - 1], K)
     calls = []
-    real = search_mod.engine_search
+    real = search.engine_search
 
     def engine_search(engines, queries, k, **kw):
         calls.append(len(queries))
         return real(engines, queries, k, **kw)
 
-    monkeypatch.setattr(search_mod, "engine_search", engine_search)
+    monkeypatch.setattr(search, "engine_search", engine_search)
     node = qn.node
     node.batcher.window_s = 3600.0  # the searches above came within the window: these are not alone
     replies = await asyncio.gather(*(node.search_segments(r) for r in reqs), node.search_segments(other_plan),
@@ -304,8 +313,8 @@ async def test_a_lone_search_waits_for_no_batch_window(qn, datasets, monkeypatch
             timers.append(delay)
         return real_call_later(delay, callback, *args, **kwargs)
     monkeypatch.setattr(loop, "call_later", call_later)
-    for inline_work in (search_mod.INLINE_SEARCH_WORK, 0):   # tiny (on the loop), then in a thread
-        monkeypatch.setattr(search_mod, "INLINE_SEARCH_WORK", inline_work)
+    for inline_work in (search.INLINE_SEARCH_WORK, 0):   # tiny (on the loop), then in a thread
+        monkeypatch.setattr(search, "INLINE_SEARCH_WORK", inline_work)
         for i in range(2):   # the second comes right after the first, within the window
             reply = await asyncio.wait_for(node.search_segments(search_request(ds, xq[i:i + 1], K)), 30)
             assert reply.status.code == 0 and reply.num_queries == 1

@@ -487,12 +487,14 @@ async def test_a_node_that_cannot_report_its_metrics_is_listed_with_the_reason(e
 
 async def test_resource_group_usage_counts_replicas_outgoing_and_incoming_nodes():
     from vecgrid.cluster.querycoord.reports import replica_usage
-    from vecgrid.proto import common_pb2, query_coord_pb2 as Q
+    from vecgrid.proto import common_pb2, query_coord_pb2
 
     groups = {1: "rg1", 2: "rg1", 3: "rg2", 4: "rg2"}
-    mine = Q.Replica(ID=10, collectionID=7, resource_group="rg1", nodes=[1, 3])     # node 3 now in rg2
-    theirs = Q.Replica(ID=11, collectionID=8, resource_group="rg2", nodes=[4], ro_nodes=[2])
-    info = Q.ResourceGroupInfo(name="rg1", nodes=[common_pb2.NodeInfo(node_id=1), common_pb2.NodeInfo(node_id=2)])
+    mine = query_coord_pb2.Replica(ID=10, collectionID=7, resource_group="rg1", nodes=[1, 3])     # node 3 now in rg2
+    theirs = query_coord_pb2.Replica(ID=11, collectionID=8, resource_group="rg2", nodes=[4], ro_nodes=[2])
+    info = query_coord_pb2.ResourceGroupInfo(
+        name="rg1", nodes=[common_pb2.NodeInfo(node_id=1), common_pb2.NodeInfo(node_id=2)]
+    )
     replica_usage(info, [mine, theirs], groups.get)
     assert dict(info.num_loaded_replica) == {7: 1}
     assert dict(info.num_outgoing_node) == {7: 1}

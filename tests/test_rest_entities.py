@@ -28,7 +28,7 @@ from vecgrid.http.feathers.rest import make_tornado_app
 from vecgrid.http.milvus_errors import feathers_error, milvus_error_hook
 from vecgrid.http.services import RestContext
 from vecgrid.http.services import entities
-from vecgrid.proto import common_pb2, schema_pb2 as S
+from vecgrid.proto import common_pb2, schema_pb2
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]
 
@@ -65,15 +65,20 @@ def _kv(**items):
     return [common_pb2.KeyValuePair(key=k, value=str(v)) for k, v in items.items()]
 
 
-def _people_schema() -> S.CollectionSchema:
+def _people_schema() -> schema_pb2.CollectionSchema:
     """The adapter cases' records (id, name, age) plus a vector; ``age`` has a default (Milvus fields are not
     nullable) and other keys go to the dynamic field."""
-    return S.CollectionSchema(enable_dynamic_field=True, fields=[
-        S.FieldSchema(name="id", data_type=S.Int64, is_primary_key=True),
-        S.FieldSchema(name="name", data_type=S.VarChar, type_params=_kv(max_length=64)),
-        S.FieldSchema(name="age", data_type=S.Int64, default_value=S.ValueField(long_data=0)),
-        S.FieldSchema(name="vec", data_type=S.FloatVector, type_params=_kv(dim=4)),
-    ])
+    return schema_pb2.CollectionSchema(
+        enable_dynamic_field=True,
+        fields=[
+            schema_pb2.FieldSchema(name="id", data_type=schema_pb2.Int64, is_primary_key=True),
+            schema_pb2.FieldSchema(name="name", data_type=schema_pb2.VarChar, type_params=_kv(max_length=64)),
+            schema_pb2.FieldSchema(
+                name="age", data_type=schema_pb2.Int64, default_value=schema_pb2.ValueField(long_data=0)
+            ),
+            schema_pb2.FieldSchema(name="vec", data_type=schema_pb2.FloatVector, type_params=_kv(dim=4)),
+        ],
+    )
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")

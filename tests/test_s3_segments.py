@@ -230,7 +230,7 @@ async def s3_cluster(tmp_path_factory, s3_endpoint):
 async def test_load_search_flush_compact_and_a_corrupted_object_on_two_workers(s3_cluster):
     from dataclasses import replace
 
-    from vecgrid.proto import query_coord_pb2 as Q
+    from vecgrid.proto import query_coord_pb2
     from tests.conftest import poll_until
     from tests.querycoord_support import assert_search_matches
 
@@ -275,10 +275,10 @@ async def test_load_search_flush_compact_and_a_corrupted_object_on_two_workers(s
 
     # released, one object corrupted: the load fails on the workers with the checksum error, and succeeds
     # once the object is repaired
-    await coord.ok("ReleaseCollection", Q.ReleaseCollectionRequest(collectionID=cid))
+    await coord.ok("ReleaseCollection", query_coord_pb2.ReleaseCollectionRequest(collectionID=cid))
     victim = sorted(flushed_segments(qc, cid))[0]
     with bucket.corrupted(data_key(bucket, victim)):
-        await coord.ok("LoadCollection", Q.LoadCollectionRequest(collectionID=cid))
+        await coord.ok("LoadCollection", query_coord_pb2.LoadCollectionRequest(collectionID=cid))
         await poll_until(lambda: any("checksum mismatch" in f and str(victim) in f
                                      for f in qc.scheduler.failures.values()), 60, 0.1,
                          "the corrupted object refused")

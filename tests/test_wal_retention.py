@@ -10,7 +10,7 @@ import pyarrow as pa
 from vecgrid.cluster.querycoord.meta.collection_manager import CollectionManager
 from vecgrid.cluster.querycoord.meta.target_manager import TargetManager
 from vecgrid.cluster.querycoord.wal_retention import WalRetention
-from vecgrid.proto import query_coord_pb2 as Q, schema_pb2, common_pb2
+from vecgrid.proto import query_coord_pb2, schema_pb2, common_pb2
 from vecgrid.storage.dml import InsertBatch, TimeTick
 from vecgrid.cluster.datanode.flush import advance_idle_checkpoint, flush_channel
 from vecgrid.storage.layout import DataDir
@@ -73,10 +73,19 @@ def test_sweep_drops_files_one_sweep_behind_and_keeps_target_seeks(setup):
     data, store, catalog, coll, wal, writer = setup
     channel = coll.vchannels[0]
     collections, targets = CollectionManager(store), TargetManager(store, catalog)
-    collections.put(Q.CollectionLoadInfo(collectionID=coll.id, replica_number=1, status=Q.Loaded,
-                                         load_type=Q.LoadCollection),
-                    [Q.PartitionLoadInfo(collectionID=coll.id, partitionID=coll.partitions[0].partitionID,
-                                         status=Q.Loaded)])
+    collections.put(
+        query_coord_pb2.CollectionLoadInfo(
+            collectionID=coll.id,
+            replica_number=1,
+            status=query_coord_pb2.Loaded,
+            load_type=query_coord_pb2.LoadCollection,
+        ),
+        [
+            query_coord_pb2.PartitionLoadInfo(
+                collectionID=coll.id, partitionID=coll.partitions[0].partitionID, status=query_coord_pb2.Loaded
+            )
+        ],
+    )
     retention = WalRetention(wal, catalog, collections, targets, 60.0)
     def files() -> list[int]:  # first offsets of the log files
         return sorted(int(n[:-4]) for n in os.listdir(wal.channel_dir(channel)) if n.endswith(".log"))
@@ -110,10 +119,19 @@ def test_sweep_drops_files_one_sweep_behind_and_keeps_target_seeks(setup):
 
 def _load(store, catalog, coll):
     collections, targets = CollectionManager(store), TargetManager(store, catalog)
-    collections.put(Q.CollectionLoadInfo(collectionID=coll.id, replica_number=1, status=Q.Loaded,
-                                         load_type=Q.LoadCollection),
-                    [Q.PartitionLoadInfo(collectionID=coll.id, partitionID=coll.partitions[0].partitionID,
-                                         status=Q.Loaded)])
+    collections.put(
+        query_coord_pb2.CollectionLoadInfo(
+            collectionID=coll.id,
+            replica_number=1,
+            status=query_coord_pb2.Loaded,
+            load_type=query_coord_pb2.LoadCollection,
+        ),
+        [
+            query_coord_pb2.PartitionLoadInfo(
+                collectionID=coll.id, partitionID=coll.partitions[0].partitionID, status=query_coord_pb2.Loaded
+            )
+        ],
+    )
     return collections, targets
 
 

@@ -17,7 +17,7 @@ from vecgrid.cluster.lifecycle import Lifecycle, StateCode
 from vecgrid.cluster.proxy.proxy import Proxy
 from vecgrid.cluster.proxy.write_access import LocalWrites
 from vecgrid.cluster.querycoord.ddl import Ddl
-from vecgrid.proto import write_service_pb2 as W, write_service_pb2_grpc
+from vecgrid.proto import write_service_pb2, write_service_pb2_grpc
 from vecgrid.rpc.catalog_servicer import catalog_service
 from vecgrid.rpc.server import GrpcServer
 from vecgrid.rpc.write_servicer import WriteServicer, write_service
@@ -160,11 +160,11 @@ async def test_failures_come_back_as_milvus_codes(server):
 
 async def test_malformed_requests_are_refused(server):
     stub = write_service_pb2_grpc.WriteServiceStub(aio_channel(server.address))
-    reply = await stub.Insert(W.InsertRequest(collection_name="plain", rows=b"not arrow"))
+    reply = await stub.Insert(write_service_pb2.InsertRequest(collection_name="plain", rows=b"not arrow"))
     assert reply.status.code == 1100 and "Arrow IPC" in reply.status.reason
-    reply = await stub.Delete(W.DeleteRequest(collection_name="plain", filter="{nope"))
+    reply = await stub.Delete(write_service_pb2.DeleteRequest(collection_name="plain", filter="{nope"))
     assert reply.status.code == 1100 and "not JSON" in reply.status.reason
-    reply = await stub.Delete(W.DeleteRequest(collection_name="plain"))
+    reply = await stub.Delete(write_service_pb2.DeleteRequest(collection_name="plain"))
     assert reply.status.code == 1100 and "either primary keys" in reply.status.reason
 
 
@@ -196,9 +196,11 @@ async def test_progress_of_flush_compaction_and_index_builds_over_grpc(server):
         with pytest.raises(errors.ParameterInvalid, match="drop it first"):   # one index per field
             await proxy.writes.create_index("", "plain", "vec", "HNSW", "L2", {}, "")
     stub = write_service_pb2_grpc.WriteServiceStub(aio_channel(server.address))
-    reply = await stub.CreateIndex(W.CreateIndexRequest(collection_name="keys", field_name="vec", params="{nope"))
+    reply = await stub.CreateIndex(
+        write_service_pb2.CreateIndexRequest(collection_name="keys", field_name="vec", params="{nope")
+    )
     assert reply.status.code == 1100 and "not JSON" in reply.status.reason
-    reply = await stub.GetFlushState(W.GetFlushStateRequest(flushID=5))
+    reply = await stub.GetFlushState(write_service_pb2.GetFlushStateRequest(flushID=5))
     assert (reply.flushed, reply.progress, reply.channels_flushed, list(reply.segmentIDs)) == (False, 50, 1, [21])
-    reply = await stub.GetCompactionState(W.GetCompactionStateRequest(compactionID=6))
+    reply = await stub.GetCompactionState(write_service_pb2.GetCompactionStateRequest(compactionID=6))
     assert (reply.state, reply.completedPlanNo, reply.failedPlanNo, reply.fail_reason) == ("Failed", 1, 1, "disk full")

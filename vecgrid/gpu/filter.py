@@ -39,13 +39,13 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from vecgrid import errors
-from vecgrid.gpu import jsonkeys as J
+from vecgrid.gpu import jsonkeys
 from vecgrid.proto import plan_pb2, schema_pb2
 
 __all__ = ["evaluate", "is_trivial", "ColumnLookup", "JsonKeys"]
 
 ColumnLookup = Callable[[plan_pb2.ColumnInfo], Any]
-JsonKeys = Callable[[int, str], J.KeyColumn]
+JsonKeys = Callable[[int, str], jsonkeys.KeyColumn]
 
 _CMP = {
     plan_pb2.GreaterThan: "gt", plan_pb2.GreaterEqual: "ge", plan_pb2.LessThan: "lt",
@@ -127,7 +127,7 @@ class _Evaluator:
             return self.xp.asarray(col)
         return col
 
-    def json_key(self, info: plan_pb2.ColumnInfo) -> J.KeyColumn | None:
+    def json_key(self, info: plan_pb2.ColumnInfo) -> jsonkeys.KeyColumn | None:
         """The key column of a one-key JSON path; ``None`` when ``info`` is a plain column."""
         if not info.nested_path:
             return None
@@ -141,7 +141,7 @@ class _Evaluator:
         if self.json_keys is not None:
             kc = self.json_keys(info.field_id, key)
         else:
-            kc = J.extract(self.lookup(info), key)
+            kc = jsonkeys.extract(self.lookup(info), key)
         if len(kc) != self.n:
             raise errors.ParameterInvalid(f"JSON key {key!r} of field {info.field_id} has {len(kc)} rows, "
                                           f"segment has {self.n}")
@@ -154,22 +154,22 @@ class _Evaluator:
             return getattr(gv, which)
         raise errors.ParameterInvalid(f"{which or 'an empty value'} cannot be compared with JSON key {where}")
 
-    def json_cmp(self, kc: J.KeyColumn, op: str, v: Any) -> np.ndarray:
+    def json_cmp(self, kc: jsonkeys.KeyColumn, op: str, v: Any) -> np.ndarray:
         """Milvus's comparison of a JSON key with a constant (module doc of :mod:`.jsonkeys`)."""
         if op == "ne":
             return ~self.json_cmp(kc, "eq", v)
         if isinstance(v, bool):
-            return (kc.kind == J.BOOL) & self.cmp(kc.bools, op, v)
+            return (kc.kind == jsonkeys.BOOL) & self.cmp(kc.bools, op, v)
         if isinstance(v, int):
             exact = kc.is_int & self.cmp(kc.ints, op, v) if -(1 << 63) <= v < (1 << 63) else \
                 kc.is_int & self.cmp(kc.num, op, float(v))
-            as_double = (kc.kind == J.NUMBER) & ~kc.is_int & self.cmp(kc.num, op, float(v))
+            as_double = (kc.kind == jsonkeys.NUMBER) & ~kc.is_int & self.cmp(kc.num, op, float(v))
             return exact | as_double
         if isinstance(v, float):
-            return (kc.kind == J.NUMBER) & self.cmp(kc.num, op, v)
-        return (kc.kind == J.STRING) & self.cmp(kc.strs, op, v)
+            return (kc.kind == jsonkeys.NUMBER) & self.cmp(kc.num, op, v)
+        return (kc.kind == jsonkeys.STRING) & self.cmp(kc.strs, op, v)
 
-    def json_term(self, kc: J.KeyColumn, values: list[Any]) -> np.ndarray:
+    def json_term(self, kc: jsonkeys.KeyColumn, values: list[Any]) -> np.ndarray:
         out = np.zeros(len(kc), dtype=bool)
         bools = [v for v in values if isinstance(v, bool)]
         ints = [v for v in values if isinstance(v, int) and not isinstance(v, bool) and -(1 << 63) <= v < (1 << 63)]
@@ -177,16 +177,16 @@ class _Evaluator:
                   or (isinstance(v, int) and not isinstance(v, bool) and v not in ints)]
         strs = [v for v in values if isinstance(v, str)]
         if bools:
-            out |= (kc.kind == J.BOOL) & np.isin(kc.bools, np.asarray(bools, dtype=bool))
+            out |= (kc.kind == jsonkeys.BOOL) & np.isin(kc.bools, np.asarray(bools, dtype=bool))
         if ints or floats:
-            is_float = (kc.kind == J.NUMBER) & ~kc.is_int
+            is_float = (kc.kind == jsonkeys.NUMBER) & ~kc.is_int
             if ints:
                 out |= kc.is_int & np.isin(kc.ints, np.asarray(ints, dtype=np.int64))
             if floats:
                 out |= kc.is_int & np.isin(kc.num, np.asarray(floats, dtype=np.float64))
             out |= is_float & np.isin(kc.num, np.asarray(floats + [float(v) for v in ints], dtype=np.float64))
         if strs:
-            out |= (kc.kind == J.STRING) & np.isin(kc.strs, np.asarray(strs, dtype=str))
+            out |= (kc.kind == jsonkeys.STRING) & np.isin(kc.strs, np.asarray(strs, dtype=str))
         return out
 
     def to_xp(self, mask: Any) -> Any:
@@ -301,14 +301,14 @@ class _Evaluator:
             return self.to_xp(match(col).astype(bool) if len(col) else np.zeros(0, dtype=bool))
         raise errors.ParameterInvalid(f"operator {plan_pb2.OpType.Name(u.op)} is not supported in a range filter")
 
-    def _json_unary(self, kc: J.KeyColumn, u: plan_pb2.UnaryRangeExpr) -> np.ndarray:
+    def _json_unary(self, kc: jsonkeys.KeyColumn, u: plan_pb2.UnaryRangeExpr) -> np.ndarray:
         v = self.json_value(u.value, repr(u.column_info.nested_path[0]))
         if u.op in _CMP:
             return self.json_cmp(kc, _CMP[u.op], v)
         if u.op in (plan_pb2.PrefixMatch, plan_pb2.PostfixMatch, plan_pb2.Match):
             if not isinstance(v, str):
                 raise errors.ParameterInvalid("a pattern match takes a string pattern")
-            is_str = kc.kind == J.STRING
+            is_str = kc.kind == jsonkeys.STRING
             if u.op == plan_pb2.PrefixMatch:
                 return is_str & np.strings.startswith(kc.strs, v)
             if u.op == plan_pb2.PostfixMatch:

@@ -49,7 +49,7 @@ import re
 from typing import Any, Mapping
 
 from vecgrid import errors
-from vecgrid.gpu import exprs as E
+from vecgrid.gpu import exprs
 from vecgrid.proto import plan_pb2, schema_pb2
 
 __all__ = ["compile_filter", "split_query", "coerce_dynamic", "dynamic_field", "RESULT_KEYS", "OPERATORS"]
@@ -117,10 +117,10 @@ def _show(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _all(exprs: list[plan_pb2.Expr]) -> plan_pb2.Expr | None:
+def _all(parts: list[plan_pb2.Expr]) -> plan_pb2.Expr | None:
     out = None
-    for e in exprs:
-        out = e if out is None else E.and_(out, e)
+    for e in parts:
+        out = e if out is None else exprs.and_(out, e)
     return out
 
 
@@ -163,14 +163,14 @@ class _Compiler:
             return None
         out = compiled[0]
         for e in compiled[1:]:
-            out = E.or_(out, e)
+            out = exprs.or_(out, e)
         return out
 
     def field_condition(self, name: str, cond: Any) -> plan_pb2.Expr:
         if self.dynamic is not None and name not in self.fields:
             return self.key_condition(name, cond)
         f = self.field(name)
-        col = E.column(f.fieldID, f.data_type, is_primary_key=f.is_primary_key)
+        col = exprs.column(f.fieldID, f.data_type, is_primary_key=f.is_primary_key)
         col.is_autoID, col.is_partition_key = f.autoID, f.is_partition_key  # as Milvus's parser fills them
 
         def compared(op: str, operand: Any) -> Any:
@@ -224,7 +224,7 @@ class _Compiler:
         if isinstance(cond, list):
             raise errors.ParameterInvalid(f"{what} is compared with an array; use $in for several values")
         if not isinstance(cond, Mapping):
-            return E.compare(col, "==", value(cond))
+            return exprs.compare(col, "==", value(cond))
         if not cond:
             raise errors.ParameterInvalid(f"the condition on {what} is an empty object")
         parts = []
@@ -235,12 +235,12 @@ class _Compiler:
                 if self.max_in is not None and len(operand) > self.max_in:
                     raise errors.ParameterTooLarge(f"{op} on {what} has {len(operand)} values; at most "
                                                    f"{self.max_in} are allowed in one list", field=name)
-                e = E.term(col, [value(v) for v in operand])
-                parts.append(E.not_(e) if op == "$nin" else e)
+                e = exprs.term(col, [value(v) for v in operand])
+                parts.append(exprs.not_(e) if op == "$nin" else e)
             elif op in _COMPARE:
-                parts.append(E.compare(col, _COMPARE[op], compared(op, operand)))
+                parts.append(exprs.compare(col, _COMPARE[op], compared(op, operand)))
             elif op == LIKE:
-                parts.append(E.match(col, "like", pattern(operand)))
+                parts.append(exprs.match(col, "like", pattern(operand)))
             elif isinstance(op, str) and op.startswith("$"):
                 raise errors.ParameterInvalid(f"Invalid query parameter {op}")
             else:

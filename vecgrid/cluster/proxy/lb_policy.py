@@ -22,7 +22,7 @@ from vecgrid.cluster.gather import gather_all
 from vecgrid.cluster.proxy.catalog_access import unary_call
 from vecgrid.common.keys import server_id_metadata
 from vecgrid.common.limits import GRPC_MESSAGE_OPTIONS
-from vecgrid.proto import common_pb2, query_coord_pb2 as Q, query_coord_pb2_grpc
+from vecgrid.proto import common_pb2, query_coord_pb2, query_coord_pb2_grpc
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +86,7 @@ class LeaderRouter:
             current = self._leaders.get(collection_id)
             if current is not None and current is not stale:
                 return current
-            reply = await unary_call(self._coord.GetShardLeaders, Q.GetShardLeadersRequest(
+            reply = await unary_call(self._coord.GetShardLeaders, query_coord_pb2.GetShardLeadersRequest(
                 base=common_pb2.MsgBase(msg_type=common_pb2.GetShardLeaders), collectionID=collection_id),
                 timeout=self._timeout_s, what=f"GetShardLeaders at the coordinator {self._coord_address}")
             shards = [Shard(s.channel_name, tuple(zip(s.node_ids, s.node_addrs))) for s in reply.shards]

@@ -18,10 +18,10 @@ from vecgrid.cluster.proxy.read_parts import (Filter, ReadContext, check_group_f
                                               entities, next_request_id, off_loop, output_ids, result_columns,
                                               result_rows)
 from vecgrid.cluster.reduce import merge_retrieve
-from vecgrid.gpu import exprs as E
+from vecgrid.gpu import exprs
 from vecgrid.gpu import jsonkeys
 from vecgrid.gpu.columns import FieldColumn
-from vecgrid.proto import common_pb2, internal_pb2, plan_pb2, query_coord_pb2 as Q, schema_pb2
+from vecgrid.proto import common_pb2, internal_pb2, plan_pb2, query_coord_pb2, schema_pb2
 
 
 async def stored_vectors(ctx: ReadContext, collection: "str | CollectionMeta", ids: Sequence[Any], *, anns_field: str | None = None,
@@ -33,7 +33,7 @@ async def stored_vectors(ctx: ReadContext, collection: "str | CollectionMeta", i
     field = meta.vector_field(anns_field)
     pk = meta.pk_field
     keys = _check_keys(pk, ids)
-    cond = E.term(E.column(pk.fieldID, pk.data_type, is_primary_key=True), keys)
+    cond = exprs.term(exprs.column(pk.fieldID, pk.data_type, is_primary_key=True), keys)
     inner, guarantee = await _retrieve_request(ctx, meta, cond, [pk.fieldID, field.fieldID], (), consistency,
                                                     guarantee_timestamp)
     merged = await _retrieve(ctx, meta, inner, guarantee, pin=False)
@@ -145,8 +145,8 @@ async def find(ctx: ReadContext, collection: "str | CollectionMeta", *, filter: 
     keys = columns[pk.name].values[window].tolist()
     if not keys:
         return (n if with_total else None), []
-    cond = E.term(E.column(pk.fieldID, pk.data_type, is_primary_key=True), keys)
-    inner = _retrieve_inner(meta, cond if expr is None else E.and_(expr, cond), out_ids, partition_ids)
+    cond = exprs.term(exprs.column(pk.fieldID, pk.data_type, is_primary_key=True), keys)
+    inner = _retrieve_inner(meta, cond if expr is None else exprs.and_(expr, cond), out_ids, partition_ids)
     by_key = {row[pk.name]: row for row in result_rows(await _retrieve(ctx, meta, inner, guarantee, pin=True), dyn_keys)}
     return (n if with_total else None), [by_key[k] for k in keys if k in by_key]
 
@@ -216,9 +216,9 @@ async def _count_pinned(ctx: ReadContext, meta: CollectionMeta, expr: plan_pb2.E
 
 
 def _query_request(inner: internal_pb2.RetrieveRequest, guarantee: Guarantee,
-                   pin: bool = False) -> Callable[[str, int], Q.QueryRequest]:
-    def request(channel: str, channels: int) -> Q.QueryRequest:
-        req = Q.QueryRequest(dml_channels=[channel], from_shard_leader=False, scope=Q.All)
+                   pin: bool = False) -> Callable[[str, int], query_coord_pb2.QueryRequest]:
+    def request(channel: str, channels: int) -> query_coord_pb2.QueryRequest:
+        req = query_coord_pb2.QueryRequest(dml_channels=[channel], from_shard_leader=False, scope=query_coord_pb2.All)
         req.req.CopyFrom(inner)
         req.req.guarantee_timestamp = guarantee.of(channel)
         if pin:

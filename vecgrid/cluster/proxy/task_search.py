@@ -21,10 +21,10 @@ from vecgrid.cluster.proxy.consistency import Guarantee
 from vecgrid.cluster.proxy.read_parts import (Filter, ReadContext, check_group_field, compile_expr, entities,
                                               next_request_id, off_loop, output_ids)
 from vecgrid.cluster.reduce import merge_search
-from vecgrid.gpu import exprs as E
+from vecgrid.gpu import exprs
 from vecgrid.gpu.merge import MAX_TOPK, merge_topk
 from vecgrid.gpu.results import encode_placeholder_group, from_search_result_data
-from vecgrid.proto import common_pb2, plan_pb2, query_coord_pb2 as Q, schema_pb2
+from vecgrid.proto import common_pb2, plan_pb2, query_coord_pb2, schema_pb2
 
 
 async def search(ctx: ReadContext, collection: "str | CollectionMeta", vectors: Any, *, limit: int = 10, offset: int = 0, filter: Filter = None,
@@ -102,8 +102,8 @@ async def _search_round(ctx: ReadContext, meta: CollectionMeta, field: schema_pb
     plan = _search_plan(field.fieldID, topk, metric, expr, params, round_decimal, out_ids)
     template = _search_template(meta, plan, topk, metric, partition_ids, out_ids, level, kept=expr is None)
 
-    def request(channel: str, channels: int) -> Q.SearchRequest:
-        req = Q.SearchRequest()
+    def request(channel: str, channels: int) -> query_coord_pb2.SearchRequest:
+        req = query_coord_pb2.SearchRequest()
         req.CopyFrom(template)
         req.dml_channels.append(channel)
         req.total_channel_num = channels
@@ -141,7 +141,7 @@ def _search_plan(field_id: int, topk: int, metric: str, expr: plan_pb2.Expr | No
             return _plain_search_plan(field_id, topk, metric, shape, round_decimal, tuple(out_ids))
         except TypeError:   # a parameter value that is not hashable: built every time
             pass
-    return E.search_plan(field_id=field_id, topk=topk, metric=metric, expr=expr, search_params=params,
+    return exprs.search_plan(field_id=field_id, topk=topk, metric=metric, expr=expr, search_params=params,
                          round_decimal=round_decimal, output_field_ids=out_ids)
 
 
@@ -149,7 +149,7 @@ _TEMPLATES_KEPT = 64   # request templates kept per collection description
 
 
 def _search_template(meta: CollectionMeta, plan: bytes, topk: int, metric: str, partition_ids: list[int],
-                     out_ids: list[int], level: int, *, kept: bool) -> Q.SearchRequest:
+                     out_ids: list[int], level: int, *, kept: bool) -> query_coord_pb2.SearchRequest:
     """A ``SearchRequest`` with everything but the per-call fields (channel, ids, queries, timestamps):
     a search copies it, which costs less than filling a dozen fields.  ``kept`` (a plan without a
     filter: clients repeat those) keeps it on the description, so a changed collection starts anew;
@@ -158,7 +158,7 @@ def _search_template(meta: CollectionMeta, plan: bytes, topk: int, metric: str, 
     templates = meta.memo.setdefault("search_templates", {}) if kept else {}
     template = templates.get(key)
     if template is None:
-        template = Q.SearchRequest(from_shard_leader=False, scope=Q.All)
+        template = query_coord_pb2.SearchRequest(from_shard_leader=False, scope=query_coord_pb2.All)
         r = template.req
         r.base.msg_type = common_pb2.Search
         r.dbID, r.collectionID = meta.db_id, meta.id
@@ -176,7 +176,7 @@ def _search_template(meta: CollectionMeta, plan: bytes, topk: int, metric: str, 
 @functools.lru_cache(maxsize=1024)
 def _plain_search_plan(field_id: int, topk: int, metric: str, params: tuple, round_decimal: int,
                        out_ids: tuple[int, ...]) -> bytes:
-    return E.search_plan(field_id=field_id, topk=topk, metric=metric, search_params={k: v for k, _, v in params},
+    return exprs.search_plan(field_id=field_id, topk=topk, metric=metric, search_params={k: v for k, _, v in params},
                          round_decimal=round_decimal, output_field_ids=list(out_ids))
 
 

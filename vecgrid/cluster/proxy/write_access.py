@@ -29,7 +29,7 @@ from vecgrid import errors
 from vecgrid.cluster.proxy.catalog_access import unary_call
 from vecgrid.cluster.proxy.rows import encode_table
 from vecgrid.cluster.proxy.writer import MutationResult, Writer
-from vecgrid.proto import common_pb2, schema_pb2, write_service_pb2 as W, write_service_pb2_grpc
+from vecgrid.proto import common_pb2, schema_pb2, write_service_pb2, write_service_pb2_grpc
 from vecgrid.storage.catalog import Catalog
 from vecgrid.storage.catalog.schema_rules import DEFAULT_DB_NAME
 
@@ -232,14 +232,20 @@ class RemoteWrites:
     async def insert(self, db_name: str, collection: str, rows: Any, partition: str | None,
                      upsert: bool = False) -> MutationResult:
         """``rows`` must already be an Arrow table (the proxy converts them with the collection's schema)."""
-        request = W.InsertRequest(db_name=db_name, collection_name=collection, partition_name=partition or "",
-                                  rows=await asyncio.to_thread(encode_table, rows))
+        request = write_service_pb2.InsertRequest(
+            db_name=db_name,
+            collection_name=collection,
+            partition_name=partition or "",
+            rows=await asyncio.to_thread(encode_table, rows),
+        )
         return mutation_result_of(await self._call("Upsert" if upsert else "Insert", request))
 
     async def delete(self, db_name: str, collection: str, ids: Any, filter: Any,
                      partition: str | None) -> MutationResult:
         _check_delete_args(ids, filter)
-        request = W.DeleteRequest(db_name=db_name, collection_name=collection, partition_name=partition or "")
+        request = write_service_pb2.DeleteRequest(
+            db_name=db_name, collection_name=collection, partition_name=partition or ""
+        )
         if filter is not None:
             if not isinstance(filter, dict):
                 raise errors.ParameterInvalid("a delete's filter over gRPC must be a query object (a dict)")
@@ -249,43 +255,54 @@ class RemoteWrites:
         return mutation_result_of(await self._call("Delete", request))
 
     async def flush(self, db_name: str, collection: str) -> tuple[int, list[int]]:
-        reply = await self._call("Flush", W.FlushRequest(db_name=db_name, collection_name=collection))
+        reply = await self._call("Flush", write_service_pb2.FlushRequest(db_name=db_name, collection_name=collection))
         return reply.collectionID, list(reply.segmentIDs)
 
     async def compact(self, db_name: str, collection: str) -> tuple[int, int]:
-        reply = await self._call("Compact", W.CompactRequest(db_name=db_name, collection_name=collection))
+        reply = await self._call(
+            "Compact", write_service_pb2.CompactRequest(db_name=db_name, collection_name=collection)
+        )
         return reply.collectionID, reply.compactionID
 
     async def start_flush(self, db_name: str, collection: str) -> dict[str, Any]:
-        reply = await self._call("Flush", W.FlushRequest(db_name=db_name, collection_name=collection, no_wait=True))
+        reply = await self._call(
+            "Flush", write_service_pb2.FlushRequest(db_name=db_name, collection_name=collection, no_wait=True)
+        )
         return await self.flush_state(reply.flushID)
 
     async def flush_state(self, flush_id: int) -> dict[str, Any]:
-        return flush_state_of(await self._call("GetFlushState", W.GetFlushStateRequest(flushID=flush_id)))
+        return flush_state_of(
+            await self._call("GetFlushState", write_service_pb2.GetFlushStateRequest(flushID=flush_id))
+        )
 
     async def start_compaction(self, db_name: str, collection: str) -> dict[str, Any]:
-        reply = await self._call("Compact", W.CompactRequest(db_name=db_name, collection_name=collection,
-                                                             no_wait=True))
+        reply = await self._call(
+            "Compact", write_service_pb2.CompactRequest(db_name=db_name, collection_name=collection, no_wait=True)
+        )
         return await self.compaction_state(reply.compactionID)
 
     async def compaction_state(self, compaction_id: int) -> dict[str, Any]:
-        reply = await self._call("GetCompactionState", W.GetCompactionStateRequest(compactionID=compaction_id))
+        reply = await self._call(
+            "GetCompactionState", write_service_pb2.GetCompactionStateRequest(compactionID=compaction_id)
+        )
         return compaction_state_of(reply, compaction_id)
 
     async def index_progress(self, db_name: str, collection: str, index_name: str = "") -> list[dict[str, Any]]:
-        reply = await self._call("GetIndexBuildProgress", W.GetIndexBuildProgressRequest(
+        reply = await self._call("GetIndexBuildProgress", write_service_pb2.GetIndexBuildProgressRequest(
             db_name=db_name, collection_name=collection, index_name=index_name))
         return [index_progress_of(i) for i in reply.indexes]
 
     async def create_index(self, db_name: str, collection: str, field: str, index_type: str, metric: str,
                            params: dict[str, Any], index_name: str = "") -> dict[str, Any]:
-        reply = await self._call("CreateIndex", W.CreateIndexRequest(
+        reply = await self._call("CreateIndex", write_service_pb2.CreateIndexRequest(
             db_name=db_name, collection_name=collection, field_name=field, index_type=index_type,
             metric_type=metric, params=json.dumps(params) if params else "", index_name=index_name))
         return index_progress_of(reply.index)
 
     async def guarantees(self, channels: Sequence[str]) -> dict[str, int]:
-        reply = await self._call("GetGuaranteeTimestamps", W.GuaranteeTimestampsRequest(channels=list(channels)))
+        reply = await self._call(
+            "GetGuaranteeTimestamps", write_service_pb2.GuaranteeTimestampsRequest(channels=list(channels))
+        )
         if len(reply.timestamps) != len(channels):
             raise errors.ServiceInternal(f"the coordinator answered {len(reply.timestamps)} guarantee timestamps "
                                          f"for {len(channels)} channels")
@@ -317,48 +334,55 @@ def ids_of(ids: schema_pb2.IDs) -> list[Any]:
     return []
 
 
-def flush_state_pb(state: dict[str, Any]) -> W.GetFlushStateResponse:
-    return W.GetFlushStateResponse(flushed=state["state"] == "Completed", flushID=state["flush_id"],
+def flush_state_pb(state: dict[str, Any]) -> write_service_pb2.GetFlushStateResponse:
+    return write_service_pb2.GetFlushStateResponse(flushed=state["state"] == "Completed", flushID=state["flush_id"],
                                    collectionID=state["collection_id"], state=state["state"],
                                    progress=state["progress"], channels=state["channels"],
                                    channels_flushed=state["channels_flushed"], segmentIDs=state["segment_ids"],
                                    fail_reason=state["error"])
 
 
-def flush_state_of(reply: W.GetFlushStateResponse) -> dict[str, Any]:
+def flush_state_of(reply: write_service_pb2.GetFlushStateResponse) -> dict[str, Any]:
     return {"flush_id": reply.flushID, "collection_id": reply.collectionID, "state": reply.state,
             "progress": reply.progress, "channels": reply.channels, "channels_flushed": reply.channels_flushed,
             "segment_ids": list(reply.segmentIDs), "error": reply.fail_reason}
 
 
-def compaction_state_pb(state: dict[str, Any]) -> W.GetCompactionStateResponse:
-    return W.GetCompactionStateResponse(state=state["state"], executingPlanNo=state["executing_plans"],
+def compaction_state_pb(state: dict[str, Any]) -> write_service_pb2.GetCompactionStateResponse:
+    return write_service_pb2.GetCompactionStateResponse(state=state["state"], executingPlanNo=state["executing_plans"],
                                         completedPlanNo=state["completed_plans"], failedPlanNo=state["failed_plans"],
                                         progress=state["progress"], collectionID=state["collection_id"],
                                         fail_reason=state["error"])
 
 
-def compaction_state_of(reply: W.GetCompactionStateResponse, compaction_id: int) -> dict[str, Any]:
+def compaction_state_of(reply: write_service_pb2.GetCompactionStateResponse, compaction_id: int) -> dict[str, Any]:
     return {"compaction_id": compaction_id, "collection_id": reply.collectionID, "state": reply.state,
             "progress": reply.progress, "executing_plans": reply.executingPlanNo,
             "completed_plans": reply.completedPlanNo, "failed_plans": reply.failedPlanNo, "error": reply.fail_reason}
 
 
-def index_progress_pb(index: dict[str, Any]) -> W.IndexProgress:
-    return W.IndexProgress(index_name=index["index_name"], field_name=index["field"], indexID=index["index_id"],
-                           state=common_pb2.IndexState.Value(index["state"]), total_rows=index["total_rows"],
-                           indexed_rows=index["indexed_rows"], pending_index_rows=index["pending_index_rows"],
-                           progress=index["progress"], fail_reason=index.get("fail_reason", ""))
+def index_progress_pb(index: dict[str, Any]) -> write_service_pb2.IndexProgress:
+    return write_service_pb2.IndexProgress(
+        index_name=index["index_name"],
+        field_name=index["field"],
+        indexID=index["index_id"],
+        state=common_pb2.IndexState.Value(index["state"]),
+        total_rows=index["total_rows"],
+        indexed_rows=index["indexed_rows"],
+        pending_index_rows=index["pending_index_rows"],
+        progress=index["progress"],
+        fail_reason=index.get("fail_reason", ""),
+    )
 
 
-def index_progress_of(reply: W.IndexProgress) -> dict[str, Any]:
+def index_progress_of(reply: write_service_pb2.IndexProgress) -> dict[str, Any]:
     return {"index_name": reply.index_name, "field": reply.field_name, "index_id": reply.indexID,
             "state": common_pb2.IndexState.Name(reply.state), "total_rows": reply.total_rows,
             "indexed_rows": reply.indexed_rows, "pending_index_rows": reply.pending_index_rows,
             "progress": reply.progress, "fail_reason": reply.fail_reason}
 
 
-def mutation_result_of(reply: W.MutationResult) -> MutationResult:
+def mutation_result_of(reply: write_service_pb2.MutationResult) -> MutationResult:
     return MutationResult(insert_cnt=reply.insert_cnt, delete_cnt=reply.delete_cnt, upsert_cnt=reply.upsert_cnt,
                           ids=ids_of(reply.IDs), timestamp=reply.timestamp, succ_index=list(reply.succ_index),
                           err_index=list(reply.err_index))

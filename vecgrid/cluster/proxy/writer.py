@@ -52,7 +52,7 @@ import numpy as np
 import pyarrow as pa
 
 from vecgrid import errors
-from vecgrid.cluster.proxy import rows as rows_mod
+from vecgrid.cluster.proxy.rows import nbytes, prepare, to_table
 from vecgrid.cluster.streaming import ChannelAppenders
 from vecgrid.proto import schema_pb2
 from vecgrid.storage.catalog import ALL_PARTITIONS_ID, Catalog, CollectionInfo
@@ -136,11 +136,11 @@ class Writer:
                     upsert: bool = False) -> MutationResult:
         coll = self.catalog.describe_collection(db_name or DEFAULT_DB_NAME, collection)
         partition_id = _partition(coll, partition).partitionID
-        table = rows_mod.prepare(coll, rows_mod.to_table(rows, coll.schema), self.catalog.allocate_ids,
+        table = prepare(coll, to_table(rows, coll.schema), self.catalog.allocate_ids,
                                  upsert=upsert)
         pk_name = coll.primary_field.name
         parts = _by_channel(coll, table, table.column(pk_name).combine_chunks())
-        sizes = {channel: rows_mod.nbytes(part) for channel, part in parts}
+        sizes = {channel: nbytes(part) for channel, part in parts}
         for channel, size in sizes.items():
             if size > MAX_WRITE_BYTES:
                 raise errors.ParameterTooLarge(f"the rows of one write take {size / MB:.0f} MB on channel {channel}; "
@@ -210,7 +210,7 @@ class Writer:
         appender = self._appender(channel)
         pks = part.column(pk_name).combine_chunks()
         columns = part.drop_columns([pk_name])
-        size = rows_mod.nbytes(part)
+        size = nbytes(part)
 
         def build(ts: int) -> list:
             records = []
@@ -244,9 +244,9 @@ class Writer:
         if not self.max_growing_bytes or self.leaders_of_channel is None:
             return
         adding: dict[int, int] = defaultdict(int)
-        for channel, nbytes in adds.items():
+        for channel, size in adds.items():
             for node in self.leaders_of_channel(channel):
-                adding[node] += nbytes
+                adding[node] += size
         if not adding:
             return   # not loaded: no node holds these rows yet
         held: dict[int, int] = defaultdict(int)
@@ -255,11 +255,11 @@ class Writer:
             if growing:
                 for node in self.leaders_of_channel(channel):
                     held[node] += growing
-        for node, nbytes in sorted(adding.items()):
-            if held[node] + nbytes > self.max_growing_bytes:
+        for node, size in sorted(adding.items()):
+            if held[node] + size > self.max_growing_bytes:
                 raise errors.ServiceQuotaExceeded(
                     f"memory quota exceeded, please allocate more resources: query node {node} would hold "
-                    f"{(held[node] + nbytes) / MB:.1f} MB of unflushed rows, more than querynode.max_growing_mb "
+                    f"{(held[node] + size) / MB:.1f} MB of unflushed rows, more than querynode.max_growing_mb "
                     f"({self.max_growing_bytes / MB:g} MB); flush the collection or wait for the automatic flush")
 
 

@@ -28,7 +28,7 @@ from typing import Any, Mapping
 
 from vecgrid import errors
 from vecgrid.cluster.querycoord.job.jobs import LoadRequest
-from vecgrid.proto import common_pb2, query_coord_pb2 as Q, schema_pb2
+from vecgrid.proto import common_pb2, query_coord_pb2, schema_pb2
 from vecgrid.storage.catalog import CollectionInfo
 from vecgrid.storage.catalog.index_rules import validate_index
 from vecgrid.storage.catalog.schema_rules import (DEFAULT_DB_NAME, DEFAULT_PARTITION_NAME, VECTOR_TYPES, field_dim,
@@ -206,7 +206,7 @@ def load_state(coord: QueryCoord, collection_id: int, partition_ids: list[int] |
         return LoadState(NOT_LOAD, 0, failure)
     if partition_ids:
         percent = min(loads.partition_percentage(collection_id, p) for p in partition_ids)
-        done = all(loads.partition(collection_id, p).status == Q.Loaded for p in partition_ids)
+        done = all(loads.partition(collection_id, p).status == query_coord_pb2.Loaded for p in partition_ids)
     else:
         percent = loads.percentage(collection_id)
         done = loads.is_loaded(collection_id)

@@ -19,7 +19,7 @@ from vecgrid.cluster.querycoord.context import CheckerContext
 from vecgrid.cluster.querycoord.meta.target_manager import Scope
 from vecgrid.cluster.querycoord.session.node_manager import NORMAL
 from vecgrid.cluster.querycoord.task.task import MANUAL_BALANCE, NO_NODE, ChannelTask, Priority, SegmentTask
-from vecgrid.proto import query_coord_pb2 as Q
+from vecgrid.proto import query_coord_pb2
 
 Key = TypeVar("Key", int, str)   # a segment id or a channel name
 
@@ -48,11 +48,13 @@ class ManualBalance:
         if info.state != NORMAL:
             raise errors.NodeNotAvailable(f"node {node_id} is stopping", node=node_id)
 
-    def _replicas_of_node(self, node_id: int) -> list[Q.Replica]:
+    def _replicas_of_node(self, node_id: int) -> list[query_coord_pb2.Replica]:
         return [r for cid in self.ctx.collections.ids() for r in self.ctx.replicas.of_collection(cid)
                 if node_id in r.nodes or node_id in r.ro_nodes]
 
-    def _transfer_scope(self, source: int, target: int, to_all: bool) -> list[tuple[Q.Replica, list[int]]]:
+    def _transfer_scope(
+        self, source: int, target: int, to_all: bool
+    ) -> list[tuple[query_coord_pb2.Replica, list[int]]]:
         """The replicas holding ``source``, each with its destinations (checked first: 901 / 905)."""
         self._usable(source)
         if not to_all:
@@ -65,7 +67,7 @@ class ManualBalance:
 
     # --- TransferSegment / TransferChannel ---------------------------------------------------
 
-    def transfer_segment(self, req: Q.TransferSegmentRequest) -> list[tuple]:
+    def transfer_segment(self, req: query_coord_pb2.TransferSegmentRequest) -> list[tuple]:
         ctx = self.ctx
         keys = []
         for replica, dests in self._transfer_scope(req.source_nodeID, req.target_nodeID, req.to_all_nodes):
@@ -79,7 +81,9 @@ class ManualBalance:
                                         copy=req.copy_mode)
         return keys
 
-    def _move_segments(self, replica: Q.Replica, source: int, dests: list[int], refs, *, copy: bool) -> list[tuple]:
+    def _move_segments(
+        self, replica: query_coord_pb2.Replica, source: int, dests: list[int], refs, *, copy: bool
+    ) -> list[tuple]:
         ctx = self.ctx
         if not refs or not dests:
             return []
@@ -94,7 +98,7 @@ class ManualBalance:
                 keys.append(task.key)
         return keys
 
-    def transfer_channel(self, req: Q.TransferChannelRequest) -> list[tuple]:
+    def transfer_channel(self, req: query_coord_pb2.TransferChannelRequest) -> list[tuple]:
         ctx = self.ctx
         keys = []
         for replica, dests in self._transfer_scope(req.source_nodeID, req.target_nodeID, req.to_all_nodes):
@@ -116,7 +120,7 @@ class ManualBalance:
 
     # --- LoadBalance (legacy, waits) -----------------------------------------------------------
 
-    async def load_balance(self, req: Q.LoadBalanceRequest) -> None:
+    async def load_balance(self, req: query_coord_pb2.LoadBalanceRequest) -> None:
         ctx = self.ctx
         if len(req.source_nodeIDs) != 1:
             raise errors.ParameterInvalid("load balance needs exactly one source node")

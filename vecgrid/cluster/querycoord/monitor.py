@@ -30,7 +30,7 @@ from vecgrid.cluster.periodic import Periodic
 from vecgrid.common.histogram import CumulativeHistogram
 from vecgrid.cluster.querycoord import reports
 from vecgrid.cluster.querycoord.task.task import NO_NODE, ChannelTask, IndexSaveTask, LeaderTask, SegmentTask
-from vecgrid.proto import query_coord_pb2 as Q
+from vecgrid.proto import query_coord_pb2
 
 #: Dask scheduler metadata key under which the coordinator publishes :func:`cluster_snapshot`
 METADATA_KEY = ("vecgrid", "cluster")
@@ -147,7 +147,7 @@ def cluster_snapshot(coord: Any, names: dict[int, tuple[str, dict[int, str]]],
 
 def _partition_states(coord: Any, cid: int, names: dict[int, str]) -> list[dict[str, Any]]:
     return [{"partition_id": p.partitionID, "name": names.get(p.partitionID, ""),
-             "state": Q.PartitionState.Name(p.state),
+             "state": query_coord_pb2.PartitionState.Name(p.state),
              "load_percentage": int(p.inMemory_percentage)}
             for p in reports.partition_states(coord.ctx, cid, [])]
 

@@ -17,7 +17,7 @@ from vecgrid.cluster.querycoord.meta.failed_load_cache import FailedLoadCache
 from vecgrid.cluster.querycoord.meta.target_manager import Scope, segment_refs
 from vecgrid.cluster.querycoord.session.node_manager import STOPPING, NodeInfo
 from vecgrid.common.keys import PLACEMENT_PARAM
-from vecgrid.proto import common_pb2, milvus_pb2, query_coord_pb2 as Q
+from vecgrid.proto import common_pb2, milvus_pb2, query_coord_pb2
 
 
 @dataclass
@@ -29,7 +29,7 @@ class CollectionReport:
     load_fields: list[int]
 
 
-def _loaded(ctx: CheckerContext, cid: int) -> Q.CollectionLoadInfo:
+def _loaded(ctx: CheckerContext, cid: int) -> query_coord_pb2.CollectionLoadInfo:
     info = ctx.collections.get(cid)
     if info is None:
         raise errors.CollectionNotLoaded(collection=cid)
@@ -92,7 +92,7 @@ def show_partitions(ctx: CheckerContext, cid: int, pids: list[int], refresh_vers
     return [PartitionReport(pid, ctx.collections.partition_percentage(cid, pid), refresh) for pid in partitions]
 
 
-def _on_gpu(seg: Q.SegmentVersionInfo) -> bool:
+def _on_gpu(seg: query_coord_pb2.SegmentVersionInfo) -> bool:
     """Whether a node serves this segment copy's every index from GPU memory (as its node reports)."""
     placements = [kv.value for info in seg.index_info.values() for kv in info.index_params
                   if kv.key == PLACEMENT_PARAM]
@@ -111,7 +111,9 @@ def _gpu_share(ctx: CheckerContext, cid: int, pid: int) -> tuple[int, int]:
     return on_gpu, total
 
 
-IN_GPU, IN_MEMORY = Q.PartitionState.Name(Q.InGPU), Q.PartitionState.Name(Q.InMemory)
+IN_GPU, IN_MEMORY = query_coord_pb2.PartitionState.Name(query_coord_pb2.InGPU), query_coord_pb2.PartitionState.Name(
+    query_coord_pb2.InMemory
+)
 
 
 def segment_placements(ctx: CheckerContext, cid: int) -> dict[int, dict[int, str]]:
@@ -123,33 +125,33 @@ def segment_placements(ctx: CheckerContext, cid: int) -> dict[int, dict[int, str
     return out
 
 
-def partition_states(ctx: CheckerContext, cid: int, pids: list[int]) -> list[Q.PartitionStates]:
+def partition_states(ctx: CheckerContext, cid: int, pids: list[int]) -> list[query_coord_pb2.PartitionStates]:
     """InGPU / PartialInGPU when segments are served from GPU memory, else InMemory / PartialInMemory."""
     out = []
     for pid in _loaded_partitions(ctx, cid, pids):
         pct = ctx.collections.partition_percentage(cid, pid)
         on_gpu, total = _gpu_share(ctx, cid, pid)
         if on_gpu and on_gpu == total and pct >= 100:
-            state = Q.InGPU
+            state = query_coord_pb2.InGPU
         elif on_gpu:
-            state = Q.PartialInGPU
+            state = query_coord_pb2.PartialInGPU
         else:
-            state = Q.InMemory if pct >= 100 else Q.PartialInMemory
-        out.append(Q.PartitionStates(partitionID=pid, state=state, inMemory_percentage=pct))
+            state = query_coord_pb2.InMemory if pct >= 100 else query_coord_pb2.PartialInMemory
+        out.append(query_coord_pb2.PartitionStates(partitionID=pid, state=state, inMemory_percentage=pct))
     return out
 
 
-def segment_infos(ctx: CheckerContext, cid: int, sids: list[int]) -> list[Q.SegmentInfo]:
+def segment_infos(ctx: CheckerContext, cid: int, sids: list[int]) -> list[query_coord_pb2.SegmentInfo]:
     """By ids: from the distribution (601 when missing); by collection: loaded and in current target."""
     current = ctx.targets.segments(cid, Scope.CURRENT)
-    merged: dict[int, Q.SegmentInfo] = {}
+    merged: dict[int, query_coord_pb2.SegmentInfo] = {}
     for node_id, seg in ctx.dist.segments(None if sids else cid):
         if (sids and seg.ID not in sids) or (not sids and seg.ID not in current):
             continue
         info = merged.get(seg.ID)
         if info is None:
             ref = current.get(seg.ID)
-            info = merged[seg.ID] = Q.SegmentInfo(
+            info = merged[seg.ID] = query_coord_pb2.SegmentInfo(
                 segmentID=seg.ID, collectionID=seg.collection, partitionID=seg.partition, nodeID=node_id,
                 num_rows=ref.num_rows if ref is not None else 0, dmChannel=seg.channel,
                 segment_state=common_pb2.Sealed, level=seg.level, index_infos=list(seg.index_info.values()),
@@ -167,9 +169,9 @@ def segment_infos(ctx: CheckerContext, cid: int, sids: list[int]) -> list[Q.Segm
     return [merged[s] for s in (sids or sorted(merged))]
 
 
-def shard_leaders(ctx: CheckerContext, cid: int) -> list[Q.ShardLeadersList]:
+def shard_leaders(ctx: CheckerContext, cid: int) -> list[query_coord_pb2.ShardLeadersList]:
     info = _loaded(ctx, cid)
-    if info.status != Q.Loaded and ctx.collections.percentage(cid) < 100:
+    if info.status != query_coord_pb2.Loaded and ctx.collections.percentage(cid) < 100:
         raise errors.CollectionNotFullyLoaded(collection=cid)
     current = ctx.targets.current(cid)
     if current is None or not len(current.Channel_targets):
@@ -177,7 +179,7 @@ def shard_leaders(ctx: CheckerContext, cid: int) -> list[Q.ShardLeadersList]:
     refs = segment_refs(current)
     out = []
     for ch in current.Channel_targets:
-        leaders = Q.ShardLeadersList(channel_name=ch.channelName)
+        leaders = query_coord_pb2.ShardLeadersList(channel_name=ch.channelName)
         for replica in ctx.replicas.of_collection(cid):
             found = leader_of(ctx.dist, replica, ch.channelName)
             if found is None or view_problem(found[1], found[0], refs, ctx.online) is not None:
@@ -191,7 +193,7 @@ def shard_leaders(ctx: CheckerContext, cid: int) -> list[Q.ShardLeadersList]:
     return out
 
 
-def replica_usage(info: Q.ResourceGroupInfo, replicas: list[Q.Replica],
+def replica_usage(info: query_coord_pb2.ResourceGroupInfo, replicas: list[query_coord_pb2.Replica],
                   group_of: Callable[[int], str | None]) -> None:
     """DescribeResourceGroup's per-collection counts over every loaded ``replicas``, as Milvus's: the
     group's loaded replicas, their nodes now in other groups (outgoing), and the group's nodes serving

@@ -46,8 +46,8 @@ from vecgrid.cluster import sysinfo
 from vecgrid.cluster.component import Component
 from vecgrid.cluster.gather import gather_all
 from vecgrid.cluster.lifecycle import StateCode
-from vecgrid.cluster.querynode import retrieve as retrieve_mod
-from vecgrid.cluster.querynode import search as search_mod
+from vecgrid.cluster.querynode import retrieve
+from vecgrid.cluster.querynode import search
 from vecgrid.cluster.querynode.collections import Collection, CollectionManager
 from vecgrid.cluster.querynode.delegator.delegator import MAX_TS, ShardDelegator, query_limit
 from vecgrid.cluster.querynode.delegator.delta_forward import DeleteRetry
@@ -67,7 +67,6 @@ from vecgrid.storage.segment_files import FileInfo
 
 log = logging.getLogger(__name__)
 ROLE = "querynode"
-Q = query_coord_pb2
 FORWARD_TIMEOUT_S = 300.0  # a forwarded LoadSegments (Milvus's segment task timeout is 120 s)
 MAX_TT_DELAY_S = 300.0     # quotaAndLimits.limitWriting.ttProtection.maxTimeTickDelay
 
@@ -86,7 +85,7 @@ def _delete_args(ids: schema_pb2.IDs, timestamps: Sequence[int]) -> tuple[np.nda
 
 def _sealed_scope(scope: int) -> bool:
     """Whether a DataScope covers sealed segments (UnKnown counts as All, as Milvus)."""
-    return scope != Q.Streaming
+    return scope != query_coord_pb2.Streaming
 
 
 def learn_peers(node: "QueryNode", base: common_pb2.MsgBase) -> None:
@@ -128,9 +127,9 @@ class QueryNode(Component):
         self._failed_since: dict[ShardDelegator, float] = {}
         self.max_tt_delay_s = MAX_TT_DELAY_S
         qn = settings.querynode
-        search_mod.configure_faiss_threads(qn.faiss_threads or search_mod.default_faiss_threads(settings.dask.workers))
+        search.configure_faiss_threads(qn.faiss_threads or search.default_faiss_threads(settings.dask.workers))
         #: micro-batching of the searches this node runs (owned by the node's event loop)
-        self.batcher = search_mod.SearchBatcher(qn.batch_window_ms / 1000.0, qn.batch_max_nq)
+        self.batcher = search.SearchBatcher(qn.batch_window_ms / 1000.0, qn.batch_max_nq)
 
     # --- session ---------------------------------------------------------------------------
 
@@ -258,7 +257,7 @@ class QueryNode(Component):
             out.append(d)
         return out
 
-    async def watch_dm_channels(self, req: Q.WatchDmChannelsRequest) -> common_pb2.Status:
+    async def watch_dm_channels(self, req: query_coord_pb2.WatchDmChannelsRequest) -> common_pb2.Status:
         """WatchDmChannels: a delegator per VchannelInfo.  An already watched channel is left as is,
         unless its delegator is not serviceable (a delete it could not apply, a failed pipeline): the
         coordinator watches such a channel again, and a fresh delegator replaces it."""
@@ -319,7 +318,7 @@ class QueryNode(Component):
         self._touch()
         return _ok()
 
-    async def unsub_dm_channel(self, req: Q.UnsubDmChannelRequest) -> common_pb2.Status:
+    async def unsub_dm_channel(self, req: query_coord_pb2.UnsubDmChannelRequest) -> common_pb2.Status:
         """UnsubDmChannel: stop the channel's delegator (unknown channel → success)."""
         self._check_serving_or_stopping()
         d = self.delegators.pop(req.channel_name, None)
@@ -328,7 +327,7 @@ class QueryNode(Component):
             self._touch()
         return _ok()
 
-    async def sync_distribution(self, req: Q.SyncDistributionRequest) -> common_pb2.Status:
+    async def sync_distribution(self, req: query_coord_pb2.SyncDistributionRequest) -> common_pb2.Status:
         """SyncDistribution: Set / Remove / Amend / UpdateVersion / UpdatePartitionStats on the leader view."""
         self.lifecycle.check_healthy()
         learn_peers(self, req.base)
@@ -338,7 +337,7 @@ class QueryNode(Component):
         await d.sync_distribution(req)
         return _ok()
 
-    async def sync_replica_segments(self, req: Q.SyncReplicaSegmentsRequest) -> common_pb2.Status:
+    async def sync_replica_segments(self, req: query_coord_pb2.SyncReplicaSegmentsRequest) -> common_pb2.Status:
         """SyncReplicaSegments: replace the sealed part of the leader view."""
         self.lifecycle.check_healthy()
         d = self.delegator_for(req.vchannel_name)
@@ -384,7 +383,7 @@ class QueryNode(Component):
 
     # --- segment control -------------------------------------------------------------------
 
-    async def load_segments(self, req: Q.LoadSegmentsRequest) -> common_pb2.Status:
+    async def load_segments(self, req: query_coord_pb2.LoadSegmentsRequest) -> common_pb2.Status:
         """LoadSegments: load (``load_scope`` Full), apply delete logs (Delta) or reload indexes (Index).
 
         ``need_transfer`` for another node: hand to the channel's delegator or
@@ -405,23 +404,23 @@ class QueryNode(Component):
                 raise errors.ParameterInvalid(
                     f"segment {info.segmentID} belongs to collection {info.collectionID}, not {coll_id}")
         checksums = checksums_from_properties(req.base.properties)
-        if req.load_scope in (Q.Delta, Q.Index):
+        if req.load_scope in (query_coord_pb2.Delta, query_coord_pb2.Index):
             if coll_id not in self.collections:
                 return _ok()  # nothing of it is loaded here: nothing to update (as Milvus skips them)
         coll = self.collections.prepare(
             coll_id, schema=req.schema if req.HasField("schema") else None,
             load_meta=req.load_meta if req.HasField("load_meta") else None,
             index_infos=req.index_info_list, replica_id=req.replicaID)
-        if req.load_scope == Q.Delta:
+        if req.load_scope == query_coord_pb2.Delta:
             await self.loader.load_delta(req.infos, checksums)
             self.collections.commit(coll)
-        elif req.load_scope == Q.Index:
+        elif req.load_scope == query_coord_pb2.Index:
             await self.loader.reload_indexes(coll, req, checksums)
         else:
             await self.loader.load_full(coll, req, checksums)
         return _ok()
 
-    async def _transfer_load(self, req: Q.LoadSegmentsRequest) -> common_pb2.Status:
+    async def _transfer_load(self, req: query_coord_pb2.LoadSegmentsRequest) -> common_pb2.Status:
         channel = req.infos[0].insert_channel
         delegator = self.delegator_for(channel)
         if delegator is not None:  # the delegator loads on the worker and records it
@@ -431,7 +430,7 @@ class QueryNode(Component):
             raise errors.ChannelNotFound(
                 f"node {self.node_id} leads no delegator for it and does not know node {req.dst_nodeID}",
                 channel=channel)
-        forward = Q.LoadSegmentsRequest()
+        forward = query_coord_pb2.LoadSegmentsRequest()
         forward.CopyFrom(req)
         forward.need_transfer = False
         forward.base.targetID = req.dst_nodeID
@@ -451,7 +450,7 @@ class QueryNode(Component):
             self._touch()
             await asyncio.to_thread(lambda: [s.release() for s in segments])
 
-    async def release_segments(self, req: Q.ReleaseSegmentsRequest) -> common_pb2.Status:
+    async def release_segments(self, req: query_coord_pb2.ReleaseSegmentsRequest) -> common_pb2.Status:
         """ReleaseSegments: drop the listed segments of the scope; unknown ids are ignored (as Milvus).
 
         ``need_transfer``: the delegator of ``shard`` releases them (none → 500)."""
@@ -468,7 +467,7 @@ class QueryNode(Component):
         await self._release([s for sid in dict.fromkeys(req.segmentIDs) if (s := self.segments.get(sid))])
         return _ok()
 
-    async def release_collection(self, req: Q.ReleaseCollectionRequest) -> common_pb2.Status:
+    async def release_collection(self, req: query_coord_pb2.ReleaseCollectionRequest) -> common_pb2.Status:
         """ReleaseCollection: forget the collection and release all its segments (unknown → success)."""
         self._check_serving_or_stopping()
         segments = self.segments.list(req.collectionID)
@@ -476,13 +475,13 @@ class QueryNode(Component):
         await self._release(segments)
         return _ok()
 
-    async def load_partitions(self, req: Q.LoadPartitionsRequest) -> common_pb2.Status:
+    async def load_partitions(self, req: query_coord_pb2.LoadPartitionsRequest) -> common_pb2.Status:
         """LoadPartitions: add partitions to a known collection; unknown collection → success, nothing done."""
         self.lifecycle.check_healthy()
         self.collections.add_partitions(req.collectionID, req.partitionIDs)
         return _ok()
 
-    async def release_partitions(self, req: Q.ReleasePartitionsRequest) -> common_pb2.Status:
+    async def release_partitions(self, req: query_coord_pb2.ReleasePartitionsRequest) -> common_pb2.Status:
         """ReleasePartitions: remove the partitions from the load meta and release their segments."""
         self._check_serving_or_stopping()
         if req.collectionID not in self.collections:
@@ -505,7 +504,9 @@ class QueryNode(Component):
 
     # --- distribution ------------------------------------------------------------------------
 
-    async def get_segment_info(self, req: Q.GetSegmentInfoRequest) -> Q.GetSegmentInfoResponse:
+    async def get_segment_info(
+        self, req: query_coord_pb2.GetSegmentInfoRequest
+    ) -> query_coord_pb2.GetSegmentInfoResponse:
         """The listed segments held here (missing ones skipped, as Milvus); with no ids, every
         segment of ``collectionID`` (or of the node when that is 0 too)."""
         self.lifecycle.check_healthy()
@@ -513,9 +514,13 @@ class QueryNode(Component):
             segments = [s for sid in req.segmentIDs if (s := self.segments.get(sid)) is not None]
         else:
             segments = self.segments.list(req.collectionID or None)
-        return Q.GetSegmentInfoResponse(status=_ok(), infos=[s.segment_info(self.node_id) for s in segments])
+        return query_coord_pb2.GetSegmentInfoResponse(
+            status=_ok(), infos=[s.segment_info(self.node_id) for s in segments]
+        )
 
-    async def get_data_distribution(self, req: Q.GetDataDistributionRequest) -> Q.GetDataDistributionResponse:
+    async def get_data_distribution(
+        self, req: query_coord_pb2.GetDataDistributionRequest
+    ) -> query_coord_pb2.GetDataDistributionResponse:
         """Sealed segments with versions; one channel + one leader view per serviceable delegator
         (as Milvus 2.4, an unserviceable one is left out: the coordinator sees the channel unwatched
         and watches it again, see :meth:`watch_dm_channels`; a failed one is dropped a health round
@@ -525,7 +530,7 @@ class QueryNode(Component):
         self._check_serving_or_stopping()
         await self._forget_failed_delegators()
         delegators = [d for d in self.delegators.values() if d.serviceable]
-        return Q.GetDataDistributionResponse(
+        return query_coord_pb2.GetDataDistributionResponse(
             status=_ok(), nodeID=self.node_id,
             segments=[s.version_info() for s in self.segments.list()],
             channels=[d.channel_info() for d in delegators],
@@ -559,7 +564,7 @@ class QueryNode(Component):
 
     # --- data plane --------------------------------------------------------------------------
 
-    async def get_statistics(self, req: Q.GetStatisticsRequest) -> internal_pb2.GetStatisticsResponse:
+    async def get_statistics(self, req: query_coord_pb2.GetStatisticsRequest) -> internal_pb2.GetStatisticsResponse:
         """Row count of the segments (deletes applied) as ``row_count``."""
         self.lifecycle.check_healthy()
         if not req.from_shard_leader:
@@ -569,10 +574,10 @@ class QueryNode(Component):
         inner = req.req
         coll = self.collections.require(inner.collectionID)
         segments = self._select(coll, inner.partitionIDs, req.segmentIDs, req.scope, req.dml_channels)
-        ts = search_mod.mvcc_timestamp(inner.travel_timestamp)
+        ts = search.mvcc_timestamp(inner.travel_timestamp)
         return row_count_statistics(await asyncio.to_thread(lambda: sum(s.visible_rows(ts) for s in segments)))
 
-    async def search_segments(self, req: Q.SearchRequest) -> internal_pb2.SearchResults:
+    async def search_segments(self, req: query_coord_pb2.SearchRequest) -> internal_pb2.SearchResults:
         """SearchSegments: search the listed sealed segments (all of the collection's when none)."""
         self.lifecycle.check_healthy()
         inner = req.req
@@ -580,7 +585,7 @@ class QueryNode(Component):
         segments = self._select(coll, inner.partitionIDs, req.segmentIDs, req.scope, req.dml_channels)
         return await self.batcher.search(coll, segments, inner, req.dml_channels)
 
-    async def search(self, req: Q.SearchRequest) -> internal_pb2.SearchResults:
+    async def search(self, req: query_coord_pb2.SearchRequest) -> internal_pb2.SearchResults:
         """Search: from a shard leader = :meth:`search_segments`; from a proxy = through delegators."""
         if req.from_shard_leader:
             return await self.search_segments(req)
@@ -595,21 +600,21 @@ class QueryNode(Component):
             out.channels_mvcc.update(dict(p.channels_mvcc))
         return out
 
-    def _retrieve_target(self, req: Q.QueryRequest) -> tuple[Collection, list[SealedSegment]]:
+    def _retrieve_target(self, req: query_coord_pb2.QueryRequest) -> tuple[Collection, list[SealedSegment]]:
         self.lifecycle.check_healthy()
         coll = self.collections.require(req.req.collectionID)
         return coll, self._select(coll, req.req.partitionIDs, req.segmentIDs, req.scope, req.dml_channels)
 
-    async def query_segments(self, req: Q.QueryRequest) -> internal_pb2.RetrieveResults:
+    async def query_segments(self, req: query_coord_pb2.QueryRequest) -> internal_pb2.RetrieveResults:
         """QuerySegments: filter, MVCC and deletes over the segments; rows by primary key."""
         coll, segments = self._retrieve_target(req)
 
         def run() -> internal_pb2.RetrieveResults:
-            found = retrieve_mod.retrieve(coll, segments, req.req)
-            return retrieve_mod.to_retrieve_results(found, req.req, req.dml_channels)
+            found = retrieve.retrieve(coll, segments, req.req)
+            return retrieve.to_retrieve_results(found, req.req, req.dml_channels)
         return await asyncio.to_thread(run)
 
-    async def query(self, req: Q.QueryRequest) -> internal_pb2.RetrieveResults:
+    async def query(self, req: query_coord_pb2.QueryRequest) -> internal_pb2.RetrieveResults:
         if req.from_shard_leader:
             return await self.query_segments(req)
         self.lifecycle.check_healthy()
@@ -620,16 +625,18 @@ class QueryNode(Component):
             return parts[0]
         return await asyncio.to_thread(merge_retrieve, parts, req.req, list(req.dml_channels), query_limit(req.req))
 
-    async def query_stream_segments(self, req: Q.QueryRequest) -> AsyncIterator[internal_pb2.RetrieveResults]:
+    async def query_stream_segments(
+        self, req: query_coord_pb2.QueryRequest
+    ) -> AsyncIterator[internal_pb2.RetrieveResults]:
         """QueryStreamSegments: the rows of :meth:`query_segments` in messages of at most
         :attr:`stream_chunk_bytes` each."""
         coll, segments = self._retrieve_target(req)
-        found = await asyncio.to_thread(retrieve_mod.retrieve, coll, segments, req.req)
-        chunks = retrieve_mod.retrieve_chunks(found, req.req, req.dml_channels, self.stream_chunk_bytes)
+        found = await asyncio.to_thread(retrieve.retrieve, coll, segments, req.req)
+        chunks = retrieve.retrieve_chunks(found, req.req, req.dml_channels, self.stream_chunk_bytes)
         while (msg := await asyncio.to_thread(next, chunks, None)) is not None:
             yield msg
 
-    async def query_stream(self, req: Q.QueryRequest) -> AsyncIterator[internal_pb2.RetrieveResults]:
+    async def query_stream(self, req: query_coord_pb2.QueryRequest) -> AsyncIterator[internal_pb2.RetrieveResults]:
         if req.from_shard_leader:
             async for msg in self.query_stream_segments(req):
                 yield msg
@@ -640,7 +647,7 @@ class QueryNode(Component):
             async for msg in d.query_stream(req):
                 yield msg
 
-    async def delete(self, req: Q.DeleteRequest) -> common_pb2.Status:
+    async def delete(self, req: query_coord_pb2.DeleteRequest) -> common_pb2.Status:
         """Delete: hide rows with these keys inserted before each delete's timestamp, in one
         local sealed segment (scope Streaming finds none here → ``segment not found``, 600)."""
         self.lifecycle.check_healthy()
@@ -653,7 +660,7 @@ class QueryNode(Component):
         self._touch()
         return _ok()
 
-    async def delete_batch(self, req: Q.DeleteBatchRequest) -> Q.DeleteBatchResponse:
+    async def delete_batch(self, req: query_coord_pb2.DeleteBatchRequest) -> query_coord_pb2.DeleteBatchResponse:
         """DeleteBatch: the same deletes on every listed segment held here, in parallel.
 
         ``failed_ids``: segments whose delete failed; ``missing_ids``: segments not on this node
@@ -677,4 +684,4 @@ class QueryNode(Component):
             log.info("DeleteBatch on channel %s: segments %s are not on this node", req.vchannel_name, missing)
         if len(failed) < len(targets):
             self._touch()
-        return Q.DeleteBatchResponse(status=_ok(), failed_ids=failed, missing_ids=missing)
+        return query_coord_pb2.DeleteBatchResponse(status=_ok(), failed_ids=failed, missing_ids=missing)

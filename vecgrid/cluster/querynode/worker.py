@@ -27,7 +27,7 @@ import grpc
 
 from vecgrid import errors
 from vecgrid.cluster.querynode.peers import PeerClients
-from vecgrid.proto import common_pb2, internal_pb2, query_coord_pb2 as Q
+from vecgrid.proto import common_pb2, internal_pb2, query_coord_pb2
 
 #: deadline of one sub-request a leader sends a worker (a read, a load, a release)
 SUB_CALL_TIMEOUT_S = 120.0
@@ -54,19 +54,23 @@ class Worker(Protocol):
     @property
     def node_id(self) -> int: ...
 
-    async def load_segments(self, req: Q.LoadSegmentsRequest) -> None: ...
+    async def load_segments(self, req: query_coord_pb2.LoadSegmentsRequest) -> None: ...
 
-    async def release_segments(self, req: Q.ReleaseSegmentsRequest) -> None: ...
+    async def release_segments(self, req: query_coord_pb2.ReleaseSegmentsRequest) -> None: ...
 
-    def search_segments(self, req: Q.SearchRequest) -> Awaitable[internal_pb2.SearchResults]: ...
+    def search_segments(self, req: query_coord_pb2.SearchRequest) -> Awaitable[internal_pb2.SearchResults]: ...
 
-    def query_segments(self, req: Q.QueryRequest) -> Awaitable[internal_pb2.RetrieveResults]: ...
+    def query_segments(self, req: query_coord_pb2.QueryRequest) -> Awaitable[internal_pb2.RetrieveResults]: ...
 
-    def query_stream_segments(self, req: Q.QueryRequest) -> AsyncIterator[internal_pb2.RetrieveResults]: ...
+    def query_stream_segments(
+        self, req: query_coord_pb2.QueryRequest
+    ) -> AsyncIterator[internal_pb2.RetrieveResults]: ...
 
-    def get_statistics(self, req: Q.GetStatisticsRequest) -> Awaitable[internal_pb2.GetStatisticsResponse]: ...
+    def get_statistics(
+        self, req: query_coord_pb2.GetStatisticsRequest
+    ) -> Awaitable[internal_pb2.GetStatisticsResponse]: ...
 
-    async def delete_batch(self, req: Q.DeleteBatchRequest) -> Q.DeleteBatchResponse:
+    async def delete_batch(self, req: query_coord_pb2.DeleteBatchRequest) -> query_coord_pb2.DeleteBatchResponse:
         """The same deletes on several segments; per-segment outcomes in ``failed_ids`` /
         ``missing_ids`` (the Status only says the call itself worked)."""
         ...
@@ -78,19 +82,21 @@ class WorkerHandlers(Protocol):
     @property
     def node_id(self) -> int: ...
 
-    async def load_segments(self, req: Q.LoadSegmentsRequest) -> common_pb2.Status: ...
+    async def load_segments(self, req: query_coord_pb2.LoadSegmentsRequest) -> common_pb2.Status: ...
 
-    async def release_segments(self, req: Q.ReleaseSegmentsRequest) -> common_pb2.Status: ...
+    async def release_segments(self, req: query_coord_pb2.ReleaseSegmentsRequest) -> common_pb2.Status: ...
 
-    async def search_segments(self, req: Q.SearchRequest) -> internal_pb2.SearchResults: ...
+    async def search_segments(self, req: query_coord_pb2.SearchRequest) -> internal_pb2.SearchResults: ...
 
-    async def query_segments(self, req: Q.QueryRequest) -> internal_pb2.RetrieveResults: ...
+    async def query_segments(self, req: query_coord_pb2.QueryRequest) -> internal_pb2.RetrieveResults: ...
 
-    def query_stream_segments(self, req: Q.QueryRequest) -> AsyncIterator[internal_pb2.RetrieveResults]: ...
+    def query_stream_segments(
+        self, req: query_coord_pb2.QueryRequest
+    ) -> AsyncIterator[internal_pb2.RetrieveResults]: ...
 
-    async def get_statistics(self, req: Q.GetStatisticsRequest) -> internal_pb2.GetStatisticsResponse: ...
+    async def get_statistics(self, req: query_coord_pb2.GetStatisticsRequest) -> internal_pb2.GetStatisticsResponse: ...
 
-    async def delete_batch(self, req: Q.DeleteBatchRequest) -> Q.DeleteBatchResponse: ...
+    async def delete_batch(self, req: query_coord_pb2.DeleteBatchRequest) -> query_coord_pb2.DeleteBatchResponse: ...
 
 
 class LocalWorker:
@@ -103,25 +109,27 @@ class LocalWorker:
     def node_id(self) -> int:
         return self._node.node_id
 
-    async def load_segments(self, req: Q.LoadSegmentsRequest) -> None:
+    async def load_segments(self, req: query_coord_pb2.LoadSegmentsRequest) -> None:
         await self._node.load_segments(req)
 
-    async def release_segments(self, req: Q.ReleaseSegmentsRequest) -> None:
+    async def release_segments(self, req: query_coord_pb2.ReleaseSegmentsRequest) -> None:
         await self._node.release_segments(req)
 
-    def search_segments(self, req: Q.SearchRequest) -> Awaitable[internal_pb2.SearchResults]:
+    def search_segments(self, req: query_coord_pb2.SearchRequest) -> Awaitable[internal_pb2.SearchResults]:
         return self._node.search_segments(req)
 
-    def query_segments(self, req: Q.QueryRequest) -> Awaitable[internal_pb2.RetrieveResults]:
+    def query_segments(self, req: query_coord_pb2.QueryRequest) -> Awaitable[internal_pb2.RetrieveResults]:
         return self._node.query_segments(req)
 
-    def query_stream_segments(self, req: Q.QueryRequest) -> AsyncIterator[internal_pb2.RetrieveResults]:
+    def query_stream_segments(self, req: query_coord_pb2.QueryRequest) -> AsyncIterator[internal_pb2.RetrieveResults]:
         return self._node.query_stream_segments(req)
 
-    def get_statistics(self, req: Q.GetStatisticsRequest) -> Awaitable[internal_pb2.GetStatisticsResponse]:
+    def get_statistics(
+        self, req: query_coord_pb2.GetStatisticsRequest
+    ) -> Awaitable[internal_pb2.GetStatisticsResponse]:
         return self._node.get_statistics(req)
 
-    async def delete_batch(self, req: Q.DeleteBatchRequest) -> Q.DeleteBatchResponse:
+    async def delete_batch(self, req: query_coord_pb2.DeleteBatchRequest) -> query_coord_pb2.DeleteBatchResponse:
         return await self._node.delete_batch(req)
 
 
@@ -170,22 +178,26 @@ class RemoteWorker:
     def _transport_error(self, method: str, e: grpc.aio.AioRpcError) -> errors.MilvusError:
         return errors.ServiceUnavailable(f"{method} on node {self._node_id}: {e.code().name} {e.details()}")
 
-    async def load_segments(self, req: Q.LoadSegmentsRequest) -> None:
+    async def load_segments(self, req: query_coord_pb2.LoadSegmentsRequest) -> None:
         await self._unary("LoadSegments", req)
 
-    async def release_segments(self, req: Q.ReleaseSegmentsRequest) -> None:
+    async def release_segments(self, req: query_coord_pb2.ReleaseSegmentsRequest) -> None:
         await self._unary("ReleaseSegments", req)
 
-    def search_segments(self, req: Q.SearchRequest) -> Awaitable[internal_pb2.SearchResults]:
+    def search_segments(self, req: query_coord_pb2.SearchRequest) -> Awaitable[internal_pb2.SearchResults]:
         return self._unary("SearchSegments", req)
 
-    def query_segments(self, req: Q.QueryRequest) -> Awaitable[internal_pb2.RetrieveResults]:
+    def query_segments(self, req: query_coord_pb2.QueryRequest) -> Awaitable[internal_pb2.RetrieveResults]:
         return self._unary("QuerySegments", req)
 
-    def get_statistics(self, req: Q.GetStatisticsRequest) -> Awaitable[internal_pb2.GetStatisticsResponse]:
+    def get_statistics(
+        self, req: query_coord_pb2.GetStatisticsRequest
+    ) -> Awaitable[internal_pb2.GetStatisticsResponse]:
         return self._unary("GetStatistics", req)
 
-    async def query_stream_segments(self, req: Q.QueryRequest) -> AsyncIterator[internal_pb2.RetrieveResults]:
+    async def query_stream_segments(
+        self, req: query_coord_pb2.QueryRequest
+    ) -> AsyncIterator[internal_pb2.RetrieveResults]:
         call = self._start("QueryStreamSegments", req)
         if call is None:
             raise self._unknown()
@@ -195,7 +207,7 @@ class RemoteWorker:
         except grpc.aio.AioRpcError as e:
             raise self._transport_error("QueryStreamSegments", e) from None
 
-    async def delete_batch(self, req: Q.DeleteBatchRequest) -> Q.DeleteBatchResponse:
+    async def delete_batch(self, req: query_coord_pb2.DeleteBatchRequest) -> query_coord_pb2.DeleteBatchResponse:
         """DeleteBatch; a peer without it (UNIMPLEMENTED) gets one ``Delete`` per segment, whose
         outcomes are reported the same way (``segment not found`` → ``missing_ids``)."""
         call = self._start("DeleteBatch", req)
@@ -208,9 +220,16 @@ class RemoteWorker:
                 raise self._transport_error("DeleteBatch", e) from None
         failed, missing = [], []
         for sid in req.segment_ids:
-            one = Q.DeleteRequest(base=req.base, collection_id=req.collection_id, partition_id=req.partition_id,
-                                  vchannel_name=req.vchannel_name, segment_id=sid, primary_keys=req.primary_keys,
-                                  timestamps=req.timestamps, scope=req.scope)
+            one = query_coord_pb2.DeleteRequest(
+                base=req.base,
+                collection_id=req.collection_id,
+                partition_id=req.partition_id,
+                vchannel_name=req.vchannel_name,
+                segment_id=sid,
+                primary_keys=req.primary_keys,
+                timestamps=req.timestamps,
+                scope=req.scope,
+            )
             try:
                 await self._unary("Delete", one)
             except (errors.SegmentNotFound, errors.SegmentNotLoaded):
@@ -219,7 +238,7 @@ class RemoteWorker:
                 raise
             except errors.MilvusError:
                 failed.append(sid)
-        return Q.DeleteBatchResponse(status=common_pb2.Status(), failed_ids=failed, missing_ids=missing)
+        return query_coord_pb2.DeleteBatchResponse(status=common_pb2.Status(), failed_ids=failed, missing_ids=missing)
 
 
 def _checked(reply: Any) -> Any:

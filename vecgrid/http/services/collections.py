@@ -30,7 +30,7 @@ from vecgrid.common.feathers_errors import BadRequest, Conflict
 from vecgrid.http.services.collection_common import (READ, WRITE, body, check_keys, describe, index_json,
                                                      json_int, load_json, positive_int, schema_from_json,
                                                      schema_to_json, string_list)
-from vecgrid.proto import common_pb2, query_coord_pb2 as Q, schema_pb2
+from vecgrid.proto import common_pb2, query_coord_pb2, schema_pb2
 from vecgrid.storage.catalog import CollectionInfo
 from vecgrid.storage.catalog.schema_rules import DEFAULT_DB_NAME, normalize_properties
 
@@ -172,9 +172,15 @@ class CollectionsService:
         out["resourceGroups"] = sorted({r.resource_group_name for r in replicas})
         names = {p.partitionID: p.partitionName for p in coll.partitions}
         states = self.coord.partition_states(coll.id, []) if state.state != NOT_LOAD else []
-        out["partitionStates"] = [{"name": names.get(s.partitionID, ""), "id": json_int(s.partitionID),
-                                   "state": Q.PartitionState.Name(s.state), "loadPercent": s.inMemory_percentage}
-                                  for s in states]
+        out["partitionStates"] = [
+            {
+                "name": names.get(s.partitionID, ""),
+                "id": json_int(s.partitionID),
+                "state": query_coord_pb2.PartitionState.Name(s.state),
+                "loadPercent": s.inMemory_percentage,
+            }
+            for s in states
+        ]
         return out
 
     # --- standard methods -------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from vecgrid.cluster.querycoord.job.jobs import LoadRequest
 from vecgrid.common.feathers_errors import BadRequest, Conflict
 from vecgrid.http.services.collection_common import (READ, WRITE, body, check_keys, describe, json_int, load_json,
                                                      positive_int, route_collection, string_list)
-from vecgrid.proto import query_coord_pb2 as Q
+from vecgrid.proto import query_coord_pb2
 from vecgrid.storage.catalog import CollectionInfo
 
 NOT_LOADED = "NotLoaded"
@@ -46,7 +46,7 @@ class PartitionsService:
         out["rowCount"] = count
         out.update(load_json(state))
         placement = placements.get(part.partitionID)
-        out["placement"] = Q.PartitionState.Name(placement) if placement is not None else NOT_LOADED
+        out["placement"] = query_coord_pb2.PartitionState.Name(placement) if placement is not None else NOT_LOADED
         return out
 
     def _placements(self, coll: CollectionInfo) -> dict[int, int]:

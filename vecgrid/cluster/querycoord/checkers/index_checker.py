@@ -24,18 +24,18 @@ from __future__ import annotations
 from vecgrid.cluster.querycoord.checkers.base import Checker
 from vecgrid.cluster.querycoord.meta.target_manager import Scope
 from vecgrid.cluster.querycoord.task.task import IndexSaveTask, Priority, SegmentTask, Task
-from vecgrid.proto import query_coord_pb2 as Q
+from vecgrid.proto import query_coord_pb2
 
 NAME = "index_checker"
 
 
-def built_at_load(seg: Q.SegmentVersionInfo, field_id: int, index_id: int) -> bool:
+def built_at_load(seg: query_coord_pb2.SegmentVersionInfo, field_id: int, index_id: int) -> bool:
     """The node serves ``index_id`` on the field from an index it built, not from a file."""
     return field_id in seg.index_info and seg.index_info[field_id].indexID == index_id \
         and seg.index_info[field_id].enable_index and not seg.index_info[field_id].index_file_paths
 
 
-def served_interim(seg: Q.SegmentVersionInfo, field_id: int, index_id: int) -> bool:
+def served_interim(seg: query_coord_pb2.SegmentVersionInfo, field_id: int, index_id: int) -> bool:
     """The node serves the field exactly (interim FLAT) while ``index_id`` is not built."""
     return field_id in seg.index_info and seg.index_info[field_id].indexID == index_id \
         and not seg.index_info[field_id].enable_index and not seg.index_info[field_id].index_file_paths
@@ -61,7 +61,7 @@ class IndexChecker(Checker):
                      if fid in seg.index_info and seg.index_info[fid].indexID not in (0, index_id)]
             if stale:
                 tasks.append(SegmentTask(cid, replica.ID, wanted[seg.ID], target=node_id, origin=NAME,
-                                         priority=Priority.LOW, load_scope=Q.Index))
+                                         priority=Priority.LOW, load_scope=query_coord_pb2.Index))
         return tasks
 
     def _switch_tasks(self, cid: int, live: dict[int, int]) -> list[Task]:
@@ -80,7 +80,7 @@ class IndexChecker(Checker):
             if any(served_interim(seg, fid, index_id) and (seg.ID, index_id) in built
                    for fid, index_id in live.items()):
                 tasks.append(SegmentTask(cid, replica.ID, wanted[seg.ID], target=node_id, origin=NAME,
-                                         priority=Priority.LOW, load_scope=Q.Index))
+                                         priority=Priority.LOW, load_scope=query_coord_pb2.Index))
         return tasks
 
     def _save_tasks(self, cid: int, live: dict[int, int]) -> list[Task]:

@@ -15,7 +15,7 @@ from vecgrid.cluster.querycoord.dist.leaders import leader_of, replica_nodes
 from vecgrid.cluster.querycoord.load_info import segment_load_info
 from vecgrid.cluster.querycoord.meta.target_manager import Scope
 from vecgrid.cluster.querycoord.task.task import LeaderTask, SegmentTask, Task
-from vecgrid.proto import query_coord_pb2 as Q
+from vecgrid.proto import query_coord_pb2
 
 NAME = "leader_checker"
 
@@ -42,9 +42,11 @@ class LeaderChecker(Checker):
                     tasks.append(LeaderTask(cid, replica.ID, channel, leader, actions, origin=NAME))
         return tasks
 
-    def _actions(self, view: Q.LeaderView, channel: str, wanted, where) -> list[Q.SyncAction]:
+    def _actions(
+        self, view: query_coord_pb2.LeaderView, channel: str, wanted, where
+    ) -> list[query_coord_pb2.SyncAction]:
         ctx = self.ctx
-        actions: list[Q.SyncAction] = []
+        actions: list[query_coord_pb2.SyncAction] = []
         for sid, ref in sorted(wanted.items()):
             if ref.channel != channel or sid not in where:
                 continue
@@ -53,11 +55,21 @@ class LeaderChecker(Checker):
                 continue
             node_id, version = max(where[sid].items(), key=lambda kv: kv[1])
             info, _ = segment_load_info(ctx.catalog, sid)
-            actions.append(Q.SyncAction(type=Q.Set, segmentID=sid, nodeID=node_id, version=version,
-                                        partitionID=ref.partition_id, info=info))
+            actions.append(
+                query_coord_pb2.SyncAction(
+                    type=query_coord_pb2.Set,
+                    segmentID=sid,
+                    nodeID=node_id,
+                    version=version,
+                    partitionID=ref.partition_id,
+                    info=info,
+                )
+            )
         for sid, entry in sorted(view.segment_dist.items()):
             gone = not ctx.online(entry.nodeID) and sid not in where
             released = sid not in wanted and not ctx.dist.holds(entry.nodeID, sid)  # e.g. a released partition
             if gone or released:
-                actions.append(Q.SyncAction(type=Q.Remove, segmentID=sid, nodeID=entry.nodeID))
+                actions.append(
+                    query_coord_pb2.SyncAction(type=query_coord_pb2.Remove, segmentID=sid, nodeID=entry.nodeID)
+                )
         return actions

@@ -21,7 +21,7 @@ import logging
 from vecgrid.cluster.querycoord.dist.distribution import DistributionManager
 from vecgrid.cluster.querycoord.session.cluster import NodeClients
 from vecgrid.cluster.querycoord.session.node_manager import NodeInfo, NodeManager
-from vecgrid.proto import query_coord_pb2 as Q
+from vecgrid.proto import query_coord_pb2
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +73,7 @@ class DistController:
     async def _pull(self, node_id: int) -> None:
         known = self.dist.node(node_id)
         reply = await self.clients.stub(node_id).GetDataDistribution(
-            Q.GetDataDistributionRequest(lastUpdateTs=known.last_modify_ts if known else 0),
+            query_coord_pb2.GetDataDistributionRequest(lastUpdateTs=known.last_modify_ts if known else 0),
             timeout=self.timeout_s, metadata=self.clients.metadata(node_id))
         if reply.status.code == 0:
             self.dist.update(node_id, reply)

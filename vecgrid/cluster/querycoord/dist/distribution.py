@@ -12,15 +12,15 @@ import time
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
-from vecgrid.proto import query_coord_pb2 as Q
+from vecgrid.proto import query_coord_pb2
 
 
 @dataclass
 class NodeDistribution:
     node_id: int
-    segments: list[Q.SegmentVersionInfo] = field(default_factory=list)
-    channels: list[Q.ChannelVersionInfo] = field(default_factory=list)
-    leader_views: list[Q.LeaderView] = field(default_factory=list)
+    segments: list[query_coord_pb2.SegmentVersionInfo] = field(default_factory=list)
+    channels: list[query_coord_pb2.ChannelVersionInfo] = field(default_factory=list)
+    leader_views: list[query_coord_pb2.LeaderView] = field(default_factory=list)
     mem_capacity_mb: float = 0.0
     last_modify_ts: int = 0
     heartbeat: float = 0.0  # monotonic time of the last answer
@@ -30,7 +30,7 @@ class DistributionManager:
     def __init__(self) -> None:
         self._nodes: dict[int, NodeDistribution] = {}
 
-    def update(self, node_id: int, reply: Q.GetDataDistributionResponse) -> None:
+    def update(self, node_id: int, reply: query_coord_pb2.GetDataDistributionResponse) -> None:
         """Record a node's answer; an empty body (nothing changed since last time) only beats the heart.
 
         A body replaces what was known even under the same ``lastModifyTs``: a vecgrid node moves it on
@@ -54,22 +54,24 @@ class DistributionManager:
     def node(self, node_id: int) -> NodeDistribution | None:
         return self._nodes.get(node_id)
 
-    def segments(self, collection_id: int | None = None) -> list[tuple[int, Q.SegmentVersionInfo]]:
+    def segments(self, collection_id: int | None = None) -> list[tuple[int, query_coord_pb2.SegmentVersionInfo]]:
         return [(n, s) for n, d in sorted(self._nodes.items()) for s in d.segments
                 if collection_id is None or s.collection == collection_id]
 
-    def channels(self, collection_id: int | None = None) -> list[tuple[int, Q.ChannelVersionInfo]]:
+    def channels(self, collection_id: int | None = None) -> list[tuple[int, query_coord_pb2.ChannelVersionInfo]]:
         return [(n, c) for n, d in sorted(self._nodes.items()) for c in d.channels
                 if collection_id is None or c.collection == collection_id]
 
-    def leader_views(self, collection_id: int | None = None) -> list[tuple[int, Q.LeaderView]]:
+    def leader_views(self, collection_id: int | None = None) -> list[tuple[int, query_coord_pb2.LeaderView]]:
         return [(n, v) for n, d in sorted(self._nodes.items()) for v in d.leader_views
                 if collection_id is None or v.collection == collection_id]
 
-    def segments_on(self, collection_id: int, nodes: Collection[int]) -> dict[int, dict[int, Q.SegmentVersionInfo]]:
+    def segments_on(
+        self, collection_id: int, nodes: Collection[int]
+    ) -> dict[int, dict[int, query_coord_pb2.SegmentVersionInfo]]:
         """Where the collection's sealed segments are among ``nodes`` (one replica's, say): segment id ->
         node -> what that node reports of it, nodes in id order."""
-        out: dict[int, dict[int, Q.SegmentVersionInfo]] = {}
+        out: dict[int, dict[int, query_coord_pb2.SegmentVersionInfo]] = {}
         for node_id, seg in self.segments(collection_id):
             if node_id in nodes:
                 out.setdefault(seg.ID, {})[node_id] = seg

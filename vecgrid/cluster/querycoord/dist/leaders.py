@@ -13,17 +13,19 @@ from typing import Callable
 
 from vecgrid.cluster.querycoord.dist.distribution import DistributionManager
 from vecgrid.cluster.querycoord.meta.target_manager import SegmentRef
-from vecgrid.proto import data_coord_pb2, query_coord_pb2 as Q
+from vecgrid.proto import data_coord_pb2, query_coord_pb2
 
 
-def replica_nodes(replica: Q.Replica) -> set[int]:
+def replica_nodes(replica: query_coord_pb2.Replica) -> set[int]:
     return {*replica.nodes, *replica.ro_nodes}
 
 
-def leader_of(dist: DistributionManager, replica: Q.Replica, channel: str) -> tuple[int, Q.LeaderView] | None:
+def leader_of(
+    dist: DistributionManager, replica: query_coord_pb2.Replica, channel: str
+) -> tuple[int, query_coord_pb2.LeaderView] | None:
     """``(node id, leader view)`` of the replica's shard leader for ``channel``, or None."""
     members = replica_nodes(replica)
-    best: tuple[int, int, Q.LeaderView] | None = None
+    best: tuple[int, int, query_coord_pb2.LeaderView] | None = None
     for node_id, ch in dist.channels(replica.collectionID):
         if ch.channel != channel or node_id not in members:
             continue
@@ -34,7 +36,7 @@ def leader_of(dist: DistributionManager, replica: Q.Replica, channel: str) -> tu
     return None if best is None else (best[0], best[2])
 
 
-def view_problem(view: Q.LeaderView, leader: int, segments: dict[int, SegmentRef],
+def view_problem(view: query_coord_pb2.LeaderView, leader: int, segments: dict[int, SegmentRef],
                  online: Callable[[int], bool], *, check_version: bool = True) -> str | None:
     """Why the view cannot serve ``segments`` (the channel's target segments), or None."""
     if not online(leader):

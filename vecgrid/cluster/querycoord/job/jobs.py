@@ -21,7 +21,7 @@ from vecgrid.cluster.querycoord.context import CheckerContext
 from vecgrid.cluster.querycoord.meta.resource_manager import DEFAULT_RG, ResourceManager
 from vecgrid.cluster.querycoord.task.executor import DaskExecutor
 from vecgrid.config import Settings
-from vecgrid.proto import common_pb2, query_coord_pb2 as Q
+from vecgrid.proto import common_pb2, query_coord_pb2
 
 log = logging.getLogger(__name__)
 
@@ -170,7 +170,7 @@ class Jobs:
         """LoadCollection/LoadPartitions with ``refresh``: pull a new target for what is loaded."""
         ctx = self.ctx
         existing = ctx.collections.get(cid)
-        if existing is None or existing.status != Q.Loaded:
+        if existing is None or existing.status != query_coord_pb2.Loaded:
             raise errors.CollectionNotLoaded("refresh needs a loaded collection", collection=cid)
         target = ctx.targets.pull_next(cid, ctx.collections.partition_ids(cid))
         self.refresh_versions[cid] = target.version if target is not None else 0
@@ -185,10 +185,16 @@ class Jobs:
         spawned = []
         try:
             spawned = ctx.replicas.spawn(cid, layout, self._new_id, self.rg_nodes, vchannels)
-            info = Q.CollectionLoadInfo(
-                collectionID=cid, replica_number=replica_number,
-                load_type=Q.LoadPartition if req.partition_ids is not None else Q.LoadCollection,
-                load_fields=load_fields, field_indexID=req.field_index or {}, status=Q.Loading)
+            info = query_coord_pb2.CollectionLoadInfo(
+                collectionID=cid,
+                replica_number=replica_number,
+                load_type=(
+                    query_coord_pb2.LoadPartition if req.partition_ids is not None else query_coord_pb2.LoadCollection
+                ),
+                load_fields=load_fields,
+                field_indexID=req.field_index or {},
+                status=query_coord_pb2.Loading,
+            )
             ctx.collections.put(info, self._loading(cid, partition_ids))
             self.pull_target(cid)
         except BaseException:
@@ -198,8 +204,15 @@ class Jobs:
             raise
         self.poke()
 
-    async def _load_more(self, existing: Q.CollectionLoadInfo, whole: bool, wanted: list[int], replica_number: int,
-                         rgs: list[str], load_fields: list[int]) -> None:
+    async def _load_more(
+        self,
+        existing: query_coord_pb2.CollectionLoadInfo,
+        whole: bool,
+        wanted: list[int],
+        replica_number: int,
+        rgs: list[str],
+        load_fields: list[int],
+    ) -> None:
         """A load of a loaded collection: the same load again succeeds; a new replica layout (whole
         collection only) updates the config; partitions not loaded yet are added."""
         ctx, cid = self.ctx, existing.collectionID
@@ -216,8 +229,12 @@ class Jobs:
         if not new:
             return   # loading the same thing again succeeds
         try:
-            await self._on_nodes(cid, "load_partitions",
-                                 Q.LoadPartitionsRequest(collectionID=cid, partitionIDs=new), "load-partitions")
+            await self._on_nodes(
+                cid,
+                "load_partitions",
+                query_coord_pb2.LoadPartitionsRequest(collectionID=cid, partitionIDs=new),
+                "load-partitions",
+            )
             # A loaded collection stays Loaded (and searchable) while partitions added to it load, as in
             # Milvus: GetShardLeaders answers 103 only for a collection that is not Loaded yet.
             ctx.collections.put(existing, self._loading(cid, new))
@@ -228,8 +245,11 @@ class Jobs:
         self.poke()
 
     @staticmethod
-    def _loading(cid: int, partition_ids: list[int]) -> list[Q.PartitionLoadInfo]:
-        return [Q.PartitionLoadInfo(collectionID=cid, partitionID=pid, status=Q.Loading) for pid in partition_ids]
+    def _loading(cid: int, partition_ids: list[int]) -> list[query_coord_pb2.PartitionLoadInfo]:
+        return [
+            query_coord_pb2.PartitionLoadInfo(collectionID=cid, partitionID=pid, status=query_coord_pb2.Loading)
+            for pid in partition_ids
+        ]
 
     # --- update load config / transfer replica ------------------------------------------------
 
@@ -270,7 +290,7 @@ class Jobs:
         missing = {rg: count - current.get(rg, 0) for rg, count in layout.items() if count > current.get(rg, 0)}
         if missing:
             ctx.replicas.spawn(cid, missing, self._new_id, self.rg_nodes, ctx.catalog.get_collection(cid).vchannels)
-        info = Q.CollectionLoadInfo()
+        info = query_coord_pb2.CollectionLoadInfo()
         info.CopyFrom(ctx.collections.get(cid))
         info.replica_number = replica_number
         ctx.collections.update(info)
@@ -296,20 +316,32 @@ class Jobs:
     async def sync_new_partition(self, cid: int, pid: int) -> None:
         async with self.queue.lock(cid):
             info = self.ctx.collections.get(cid)
-            if info is None or info.load_type != Q.LoadCollection or self.ctx.collections.partition(cid, pid):
+            if (
+                info is None
+                or info.load_type != query_coord_pb2.LoadCollection
+                or self.ctx.collections.partition(cid, pid)
+            ):
                 return
-            await self._on_nodes(cid, "load_partitions",
-                                 Q.LoadPartitionsRequest(collectionID=cid, partitionIDs=[pid]), "load-partitions")
-            self.ctx.collections.put(info, [Q.PartitionLoadInfo(collectionID=cid, partitionID=pid,
-                                                                status=Q.Loaded)])
+            await self._on_nodes(
+                cid,
+                "load_partitions",
+                query_coord_pb2.LoadPartitionsRequest(collectionID=cid, partitionIDs=[pid]),
+                "load-partitions",
+            )
+            self.ctx.collections.put(info, [query_coord_pb2.PartitionLoadInfo(collectionID=cid, partitionID=pid,
+                                                                status=query_coord_pb2.Loaded)])
             self.pull_target(cid)
             self.poke()
 
     # --- release ----------------------------------------------------------------------------
 
     async def _release_partitions_on_nodes(self, cid: int, pids: list[int]) -> None:
-        await self._on_nodes(cid, "release_partitions", Q.ReleasePartitionsRequest(collectionID=cid, partitionIDs=pids),
-                             "release-partitions")
+        await self._on_nodes(
+            cid,
+            "release_partitions",
+            query_coord_pb2.ReleasePartitionsRequest(collectionID=cid, partitionIDs=pids),
+            "release-partitions",
+        )
 
     async def release_timed_out_partitions(self, cid: int, pids: list[int]) -> None:
         """The nodes drop partitions whose load timed out (the collection observer removed their meta), unless
@@ -343,12 +375,12 @@ class Jobs:
         ctx = self.ctx
         calls = []
         for node_id, ch in ctx.dist.channels(cid):
-            calls.append(self.executor.call("unsub_dm_channel", Q.UnsubDmChannelRequest(
+            calls.append(self.executor.call("unsub_dm_channel", query_coord_pb2.UnsubDmChannelRequest(
                 nodeID=node_id, collectionID=cid, channel_name=ch.channel),
                 node_id, f"unsub-channel-{ch.channel}-node-{node_id}"))
         holders = {n for n, _ in ctx.dist.segments(cid)} | {n for n, _ in ctx.dist.channels(cid)}
         for node_id in sorted(holders):
-            calls.append(self.executor.call("release_collection", Q.ReleaseCollectionRequest(
+            calls.append(self.executor.call("release_collection", query_coord_pb2.ReleaseCollectionRequest(
                 base=common_pb2.MsgBase(targetID=node_id), collectionID=cid, nodeID=node_id),
                 node_id, f"release-collection-{cid}-node-{node_id}"))
         results = await asyncio.gather(*calls, return_exceptions=True)

@@ -14,7 +14,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from vecgrid.proto import query_coord_pb2 as Q
+from vecgrid.proto import query_coord_pb2
 from vecgrid.storage.kv import MetaStore
 
 _COLL = "querycoord-collection/"
@@ -41,25 +41,25 @@ class CollectionManager:
     def __init__(self, store: MetaStore) -> None:
         self._store = store
         self._lock = threading.RLock()
-        self._collections: dict[int, Q.CollectionLoadInfo] = {}
-        self._partitions: dict[int, dict[int, Q.PartitionLoadInfo]] = {}
+        self._collections: dict[int, query_coord_pb2.CollectionLoadInfo] = {}
+        self._partitions: dict[int, dict[int, query_coord_pb2.PartitionLoadInfo]] = {}
         self._progress: dict[int, LoadProgress] = {}
         for _, raw in store.scan(_COLL):
-            info = Q.CollectionLoadInfo.FromString(raw)
+            info = query_coord_pb2.CollectionLoadInfo.FromString(raw)
             self._collections[info.collectionID] = info
             self._partitions.setdefault(info.collectionID, {})
         for _, raw in store.scan(_PART):
-            part = Q.PartitionLoadInfo.FromString(raw)
+            part = query_coord_pb2.PartitionLoadInfo.FromString(raw)
             if part.collectionID in self._collections:
                 self._partitions[part.collectionID][part.partitionID] = part
         for cid, info in self._collections.items():
-            done = 100 if info.status == Q.Loaded else 0
+            done = 100 if info.status == query_coord_pb2.Loaded else 0
             self._progress[cid] = LoadProgress(
-                {pid: 100 if p.status == Q.Loaded else done for pid, p in self._partitions[cid].items()})
+                {pid: 100 if p.status == query_coord_pb2.Loaded else done for pid, p in self._partitions[cid].items()})
 
     # --- reads ----------------------------------------------------------------------------
 
-    def get(self, cid: int) -> Q.CollectionLoadInfo | None:
+    def get(self, cid: int) -> query_coord_pb2.CollectionLoadInfo | None:
         return self._collections.get(cid)
 
     def ids(self) -> list[int]:
@@ -68,7 +68,7 @@ class CollectionManager:
     def partition_ids(self, cid: int) -> list[int]:
         return sorted(self._partitions.get(cid, {}))
 
-    def partition(self, cid: int, pid: int) -> Q.PartitionLoadInfo | None:
+    def partition(self, cid: int, pid: int) -> query_coord_pb2.PartitionLoadInfo | None:
         return self._partitions.get(cid, {}).get(pid)
 
     def progress(self, cid: int) -> LoadProgress:
@@ -84,17 +84,19 @@ class CollectionManager:
 
     def is_loaded(self, cid: int) -> bool:
         info = self._collections.get(cid)
-        return info is not None and info.status == Q.Loaded
+        return info is not None and info.status == query_coord_pb2.Loaded
 
     def is_loading(self, cid: int) -> bool:
         """The collection or one of its partitions is still loading."""
         info = self._collections.get(cid)
-        return info is not None and (info.status != Q.Loaded or any(
-            p.status != Q.Loaded for p in self._partitions.get(cid, {}).values()))
+        return info is not None and (info.status != query_coord_pb2.Loaded or any(
+            p.status != query_coord_pb2.Loaded for p in self._partitions.get(cid, {}).values()))
 
     # --- writes ---------------------------------------------------------------------------
 
-    def put(self, info: Q.CollectionLoadInfo, partitions: list[Q.PartitionLoadInfo]) -> None:
+    def put(
+        self, info: query_coord_pb2.CollectionLoadInfo, partitions: list[query_coord_pb2.PartitionLoadInfo]
+    ) -> None:
         """Record a (new or extended) load in one transaction."""
         with self._lock, self._store.txn() as txn:
             txn.put(_coll_key(info.collectionID), info.SerializeToString())
@@ -106,10 +108,10 @@ class CollectionManager:
             progress = self.progress(info.collectionID)
             for part in partitions:
                 parts[part.partitionID] = part
-                progress.partitions.setdefault(part.partitionID, 100 if part.status == Q.Loaded else 0)
+                progress.partitions.setdefault(part.partitionID, 100 if part.status == query_coord_pb2.Loaded else 0)
             progress.last_progress_at = time.monotonic()
 
-    def update(self, info: Q.CollectionLoadInfo) -> None:
+    def update(self, info: query_coord_pb2.CollectionLoadInfo) -> None:
         with self._lock:
             self._store.put(_coll_key(info.collectionID), info.SerializeToString())
             self._collections[info.collectionID] = info
@@ -137,11 +139,11 @@ class CollectionManager:
             # stay Loading (not searchable) and time out as a whole.
             info = self._collections.get(cid)
             parts = self._partitions.get(cid, {})
-            if info is not None and info.status != Q.Loaded and parts and \
-                    all(p.status == Q.Loaded for p in parts.values()):
-                loaded = Q.CollectionLoadInfo()
+            if info is not None and info.status != query_coord_pb2.Loaded and parts and \
+                    all(p.status == query_coord_pb2.Loaded for p in parts.values()):
+                loaded = query_coord_pb2.CollectionLoadInfo()
                 loaded.CopyFrom(info)
-                loaded.status = Q.Loaded
+                loaded.status = query_coord_pb2.Loaded
                 self.update(loaded)
 
     def set_progress(self, cid: int, pid: int, percentage: int) -> None:
@@ -150,22 +152,22 @@ class CollectionManager:
             progress = self.progress(cid)
             old = progress.partitions.get(pid, 0)
             part = self.partition(cid, pid)
-            if part is None or (percentage <= old and part.status != Q.Loaded):
+            if part is None or (percentage <= old and part.status != query_coord_pb2.Loaded):
                 return
-            if part.status == Q.Loaded:
+            if part.status == query_coord_pb2.Loaded:
                 return
             progress.partitions[pid] = percentage
             progress.last_progress_at = time.monotonic()
             if percentage >= 100:
-                done = Q.PartitionLoadInfo()
+                done = query_coord_pb2.PartitionLoadInfo()
                 done.CopyFrom(part)
-                done.status = Q.Loaded
+                done.status = query_coord_pb2.Loaded
                 self._store.put(_part_key(cid, pid), done.SerializeToString())
                 self._partitions[cid][pid] = done
                 info = self._collections.get(cid)
-                if info is not None and info.status != Q.Loaded and all(
-                        p.status == Q.Loaded for p in self._partitions[cid].values()):
-                    loaded = Q.CollectionLoadInfo()
+                if info is not None and info.status != query_coord_pb2.Loaded and all(
+                        p.status == query_coord_pb2.Loaded for p in self._partitions[cid].values()):
+                    loaded = query_coord_pb2.CollectionLoadInfo()
                     loaded.CopyFrom(info)
-                    loaded.status = Q.Loaded
+                    loaded.status = query_coord_pb2.Loaded
                     self.update(loaded)

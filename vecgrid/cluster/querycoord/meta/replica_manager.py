@@ -24,7 +24,7 @@ import threading
 from typing import Callable, Iterable, Mapping, Sequence
 
 from vecgrid import errors
-from vecgrid.proto import query_coord_pb2 as Q
+from vecgrid.proto import query_coord_pb2
 from vecgrid.storage.kv import MetaStore
 
 _PREFIX = "querycoord-replica/"
@@ -34,29 +34,29 @@ _PREFIX = "querycoord-replica/"
 CHANNEL_EXCLUSIVE_NODE_FACTOR = 4
 
 
-def _key(replica: Q.Replica) -> str:
+def _key(replica: query_coord_pb2.Replica) -> str:
     return f"{_PREFIX}{replica.collectionID}/{replica.ID}"
 
 
-def _copy(replica: Q.Replica) -> Q.Replica:
-    out = Q.Replica()
+def _copy(replica: query_coord_pb2.Replica) -> query_coord_pb2.Replica:
+    out = query_coord_pb2.Replica()
     out.CopyFrom(replica)
     return out
 
 
-def _set_nodes(replica: Q.Replica, rw: Iterable[int], ro: Iterable[int]) -> None:
+def _set_nodes(replica: query_coord_pb2.Replica, rw: Iterable[int], ro: Iterable[int]) -> None:
     del replica.nodes[:]
     replica.nodes.extend(sorted(set(rw)))
     del replica.ro_nodes[:]
     replica.ro_nodes.extend(sorted(set(ro) - set(rw)))
 
 
-def channel_nodes(replica: Q.Replica) -> dict[str, list[int]]:
+def channel_nodes(replica: query_coord_pb2.Replica) -> dict[str, list[int]]:
     """The replica's channel-exclusive split: channel → its read-write nodes (lists may be empty)."""
     return {name: list(info.rw_nodes) for name, info in sorted(replica.channel_node_infos.items())}
 
 
-def channel_rw_nodes(replica: Q.Replica, channel: str) -> list[int]:
+def channel_rw_nodes(replica: query_coord_pb2.Replica, channel: str) -> list[int]:
     """Where the channel's delegator and segments may go: its own nodes in channel-exclusive mode,
     else every read-write node of the replica (Milvus ``GetChannelRWNodes`` with the checkers'
     fallback)."""
@@ -110,30 +110,30 @@ class ReplicaManager:
         self.channel_exclusive_node_factor = channel_exclusive_node_factor
         self._store = store
         self._lock = threading.RLock()
-        self._replicas: dict[int, Q.Replica] = {}
+        self._replicas: dict[int, query_coord_pb2.Replica] = {}
         for _, raw in store.scan(_PREFIX):
-            replica = Q.Replica.FromString(raw)
+            replica = query_coord_pb2.Replica.FromString(raw)
             self._replicas[replica.ID] = replica
 
     # --- reads ----------------------------------------------------------------------------
 
-    def get(self, replica_id: int) -> Q.Replica | None:
+    def get(self, replica_id: int) -> query_coord_pb2.Replica | None:
         return self._replicas.get(replica_id)
 
-    def of_collection(self, cid: int) -> list[Q.Replica]:
+    def of_collection(self, cid: int) -> list[query_coord_pb2.Replica]:
         return sorted((r for r in self._replicas.values() if r.collectionID == cid), key=lambda r: r.ID)
 
-    def in_group(self, rg: str, cid: int | None = None) -> list[Q.Replica]:
+    def in_group(self, rg: str, cid: int | None = None) -> list[query_coord_pb2.Replica]:
         return [r for r in sorted(self._replicas.values(), key=lambda r: r.ID)
                 if r.resource_group == rg and (cid is None or r.collectionID == cid)]
 
-    def by_node(self, cid: int, node_id: int) -> Q.Replica | None:
+    def by_node(self, cid: int, node_id: int) -> query_coord_pb2.Replica | None:
         """The replica of the collection that has the node (read-write or read-only)."""
         return next((r for r in self.of_collection(cid) if node_id in r.nodes or node_id in r.ro_nodes), None)
 
     # --- writes ---------------------------------------------------------------------------
 
-    def _save(self, *replicas: Q.Replica, drop: Iterable[Q.Replica] = ()) -> None:
+    def _save(self, *replicas: query_coord_pb2.Replica, drop: Iterable[query_coord_pb2.Replica] = ()) -> None:
         with self._store.txn() as txn:
             for r in replicas:
                 txn.put(_key(r), r.SerializeToString())
@@ -144,7 +144,7 @@ class ReplicaManager:
         for r in drop:
             self._replicas.pop(r.ID, None)
 
-    def _place(self, replica: Q.Replica, rw: Iterable[int], ro: Iterable[int]) -> None:
+    def _place(self, replica: query_coord_pb2.Replica, rw: Iterable[int], ro: Iterable[int]) -> None:
         """Set the replica's nodes and re-split them among its channels."""
         _set_nodes(replica, rw, ro)
         split = split_channel_nodes(channel_nodes(replica), replica.nodes, enabled=self.channel_exclusive,
@@ -154,7 +154,7 @@ class ReplicaManager:
             replica.channel_node_infos[name].rw_nodes.extend(nodes)
 
     def spawn(self, cid: int, groups: dict[str, int], new_id: Callable[[], int],
-              rg_nodes: Callable[[str], list[int]], channels: Iterable[str] = ()) -> list[Q.Replica]:
+              rg_nodes: Callable[[str], list[int]], channels: Iterable[str] = ()) -> list[query_coord_pb2.Replica]:
         """Create ``groups[rg]`` replicas in each group and give them nodes; under the
         ChannelLevelScore balancer each gets an entry per DML channel in ``channels``.
 
@@ -164,7 +164,7 @@ class ReplicaManager:
                 if len(rg_nodes(rg)) < count:
                     raise errors.ResourceGroupNodeNotEnough(
                         f"resource group {rg} has {len(rg_nodes(rg))} nodes, {count} replicas requested", rg=rg)
-            created = [Q.Replica(ID=new_id(), collectionID=cid, resource_group=rg)
+            created = [query_coord_pb2.Replica(ID=new_id(), collectionID=cid, resource_group=rg)
                        for rg, count in sorted(groups.items()) for _ in range(count)]
             if self.channel_exclusive:
                 for replica in created:
@@ -174,14 +174,14 @@ class ReplicaManager:
             self.recover(cid, rg_nodes)
             return self.of_collection(cid)
 
-    def remove(self, replicas: Iterable[Q.Replica]) -> None:
+    def remove(self, replicas: Iterable[query_coord_pb2.Replica]) -> None:
         with self._lock:
             self._save(drop=list(replicas))
 
     def remove_collection(self, cid: int) -> None:
         self.remove(self.of_collection(cid))
 
-    def move(self, replica: Q.Replica, rg: str) -> None:
+    def move(self, replica: query_coord_pb2.Replica, rg: str) -> None:
         """TransferReplica: the replica now lives in ``rg``; its old nodes turn read-only."""
         with self._lock:
             moved = _copy(replica)
@@ -196,8 +196,8 @@ class ReplicaManager:
         nodes of the group go to the replica with fewest read-write nodes; a replica left with
         none takes one from the largest.  Each replica's channel split follows its nodes."""
         with self._lock:
-            changed: list[Q.Replica] = []
-            by_group: dict[str, list[Q.Replica]] = {}
+            changed: list[query_coord_pb2.Replica] = []
+            by_group: dict[str, list[query_coord_pb2.Replica]] = {}
             for r in self.of_collection(cid):
                 by_group.setdefault(r.resource_group, []).append(r)
             for rg, replicas in by_group.items():

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from typing import Iterable
 
-from vecgrid.proto import common_pb2, data_coord_pb2, query_coord_pb2 as Q
+from vecgrid.proto import common_pb2, data_coord_pb2, query_coord_pb2
 from vecgrid.storage.catalog import Catalog
 from vecgrid.storage.kv import MetaStore
 
@@ -43,7 +43,7 @@ class SegmentRef:
     num_rows: int
 
 
-def segment_refs(target: Q.CollectionTarget | None) -> dict[int, SegmentRef]:
+def segment_refs(target: query_coord_pb2.CollectionTarget | None) -> dict[int, SegmentRef]:
     out: dict[int, SegmentRef] = {}
     for ch in target.Channel_targets if target is not None else ():
         for pt in ch.partition_targets:
@@ -52,9 +52,9 @@ def segment_refs(target: Q.CollectionTarget | None) -> dict[int, SegmentRef]:
     return out
 
 
-def _content(target: Q.CollectionTarget) -> bytes:
+def _content(target: query_coord_pb2.CollectionTarget) -> bytes:
     """The target without its version, to tell whether a fresh pull changed anything."""
-    bare = Q.CollectionTarget()
+    bare = query_coord_pb2.CollectionTarget()
     bare.CopyFrom(target)
     bare.version = 0
     return bare.SerializeToString(deterministic=True)
@@ -65,23 +65,23 @@ class TargetManager:
         self._store = store
         self._catalog = catalog
         self._lock = threading.RLock()
-        self._current: dict[int, Q.CollectionTarget] = {}
-        self._next: dict[int, Q.CollectionTarget] = {}
+        self._current: dict[int, query_coord_pb2.CollectionTarget] = {}
+        self._next: dict[int, query_coord_pb2.CollectionTarget] = {}
         self._next_pulled_at: dict[int, float] = {}
         for _, raw in store.scan(_PREFIX):
-            target = Q.CollectionTarget.FromString(raw)
+            target = query_coord_pb2.CollectionTarget.FromString(raw)
             self._current[target.collectionID] = target
 
     # --- pulling --------------------------------------------------------------------------
 
-    def build(self, cid: int, partition_ids: Iterable[int]) -> Q.CollectionTarget:
+    def build(self, cid: int, partition_ids: Iterable[int]) -> query_coord_pb2.CollectionTarget:
         """A fresh target of the collection's loaded partitions, read from the catalog."""
         wanted = set(partition_ids)
         coll = self._catalog.get_collection(cid)
         checkpoints = self._catalog.channel_checkpoints(cid)
         flushed = self._catalog.list_segments(cid, states=[common_pb2.Flushed])
         dropped = self._catalog.list_segments(cid, states=[common_pb2.Dropped])
-        target = Q.CollectionTarget(collectionID=cid, version=time.time_ns())
+        target = query_coord_pb2.CollectionTarget(collectionID=cid, version=time.time_ns())
         for name in coll.vchannels:
             ch = target.Channel_targets.add(channelName=name)
             if name in checkpoints:
@@ -97,7 +97,7 @@ class TargetManager:
                     pt.segments.add(ID=seg.ID, level=seg.level, num_of_rows=seg.num_of_rows)
         return target
 
-    def pull_next(self, cid: int, partition_ids: Iterable[int]) -> Q.CollectionTarget | None:
+    def pull_next(self, cid: int, partition_ids: Iterable[int]) -> query_coord_pb2.CollectionTarget | None:
         """Refresh next; returns it, or None when it would equal current (nothing to promote)."""
         target = self.build(cid, partition_ids)
         with self._lock:
@@ -113,7 +113,7 @@ class TargetManager:
         pulled = self._next_pulled_at.get(cid)
         return float("inf") if pulled is None else time.monotonic() - pulled
 
-    def promote(self, cid: int, target: Q.CollectionTarget) -> None:
+    def promote(self, cid: int, target: query_coord_pb2.CollectionTarget) -> None:
         """next → current (only if ``target`` is still the next target)."""
         with self._lock:
             if self._next.get(cid) is not target:
@@ -137,7 +137,7 @@ class TargetManager:
                 target = targets.get(cid)
                 if target is None:
                     continue
-                trimmed = Q.CollectionTarget()
+                trimmed = query_coord_pb2.CollectionTarget()
                 trimmed.CopyFrom(target)
                 for ch in trimmed.Channel_targets:
                     keep = [pt for pt in ch.partition_targets if pt.partitionID not in gone]
@@ -149,13 +149,13 @@ class TargetManager:
 
     # --- reads ----------------------------------------------------------------------------
 
-    def current(self, cid: int) -> Q.CollectionTarget | None:
+    def current(self, cid: int) -> query_coord_pb2.CollectionTarget | None:
         return self._current.get(cid)
 
-    def next(self, cid: int) -> Q.CollectionTarget | None:
+    def next(self, cid: int) -> query_coord_pb2.CollectionTarget | None:
         return self._next.get(cid)
 
-    def get(self, cid: int, scope: Scope) -> Q.CollectionTarget | None:
+    def get(self, cid: int, scope: Scope) -> query_coord_pb2.CollectionTarget | None:
         if scope is Scope.CURRENT:
             return self._current.get(cid)
         if scope is Scope.NEXT:
@@ -167,8 +167,8 @@ class TargetManager:
             return {**segment_refs(self._current.get(cid)), **segment_refs(self._next.get(cid))}
         return segment_refs(self.get(cid, scope))
 
-    def channels(self, cid: int, scope: Scope) -> dict[str, Q.ChannelTarget]:
-        out: dict[str, Q.ChannelTarget] = {}
+    def channels(self, cid: int, scope: Scope) -> dict[str, query_coord_pb2.ChannelTarget]:
+        out: dict[str, query_coord_pb2.ChannelTarget] = {}
         targets = ((self._current.get(cid), self._next.get(cid)) if scope is Scope.CURRENT_OR_NEXT
                    else (self.get(cid, scope),))
         for target in targets:

@@ -28,7 +28,7 @@ from vecgrid.cluster.querycoord.context import CheckerContext
 from vecgrid.cluster.querycoord.dist.leaders import leader_of
 from vecgrid.cluster.querycoord.meta.target_manager import segment_refs
 from vecgrid.cluster.querycoord.task.task import NO_NODE, SegmentTask
-from vecgrid.proto import query_coord_pb2 as Q
+from vecgrid.proto import query_coord_pb2
 
 log = logging.getLogger(__name__)
 
@@ -94,15 +94,15 @@ class CollectionObserver(Periodic):
                         continue
             self.drop_drained_ro_nodes(cid)
 
-    def time_out_partitions(self, cid: int, info: Q.CollectionLoadInfo) -> bool:
+    def time_out_partitions(self, cid: int, info: query_coord_pb2.CollectionLoadInfo) -> bool:
         """A stalled LoadPartitions drops only the partitions still loading, as Milvus's ``observeTimeout``
         does per load task: partitions loaded before keep serving, and the collection goes only when no
         partition is left ("collection timeout due to all partition removed").  False: cancel it all."""
         ctx = self.ctx
-        if info.load_type != Q.LoadPartition and info.status != Q.Loaded:
+        if info.load_type != query_coord_pb2.LoadPartition and info.status != query_coord_pb2.Loaded:
             return False  # one LoadCollection: it succeeds or fails as a whole
         pids = ctx.collections.partition_ids(cid)
-        stalled = [pid for pid in pids if ctx.collections.partition(cid, pid).status != Q.Loaded]
+        stalled = [pid for pid in pids if ctx.collections.partition(cid, pid).status != query_coord_pb2.Loaded]
         if not stalled or len(stalled) == len(pids):
             return False
         log.warning("collection %d: partitions %s made no progress for %.0f s; their load is cancelled",

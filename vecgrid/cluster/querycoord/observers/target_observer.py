@@ -22,7 +22,7 @@ from vecgrid.cluster.querycoord.dist.leaders import leader_of, view_problem
 from vecgrid.cluster.querycoord.meta.target_manager import segment_refs
 from vecgrid.cluster.querycoord.task.executor import DaskExecutor
 from vecgrid.cluster.querycoord.task.task import LeaderTask
-from vecgrid.proto import query_coord_pb2 as Q
+from vecgrid.proto import query_coord_pb2
 
 log = logging.getLogger(__name__)
 
@@ -67,14 +67,14 @@ class TargetObserver(Periodic):
             if lagging:
                 await self._sync(cid, current, lagging)
 
-    def _leaders(self, cid: int, target: Q.CollectionTarget):
+    def _leaders(self, cid: int, target: query_coord_pb2.CollectionTarget):
         for replica in self.ctx.replicas.of_collection(cid):
             for ch in target.Channel_targets:
                 found = leader_of(self.ctx.dist, replica, ch.channelName)
                 if found is not None:
                     yield replica, ch, found[0], found[1]
 
-    def ready_leaders(self, cid: int, target: Q.CollectionTarget) -> list | None:
+    def ready_leaders(self, cid: int, target: query_coord_pb2.CollectionTarget) -> list | None:
         """The data-ready leaders of ``target`` if every channel has one in every replica, else None."""
         replicas = self.ctx.replicas.of_collection(cid)
         if not replicas or not len(target.Channel_targets):
@@ -86,9 +86,9 @@ class TargetObserver(Periodic):
             return None
         return ready
 
-    async def _sync(self, cid: int, target: Q.CollectionTarget, leaders: list) -> None:
-        async def one(replica, ch: Q.ChannelTarget, leader: int) -> None:
-            action = Q.SyncAction(type=Q.UpdateVersion, TargetVersion=target.version,
+    async def _sync(self, cid: int, target: query_coord_pb2.CollectionTarget, leaders: list) -> None:
+        async def one(replica, ch: query_coord_pb2.ChannelTarget, leader: int) -> None:
+            action = query_coord_pb2.SyncAction(type=query_coord_pb2.UpdateVersion, TargetVersion=target.version,
                                   sealedInTarget=[s.ID for pt in ch.partition_targets for s in pt.segments],
                                   droppedInTarget=list(ch.dropped_segmentIDs))
             if ch.HasField("seek_position"):

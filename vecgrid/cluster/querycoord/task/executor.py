@@ -39,7 +39,7 @@ from vecgrid.cluster.querycoord.task.task import NO_NODE, ChannelTask, IndexSave
 from vecgrid.cluster.querynode import tasks as node_tasks
 from vecgrid.cluster.querynode.index_saver import SaveIndexRequest
 from vecgrid.common.keys import COORD_ADDRESS_KEY, NODE_ADDRESS_KEY
-from vecgrid.proto import common_pb2, data_coord_pb2, query_coord_pb2 as Q
+from vecgrid.proto import common_pb2, data_coord_pb2, query_coord_pb2
 from vecgrid.storage.catalog import Catalog
 
 _serial = itertools.count(1)
@@ -85,12 +85,12 @@ class DaskExecutor:
                                              channel=channel)
         return found[0]
 
-    def _load_meta(self, cid: int) -> Q.LoadMetaInfo:
+    def _load_meta(self, cid: int) -> query_coord_pb2.LoadMetaInfo:
         info = self.collections.get(cid)
         if info is None:
             raise errors.CollectionNotLoaded(collection=cid)
         coll = self.catalog.get_collection(cid)
-        return Q.LoadMetaInfo(load_type=info.load_type, collectionID=cid,
+        return query_coord_pb2.LoadMetaInfo(load_type=info.load_type, collectionID=cid,
                               partitionIDs=self.collections.partition_ids(cid), db_name=coll.db_name,
                               load_fields=list(info.load_fields))
 
@@ -119,25 +119,41 @@ class DaskExecutor:
                 replica_id=task.replica_id, load_type=meta.load_type, partition_ids=meta.partitionIDs,
                 load_fields=meta.load_fields, load_scope=task.load_scope)
             steps.append(self.submit("load_segments", req, task.target, f"load-segment-{sid}-node-{task.target}"))
-            if task.load_scope == Q.Full:
-                sync = Q.SyncDistributionRequest(
+            if task.load_scope == query_coord_pb2.Full:
+                sync = query_coord_pb2.SyncDistributionRequest(
                     base=self._base(common_pb2.SyncDistribution, leader, {task.target}),
-                    collectionID=task.collection_id, channel=channel, replicaID=task.replica_id,
-                    actions=[Q.SyncAction(type=Q.Set, segmentID=sid, nodeID=task.target, version=version,
-                                          partitionID=task.segment.partition_id, info=req.infos[0])])
+                    collectionID=task.collection_id,
+                    channel=channel,
+                    replicaID=task.replica_id,
+                    actions=[
+                        query_coord_pb2.SyncAction(
+                            type=query_coord_pb2.Set,
+                            segmentID=sid,
+                            nodeID=task.target,
+                            version=version,
+                            partitionID=task.segment.partition_id,
+                            info=req.infos[0],
+                        )
+                    ],
+                )
                 steps.append(self.submit("sync_distribution", sync, leader,
                                          f"sync-leader-{channel}-node-{leader}", steps[-1]))
         if task.source != NO_NODE:
             if task.target == NO_NODE and self.nodes.get(leader) is not None:
-                remove = Q.SyncDistributionRequest(
-                    base=self._base(common_pb2.SyncDistribution, leader), collectionID=task.collection_id,
-                    channel=channel, replicaID=task.replica_id,
-                    actions=[Q.SyncAction(type=Q.Remove, segmentID=sid, nodeID=task.source)])
+                remove = query_coord_pb2.SyncDistributionRequest(
+                    base=self._base(common_pb2.SyncDistribution, leader),
+                    collectionID=task.collection_id,
+                    channel=channel,
+                    replicaID=task.replica_id,
+                    actions=[
+                        query_coord_pb2.SyncAction(type=query_coord_pb2.Remove, segmentID=sid, nodeID=task.source)
+                    ],
+                )
                 steps.append(self.submit("sync_distribution", remove, leader, f"sync-leader-{channel}-node-{leader}"))
             if self.nodes.get(task.source) is not None:
-                release = Q.ReleaseSegmentsRequest(
+                release = query_coord_pb2.ReleaseSegmentsRequest(
                     base=self._base(common_pb2.ReleaseSegments, task.source), nodeID=task.source,
-                    collectionID=task.collection_id, segmentIDs=[sid], scope=Q.Historical, shard=channel)
+                    collectionID=task.collection_id, segmentIDs=[sid], scope=query_coord_pb2.Historical, shard=channel)
                 steps.append(self.submit("release_segments", release, task.source,
                                          f"release-segment-{sid}-node-{task.source}", steps[-1] if steps else None))
         if steps:
@@ -145,13 +161,19 @@ class DaskExecutor:
 
     async def release_segment_directly(self, node_id: int, cid: int, sid: int, channel: str) -> None:
         """Release a segment no replica owns (its collection was released or the node left)."""
-        release = Q.ReleaseSegmentsRequest(base=self._base(common_pb2.ReleaseSegments, node_id), nodeID=node_id,
-                                           collectionID=cid, segmentIDs=[sid], scope=Q.Historical, shard=channel)
+        release = query_coord_pb2.ReleaseSegmentsRequest(
+            base=self._base(common_pb2.ReleaseSegments, node_id),
+            nodeID=node_id,
+            collectionID=cid,
+            segmentIDs=[sid],
+            scope=query_coord_pb2.Historical,
+            shard=channel,
+        )
         await self._finish(self.submit("release_segments", release, node_id, f"release-segment-{sid}-node-{node_id}"))
 
     # --- channels ---------------------------------------------------------------------------
 
-    def watch_request(self, task: ChannelTask) -> Q.WatchDmChannelsRequest:
+    def watch_request(self, task: ChannelTask) -> query_coord_pb2.WatchDmChannelsRequest:
         cid = task.collection_id
         target = self.targets.channels(cid, Scope.CURRENT_OR_NEXT).get(task.channel)
         if target is None:
@@ -165,32 +187,32 @@ class DaskExecutor:
                                            flushedSegmentIds=sealed, dropped_segmentIds=list(target.dropped_segmentIDs))
         if target.HasField("seek_position"):
             info.seek_position.CopyFrom(target.seek_position)
-        return Q.WatchDmChannelsRequest(
+        return query_coord_pb2.WatchDmChannelsRequest(
             base=self._base(common_pb2.WatchDmChannels, task.target, peers), nodeID=task.target, collectionID=cid,
             partitionIDs=meta.partitionIDs, infos=[info], schema=coll.schema, load_meta=meta,
             replicaID=task.replica_id, version=time.time_ns(),
             index_info_list=list(self.catalog.describe_index(cid)))
 
-    def _copied_view(self, task: ChannelTask, new_leader: int) -> Q.SyncDistributionRequest | None:
+    def _copied_view(self, task: ChannelTask, new_leader: int) -> query_coord_pb2.SyncDistributionRequest | None:
         """Set actions giving the new leader the old leader's sealed segments (no gap in routing)."""
         view = next((v for n, v in self.dist.leader_views(task.collection_id)
                      if n == task.source and v.channel == task.channel), None)
         if view is None or not view.segment_dist:
             return None
-        req = Q.SyncDistributionRequest(collectionID=task.collection_id, channel=task.channel,
+        req = query_coord_pb2.SyncDistributionRequest(collectionID=task.collection_id, channel=task.channel,
                                         replicaID=task.replica_id)
         peers = {new_leader}
         for sid, entry in sorted(view.segment_dist.items()):
             if self.nodes.get(entry.nodeID) is None:
                 continue
             info, _ = segment_load_info(self.catalog, sid)
-            req.actions.add(type=Q.Set, segmentID=sid, nodeID=entry.nodeID, version=entry.version,
+            req.actions.add(type=query_coord_pb2.Set, segmentID=sid, nodeID=entry.nodeID, version=entry.version,
                             partitionID=info.partitionID, info=info)
             peers.add(entry.nodeID)
         if view.TargetVersion > 0:
             current = self.targets.current(task.collection_id)
             if current is not None:
-                req.actions.add(type=Q.UpdateVersion, TargetVersion=current.version,
+                req.actions.add(type=query_coord_pb2.UpdateVersion, TargetVersion=current.version,
                                 sealedInTarget=[s for s in view.segment_dist])
         req.base.CopyFrom(self._base(common_pb2.SyncDistribution, new_leader, peers))
         return req
@@ -205,7 +227,7 @@ class DaskExecutor:
                 steps.append(self.submit("sync_distribution", copied, task.target,
                                          f"sync-leader-{task.channel}-node-{task.target}", steps[-1]))
         if task.source != NO_NODE and self.nodes.get(task.source) is not None:
-            unsub = Q.UnsubDmChannelRequest(base=self._base(common_pb2.UnsubDmChannel, task.source),
+            unsub = query_coord_pb2.UnsubDmChannelRequest(base=self._base(common_pb2.UnsubDmChannel, task.source),
                                             nodeID=task.source, collectionID=task.collection_id,
                                             channel_name=task.channel)
             steps.append(self.submit("unsub_dm_channel", unsub, task.source,
@@ -217,7 +239,7 @@ class DaskExecutor:
 
     async def run_leader(self, task: LeaderTask) -> None:
         peers = {a.nodeID for a in task.actions if a.nodeID > 0}
-        req = Q.SyncDistributionRequest(base=self._base(common_pb2.SyncDistribution, task.leader, peers),
+        req = query_coord_pb2.SyncDistributionRequest(base=self._base(common_pb2.SyncDistribution, task.leader, peers),
                                         collectionID=task.collection_id, channel=task.channel,
                                         replicaID=task.replica_id, actions=task.actions)
         await self._finish(self.submit("sync_distribution", req, task.leader,
@@ -239,4 +261,3 @@ class DaskExecutor:
             return await task_result(fut)
         finally:
             fut.release()
-

@@ -14,7 +14,7 @@ import enum
 from dataclasses import dataclass, field
 
 from vecgrid.cluster.querycoord.meta.target_manager import SegmentRef
-from vecgrid.proto import query_coord_pb2 as Q
+from vecgrid.proto import query_coord_pb2
 
 NO_NODE = -1
 MANUAL_BALANCE = "manual_balance"  # the source label of tasks from LoadBalance / Transfer* (not a checker)
@@ -39,7 +39,7 @@ class SegmentTask:
     source: int = NO_NODE
     origin: str = ""
     priority: Priority = Priority.NORMAL
-    load_scope: int = Q.Full
+    load_scope: int = query_coord_pb2.Full
 
     @property
     def key(self) -> tuple:
@@ -83,7 +83,7 @@ class LeaderTask:
     replica_id: int
     channel: str
     leader: int
-    actions: list[Q.SyncAction] = field(default_factory=list)
+    actions: list[query_coord_pb2.SyncAction] = field(default_factory=list)
     origin: str = ""
     priority: Priority = Priority.NORMAL
 

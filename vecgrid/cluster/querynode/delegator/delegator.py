@@ -65,8 +65,8 @@ import numpy as np
 
 from vecgrid import errors
 from vecgrid.cluster.gather import gather_all
-from vecgrid.cluster.querynode import retrieve as retrieve_mod
-from vecgrid.cluster.querynode import search as search_mod
+from vecgrid.cluster.querynode import retrieve
+from vecgrid.cluster.querynode import search
 from vecgrid.cluster.querynode.collections import Collection, CollectionManager
 from vecgrid.cluster.querynode.delegator.delta_forward import DeleteRetry, DeltaForwarder
 from vecgrid.cluster.querynode.delegator.distribution import GrowingView, SealedEntry, ShardDistribution, growing_views
@@ -82,7 +82,6 @@ from vecgrid.storage.tso import parse_ts
 from vecgrid.storage.wal import Position, Wal
 
 log = logging.getLogger(__name__)
-Q = query_coord_pb2
 MAX_TS = int(np.iinfo(np.uint64).max)
 DEFAULT_TSAFE_WAIT_S = 10.0      # wait for tsafe when the request has no timeout_timestamp
 
@@ -203,11 +202,13 @@ class ShardDelegator:
         """Keys and bytes (keys and timestamps) in the delete replay buffer (GetMetrics' quota metrics)."""
         return self.deltas.buffer_size()
 
-    def leader_view(self) -> Q.LeaderView:
+    def leader_view(self) -> query_coord_pb2.LeaderView:
         return self.distribution.leader_view(self.pipeline)
 
-    def channel_info(self) -> Q.ChannelVersionInfo:
-        return Q.ChannelVersionInfo(channel=self.channel, collection=self.collection_id, version=self.version)
+    def channel_info(self) -> query_coord_pb2.ChannelVersionInfo:
+        return query_coord_pb2.ChannelVersionInfo(
+            channel=self.channel, collection=self.collection_id, version=self.version
+        )
 
     @property
     def serviceable(self) -> bool:
@@ -326,15 +327,21 @@ class ShardDelegator:
         mvcc = req.req.mvcc_timestamp or tsafe
         return coll, partitions, mvcc
 
-    async def search(self, req: Q.SearchRequest) -> internal_pb2.SearchResults:
+    async def search(self, req: query_coord_pb2.SearchRequest) -> internal_pb2.SearchResults:
         coll, partitions, mvcc = await self._prepare(req)
         calls: list[tuple[int, Awaitable[Any]]] = [
-            (node_id, self.workers.get(node_id).search_segments(self._sub(req, node_id, sids, Q.Historical, mvcc)))
-            for node_id, sids in self.distribution.readable(partitions).items()]
+            (
+                node_id,
+                self.workers.get(node_id).search_segments(
+                    self._sub(req, node_id, sids, query_coord_pb2.Historical, mvcc)
+                ),
+            )
+            for node_id, sids in self.distribution.readable(partitions).items()
+        ]
         growing = growing_views(self.pipeline, partitions)
-        sub = self._sub(req, self.node_id, [], Q.Streaming, mvcc)
+        sub = self._sub(req, self.node_id, [], query_coord_pb2.Streaming, mvcc)
         if growing or not calls:  # an empty channel still answers
-            calls.append((self.node_id, search_mod.run_search(coll, growing, sub.req, [self.channel])))
+            calls.append((self.node_id, search.run_search(coll, growing, sub.req, [self.channel])))
         parts = await self._fan_out(calls)
         if sub.req.nq * sub.req.topk * len(parts) <= INLINE_MERGE_HITS:
             out = merge_search(parts, sub.req, [self.channel], coll.pk_field.name)  # cheaper than a thread hop
@@ -344,48 +351,54 @@ class ShardDelegator:
         return out
 
     def _growing_query(self, coll: Collection, growing: list[GrowingView],
-                       req: Q.QueryRequest) -> internal_pb2.RetrieveResults:
-        found = retrieve_mod.retrieve(coll, growing, req.req)
-        return retrieve_mod.to_retrieve_results(found, req.req, [self.channel])
+                       req: query_coord_pb2.QueryRequest) -> internal_pb2.RetrieveResults:
+        found = retrieve.retrieve(coll, growing, req.req)
+        return retrieve.to_retrieve_results(found, req.req, [self.channel])
 
-    async def query(self, req: Q.QueryRequest) -> internal_pb2.RetrieveResults:
+    async def query(self, req: query_coord_pb2.QueryRequest) -> internal_pb2.RetrieveResults:
         coll, partitions, mvcc = await self._prepare(req)
         calls: list[tuple[int, Awaitable[Any]]] = [
-            (node_id, self.workers.get(node_id).query_segments(self._sub(req, node_id, sids, Q.Historical, mvcc)))
-            for node_id, sids in self.distribution.readable(partitions).items()]
-        sub = self._sub(req, self.node_id, [], Q.Streaming, mvcc)
+            (
+                node_id,
+                self.workers.get(node_id).query_segments(
+                    self._sub(req, node_id, sids, query_coord_pb2.Historical, mvcc)
+                ),
+            )
+            for node_id, sids in self.distribution.readable(partitions).items()
+        ]
+        sub = self._sub(req, self.node_id, [], query_coord_pb2.Streaming, mvcc)
         growing = growing_views(self.pipeline, partitions)
         calls.append((self.node_id, asyncio.to_thread(self._growing_query, coll, growing, sub)))
         parts = await self._fan_out(calls)
         limit = query_limit(req.req)
         return await asyncio.to_thread(merge_retrieve, parts, sub.req, [self.channel], limit)
 
-    async def query_stream(self, req: Q.QueryRequest) -> AsyncIterator[internal_pb2.RetrieveResults]:
+    async def query_stream(self, req: query_coord_pb2.QueryRequest) -> AsyncIterator[internal_pb2.RetrieveResults]:
         """Each worker's stream passed through, then the growing rows (as Milvus's delegator)."""
         coll, partitions, mvcc = await self._prepare(req)
         for node_id, sids in self.distribution.readable(partitions).items():
-            sub = self._sub(req, node_id, sids, Q.Historical, mvcc)
+            sub = self._sub(req, node_id, sids, query_coord_pb2.Historical, mvcc)
             try:
                 async for msg in self.workers.get(node_id).query_stream_segments(sub):
                     yield msg
             except errors.MilvusError as e:
                 raise type(e)(f"worker({node_id}) query failed: {e}") from None
-        sub = self._sub(req, self.node_id, [], Q.Streaming, mvcc)
-        found = await asyncio.to_thread(retrieve_mod.retrieve, coll, growing_views(self.pipeline, partitions), sub.req)
-        chunks = retrieve_mod.retrieve_chunks(found, sub.req, [self.channel], self.stream_chunk_bytes)
+        sub = self._sub(req, self.node_id, [], query_coord_pb2.Streaming, mvcc)
+        found = await asyncio.to_thread(retrieve.retrieve, coll, growing_views(self.pipeline, partitions), sub.req)
+        chunks = retrieve.retrieve_chunks(found, sub.req, [self.channel], self.stream_chunk_bytes)
         while (msg := await asyncio.to_thread(next, chunks, None)) is not None:
             yield msg
 
-    async def get_statistics(self, req: Q.GetStatisticsRequest) -> internal_pb2.GetStatisticsResponse:
+    async def get_statistics(self, req: query_coord_pb2.GetStatisticsRequest) -> internal_pb2.GetStatisticsResponse:
         coll = self.collection
         partitions = self._check_partitions(coll, req.req.partitionIDs)
         tsafe = await self._wait(req.req.guarantee_timestamp, req.req.timeout_timestamp)
         mvcc = req.req.travel_timestamp or tsafe
         calls: list[tuple[int, Awaitable[Any]]] = []
         for node_id, sids in self.distribution.readable(partitions).items():
-            sub = Q.GetStatisticsRequest()
+            sub = query_coord_pb2.GetStatisticsRequest()
             sub.CopyFrom(req)
-            sub.from_shard_leader, sub.scope = True, Q.Historical
+            sub.from_shard_leader, sub.scope = True, query_coord_pb2.Historical
             sub.dml_channels[:] = [self.channel]
             sub.segmentIDs[:] = sids
             sub.req.travel_timestamp = mvcc
@@ -400,14 +413,14 @@ class ShardDelegator:
 
     # --- distribution --------------------------------------------------------------------------
 
-    async def load_segments(self, req: Q.LoadSegmentsRequest) -> None:
+    async def load_segments(self, req: query_coord_pb2.LoadSegmentsRequest) -> None:
         """Load on the worker (``dst_nodeID``; L0 segments on this node), then record them."""
-        groups: dict[int, list[Q.SegmentLoadInfo]] = {}
+        groups: dict[int, list[query_coord_pb2.SegmentLoadInfo]] = {}
         for info in req.infos:
             dst = self.node_id if info.level == data_coord_pb2.L0 else req.dst_nodeID
             groups.setdefault(dst, []).append(info)
         for dst, infos in groups.items():
-            fwd = Q.LoadSegmentsRequest()
+            fwd = query_coord_pb2.LoadSegmentsRequest()
             fwd.CopyFrom(req)
             fwd.need_transfer = False
             fwd.dst_nodeID = dst
@@ -415,14 +428,14 @@ class ShardDelegator:
             del fwd.infos[:]
             fwd.infos.extend(infos)
             await self.workers.get(dst).load_segments(fwd)
-            if req.load_scope == Q.Full:
+            if req.load_scope == query_coord_pb2.Full:
                 await self._adopt(dst, req.version, infos)
             else:
                 for info in infos:
                     self.distribution.serve(info.segmentID, SealedEntry(dst, req.version, info.partitionID))
         self._on_change()
 
-    async def _adopt(self, node_id: int, version: int, infos: Sequence[Q.SegmentLoadInfo]) -> None:
+    async def _adopt(self, node_id: int, version: int, infos: Sequence[query_coord_pb2.SegmentLoadInfo]) -> None:
         """Start serving sealed segments just loaded on ``node_id``: pk statistics for delete routing,
         the deletes seen since and the channel's L0 deletes, then the view entry; their growing copies
         stop being searched."""
@@ -434,8 +447,8 @@ class ShardDelegator:
             # segment merged before this leader adopted it has growing rows here under its own id)
             self.pipeline.exclude({sid: MAX_TS for i in infos for sid in (i.segmentID, *i.compactionFrom)})
 
-    async def release_segments(self, req: Q.ReleaseSegmentsRequest) -> None:
-        if req.scope == Q.Streaming:
+    async def release_segments(self, req: query_coord_pb2.ReleaseSegmentsRequest) -> None:
+        if req.scope == query_coord_pb2.Streaming:
             if self.pipeline is not None:
                 self.pipeline.exclude({sid: MAX_TS for sid in req.segmentIDs})
             return
@@ -447,7 +460,7 @@ class ShardDelegator:
         for node_id, sids in groups.items():
             for sid in sids:  # stop routing reads to them first
                 self._remove(sid, node_id)
-            fwd = Q.ReleaseSegmentsRequest()
+            fwd = query_coord_pb2.ReleaseSegmentsRequest()
             fwd.CopyFrom(req)
             fwd.need_transfer = False
             fwd.nodeID = node_id
@@ -458,19 +471,23 @@ class ShardDelegator:
         self._on_change()
         return
 
-    async def sync_distribution(self, req: Q.SyncDistributionRequest) -> None:
+    async def sync_distribution(self, req: query_coord_pb2.SyncDistributionRequest) -> None:
         """Apply the coordinator's view changes.  A Set carrying the segment's ``info`` is how a
         segment loaded on a worker by a Dask task joins this view (the "sync leader" step of a
         move), so it gets the same pk statistics and delete replay as a load through the leader."""
         for action in req.actions:
-            if action.type == Q.Remove:
+            if action.type == query_coord_pb2.Remove:
                 self._remove(action.segmentID, None if action.nodeID == -1 else action.nodeID)
-            elif action.type == Q.Set and action.HasField("info") and action.info.segmentID == action.segmentID:
+            elif (
+                action.type == query_coord_pb2.Set
+                and action.HasField("info")
+                and action.info.segmentID == action.segmentID
+            ):
                 await self._adopt(action.nodeID, action.version, [action.info])
-            elif action.type in (Q.Set, Q.Amend):
+            elif action.type in (query_coord_pb2.Set, query_coord_pb2.Amend):
                 part = action.info.partitionID if action.HasField("info") else action.partitionID
                 self.distribution.serve(action.segmentID, SealedEntry(action.nodeID, action.version, part))
-            elif action.type == Q.UpdateVersion:
+            elif action.type == query_coord_pb2.UpdateVersion:
                 self.distribution.target_version = action.TargetVersion
                 cp = action.checkpoint.timestamp if action.HasField("checkpoint") else 0
                 ids = list(action.sealedInTarget) + list(action.droppedInTarget)
@@ -478,13 +495,13 @@ class ShardDelegator:
                     self.pipeline.exclude({sid: cp or MAX_TS for sid in ids})
                 if cp:
                     self.deltas.trim(cp)
-            elif action.type == Q.UpdatePartitionStats:
+            elif action.type == query_coord_pb2.UpdatePartitionStats:
                 self.distribution.partition_stats.update(dict(action.partition_stats_versions))
             else:
                 raise errors.ServiceInternal(f"unexpected action type {action.type}")
         self._on_change()
 
-    def sync_replica_segments(self, req: Q.SyncReplicaSegmentsRequest) -> None:
+    def sync_replica_segments(self, req: query_coord_pb2.SyncReplicaSegmentsRequest) -> None:
         self.distribution.sync_replica_segments(req)
         self._on_change()
 
@@ -510,4 +527,3 @@ class ShardDelegator:
         if self._failure is None:
             log.error("channel %s is not serviceable: %s", self.channel, error)
             self._failed(str(error))
-

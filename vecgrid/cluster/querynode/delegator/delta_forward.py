@@ -46,7 +46,6 @@ from vecgrid.cluster.querynode.worker import Workers
 from vecgrid.proto import data_coord_pb2, query_coord_pb2, schema_pb2
 
 log = logging.getLogger(__name__)
-Q = query_coord_pb2
 
 
 @dataclass(frozen=True)
@@ -111,7 +110,7 @@ class DeltaForwarder:
             self._on_lost(e)
             raise
 
-    async def admit(self, coll: Collection, node_id: int, infos: Sequence[Q.SegmentLoadInfo]) -> None:
+    async def admit(self, coll: Collection, node_id: int, infos: Sequence[query_coord_pb2.SegmentLoadInfo]) -> None:
         """Prepare sealed segments just loaded on ``node_id`` to join the view: their pk statistics,
         the L0 deletes among them sent to the view, then the deletes seen since and the view's L0
         deletes sent to them.  The leader adds them to the view right after, without an await."""
@@ -141,7 +140,7 @@ class DeltaForwarder:
 
     # --- routing -----------------------------------------------------------------------------------
 
-    async def _record_pk_stats(self, coll: Collection, infos: Sequence[Q.SegmentLoadInfo]) -> None:
+    async def _record_pk_stats(self, coll: Collection, infos: Sequence[query_coord_pb2.SegmentLoadInfo]) -> None:
         """Build the pk statistics that route deletes (L0 segments hold deletes, not rows)."""
         rows = [i for i in infos if i.level != data_coord_pb2.L0]
 
@@ -158,7 +157,7 @@ class DeltaForwarder:
         """Of ``segments``, those whose pk statistics may hold one of ``pks`` (all where none are known)."""
         return {sid for sid in segments if sid not in self.pk_stats or self.pk_stats[sid].might_contain(pks).any()}
 
-    def _delete_request(self, pks: np.ndarray, timestamps: np.ndarray) -> Q.DeleteBatchRequest:
+    def _delete_request(self, pks: np.ndarray, timestamps: np.ndarray) -> query_coord_pb2.DeleteBatchRequest:
         """A DeleteBatch of ``pks`` without segments or target (filled per node)."""
         ids = schema_pb2.IDs()
         if pks.dtype.kind in "UOS":
@@ -168,12 +167,18 @@ class DeltaForwarder:
         ts = np.asarray(timestamps, np.uint64).tolist()
         if len(ts) == 1 and len(pks) > 1:
             ts = ts * len(pks)
-        return Q.DeleteBatchRequest(collection_id=self.collection_id, partition_id=-1, vchannel_name=self.channel,
-                                    primary_keys=ids, timestamps=ts, scope=Q.Historical)
+        return query_coord_pb2.DeleteBatchRequest(
+            collection_id=self.collection_id,
+            partition_id=-1,
+            vchannel_name=self.channel,
+            primary_keys=ids,
+            timestamps=ts,
+            scope=query_coord_pb2.Historical,
+        )
 
     # --- delivery ----------------------------------------------------------------------------------
 
-    async def _deliver(self, template: Q.DeleteBatchRequest, segments: set[int],
+    async def _deliver(self, template: query_coord_pb2.DeleteBatchRequest, segments: set[int],
                        locate: Callable[[int], int | None], what: str, *, missing_is_final: bool = False) -> None:
         """Apply ``template``'s deletes to ``segments``, each on the node ``locate`` names at the time
         (None: nothing to do for it any more), one DeleteBatch per node, until every segment applied
@@ -218,10 +223,10 @@ class DeltaForwarder:
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, policy.max_backoff_s)
 
-    async def _delete_on(self, template: Q.DeleteBatchRequest, node_id: int, segments: list[int],
+    async def _delete_on(self, template: query_coord_pb2.DeleteBatchRequest, node_id: int, segments: list[int],
                          timeout_s: float) -> tuple[set[int], set[int], str | None]:
         """One DeleteBatch attempt on ``node_id``: ``(applied, missing, what went wrong)``."""
-        req = Q.DeleteBatchRequest()
+        req = query_coord_pb2.DeleteBatchRequest()
         req.CopyFrom(template)
         req.segment_ids[:] = segments
         req.base.targetID = node_id
@@ -240,12 +245,12 @@ class DeltaForwarder:
 
     # --- L0 deletes and catch-up -------------------------------------------------------------------
 
-    async def _add_l0(self, node_id: int, infos: Sequence[Q.SegmentLoadInfo]) -> None:
+    async def _add_l0(self, node_id: int, infos: Sequence[query_coord_pb2.SegmentLoadInfo]) -> None:
         """Keep the deletes of L0 segments just loaded on ``node_id`` and send them to the sealed
         segments already in the view on other nodes.  Without this, the segments a Dask task loaded
         on a worker (not through this leader) never see the deletes of a flush (Milvus 2.4: the
         delegator applies its L0 deletions to every sealed segment of the channel)."""
-        def read() -> list[tuple[Q.SegmentLoadInfo, tuple[np.ndarray, np.ndarray] | None]]:
+        def read() -> list[tuple[query_coord_pb2.SegmentLoadInfo, tuple[np.ndarray, np.ndarray] | None]]:
             return [(i, self.loader.read_deltalogs(i, {}).arrays()) for i in infos]
         found = await asyncio.to_thread(read)
         for info, arrays in found:
@@ -269,7 +274,7 @@ class DeltaForwarder:
         """The sealed segments of the view on other nodes than ``entry``'s that its deletes reach."""
         return {sid for sid in self.distribution.elsewhere(entry.node_id, entry.partition_id) if sid not in self._l0}
 
-    async def _catch_up(self, node_id: int, infos: Sequence[Q.SegmentLoadInfo]) -> None:
+    async def _catch_up(self, node_id: int, infos: Sequence[query_coord_pb2.SegmentLoadInfo]) -> None:
         """Send segments about to join the view (just loaded on ``node_id``) the channel's buffered
         deletes and the view's L0 deletes, until none arrived meanwhile: a delete forwarded, or an L0
         segment adopted, during these awaits went to a view without them."""

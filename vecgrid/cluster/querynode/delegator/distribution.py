@@ -25,8 +25,6 @@ from vecgrid.cluster.querynode.pipeline import ChannelPipeline
 from vecgrid.cluster.querynode.segments import ALL_PARTITIONS
 from vecgrid.proto import msg_pb2, query_coord_pb2
 
-Q = query_coord_pb2
-
 
 # --- growing segments seen as sealed ones by the worker-side search / retrieve code -------------
 
@@ -135,7 +133,7 @@ class ShardDistribution:
         """Route ``segment_id`` to ``entry`` (SyncDistribution Set / Amend, a partial load)."""
         self.sealed[segment_id] = entry
 
-    def join(self, node_id: int, version: int, infos: Sequence[Q.SegmentLoadInfo]) -> None:
+    def join(self, node_id: int, version: int, infos: Sequence[query_coord_pb2.SegmentLoadInfo]) -> None:
         """Sealed segments loaded on ``node_id`` join the view, with what they were compacted from."""
         self._record_compactions(infos)
         for info in infos:
@@ -149,7 +147,7 @@ class ShardDistribution:
         del self.sealed[segment_id]
         return True
 
-    def sync_replica_segments(self, req: Q.SyncReplicaSegmentsRequest) -> None:
+    def sync_replica_segments(self, req: query_coord_pb2.SyncReplicaSegmentsRequest) -> None:
         """Replace the sealed part of the view."""
         self.sealed = {}
         for rs in req.replica_segments:
@@ -157,7 +155,7 @@ class ShardDistribution:
                 version = rs.versions[i] if i < len(rs.versions) else 0
                 self.sealed[sid] = SealedEntry(rs.node_id, version, rs.partition_id)
 
-    def _record_compactions(self, infos: Sequence[Q.SegmentLoadInfo]) -> None:
+    def _record_compactions(self, infos: Sequence[query_coord_pb2.SegmentLoadInfo]) -> None:
         """Remember what segments joining the view were compacted from.  Until the next target is current
         the view holds a compaction's sources and its result together (both loaded, deletes reaching
         both), and a read must count their rows once: the result is read, the sources are not — and are
@@ -171,11 +169,13 @@ class ShardDistribution:
 
     # --- the report ------------------------------------------------------------------------------
 
-    def leader_view(self, pipeline: ChannelPipeline | None) -> Q.LeaderView:
+    def leader_view(self, pipeline: ChannelPipeline | None) -> query_coord_pb2.LeaderView:
         """The view as GetDataDistribution reports it, with the growing segments of ``pipeline``."""
-        view = Q.LeaderView(collection=self.collection_id, channel=self.channel, TargetVersion=self.target_version)
+        view = query_coord_pb2.LeaderView(
+            collection=self.collection_id, channel=self.channel, TargetVersion=self.target_version
+        )
         for sid, e in self.sealed.items():
-            view.segment_dist[sid].CopyFrom(Q.SegmentDist(nodeID=e.node_id, version=e.version))
+            view.segment_dist[sid].CopyFrom(query_coord_pb2.SegmentDist(nodeID=e.node_id, version=e.version))
         if pipeline is not None:
             growing = pipeline.growing_segments()
             view.growing_segmentIDs.extend(sid for sid, _, _ in growing)
