@@ -32,7 +32,7 @@ from argon2 import PasswordHasher
 from tornado.testing import AsyncHTTPTestCase, ExpectLog
 
 from vecgrid.common import feathers_errors
-from vecgrid.http.conformance import build_app
+from vecgrid.http.feathers.conformance import build_app
 from vecgrid.http.feathers.rest import make_tornado_app
 
 JSON_CT = "application/json; charset=utf-8"

@@ -24,7 +24,7 @@ from vecgrid.common.feathers_errors import (BadRequest, FeathersError, GeneralEr
                                           MethodNotAllowed, NotFound, PayloadTooLarge,
                                           error_for_status)
 from vecgrid.http.feathers.openapi import openapi_document
-from vecgrid.http.query import parse_query_string
+from vecgrid.http.feathers.query import parse_query_string
 
 log = logging.getLogger(__name__)
 

@@ -22,7 +22,7 @@ import tornado.netutil
 
 from argon2 import PasswordHasher
 
-from vecgrid.http.adapters.memory import MemoryService, MemoryStore
+from vecgrid.http.feathers.adapters.memory import MemoryService, MemoryStore
 from vecgrid.http.feathers.application import Application, HookContext
 from vecgrid.http.feathers.authentication import (AuthenticationService, authenticate, hash_password,
                                                   protect)
