@@ -266,7 +266,7 @@ class TestErrorBodies(ConformanceCase):
             raise RuntimeError("boom: secret internals")
 
         self.feathers.service("echo").hooks({"before": {"get": [crash]}})
-        with ExpectLog("vecgrid.http.feathers.rest", "request GET /echo/1 RuntimeError failed"):
+        with ExpectLog("vecgrid.http.base", "request GET /echo/1 RuntimeError failed"):
             code, headers, body = self.call("GET", "/echo/1")
         assert code == 500 and headers["Content-Type"] == JSON_CT
         assert set(body) == ERROR_KEYS | {"data"}

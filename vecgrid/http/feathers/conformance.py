@@ -1,7 +1,7 @@
 """The Feathers conformance app (``../shared/spec/feathers-conformance-app.md``).
 
 The framework's proof that it behaves like a Feathers v5 server: the memory adapter, hooks and
-authentication of :mod:`vecgrid.http`, exposing exactly the services the spec lists, over the one
+authentication of :mod:`vecgrid.http.feathers`, exposing exactly the services the spec lists, over the one
 REST handler.  The project's tests and the official Feathers JavaScript client drive it over real
 HTTP; ``vecgrid conformance-app --port 3030`` starts it.
 
