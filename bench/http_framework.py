@@ -73,7 +73,7 @@ def get_ids(n: int, seed: int) -> list[int]:
 # -- the servers (child process) -----------------------------------------------------------------
 
 def framework_app():
-    from vecgrid.http.adapters.memory import MemoryService
+    from vecgrid.http.feathers.adapters.memory import MemoryService
     from vecgrid.http.feathers.application import Application
     from vecgrid.http.feathers.rest import make_tornado_app
 

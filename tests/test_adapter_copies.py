@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vecgrid.http.adapters.memory import MemoryService
+from vecgrid.http.feathers.adapters.memory import MemoryService
 
 
 async def test_answers_do_not_alias_the_store():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.adapter_support import CASES
-from vecgrid.http.adapters import MemoryService
+from vecgrid.http.feathers.adapters import MemoryService
 from vecgrid.common.feathers_errors import FeathersError
 
 
@@ -54,7 +54,7 @@ def _mixed_records(n: int) -> list[dict]:
 
 
 def _scan(records: list[dict], query: dict) -> list[int]:
-    from vecgrid.http.query import matches
+    from vecgrid.http.feathers.query import matches
 
     return [r["id"] for r in records if matches(r, query)]
 

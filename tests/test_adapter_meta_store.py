@@ -9,7 +9,7 @@ import json
 import pytest
 
 from tests.adapter_support import CASES, PEOPLE, everything
-from vecgrid.http.adapters import MetaStoreService
+from vecgrid.http.feathers.adapters import MetaStoreService
 from vecgrid.common.feathers_errors import FeathersError
 from vecgrid.storage.kv import SQLiteMetaStore
 

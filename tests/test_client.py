@@ -1,6 +1,6 @@
 """vecgrid.client over real HTTP on loopback, with every transport: urllib, requests, httpx, httpx async.
 
-The Feathers client is held to the conformance app (``vecgrid.http.conformance.build_app``): the
+The Feathers client is held to the conformance app (``vecgrid.http.feathers.conformance.build_app``): the
 requests it sends (§11 of the facts file) and what it makes of the answers. ``VecgridClient`` is
 held to a fake vecgrid app built with the framework (memory adapters mounted at the paths of
 ``rest-api.md`` with custom methods answering its shapes); the real services are checked at merge.
@@ -34,11 +34,11 @@ from vecgrid.client import (App, AsyncApp, AsyncVecgridClient, BadGateway, BadRe
 from vecgrid.client.feathers import encode_uri_component
 from vecgrid.client.transports import HttpResponse
 from vecgrid.common.feathers_errors import GeneralError
-from vecgrid.http.adapters.memory import MemoryService
-from vecgrid.http.conformance import build_app
+from vecgrid.http.feathers.adapters.memory import MemoryService
+from vecgrid.http.feathers.conformance import build_app
 from vecgrid.http.feathers.application import Application
 from vecgrid.http.feathers.rest import make_tornado_app
-from vecgrid.http.query import matches
+from vecgrid.http.feathers.query import matches
 from vecgrid.http.services import RestContext, accounts
 from vecgrid.storage.layout import DataDir
 

@@ -32,7 +32,7 @@ from argon2 import PasswordHasher
 from tornado.testing import AsyncHTTPTestCase, ExpectLog
 
 from vecgrid.common import feathers_errors
-from vecgrid.http.conformance import build_app
+from vecgrid.http.feathers.conformance import build_app
 from vecgrid.http.feathers.rest import make_tornado_app
 
 JSON_CT = "application/json; charset=utf-8"
@@ -266,7 +266,7 @@ class TestErrorBodies(ConformanceCase):
             raise RuntimeError("boom: secret internals")
 
         self.feathers.service("echo").hooks({"before": {"get": [crash]}})
-        with ExpectLog("vecgrid.http.feathers.rest", "request GET /echo/1 RuntimeError failed"):
+        with ExpectLog("vecgrid.http.base", "request GET /echo/1 RuntimeError failed"):
             code, headers, body = self.call("GET", "/echo/1")
         assert code == 500 and headers["Content-Type"] == JSON_CT
         assert set(body) == ERROR_KEYS | {"data"}

@@ -15,7 +15,7 @@ import pytest
 from argon2 import PasswordHasher
 from tornado.testing import AsyncHTTPTestCase
 
-from vecgrid.http.adapters.memory import MemoryService
+from vecgrid.http.feathers.adapters.memory import MemoryService
 from vecgrid.http.feathers.application import Application, HookContext
 from vecgrid.common.feathers_errors import NotAuthenticated
 from vecgrid.http.feathers.authentication import (AuthenticationService, FailureWindow,

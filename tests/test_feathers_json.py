@@ -1,4 +1,4 @@
-"""JSON on the wire of the REST transport: what results and bodies become (rest.encode_json/decode_json).
+"""JSON on the wire of the REST transport: what results and bodies become (base.encode_json/decode_json).
 
 Non-finite floats answer ``null``, as ``JSON.stringify`` in a Feathers server does (JSON has no NaN);
 numpy arrays and scalars are encoded as lists and numbers; integers keep every digit both ways.
@@ -14,7 +14,8 @@ import pytest
 from tornado.testing import AsyncHTTPTestCase
 
 from vecgrid.http.feathers.application import Application
-from vecgrid.http.feathers.rest import decode_json, encode_json, make_tornado_app
+from vecgrid.http.base import decode_json, encode_json
+from vecgrid.http.feathers.rest import make_tornado_app
 
 
 class Values:
@@ -119,7 +120,7 @@ class FeathersJsonTest(AsyncHTTPTestCase):
 
 def test_a_refused_literal_is_named():
     import pytest
-    from vecgrid.http.feathers.rest import decode_json
+    from vecgrid.http.base import decode_json
     for literal in ("NaN", "Infinity", "-Infinity"):
         with pytest.raises(ValueError, match=f"^{literal} is not JSON"):
             decode_json(f'{{"v": [1, {literal}]}}'.encode())

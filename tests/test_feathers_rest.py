@@ -222,7 +222,7 @@ class FeathersRestTest(AsyncHTTPTestCase):
         assert response.code == 404 and response.headers["Content-Type"] == JSON_CT
 
     def test_s2_crash_is_general_error_with_logged_request_id(self):
-        with ExpectLog("vecgrid.http.feathers.rest", "request POST /echo RuntimeError failed", level=logging.ERROR):
+        with ExpectLog("vecgrid.http.base", "request POST /echo RuntimeError failed", level=logging.ERROR):
             response, body = self.call("POST", "/echo", {}, headers={"X-Service-Method": "crash"})
         self.assert_error(response, body, 500, "GeneralError", "general-error")
         assert "secret internal detail" not in response.body.decode()

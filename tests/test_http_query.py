@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from vecgrid.common.feathers_errors import FeathersError
-from vecgrid.http.query import QuerySchema, matches, parse_query_string, sort_records, split_query
+from vecgrid.http.feathers.query import QuerySchema, matches, parse_query_string, sort_records, split_query
 
 
 @pytest.mark.parametrize("raw, expected", [
@@ -88,7 +88,7 @@ def test_unknown_operator_inside_or():
 
 
 def test_le_is_rejected_and_eq_is_equality():
-    """§5 lists no `$le`/`$eq`; decided in vecgrid.http.query: `$le` is refused, `$eq` is equality."""
+    """§5 lists no `$le`/`$eq`; decided in vecgrid.http.feathers.query: `$le` is refused, `$eq` is equality."""
     with pytest.raises(FeathersError) as err:
         split_query(parse_query_string("age[$le]=3"))
     assert (err.value.code, err.value.message) == (400, "Invalid query parameter $le")

@@ -4,10 +4,10 @@ The layers, lowest first (a module may import its own layer's package and the la
 
     common (with vecgrid.errors, vecgrid.config) ← proto ← storage ← gpu ← cluster (shared parts:
     streaming, ...) ← cluster.querynode | cluster.datanode ← cluster.querycoord | cluster.datacoord |
-    cluster.proxy ← rpc | http | client ← deploy ← cli
+    cluster.proxy ← rpc | http | client ← deploy | dashboard ← cli
 
 Layers on one rank (``querynode`` and ``datanode``; ``querycoord``, ``datacoord`` and ``proxy``;
-``rpc``, ``http`` and ``client``) do not import
+``rpc``, ``http`` and ``client``; ``deploy`` and ``dashboard``) do not import
 each other.  Every import counts for the direction, a lazy one inside a
 function too: a lazy import hides a dependency, it does not remove it.  For cycles, the imports
 made when a module is loaded count (module level, ``TYPE_CHECKING`` blocks included: a type-only
@@ -43,6 +43,9 @@ LAYERS = [
     (7, "vecgrid.http"),
     (7, "vecgrid.client"),
     (8, "vecgrid.deploy"),
+    # The Dask scheduler's preload (`--preload vecgrid.dashboard`, a public name): its JSON route is an
+    # HTTP handler on the one base (vecgrid.http.base), so it sits above http; deploy loads it by name only.
+    (8, "vecgrid.dashboard"),
     (9, "vecgrid.cli"),
 ]
 

@@ -12,8 +12,8 @@ import jsonschema_rs
 import pytest
 from tornado.testing import AsyncHTTPTestCase
 
-from vecgrid.http.adapters.memory import MemoryService
-from vecgrid.http.conformance import build_app
+from vecgrid.http.feathers.adapters.memory import MemoryService
+from vecgrid.http.feathers.conformance import build_app
 from vecgrid.http.feathers.application import Application
 from vecgrid.http.feathers.authentication import authenticate
 from vecgrid.http.feathers.openapi import openapi_document

@@ -24,7 +24,7 @@ import requests
 import tornado.httpserver
 import tornado.netutil
 
-from vecgrid.http.conformance import build_app
+from vecgrid.http.feathers.conformance import build_app
 
 if TYPE_CHECKING:
     from schemathesis import GenerationMode

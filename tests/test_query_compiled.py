@@ -1,4 +1,4 @@
-"""compile_conditions (vecgrid.http.query) answers exactly as matches, for any record and conditions."""
+"""compile_conditions (vecgrid.http.feathers.query) answers exactly as matches, for any record and conditions."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import hypothesis
 import hypothesis.strategies as st
 
-from vecgrid.http.query import compile_conditions, compile_filter, matches
+from vecgrid.http.feathers.query import compile_conditions, compile_filter, matches
 
 FIELDS = ["a", "b", "c"]
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.sampled_from([0.5, 1.0, -2.5, math.nan, math.inf]),
@@ -78,7 +78,7 @@ def test_filter_reads_records_without_a_queried_field():
 
 
 def test_cached_filters_keep_one_true_and_one_point_zero_apart():
-    from vecgrid.http.query import compile_filter
+    from vecgrid.http.feathers.query import compile_filter
     records = [{"v": 1}, {"v": True}, {"v": 1.0}]
     assert compile_filter({"v": 1})(records) == [r for r in records if matches(r, {"v": 1})]
     assert compile_filter({"v": True})(records) == [r for r in records if matches(r, {"v": True})]
@@ -88,7 +88,7 @@ def test_cached_filters_keep_one_true_and_one_point_zero_apart():
 def test_a_nan_operand_is_not_cached_as_null():
     """The cache key is the conditions' JSON, where NaN is written as null: such conditions are compiled
     afresh (found by the property test above)."""
-    from vecgrid.http.query import compile_filter
+    from vecgrid.http.feathers.query import compile_filter
     assert compile_filter({"a": float("nan")})([{}]) == []
     assert compile_filter({"a": None})([{}]) == [{}]
     assert compile_filter({"a": float("nan")})([{}]) == []

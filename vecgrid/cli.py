@@ -793,7 +793,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.command == "users":
             asyncio.run(_users(settings, args))
         elif args.command == "conformance-app":
-            from vecgrid.http.conformance import serve as serve_conformance_app
+            from vecgrid.http.feathers.conformance import serve as serve_conformance_app
             asyncio.run(serve_conformance_app(args.port, args.host))
         else:
             asyncio.run(_worker(settings, args))

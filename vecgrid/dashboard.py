@@ -17,8 +17,9 @@ before it builds its HTTP server, registers:
 The data arrives without an RPC of vecgrid's: every QueryNode worker plugin puts a snapshot of its
 node in ``worker.metrics["vecgrid"]`` (the scheduler receives it with each heartbeat, in
 ``WorkerState.metrics``), and the coordinator publishes the cluster's state as scheduler metadata
-under ``("vecgrid", "cluster")``.  Nothing here imports the rest of vecgrid: the scheduler needs
-only this module (and bokeh, which the dashboard needs anyway).
+under ``("vecgrid", "cluster")``.  Of the rest of vecgrid this imports only :mod:`vecgrid.http.base`
+(Tornado, orjson and the Feathers errors), the base handler of every vecgrid route: the scheduler
+needs nothing else of vecgrid (and bokeh, which the dashboard needs anyway).
 
 State: the page's rate memory belongs to its Bokeh document (run on the scheduler's loop); the
 collector reads the scheduler on the thread serving ``/metrics``, the scheduler's loop.
@@ -27,11 +28,12 @@ collector reads the scheduler on the thread serving ``/metrics``, the scheduler'
 from __future__ import annotations
 
 import html
-import json
 import time
 from typing import Any
 
 import dask
+
+from vecgrid.http.base import BaseHandler
 
 ROUTE_MODULE = "vecgrid.dashboard"
 PAGE = "/individual-vecgrid"
@@ -70,18 +72,17 @@ def dask_tasks(scheduler: Any, cluster: dict | None) -> list[dict[str, Any]]:
 
 # --- HTTP route -----------------------------------------------------------------------------------
 
-def _route_handler() -> Any:
-    from distributed.http.utils import RequestHandler
+class StateHandler(BaseHandler):
+    """``GET /vecgrid/api/state``: :func:`state` as JSON (Dask passes its scheduler as ``dask_server``)."""
 
-    class StateHandler(RequestHandler):
-        def get(self) -> None:
-            self.set_header("Content-Type", "application/json")
-            self.write(json.dumps(state(self.server), default=str))
+    def initialize(self, dask_server: Any) -> None:
+        self.server = dask_server
 
-    return StateHandler
+    def get(self) -> None:
+        self.send_json(state(self.server))
 
 
-routes = [(r"/vecgrid/api/state", _route_handler(), {})]
+routes = [(r"/vecgrid/api/state", StateHandler, {})]
 
 
 # --- the Bokeh page -------------------------------------------------------------------------------

@@ -2,8 +2,9 @@
 
 ``make_app`` builds one Feathers :class:`~vecgrid.http.feathers.application.Application` with the
 services of ``rest-api.md`` (:mod:`vecgrid.http.services`) and serves it through the framework's
-single REST handler; ``/health``, ``/version`` and ``/metrics`` are plain Tornado handlers in front of it (they are
-not resources: no query syntax, no hooks).  Unknown paths get the transport's Feathers 404.
+single REST handler; ``/health``, ``/version`` and ``/metrics`` are plain handlers in front of it (they
+are not resources: no query syntax, no hooks), on the same :class:`~vecgrid.http.base.BaseHandler`.
+Unknown paths get the transport's Feathers 404.
 """
 
 from __future__ import annotations
@@ -27,9 +28,11 @@ class HealthHandler(BaseHandler):
     """For load balancers, ``docker compose`` health checks and ``vecgrid status``: every component's
     health (:mod:`vecgrid.http.health`), 200 only when all of them can serve, as Milvus's ``/healthz``."""
 
+    def initialize(self, coord: QueryCoord) -> None:
+        self.coord = coord
+
     async def get(self) -> None:
-        coord: QueryCoord = self.context["coord"]
-        report = await cluster_health(coord)
+        report = await cluster_health(self.coord)
         self.send_json(report, status=200 if report["status"] == "ok" else 503)
 
 
@@ -58,9 +61,8 @@ def build_api(ctx: RestContext) -> Application:
 def make_app(ctx: RestContext, api: Application | None = None) -> tornado.web.Application:
     """The Tornado app serving ``api`` (built from ``ctx`` when not given) and the plain endpoints."""
     settings = ctx.settings.http if ctx.settings is not None else None
-    context = {"coord": ctx.coord}
     metrics = RestMetrics(ctx.coord, ctx.datacoord)
-    plain = [(r"/health", HealthHandler, context), (r"/version", VersionHandler, context),
+    plain = [(r"/health", HealthHandler, {"coord": ctx.coord}), (r"/version", VersionHandler),
              (r"/metrics", MetricsHandler, {"metrics": metrics})]
     options: dict = {"log_function": metrics.log_request}
     if settings is not None:

@@ -43,6 +43,7 @@ from prometheus_client.registry import Collector
 
 from vecgrid.cluster.querycoord.monitor import cluster_snapshot, read_catalog_names
 from vecgrid.errors import MilvusError
+from vecgrid.http.base import BaseHandler
 from vecgrid.http.feathers.application import STANDARD_METHODS
 
 access_log = logging.getLogger("tornado.access")
@@ -238,8 +239,8 @@ class RestMetrics:
         log("%d %s %.2fms", status, handler._request_summary(), 1000.0 * handler.request.request_time())
 
 
-class MetricsHandler(tornado.web.RequestHandler):
-    """Prometheus scrapes this."""
+class MetricsHandler(BaseHandler):
+    """Prometheus scrapes this (the text format; a failed scrape is a Feathers error body, as every route's)."""
 
     def initialize(self, metrics: RestMetrics) -> None:
         self.metrics = metrics

@@ -28,7 +28,7 @@ document only describes: nothing validates bodies against ``schema`` (a service 
 records must validate its data itself, e.g. in a before hook).
 
 Database adapters (services whose ``options`` hold ``id``, ``paginate``, ``multi`` and
-``query_schema``, as :class:`vecgrid.http.adapters.base.AdapterService`) get more from their options:
+``query_schema``, as :class:`vecgrid.http.feathers.adapters.base.AdapterService`) get more from their options:
 records always carry the id field, ``find`` answers a page object ``{total, limit, skip, data}`` when
 the service paginates and an array otherwise, the collection ``PATCH``/``DELETE`` operations exist
 only for multi methods and a ``POST`` body may be an array only under multi ``create``; the query

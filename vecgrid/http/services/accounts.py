@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from vecgrid.common.feathers_errors import BadRequest, Forbidden
 from vecgrid.config import ConfigError
-from vecgrid.http.adapters.meta_store import MetaStoreService
+from vecgrid.http.feathers.adapters.meta_store import MetaStoreService
 from vecgrid.http.feathers.application import HookContext
 from vecgrid.http.feathers.authentication import (MIN_SECRET_BYTES, AuthenticationService, authenticate,
                                                   hash_password, protect)

@@ -24,7 +24,7 @@ from vecgrid.cluster.querycoord.reports import IN_GPU, IN_MEMORY, MB, NODE_NORMA
 from vecgrid.common import feathers_errors as fe
 from vecgrid.http.feathers.application import Application
 from vecgrid.http.milvus_errors import feathers_error
-from vecgrid.http.query import QuerySchema, matches, select_fields, sort_records, split_query
+from vecgrid.http.feathers.query import QuerySchema, matches, select_fields, sort_records, split_query
 from vecgrid.http.services import RestContext
 from vecgrid.proto import common_pb2, query_coord_pb2 as Q, rg_pb2
 

@@ -46,7 +46,7 @@ from vecgrid.cluster.proxy.filters import compile_filter
 from vecgrid.cluster.proxy.rows import row_errors
 from vecgrid.common.feathers_errors import BadRequest, FeathersError, MethodNotAllowed, NotFound
 from vecgrid.http.milvus_errors import feathers_error
-from vecgrid.http.query import QuerySchema, page_limit, select_fields, split_query
+from vecgrid.http.feathers.query import QuerySchema, page_limit, select_fields, split_query
 from vecgrid.proto import schema_pb2 as S
 from vecgrid.storage.catalog.schema_rules import DYNAMIC_FIELD_NAME, VECTOR_TYPES
 

@@ -3,7 +3,7 @@
 A plain async service that knows nothing of HTTP: ``find(params)``, ``get(id, params)``,
 ``create(data, params)``, ``update(id, data, params)``, ``patch(id, data, params)``,
 ``remove(id, params)``, and the same names with a leading underscore, which the application calls
-without hooks.  The semantics live in :mod:`vecgrid.http.adapters.base`, shared with every other
+without hooks.  The semantics live in :mod:`vecgrid.http.feathers.adapters.base`, shared with every other
 adapter; this module only keeps the records in a dict.
 
 Ownership: the store, its equality indexes and the id counter belong to the event loop that calls
@@ -26,8 +26,8 @@ from __future__ import annotations
 import copy
 from typing import Any, Callable, Collection, Iterable, Mapping, TypeVar
 
-from vecgrid.http.adapters.base import AdapterService, Params, RecordView, as_params, record_key
-from vecgrid.http.query import QuerySchema
+from vecgrid.http.feathers.adapters.base import AdapterService, Params, RecordView, as_params, record_key
+from vecgrid.http.feathers.query import QuerySchema
 
 __all__ = ["MemoryService", "MemoryStore", "Params", "as_params"]
 
@@ -126,7 +126,7 @@ class MemoryStore:
 
 def _index_key(value: Any) -> tuple[int, Any] | None:
     """The bucket of a value an equality with a string or number operand can match: values equal
-    under the query rules (:func:`vecgrid.http.query._equal`: ``1`` and ``1.0``, never ``True`` or
+    under the query rules (:func:`vecgrid.http.feathers.query._equal`: ``1`` and ``1.0``, never ``True`` or
     ``"1"``) and only those share a key."""
     kind = type(value)
     if kind is str:
@@ -164,7 +164,7 @@ class _MemoryView(RecordView):
 class MemoryService(AdapterService):
     """Records in a dict, in insertion order (an update or patch keeps a record's place).
 
-    Options as :class:`~vecgrid.http.adapters.base.AdapterService`, plus ``start_id`` (first
+    Options as :class:`~vecgrid.http.feathers.adapters.base.AdapterService`, plus ``start_id`` (first
     generated id), ``store`` (initial records) and ``shared`` (a :class:`MemoryStore` this service
     shares with others; ``start_id`` and ``store`` then do not apply).
     """

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Collection, Iterable, Mapping, TypeVar
 
 from vecgrid.common.feathers_errors import BadRequest, Conflict, MethodNotAllowed, NotFound
-from vecgrid.http.query import (QuerySchema, compile_filter, matches, page_limit, select_fields, sort_records,
-                                split_query)
+from vecgrid.http.feathers.query import (QuerySchema, compile_filter, matches, page_limit, select_fields,
+                                         sort_records, split_query)
 
 T = TypeVar("T")
 _SCALARS = frozenset((str, int, float, bool, type(None)))

@@ -1,7 +1,7 @@
 """The Feathers conformance app (``docs/feathers.md``).
 
 The framework's proof that it behaves like a Feathers v5 server: the memory adapter, hooks and
-authentication of :mod:`vecgrid.http`, exposing exactly the services the spec lists, over the one
+authentication of :mod:`vecgrid.http.feathers`, exposing exactly the services the spec lists, over the one
 REST handler.  The project's tests and the official Feathers JavaScript client drive it over real
 HTTP; ``vecgrid conformance-app --port 3030`` starts it.
 
@@ -22,7 +22,7 @@ import tornado.netutil
 
 from argon2 import PasswordHasher
 
-from vecgrid.http.adapters.memory import MemoryService, MemoryStore
+from vecgrid.http.feathers.adapters.memory import MemoryService, MemoryStore
 from vecgrid.http.feathers.application import Application, HookContext
 from vecgrid.http.feathers.authentication import (AuthenticationService, authenticate, hash_password,
                                                   protect)

@@ -1,6 +1,6 @@
 """The metadata-store adapter: Feathers records that survive a restart (users, small records).
 
-The same semantics as the memory adapter — both run the plans of :mod:`vecgrid.http.adapters.base`
+The same semantics as the memory adapter — both run the plans of :mod:`vecgrid.http.feathers.adapters.base`
 — over a :class:`~vecgrid.storage.kv.MetaStore` under a key prefix:
 
 * ``<prefix>records/<id>`` → JSON ``{"seq": n, "record": {...}}``; ``seq`` keeps Feathers' insertion
@@ -31,9 +31,9 @@ import asyncio
 import json
 from typing import Any, Callable, Iterable, Mapping, TypeVar
 
-from vecgrid.http.adapters.base import AdapterService, RecordView
+from vecgrid.http.feathers.adapters.base import AdapterService, RecordView
 from vecgrid.common.feathers_errors import Conflict
-from vecgrid.http.query import QuerySchema
+from vecgrid.http.feathers.query import QuerySchema
 from vecgrid.storage.kv import MetaStore, MetaTxnConflictError
 
 __all__ = ["MetaStoreService", "MAX_ATTEMPTS"]
@@ -135,7 +135,7 @@ class _StoreView(RecordView):
 class MetaStoreService(AdapterService):
     """A Feathers service whose records live in ``store`` under ``prefix`` (e.g. ``"http/users/"``).
 
-    Options as :class:`~vecgrid.http.adapters.base.AdapterService`, plus ``start_id`` (the first
+    Options as :class:`~vecgrid.http.feathers.adapters.base.AdapterService`, plus ``start_id`` (the first
     generated id when the store has no counter yet).  The caller owns ``store`` and closes it.
     """
 

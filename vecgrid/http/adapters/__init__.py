@@ -1,7 +1,0 @@
-"""Feathers database adapters: services that store records and answer the common query syntax."""
-
-from vecgrid.http.adapters.base import AdapterService, Params
-from vecgrid.http.adapters.memory import MemoryService
-from vecgrid.http.adapters.meta_store import MetaStoreService
-
-__all__ = ["AdapterService", "MemoryService", "MetaStoreService", "Params"]
