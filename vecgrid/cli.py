@@ -611,16 +611,16 @@ async def _create_index(proxy: Any, args: argparse.Namespace, params: dict) -> N
 
 async def _load(proxy: Any, args: argparse.Namespace) -> None:
     from vecgrid.cluster.proxy.catalog_access import unary_call
-    from vecgrid.proto import query_coord_pb2 as Q
+    from vecgrid.proto import query_coord_pb2
 
     meta = await proxy.describe(args.name)
-    await unary_call(proxy.coord.LoadCollection, Q.LoadCollectionRequest(
+    await unary_call(proxy.coord.LoadCollection, query_coord_pb2.LoadCollectionRequest(
         collectionID=meta.id, replica_number=args.replicas or 0, resource_groups=args.resource_groups),
         timeout=args.timeout, what=f"LoadCollection at {args.coord}")
     deadline = time.monotonic() + args.timeout
     with Progress(f"load {meta.name}", 100) as bar:
         while True:
-            shown = await unary_call(proxy.coord.ShowCollections, Q.ShowCollectionsRequest(
+            shown = await unary_call(proxy.coord.ShowCollections, query_coord_pb2.ShowCollectionsRequest(
                 collectionIDs=[meta.id]), timeout=30, what=f"ShowCollections at {args.coord}")
             percent = int(shown.inMemory_percentages[0])
             bar.set(percent)
@@ -635,10 +635,10 @@ async def _load(proxy: Any, args: argparse.Namespace) -> None:
 
 async def _release(proxy: Any, args: argparse.Namespace) -> None:
     from vecgrid.cluster.proxy.catalog_access import unary_call
-    from vecgrid.proto import query_coord_pb2 as Q
+    from vecgrid.proto import query_coord_pb2
 
     meta = await proxy.describe(args.name)
-    await unary_call(proxy.coord.ReleaseCollection, Q.ReleaseCollectionRequest(collectionID=meta.id),
+    await unary_call(proxy.coord.ReleaseCollection, query_coord_pb2.ReleaseCollectionRequest(collectionID=meta.id),
                      timeout=600, what=f"ReleaseCollection at {args.coord}")
     print(f"collection {meta.name} released", flush=True)
 
@@ -653,12 +653,12 @@ async def _search(proxy: Any, args: argparse.Namespace, inputs: tuple[Any, Any, 
 
 async def _status_report(proxy: Any, args: argparse.Namespace) -> dict[str, Any]:
     from vecgrid.cluster.proxy.catalog_access import unary_call
-    from vecgrid.proto import query_coord_pb2 as Q
+    from vecgrid.proto import query_coord_pb2
 
     at = f"at {args.coord}"
-    nodes = await unary_call(proxy.coord.ListQueryNode, Q.ListQueryNodeRequest(), timeout=30,
+    nodes = await unary_call(proxy.coord.ListQueryNode, query_coord_pb2.ListQueryNodeRequest(), timeout=30,
                              what=f"ListQueryNode {at}")
-    shown = await unary_call(proxy.coord.ShowCollections, Q.ShowCollectionsRequest(), timeout=30,
+    shown = await unary_call(proxy.coord.ShowCollections, query_coord_pb2.ShowCollectionsRequest(), timeout=30,
                              what=f"ShowCollections {at}")
     loaded = dict(zip(shown.collectionIDs, shown.inMemory_percentages))
     metas = {m.id: m for m in await proxy.catalog.list(args.db)}
@@ -671,13 +671,13 @@ async def _status_report(proxy: Any, args: argparse.Namespace) -> dict[str, Any]
         if cid in loaded:
             names = {pid: name for name, pid in meta.partitions.items()}
             try:
-                states = await unary_call(proxy.coord.GetPartitionStates, Q.GetPartitionStatesRequest(
+                states = await unary_call(proxy.coord.GetPartitionStates, query_coord_pb2.GetPartitionStatesRequest(
                     collectionID=cid), timeout=30, what=f"GetPartitionStates {at}")
             except errors.MilvusError as e:  # e.g. released meanwhile: report it, go on with the others
                 entry["error"] = str(e)
             else:
                 entry["partitions"] = [{"name": names.get(p.partitionID, ""), "id": p.partitionID,
-                                        "state": Q.PartitionState.Name(p.state),
+                                        "state": query_coord_pb2.PartitionState.Name(p.state),
                                         "load_percentage": int(p.inMemory_percentage)}
                                        for p in states.partition_descriptions]
         collections.append(entry)

@@ -26,12 +26,12 @@ from vecgrid.http.feathers.application import Application
 from vecgrid.http.milvus_errors import feathers_error
 from vecgrid.http.feathers.query import QuerySchema, matches, select_fields, sort_records, split_query
 from vecgrid.http.services import RestContext
-from vecgrid.proto import common_pb2, query_coord_pb2 as Q, rg_pb2
+from vecgrid.proto import common_pb2, query_coord_pb2, rg_pb2
 
 MAX_SAFE_INTEGER = 2 ** 53 - 1
 INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1
 _INTEGER = re.compile(r"[+-]?\d+")
-PARTIAL_IN_GPU = Q.PartitionState.Name(Q.PartialInGPU)
+PARTIAL_IN_GPU = query_coord_pb2.PartitionState.Name(query_coord_pb2.PartialInGPU)
 
 
 # --- encoding and decoding ------------------------------------------------------------------------
@@ -290,7 +290,7 @@ def _config(data: dict, base: rg_pb2.ResourceGroupConfig | None = None) -> rg_pb
     return config
 
 
-def _group_record(info: Q.ResourceGroupInfo) -> dict[str, Any]:
+def _group_record(info: query_coord_pb2.ResourceGroupInfo) -> dict[str, Any]:
     return {
         "name": info.name,
         "numAvailableNode": info.num_available_node,
@@ -403,7 +403,7 @@ def _segment_state(placements: dict[int, str]) -> str:
     return IN_GPU if placements and on_gpu == len(placements) else PARTIAL_IN_GPU if on_gpu else IN_MEMORY
 
 
-def _segment_record(info: Q.SegmentInfo, coll, placements: dict[int, str]) -> dict[str, Any]:
+def _segment_record(info: query_coord_pb2.SegmentInfo, coll, placements: dict[int, str]) -> dict[str, Any]:
     partitions = {p.partitionID: p.partitionName for p in coll.partitions}
     return {
         "id": int64(info.segmentID),
@@ -481,7 +481,7 @@ class SegmentsService(_Service):
     async def transfer(self, data: Any, params: dict) -> dict:
         body = _Data(data, _transfer_fields("segment", "integer"), required=("source",))
         target, every, to_all = _transfer_target(body, "segment")
-        scheduled = self.coord.transfer_segment(Q.TransferSegmentRequest(
+        scheduled = self.coord.transfer_segment(query_coord_pb2.TransferSegmentRequest(
             source_nodeID=body.get("source"), target_nodeID=target, segmentID=body.get("segment", 0),
             transfer_all=every, to_all_nodes=to_all, copy_mode=body.get("copy", False)))
         return {"source": body.get("source"), "target": None if to_all else target, "scheduled": scheduled}
@@ -513,7 +513,7 @@ class ChannelsService(_Service):
     async def transfer(self, data: Any, params: dict) -> dict:
         body = _Data(data, _transfer_fields("channel", "string"), required=("source",))
         target, every, to_all = _transfer_target(body, "channel")
-        scheduled = self.coord.transfer_channel(Q.TransferChannelRequest(
+        scheduled = self.coord.transfer_channel(query_coord_pb2.TransferChannelRequest(
             source_nodeID=body.get("source"), target_nodeID=target, channel_name=body.get("channel", ""),
             transfer_all=every, to_all_nodes=to_all, copy_mode=body.get("copy", False)))
         return {"source": body.get("source"), "target": None if to_all else target, "scheduled": scheduled}
@@ -544,7 +544,7 @@ class BalanceService(_Service):
                             "segments": "integers"}, required=("collection", "source"))
         coll = await self.collection(body.get("collection"), body.get("db"))
         targets, segments = body.get("targets", []), body.get("segments", [])
-        await self.coord.load_balance(Q.LoadBalanceRequest(
+        await self.coord.load_balance(query_coord_pb2.LoadBalanceRequest(
             collectionID=coll.id, source_nodeIDs=[body.get("source")], dst_nodeIDs=targets,
             sealed_segmentIDs=segments))
         return {"collection": coll.name, "collectionId": int64(coll.id), "source": body.get("source"),
@@ -575,7 +575,7 @@ class BalanceService(_Service):
 CHECKER_QUERY = QuerySchema({"id": "integer", "name": "string", "activated": "boolean"})
 
 
-def _checker_record(info: Q.CheckerInfo) -> dict[str, Any]:
+def _checker_record(info: query_coord_pb2.CheckerInfo) -> dict[str, Any]:
     return {"id": info.id, "name": info.desc, "activated": info.activated}
 
 

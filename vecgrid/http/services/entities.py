@@ -47,7 +47,7 @@ from vecgrid.cluster.proxy.rows import row_errors
 from vecgrid.common.feathers_errors import BadRequest, FeathersError, MethodNotAllowed, NotFound
 from vecgrid.http.milvus_errors import feathers_error
 from vecgrid.http.feathers.query import QuerySchema, page_limit, select_fields, split_query
-from vecgrid.proto import schema_pb2 as S
+from vecgrid.proto import schema_pb2
 from vecgrid.storage.catalog.schema_rules import DYNAMIC_FIELD_NAME, VECTOR_TYPES
 
 if TYPE_CHECKING:
@@ -65,9 +65,9 @@ MAX_SAFE_INTEGER = (1 << 53) - 1
 WINDOW = 16384
 DEFAULT_PAGINATE = {"default": 100, "max": WINDOW}
 
-_INTEGER = {S.Int8, S.Int16, S.Int32, S.Int64}
-_NUMBER = {S.Float, S.Double}
-_STRING = {S.VarChar, S.String}
+_INTEGER = {schema_pb2.Int8, schema_pb2.Int16, schema_pb2.Int32, schema_pb2.Int64}
+_NUMBER = {schema_pb2.Float, schema_pb2.Double}
+_STRING = {schema_pb2.VarChar, schema_pb2.String}
 _SEARCH_KEYS = {"vectors", "vector", "ids", "field", "limit", "offset", "filter", "select", "params", "partitions",
                 "groupBy", "groupSize", "consistency"}
 _SEARCH_PARAMS = {"nprobe": "nprobe", "ef": "ef", "radius": "radius", "rangeFilter": "range_filter",
@@ -91,7 +91,7 @@ def _query_schema(meta: "CollectionMeta") -> QuerySchema:
             kinds[f.name] = "number"
         elif f.data_type in _STRING:
             kinds[f.name] = "string"
-        elif f.data_type == S.Bool:
+        elif f.data_type == schema_pb2.Bool:
             kinds[f.name] = "boolean"
     return QuerySchema(kinds, additional=meta.schema.enable_dynamic_field, operators=("$like",))
 
@@ -117,7 +117,7 @@ class _Collection:
         self.fields = {f.name: f for f in meta.schema.fields if not f.is_dynamic}
         self.dynamic = meta.schema.enable_dynamic_field
         self.vectors = {name for name, f in self.fields.items() if f.data_type in VECTOR_TYPES}
-        self.int64 = [name for name, f in self.fields.items() if f.data_type == S.Int64]
+        self.int64 = [name for name, f in self.fields.items() if f.data_type == schema_pb2.Int64]
         self.query_schema = _query_schema(meta)
 
     def key(self, raw: Any) -> Any:
