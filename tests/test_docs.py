@@ -94,6 +94,22 @@ def _inside(path: Path, root: Path) -> bool:
     return Path(os.path.normpath(path)).is_relative_to(root)
 
 
+# A backticked path from the repository root (``vecgrid/http/base.py``, ``bench/*.py``), or from the package
+# (``cluster/proxy/lb_policy.py``, as the code map writes them): it must name what is there.
+REPO_PATH = re.compile(r"(vecgrid|tests|bench|docs|docker|scripts)/[\w./*-]*")
+PACKAGE_PATH = re.compile(r"(storage|cluster|http|gpu|rpc|common|client|proto)/[\w./*-]*")
+
+
+def _names_a_file(span: str, root: Path) -> bool:
+    if REPO_PATH.fullmatch(span):
+        path = span
+    elif PACKAGE_PATH.fullmatch(span):
+        path = f"vecgrid/{span}"
+    else:
+        return True   # not a path
+    return any(root.glob(path.rstrip("/"))) if "*" in path else (root / path).exists()
+
+
 def link_problems(md: Path, root: Path) -> list[str]:
     """Dead or outward links and outward backticked paths of one Markdown file."""
     problems = []
@@ -103,6 +119,8 @@ def link_problems(md: Path, root: Path) -> list[str]:
         for span in spans:
             if PARENT_STEP.search(span) and not _inside(md.parent / span.split("#")[0], root):
                 problems.append(f"{where}:{number}: `{span}` points outside the repository")
+            elif not _names_a_file(span, root):
+                problems.append(f"{where}:{number}: `{span}` names no file of the repository")
         prose = CODE_SPAN.sub("", line)   # a link written as code is not a link
         targets = INLINE_LINK.findall(prose) + REFERENCE_DEFINITION.findall(prose)
         for target in targets:
@@ -162,7 +180,8 @@ def test_the_checker_sees_dead_and_outward_links(tmp_path):
         "[bad anchor](docs/a.md#nowhere)\n"
         "See `../shared/spec.md` and [up](../shared/ARCHITECTURE.md).\n"
         "```\n[in a code block](not/checked.md)\n```\n"
-        "`[written as code](not/a/link.md)` and the ellipsis `.../partitions/NAME`\n")
+        "`[written as code](not/a/link.md)` and the ellipsis `.../partitions/NAME`\n"
+        "`vecgrid/mod.py`, `vecgrid/*.py`, `cluster/gone.py` and `docs/*.txt`\n")
     (tmp_path / "vecgrid" / "mod.py").write_text(
         '"""Built to ``../shared/spec/x.md``; see ``docs/a.md`` and ``docs/gone.md``."""\n')
     problems = repository_problems(tmp_path)
@@ -170,6 +189,8 @@ def test_the_checker_sees_dead_and_outward_links(tmp_path):
                 "README.md:4: link docs/a.md#nowhere: no heading #nowhere in docs/a.md",
                 "README.md:5: `../shared/spec.md` points outside the repository",
                 "README.md:5: link ../shared/ARCHITECTURE.md points outside the repository",
+                "README.md:10: `cluster/gone.py` names no file of the repository",
+                "README.md:10: `docs/*.txt` names no file of the repository",
                 "vecgrid/mod.py:1: `../shared/spec/x.md` points outside the repository",
                 "vecgrid/mod.py:1: `docs/gone.md` does not exist"]
     assert sorted(problems) == sorted(expected)
