@@ -97,7 +97,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from .fsutil import fsync_dir
+from ..fsutil import fsync_dir
 
 __all__ = [
     "MessageKind",
@@ -116,7 +116,7 @@ __all__ = [
     "MAX_PAYLOAD_BYTES",
 ]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger(__package__)  # "vecgrid.storage.wal", the WAL's one logger
 
 _HEADER: Final = struct.Struct("<IIBBHQQ")  # length, crc, version, flags, kind, offset, timestamp
 HEADER_SIZE: Final = _HEADER.size  # 28
