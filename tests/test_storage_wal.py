@@ -27,7 +27,7 @@ from vecgrid.storage.wal import (
     WalReader,
     WalTruncatedError,
 )
-from vecgrid.storage.wal.writer import HEADER_SIZE, _encode_marker
+from vecgrid.storage.wal.format import HEADER_SIZE, _encode_marker
 
 pytestmark = pytest.mark.timeout(60)
 
