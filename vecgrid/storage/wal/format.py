@@ -155,6 +155,26 @@ class WalRecord:
 
 
 # ---------------------------------------------------------------------------------------------
+# record framing
+
+
+def _encode_header(kind: int, offset: int, timestamp: int, payload_len: int, payload_crc: int) -> bytes:
+    """The 28 header bytes of a record whose payload has ``payload_len`` bytes and CRC ``payload_crc``."""
+    tail = _HEADER_TAIL.pack(_RECORD_VERSION, 0, kind, offset, timestamp)
+    return _PREFIX.pack(_TAIL_SIZE + payload_len, _record_crc(tail, payload_crc)) + tail
+
+
+def _record_crc(header_tail: bytes, payload_crc: int) -> int:
+    """A record's crc32: over the payload (``payload_crc``), then the 20 header bytes after the crc."""
+    return zlib.crc32(header_tail, payload_crc)
+
+
+def _header_ok(version: int, record_offset: int, expected_offset: int, length: int) -> bool:
+    """Whether a decoded header is well formed and names the offset expected at its place."""
+    return version == _RECORD_VERSION and record_offset == expected_offset and _TAIL_SIZE <= length <= _MAX_LENGTH
+
+
+# ---------------------------------------------------------------------------------------------
 # names and files of a channel
 
 

@@ -21,8 +21,6 @@ from typing import Literal
 
 from .format import (
     _HEADER,
-    _MAX_LENGTH,
-    _RECORD_VERSION,
     _SCAN_CHUNK,
     _TAIL_SIZE,
     HEADER_SIZE,
@@ -34,11 +32,13 @@ from .format import (
     WalRecord,
     WalTruncatedError,
     _check_channel,
+    _header_ok,
     _list_logs,
     _log_name,
     _offset_to_msg_id,
     _pread_exact,
     _read_marker,
+    _record_crc,
 )
 from .wakeup import _signal_for
 
@@ -230,7 +230,7 @@ class WalReader(ChannelReader):
                 if len(buf) < HEADER_SIZE:
                     break
             length, _crc, version, _flags, _kind, roff, _ts = _HEADER.unpack_from(buf, rel)
-            if version != _RECORD_VERSION or roff != off or not _TAIL_SIZE <= length <= _MAX_LENGTH:
+            if not _header_ok(version, roff, off, length):
                 raise WalCorruptionError(
                     f"channel {self._channel!r}: bad record header at byte {pos} of {_log_name(self._file_first)} "
                     f"(expected offset {off})"
@@ -272,14 +272,14 @@ class WalReader(ChannelReader):
                 raise WalCorruptionError(f"committed record truncated at {where}")
             return None
         length, crc, version, _flags, kind, roff, ts = _HEADER.unpack(header)
-        if version != _RECORD_VERSION or roff != off or not _TAIL_SIZE <= length <= _MAX_LENGTH:
+        if not _header_ok(version, roff, off, length):
             raise WalCorruptionError(f"bad record header at {where}")
         payload = _pread_exact(self._fd, length - _TAIL_SIZE, self._file_pos + HEADER_SIZE)
         if len(payload) < length - _TAIL_SIZE:
             if must_exist:
                 raise WalCorruptionError(f"committed record truncated at {where}")
             return None
-        if zlib.crc32(header[8:], zlib.crc32(payload)) != crc:
+        if _record_crc(header[8:], zlib.crc32(payload)) != crc:
             if must_exist or os.fstat(self._fd).st_size > self._file_pos + 8 + length:
                 raise WalCorruptionError(f"CRC mismatch at {where}")
             return None  # no COMMITTED mark and this is the tail: may still be in flight

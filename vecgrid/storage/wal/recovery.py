@@ -20,13 +20,14 @@ from dataclasses import dataclass
 
 from .format import (
     _HEADER,
-    _MAX_LENGTH,
-    _RECORD_VERSION,
     _SCAN_CHUNK,
     _TAIL_SIZE,
     HEADER_SIZE,
     WalCorruptionError,
+    _header_ok,
+    _log_name,
     _pread_exact,
+    _record_crc,
 )
 
 log = logging.getLogger(__package__)  # "vecgrid.storage.wal", the WAL's one logger
@@ -37,6 +38,18 @@ class _ScanResult:
     size: int  # bytes of valid records
     next_offset: int
     last_timestamp: int | None
+
+
+def _recover_channel(channel_dir: str, channel: str, first: int, committed: int | None) -> _ScanResult:
+    """Recover the channel's last log file (starting at offset ``first``) and check that it reaches the
+    ``committed`` offset; returns where appending resumes."""
+    result = _recover_file(os.path.join(channel_dir, _log_name(first)), first, committed)
+    if committed is not None and result.next_offset < committed - 1:
+        raise WalCorruptionError(
+            f"WAL channel {channel!r} ends at offset {result.next_offset} but records up to "
+            f"{committed - 1} were acknowledged (a log file is missing or was truncated)"
+        )
+    return result
 
 
 def _all_zero(fd: int, start: int, end: int) -> bool:
@@ -64,7 +77,7 @@ def _recover_file(path: str, first_offset: int, committed: int | None) -> _ScanR
                 break
             header = os.pread(fd, HEADER_SIZE, pos)
             length, crc, version, _flags, _kind, roff, ts = _HEADER.unpack(header)
-            plausible = version == _RECORD_VERSION and roff == off and _TAIL_SIZE <= length <= _MAX_LENGTH
+            plausible = _header_ok(version, roff, off, length)
             end = pos + 8 + length
             if not plausible:
                 problem = "invalid record header"
@@ -74,7 +87,7 @@ def _recover_file(path: str, first_offset: int, committed: int | None) -> _ScanR
                 problem, torn = f"incomplete record ({file_size - pos} of {8 + length} bytes)", True
                 break
             payload = _pread_exact(fd, length - _TAIL_SIZE, pos + HEADER_SIZE)
-            if zlib.crc32(header[8:], zlib.crc32(payload)) != crc:
+            if _record_crc(header[8:], zlib.crc32(payload)) != crc:
                 problem = "CRC mismatch"
                 torn = end == file_size or _all_zero(fd, end, file_size)
                 break

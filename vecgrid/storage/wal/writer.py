@@ -42,27 +42,23 @@ from typing import Final, Literal
 
 from ..fsutil import fsync_dir
 from .format import (
-    _HEADER_TAIL,
-    _PREFIX,
-    _RECORD_VERSION,
-    _TAIL_SIZE,
     _UINT64,
     HEADER_SIZE,
     MAX_PAYLOAD_BYTES,
     MessageKind,
     Position,
     WalClosedError,
-    WalCorruptionError,
     WalError,
     WalLockedError,
     _check_channel,
+    _encode_header,
     _encode_marker,
     _list_logs,
     _log_name,
     _offset_to_msg_id,
     _read_marker,
 )
-from .recovery import _recover_file
+from .recovery import _recover_channel
 from .retention import _truncate_before
 from .wakeup import _signal_for
 
@@ -165,15 +161,9 @@ class WalWriter:
             self.last_timestamp: int | None = None
         else:
             first = firsts[-1]
-            path = os.path.join(self.dir, _log_name(first))
-            result = _recover_file(path, first, committed)
-            if committed is not None and result.next_offset < committed - 1:
-                raise WalCorruptionError(
-                    f"WAL channel {self.channel!r} ends at offset {result.next_offset} but records up to "
-                    f"{committed - 1} were acknowledged (a log file is missing or was truncated)"
-                )
+            result = _recover_channel(self.dir, self.channel, first, committed)
             self._file_first = first
-            self._fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+            self._fd = os.open(os.path.join(self.dir, _log_name(first)), os.O_WRONLY | os.O_APPEND)
             os.fdatasync(self._fd)  # records a killed predecessor wrote but never synced become durable now
             self._file_size = result.size
             self._next_offset = result.next_offset
@@ -278,9 +268,7 @@ class WalWriter:
         iov: list[bytes | memoryview] = []
         off = self._next_offset
         for kind, timestamp, view, payload_crc in prepared:
-            tail = _HEADER_TAIL.pack(_RECORD_VERSION, 0, kind, off, timestamp)
-            crc = zlib.crc32(tail, payload_crc)
-            iov.append(_PREFIX.pack(_TAIL_SIZE + len(view), crc) + tail)
+            iov.append(_encode_header(kind, off, timestamp, len(view), payload_crc))
             iov.append(view)
             positions.append(Position(self.channel, _offset_to_msg_id(off), timestamp))
             off += 1
