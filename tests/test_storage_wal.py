@@ -17,7 +17,6 @@ import zlib
 import pytest
 
 from vecgrid.storage.wal import (
-    HEADER_SIZE,
     ChannelReader,
     MessageKind,
     Position,
@@ -27,8 +26,8 @@ from vecgrid.storage.wal import (
     WalLockedError,
     WalReader,
     WalTruncatedError,
-    _encode_marker,
 )
+from vecgrid.storage.wal.format import HEADER_SIZE, _encode_marker
 
 pytestmark = pytest.mark.timeout(60)
 
