@@ -362,3 +362,23 @@ def test_delete_segment(tmp_path, table):
 
 def test_module_layout_documented():
     assert "segments/<collection_id>/<partition_id>/<segment_id>/" in sf.__doc__
+
+
+def test_removing_a_file_whose_directory_another_remover_took_meanwhile(tmp_path, monkeypatch):
+    """Two collectors sweep the same root (a cluster's DataCoord and a tool's): between this one's
+    unlink and its directory fsync the other removed the now empty segment directory.  The file is
+    gone, which is what was asked: no FileNotFoundError for the directory."""
+    from vecgrid.storage import backend
+
+    seg_dir = tmp_path / "segments" / "1" / "2" / "4"
+    seg_dir.mkdir(parents=True)
+    (seg_dir / "index_101.bin").write_bytes(b"x")
+    real_unlink = os.unlink
+
+    def unlink_then_the_other_takes_the_directory(path, *args, **kw):
+        real_unlink(path, *args, **kw)
+        os.rmdir(os.path.dirname(path))
+
+    monkeypatch.setattr(backend.os, "unlink", unlink_then_the_other_takes_the_directory)
+    assert sf.remove_stored_file(str(tmp_path), "segments/1/2/4/index_101.bin") is True
+    assert not seg_dir.exists()

@@ -72,20 +72,7 @@ def test_checkpoint_follows_ticks_and_never_passes_data(setup):
 def test_sweep_drops_files_one_sweep_behind_and_keeps_target_seeks(setup):
     data, store, catalog, coll, wal, writer = setup
     channel = coll.vchannels[0]
-    collections, targets = CollectionManager(store), TargetManager(store, catalog)
-    collections.put(
-        query_coord_pb2.CollectionLoadInfo(
-            collectionID=coll.id,
-            replica_number=1,
-            status=query_coord_pb2.Loaded,
-            load_type=query_coord_pb2.LoadCollection,
-        ),
-        [
-            query_coord_pb2.PartitionLoadInfo(
-                collectionID=coll.id, partitionID=coll.partitions[0].partitionID, status=query_coord_pb2.Loaded
-            )
-        ],
-    )
+    collections, targets = _load(store, catalog, coll)
     retention = WalRetention(wal, catalog, collections, targets, 60.0)
     def files() -> list[int]:  # first offsets of the log files
         return sorted(int(n[:-4]) for n in os.listdir(wal.channel_dir(channel)) if n.endswith(".log"))

@@ -325,7 +325,10 @@ class LocalStorage(Storage):
             os.unlink(path)
         except FileNotFoundError:
             return False
-        fsync_dir(os.path.dirname(path))
+        try:
+            fsync_dir(os.path.dirname(path))
+        except FileNotFoundError:   # another remover took the emptied directory: nothing left to make durable
+            pass
         return True
 
     def remove_empty_dir(self, rel: str) -> None:
