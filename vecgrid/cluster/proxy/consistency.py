@@ -37,8 +37,10 @@ def guarantee_timestamp(consistency: str | int, now: int) -> int:
         return max(now - (GRACEFUL_TIME_MS << 18), 0)
     if level == common_pb2.Eventually:
         return 0  # no wait: whatever the leaders have consumed
-    raise errors.ParameterInvalid(f"consistency level {common_pb2.ConsistencyLevel.Name(level)} is not supported "
-                                  "by vecgrid's proxy; use Strong, Session, Bounded or Eventually, or a guarantee timestamp")
+    raise errors.ParameterInvalid(
+        f"consistency level {common_pb2.ConsistencyLevel.Name(level)} is not supported "
+        "by vecgrid's proxy; use Strong, Session, Bounded or Eventually, or a guarantee timestamp"
+    )
 
 
 _LEVELS = {name.lower(): number for name, number in common_pb2.ConsistencyLevel.items()}
@@ -106,6 +108,8 @@ class ReadConsistency:
             return Guarantee(own, {channel: min(own, ts) for channel, ts in acked.items()}), level
         guarantee_timestamp(level, 0)  # refuses an unsupported level before anything is sent
         if level == common_pb2.Strong:
-            await self._router.shard_leaders(meta.id)  # a collection nobody serves fails here, before its channels are asked
+            await self._router.shard_leaders(
+                meta.id
+            )  # a collection nobody serves fails here, before its channels are asked
             return Guarantee(0, await self._writes.guarantees(meta.channels)), level
         return Guarantee(guarantee_timestamp(level, await self._catalog.timestamp())), level

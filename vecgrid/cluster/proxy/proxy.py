@@ -148,7 +148,9 @@ class Proxy:
 
     # --- reads: the options are the task functions' ------------------------------------------------
 
-    async def search(self, collection: "str | CollectionMeta", vectors: Any, **options: Any) -> list[list[dict[str, Any]]]:
+    async def search(
+        self, collection: "str | CollectionMeta", vectors: Any, **options: Any
+    ) -> list[list[dict[str, Any]]]:
         """The nearest rows of every query vector, best first: :func:`.task_search.search`."""
         return await task_search.search(self._reads, collection, vectors, **options)
 
@@ -170,7 +172,9 @@ class Proxy:
         """``(total, page)`` of sorted rows from one snapshot: :func:`.task_query.find`."""
         return await task_query.find(self._reads, collection, **options)
 
-    async def count_groups(self, collection: "str | CollectionMeta", field: str, **options: Any) -> list[tuple[Any, int]]:
+    async def count_groups(
+        self, collection: "str | CollectionMeta", field: str, **options: Any
+    ) -> list[tuple[Any, int]]:
         """``[(value, rows)]`` of a scalar field's distinct values: :func:`.task_query.count_groups`."""
         return await task_query.count_groups(self._reads, collection, field, **options)
 

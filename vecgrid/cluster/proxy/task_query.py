@@ -24,9 +24,15 @@ from vecgrid.gpu.columns import FieldColumn
 from vecgrid.proto import common_pb2, internal_pb2, plan_pb2, query_coord_pb2, schema_pb2
 
 
-async def stored_vectors(ctx: ReadContext, collection: "str | CollectionMeta", ids: Sequence[Any], *, anns_field: str | None = None,
-                         consistency: str | int | None = "Strong",
-                         guarantee_timestamp: int | None = None) -> tuple[np.ndarray, list[Any]]:
+async def stored_vectors(
+    ctx: ReadContext,
+    collection: "str | CollectionMeta",
+    ids: Sequence[Any],
+    *,
+    anns_field: str | None = None,
+    consistency: str | int | None = "Strong",
+    guarantee_timestamp: int | None = None,
+) -> tuple[np.ndarray, list[Any]]:
     """``(vectors in the order of ids, ids not found)``: the stored vectors of ``anns_field`` (a search by
     primary keys, which Milvus lacks)."""
     meta = await ctx.describe(collection)
@@ -35,7 +41,7 @@ async def stored_vectors(ctx: ReadContext, collection: "str | CollectionMeta", i
     keys = _check_keys(pk, ids)
     cond = exprs.term(exprs.column(pk.fieldID, pk.data_type, is_primary_key=True), keys)
     inner, guarantee = await _retrieve_request(ctx, meta, cond, [pk.fieldID, field.fieldID], (), consistency,
-                                                    guarantee_timestamp)
+                                               guarantee_timestamp)
     merged = await _retrieve(ctx, meta, inner, guarantee, pin=False)
     columns = {c.name: c for c in result_columns(merged)}
     dim = meta.dim(field)
@@ -49,29 +55,46 @@ async def stored_vectors(ctx: ReadContext, collection: "str | CollectionMeta", i
     return np.asarray(columns[field.name].values, dtype=np.float32).reshape(-1, dim)[rows], []
 
 
-async def query(ctx: ReadContext, collection: "str | CollectionMeta", *, filter: Filter = None, output_fields: Sequence[str] = (),
-                limit: int | None = None, offset: int = 0, partition_names: Sequence[str] = (),
-                consistency: str | int | None = "Strong",
-                guarantee_timestamp: int | None = None) -> list[dict[str, Any]]:
+async def query(
+    ctx: ReadContext,
+    collection: "str | CollectionMeta",
+    *,
+    filter: Filter = None,
+    output_fields: Sequence[str] = (),
+    limit: int | None = None,
+    offset: int = 0,
+    partition_names: Sequence[str] = (),
+    consistency: str | int | None = "Strong",
+    guarantee_timestamp: int | None = None,
+) -> list[dict[str, Any]]:
     """Rows matching ``filter`` ordered by primary key: ``{field: value}`` with the primary key and
     ``output_fields``; at most ``limit`` after skipping ``offset`` (no limit: every row)."""
     if offset < 0 or (limit is not None and limit < 0):
         raise errors.ParameterInvalid(f"limit ({limit}) and offset ({offset}) must not be negative")
     meta = await ctx.describe(collection)
     return await _query(ctx, meta, filter=filter, output_fields=output_fields, limit=limit, offset=offset,
-                             partition_names=partition_names, consistency=consistency,
-                             guarantee_timestamp=guarantee_timestamp)
+                        partition_names=partition_names, consistency=consistency,
+                        guarantee_timestamp=guarantee_timestamp)
 
 
-async def _query(ctx: ReadContext, meta: CollectionMeta, *, filter: Filter, output_fields: Sequence[str], limit: int | None,
-                 offset: int, partition_names: Sequence[str], consistency: str | int | None,
-                 guarantee_timestamp: int | None) -> list[dict[str, Any]]:
+async def _query(
+    ctx: ReadContext,
+    meta: CollectionMeta,
+    *,
+    filter: Filter,
+    output_fields: Sequence[str],
+    limit: int | None,
+    offset: int,
+    partition_names: Sequence[str],
+    consistency: str | int | None,
+    guarantee_timestamp: int | None,
+) -> list[dict[str, Any]]:
     if limit == 0:
         return []  # nothing asked for (a Feathers $limit=0 wants only the count: see count())
     cut = -1 if limit is None else limit + offset
     out_ids, keys = output_ids(meta, output_fields)
     inner, guarantee = await _retrieve_request(ctx, meta, filter, out_ids,
-                                                    partition_names, consistency, guarantee_timestamp, limit=cut)
+                                               partition_names, consistency, guarantee_timestamp, limit=cut)
     shards, parts = await ctx.router.fan_out(meta.id, "Query", _query_request(inner, guarantee))
 
     def reduce() -> list[dict[str, Any]]:
@@ -79,22 +102,38 @@ async def _query(ctx: ReadContext, meta: CollectionMeta, *, filter: Filter, outp
     return await off_loop(reduce, sum(p.all_retrieve_count for p in parts))
 
 
-async def count(ctx: ReadContext, collection: "str | CollectionMeta", *, filter: Filter = None, partition_names: Sequence[str] = (),
-                consistency: str | int | None = "Strong", guarantee_timestamp: int | None = None) -> int:
+async def count(
+    ctx: ReadContext,
+    collection: "str | CollectionMeta",
+    *,
+    filter: Filter = None,
+    partition_names: Sequence[str] = (),
+    consistency: str | int | None = "Strong",
+    guarantee_timestamp: int | None = None,
+) -> int:
     """How many rows match ``filter`` (Milvus's ``count(*)``)."""
     meta = await ctx.describe(collection)
     inner, guarantee = await _retrieve_request(ctx, meta, filter, [], partition_names, consistency,
-                                                    guarantee_timestamp, is_count=True)
+                                               guarantee_timestamp, is_count=True)
     shards, parts = await ctx.router.fan_out(meta.id, "Query", _query_request(inner, guarantee))
     merged = merge_retrieve(parts, inner, [s.channel for s in shards])
     return int(merged.fields_data[0].scalars.long_data.data[0]) if len(merged.fields_data) else 0
 
 
-async def find(ctx: ReadContext, collection: "str | CollectionMeta", *, filter: Filter = None, sort: Sequence[tuple[str, int]] = (),
-               offset: int = 0, limit: int | None = None, output_fields: Sequence[str] = (),
-               partition_names: Sequence[str] = (), consistency: str | int | None = "Strong",
-               guarantee_timestamp: int | None = None,
-               with_total: bool = True) -> tuple[int | None, list[dict[str, Any]]]:
+async def find(
+    ctx: ReadContext,
+    collection: "str | CollectionMeta",
+    *,
+    filter: Filter = None,
+    sort: Sequence[tuple[str, int]] = (),
+    offset: int = 0,
+    limit: int | None = None,
+    output_fields: Sequence[str] = (),
+    partition_names: Sequence[str] = (),
+    consistency: str | int | None = "Strong",
+    guarantee_timestamp: int | None = None,
+    with_total: bool = True,
+) -> tuple[int | None, list[dict[str, Any]]]:
     """``(total, page)``: the rows matching ``filter`` ordered by ``sort`` (``[(field, 1 | -1)]`` on scalar
     fields or keys of the dynamic field — numbers, then strings, then booleans, rows lacking the key last in
     either direction — then by primary key), ``limit`` of them after ``offset``, and how many match in all — both read
@@ -147,7 +186,9 @@ async def find(ctx: ReadContext, collection: "str | CollectionMeta", *, filter: 
         return (n if with_total else None), []
     cond = exprs.term(exprs.column(pk.fieldID, pk.data_type, is_primary_key=True), keys)
     inner = _retrieve_inner(meta, cond if expr is None else exprs.and_(expr, cond), out_ids, partition_ids)
-    by_key = {row[pk.name]: row for row in result_rows(await _retrieve(ctx, meta, inner, guarantee, pin=True), dyn_keys)}
+    by_key = {
+        row[pk.name]: row for row in result_rows(await _retrieve(ctx, meta, inner, guarantee, pin=True), dyn_keys)
+    }
     return (n if with_total else None), [by_key[k] for k in keys if k in by_key]
 
 
@@ -159,7 +200,7 @@ async def count_groups(ctx: ReadContext, collection: "str | CollectionMeta", fie
     meta = await ctx.describe(collection)
     f = check_group_field(meta, field)
     inner, guarantee = await _retrieve_request(ctx, meta, filter, [meta.pk_field.fieldID, f.fieldID],
-                                                    partition_names, consistency, guarantee_timestamp)
+                                               partition_names, consistency, guarantee_timestamp)
     merged = await _retrieve(ctx, meta, inner, guarantee, pin=False)
     column = next((c for c in result_columns(merged) if c.name == f.name), None)
     if column is None or not len(column):
@@ -199,8 +240,15 @@ def _retrieve_inner(meta: CollectionMeta, expr: plan_pb2.Expr | None, out_ids: l
         output_fields_id=out_ids, limit=max(limit, 0), is_count=is_count)
 
 
-async def _retrieve(ctx: ReadContext, meta: CollectionMeta, inner: internal_pb2.RetrieveRequest, guarantee: Guarantee, *,
-                    pin: bool, limit: int = -1) -> internal_pb2.RetrieveResults:
+async def _retrieve(
+    ctx: ReadContext,
+    meta: CollectionMeta,
+    inner: internal_pb2.RetrieveRequest,
+    guarantee: Guarantee,
+    *,
+    pin: bool,
+    limit: int = -1,
+) -> internal_pb2.RetrieveResults:
     """The channels' answers to ``inner``, merged; ``pin`` reads every channel at its guarantee timestamp
     (the requests of one call then see one snapshot)."""
     shards, parts = await ctx.router.fan_out(meta.id, "Query", _query_request(inner, guarantee, pin=pin))

@@ -27,12 +27,24 @@ from vecgrid.gpu.results import encode_placeholder_group, from_search_result_dat
 from vecgrid.proto import common_pb2, plan_pb2, query_coord_pb2, schema_pb2
 
 
-async def search(ctx: ReadContext, collection: "str | CollectionMeta", vectors: Any, *, limit: int = 10, offset: int = 0, filter: Filter = None,
-                 output_fields: Sequence[str] = (), anns_field: str | None = None,
-                 search_params: Mapping[str, Any] | None = None, partition_names: Sequence[str] = (),
-                 round_decimal: int = -1, consistency: str | int | None = "Strong",
-                 guarantee_timestamp: int | None = None, group_by: str | None = None,
-                 group_size: int = 1) -> list[list[dict[str, Any]]]:
+async def search(
+    ctx: ReadContext,
+    collection: "str | CollectionMeta",
+    vectors: Any,
+    *,
+    limit: int = 10,
+    offset: int = 0,
+    filter: Filter = None,
+    output_fields: Sequence[str] = (),
+    anns_field: str | None = None,
+    search_params: Mapping[str, Any] | None = None,
+    partition_names: Sequence[str] = (),
+    round_decimal: int = -1,
+    consistency: str | int | None = "Strong",
+    guarantee_timestamp: int | None = None,
+    group_by: str | None = None,
+    group_size: int = 1,
+) -> list[list[dict[str, Any]]]:
     """The ``limit`` nearest rows (after skipping ``offset``) of every query vector, best first.
 
     ``vectors``: ``nq × dim`` (or one ``dim``) floats.  ``distance`` is the metric's value:
@@ -70,8 +82,8 @@ async def search(ctx: ReadContext, collection: "str | CollectionMeta", vectors: 
 
     async def run(queries: np.ndarray, k: int) -> list[list[dict[str, Any]]]:
         return await _search_round(ctx, meta, field, queries, k, metric, params, expr, out_ids, partition_ids,
-                                        round_decimal, guarantee, level, pin=not plain,
-                                        offset=offset if plain else 0, limit=limit if plain else k, keys=keys)
+                                   round_decimal, guarantee, level, pin=not plain,
+                                   offset=offset if plain else 0, limit=limit if plain else k, keys=keys)
 
     if plain:
         return await run(xq, topk)
@@ -92,11 +104,26 @@ async def search(ctx: ReadContext, collection: "str | CollectionMeta", vectors: 
     return answers  # type: ignore[return-value]
 
 
-async def _search_round(ctx: ReadContext, meta: CollectionMeta, field: schema_pb2.FieldSchema, xq: np.ndarray, topk: int,
-                        metric: str, params: Mapping[str, Any], expr: plan_pb2.Expr | None, out_ids: list[int],
-                        partition_ids: list[int], round_decimal: int, guarantee: Guarantee, level: int, *,
-                        pin: bool, offset: int, limit: int,
-                        keys: frozenset[str] | None = None) -> list[list[dict[str, Any]]]:
+async def _search_round(
+    ctx: ReadContext,
+    meta: CollectionMeta,
+    field: schema_pb2.FieldSchema,
+    xq: np.ndarray,
+    topk: int,
+    metric: str,
+    params: Mapping[str, Any],
+    expr: plan_pb2.Expr | None,
+    out_ids: list[int],
+    partition_ids: list[int],
+    round_decimal: int,
+    guarantee: Guarantee,
+    level: int,
+    *,
+    pin: bool,
+    offset: int,
+    limit: int,
+    keys: frozenset[str] | None = None,
+) -> list[list[dict[str, Any]]]:
     req_id = next_request_id()
     placeholder = encode_placeholder_group(xq)
     plan = _search_plan(field.fieldID, topk, metric, expr, params, round_decimal, out_ids)
@@ -286,7 +313,9 @@ def _select_hits(hits: list[dict[str, Any]], k: int, offset: int, limit: int, bo
                  group_by: str | None, group_size: int) -> tuple[list[dict[str, Any]], bool]:
     """``(answer, settled)`` of one query from its top ``k`` hits: settled when a deeper search could not
     change the answer (enough hits, the range's outer bound passed, fewer than ``k`` rows, or depth exhausted)."""
-    exhausted = len(hits) < k or k >= MAX_TOPK or bool(hits and bounds is not None and bounds.beyond(hits[-1]["distance"]))
+    exhausted = (
+        len(hits) < k or k >= MAX_TOPK or bool(hits and bounds is not None and bounds.beyond(hits[-1]["distance"]))
+    )
     kept = [h for h in hits if bounds.holds(h["distance"])] if bounds is not None else hits
     want = offset + limit
     if group_by is None:
