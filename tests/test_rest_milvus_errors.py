@@ -32,8 +32,22 @@ from vecgrid.http.milvus_errors import feathers_error, milvus_error_hook
 def test_mapping(error, status, name):
     mapped = feathers_error(error)
     assert (mapped.code, mapped.name) == (status, name)
-    assert mapped.data == {"milvusCode": error.code, "retriable": error.retriable}
+    assert mapped.data == {"milvusCode": error.code, "retriable": error.retriable or status == 503}
     assert mapped.message.startswith(error.message)
+
+
+@pytest.mark.parametrize("error", [
+    errors.ChannelNotFound(channel="dml_0"),        # a channel moving back to a restarted node
+    errors.ChannelNotAvailable(channel="dml_0"),
+    errors.SegmentNotLoaded(segment=7),
+    errors.ServiceNotReady(),
+])
+def test_a_moving_state_is_503_and_retriable(error):
+    """A read or a delete routed while a channel or segment moves is told to try again, never that the
+    row does not exist: a client reading 404 on delete as "already gone" would lose a live row."""
+    mapped = feathers_error(error)
+    assert (mapped.code, mapped.name) == (503, "Unavailable")
+    assert mapped.data["retriable"] is True and mapped.data["milvusCode"] == error.code
 
 
 def test_not_loaded_says_what_to_do():

@@ -20,7 +20,6 @@ _BY_MILVUS_CODE: dict[int, type[fe.FeathersError]] = {
     errors.DatabaseNotFound.code: fe.NotFound,
     errors.ResourceGroupNotFound.code: fe.NotFound,
     errors.ReplicaNotFound.code: fe.NotFound,
-    errors.ChannelNotFound.code: fe.NotFound,
     errors.SegmentNotFound.code: fe.NotFound,
     errors.NodeNotFound.code: fe.NotFound,
     errors.FieldNotFound.code: fe.BadRequest,
@@ -47,6 +46,9 @@ _BY_MILVUS_CODE: dict[int, type[fe.FeathersError]] = {
     errors.NodeNotAvailable.code: fe.Unavailable,
     errors.NodeOffline.code: fe.Unavailable,
     errors.CollectionOnRecovering.code: fe.Unavailable,
+    # a channel moving to another (or a restarted) node under a read or a delete: routed again, it is found;
+    # "not found" would tell a client that a live row is gone
+    errors.ChannelNotFound.code: fe.Unavailable,
     # segments moving between nodes under a read (balance, handoff): the next try finds them
     errors.SegmentNotLoaded.code: fe.Unavailable,
     errors.SegmentLack.code: fe.Unavailable,
@@ -68,8 +70,16 @@ def feathers_error(error: errors.MilvusError) -> fe.FeathersError:
     hint = _HINTS.get(error.code)
     if hint:
         message = f"{message}; {hint}"
-    data: dict[str, Any] = {"milvusCode": error.code, "retriable": error.retriable}
+    # a 503 is a state that passes (RFC 9110 15.6.4): retriable whatever Milvus's own flag says
+    retriable = error.retriable or cls is fe.Unavailable
+    data: dict[str, Any] = {"milvusCode": error.code, "retriable": retriable}
     return cls(message, data=data)
+
+
+def not_found(error: errors.MilvusError) -> fe.NotFound:
+    """``error`` as a 404, for a service whose resource *is* the thing that moved or went (a loaded segment,
+    a channel on its source node): there, not being there is the answer, not a state that passes."""
+    return fe.NotFound(error.message, data={"milvusCode": error.code, "retriable": False})
 
 
 def milvus_error_hook(ctx: Any) -> None:

@@ -23,7 +23,7 @@ from vecgrid.cluster.querycoord.coordinator import QueryCoord
 from vecgrid.cluster.querycoord.reports import IN_GPU, IN_MEMORY, MB, NODE_NORMAL, NODE_SUSPENDED, NodeReport
 from vecgrid.common import feathers_errors as fe
 from vecgrid.http.feathers.application import Application
-from vecgrid.http.milvus_errors import feathers_error
+from vecgrid.http.milvus_errors import not_found
 from vecgrid.http.feathers.query import QuerySchema, matches, select_fields, sort_records, split_query
 from vecgrid.http.services import RestContext
 from vecgrid.proto import common_pb2, query_coord_pb2, rg_pb2
@@ -475,7 +475,7 @@ class SegmentsService(_Service):
             coll = await self.collection(found.collectionID)
             (info,) = self.coord.segment_infos(coll.id, [segment_id])
         except errors.SegmentNotLoaded as e:  # the resource is the loaded segment: not there is a 404
-            raise fe.NotFound(e.message, data=feathers_error(e).data) from None
+            raise not_found(e) from None
         return _segment_record(info, coll, self.coord.segment_placements(coll.id).get(segment_id, {}))
 
     async def transfer(self, data: Any, params: dict) -> dict:
@@ -513,9 +513,12 @@ class ChannelsService(_Service):
     async def transfer(self, data: Any, params: dict) -> dict:
         body = _Data(data, _transfer_fields("channel", "string"), required=("source",))
         target, every, to_all = _transfer_target(body, "channel")
-        scheduled = self.coord.transfer_channel(query_coord_pb2.TransferChannelRequest(
-            source_nodeID=body.get("source"), target_nodeID=target, channel_name=body.get("channel", ""),
-            transfer_all=every, to_all_nodes=to_all, copy_mode=body.get("copy", False)))
+        try:
+            scheduled = self.coord.transfer_channel(query_coord_pb2.TransferChannelRequest(
+                source_nodeID=body.get("source"), target_nodeID=target, channel_name=body.get("channel", ""),
+                transfer_all=every, to_all_nodes=to_all, copy_mode=body.get("copy", False)))
+        except errors.ChannelNotFound as e:   # the named channel is not on the source node: a 404 here
+            raise not_found(e) from None
         return {"source": body.get("source"), "target": None if to_all else target, "scheduled": scheduled}
 
 
