@@ -136,10 +136,13 @@ async def test_dashboard_state_route_shows_the_collection_and_both_nodes(env):
               and sum(n["entity_num"] for n in state["nodes"]) == 300
               # the coordinator's view comes from its distribution pulls: it catches up with the heartbeats
               and sum(state["cluster"]["collections"][0]["segments_per_node"].values())
-              == sum(n["segment_num"] for n in state["nodes"]))
+              == sum(n["segment_num"] for n in state["nodes"])
+              # index builds, index saves and loads the checkers start run on a busy host for a while:
+              # the page lists each Dask task of the coordinator's in flight until it ends
+              and state["dask_tasks"] == [])
         return state if ok else None
 
-    state = await poll_until(published, 30, 0.5, "the coordinator's state and both nodes' heartbeats")
+    state = await poll_until(published, 60, 0.5, "the coordinator's state, both nodes' heartbeats and no task left")
     [coll] = state["cluster"]["collections"]
     assert state["cluster"]["inserted_rows"] == {"insert": 400, "upsert": 0}
     [index] = [i for i in state["cluster"]["datacoord"]["indexes"] if i["collection"] == NAME]
@@ -150,8 +153,7 @@ async def test_dashboard_state_route_shows_the_collection_and_both_nodes(env):
     assert sorted(n["node_id"] for n in state["nodes"]) == env.node_ids
     assert sum(n["entity_num"] for n in state["nodes"]) == 300
     assert sum(coll["segments_per_node"].values()) == sum(n["segment_num"] for n in state["nodes"]) >= 1
-    # nothing is loading now: no Dask task of the coordinator's is in flight (each would be listed)
-    assert state["cluster"]["dask_client"] == env.cluster.client.id and state["dask_tasks"] == []
+    assert state["cluster"]["dask_client"] == env.cluster.client.id
     listed = json.loads((await AsyncHTTPClient().fetch(dashboard + "/individual-plots.json")).body)
     assert "/individual-vecgrid" in listed.values()
 
