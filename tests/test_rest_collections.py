@@ -173,6 +173,45 @@ async def test_create_with_load_then_insert_count_search_and_describe(env):
     assert (entry["rowCount"], entry["loadState"]) == (30, "LoadStateLoaded")
 
 
+async def row_counts(env: Env, name: str) -> tuple[int, int, int]:
+    """``rowCount`` of the collection's ``get``, of its entry in the listing, and of its default partition."""
+    code, got = await env.rest.call("GET", f"/collections/{name}")
+    assert code == 200, got
+    code, listed = await env.rest.call("GET", "/collections")
+    assert code == 200, listed
+    code, parts = await env.rest.call("GET", f"/collections/{name}/partitions")
+    assert code == 200, parts
+    return got["rowCount"], next(c for c in listed if c["name"] == name)["rowCount"], parts[0]["rowCount"]
+
+
+async def test_row_count_includes_unflushed_rows_of_a_collection_not_loaded(env):
+    await create_quick(env, "unflushed")
+    await env.proxy.insert("unflushed", [{"id": i, "vector": v.tolist()} for i, v in enumerate(vectors(17, seed=5))])
+    assert await row_counts(env, "unflushed") == (17, 17, 17)   # never loaded, nothing flushed
+    code, body = await env.rest.call("POST", "/collections", {"name": "unflushed", "wait": True}, method="flush")
+    assert code == 200, body
+    assert await row_counts(env, "unflushed") == (17, 17, 17)
+
+
+async def test_row_count_of_a_released_collection_includes_its_unflushed_rows(env):
+    created = await create_quick(env, "released", load=True)
+    await load_and_wait(env, "released")
+    xs = vectors(27, seed=6)
+    await env.proxy.insert("released", [{"id": i, "vector": xs[i].tolist()} for i in range(23)])
+    code, body = await env.rest.call("POST", "/collections", {"name": "released", "wait": True}, method="flush")
+    assert code == 200, body
+    # flushed while loaded: the growing segment may wait for its sealed copy to serve; counted once
+    assert env.qc.row_count(int(created["id"])) == 23
+    await env.proxy.insert("released", [{"id": i, "vector": xs[i].tolist()} for i in range(23, 27)])
+    assert await row_counts(env, "released") == (27, 27, 27)   # loaded: count(*)
+    code, body = await env.rest.call("POST", "/collections", {"name": "released"}, method="release")
+    assert (code, body["loadState"]) == (200, "LoadStateNotLoad")
+    assert await row_counts(env, "released") == (27, 27, 27)   # 23 flushed, 4 in the log only
+    code, body = await env.rest.call("POST", "/collections", {"name": "released", "wait": True}, method="flush")
+    assert code == 200, body
+    assert await row_counts(env, "released") == (27, 27, 27)
+
+
 async def test_load_release_and_partial_loads(env):
     await create_quick(env, "lr")
     await env.refused(404, "POST", "/collections", {"name": "lr", "partitions": ["nope"]}, method="load")

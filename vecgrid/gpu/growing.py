@@ -11,7 +11,9 @@ the exact fallback of filtered search:
 
 :class:`GrowingSegment` keeps the appended rows (vectors, keys, insert timestamps,
 scalar columns) and deletes, and searches them under the request's timestamp
-(MVCC: rows inserted after it are invisible) and filter.
+(MVCC: rows inserted after it are invisible) and filter.  The channel pipeline thread
+inserts while other threads read: a read takes the row count once
+(:meth:`GrowingSegment.snapshot`) and searches, counts and fetches below it.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from vecgrid.gpu.merge import MAX_TOPK, TopK, larger_is_better
 from vecgrid.gpu.rows import RowStore, _Grow, fields_from_schema
 from vecgrid.proto import plan_pb2, schema_pb2
 
-__all__ = ["brute_force_knn", "GrowingSegment"]
+__all__ = ["brute_force_knn", "GrowingSegment", "GrowingSnapshot"]
 
 
 def _numpy_knn(xq: np.ndarray, xb: np.ndarray, k: int, metric: str) -> tuple[np.ndarray, np.ndarray]:
@@ -120,8 +122,8 @@ class GrowingSegment:
         self.metric = (metric or "L2").upper()
         self.xp = xp
         self._vecs = _Grow(np.zeros((0, self.dim), dtype=np.float32))
-        self._dev_vecs: Any = None  # cupy mirror
-        self._dev_n = 0
+        # (cupy mirror of the first n vectors, n): replaced whole by any search thread
+        self._dev_mirror: tuple[Any, int] = (None, 0)
         self.rows = RowStore(np.zeros(0, dtype=np.int64), timestamps=np.zeros(0, np.uint64)
                              if with_timestamps else None, fields=fields_from_schema(schema),
                              pk_field_id=pk_field_id)
@@ -133,6 +135,10 @@ class GrowingSegment:
     @property
     def num_rows(self) -> int:
         return self.rows.n
+
+    def snapshot(self) -> "GrowingSnapshot":
+        """The segment as one read sees it: its rows now, not those inserted later."""
+        return GrowingSnapshot(self, self.num_rows)
 
     def insert(self, pks: Any, vectors: np.ndarray, *, timestamps: Any = None,
                columns: Mapping[int, Any] | None = None) -> None:
@@ -158,16 +164,18 @@ class GrowingSegment:
         return v
 
     def _device_vectors(self, n: int) -> Any:
-        cp = self.xp
-        if self._dev_vecs is None or self._dev_n < n:
-            self._dev_vecs = cp.asarray(self._vecs.view()[:n])
-            self._dev_n = n
-        return self._dev_vecs[:n]
+        mirror, mirrored = self._dev_mirror
+        if mirror is None or mirrored < n:
+            mirror = self.xp.asarray(self._vecs.view()[:n])
+            self._dev_mirror = (mirror, n)
+        return mirror[:n]  # this thread's mirror: another search may replace it with a shorter one
 
     def search(self, queries: np.ndarray, k: int, *, expr: plan_pb2.Expr | None = None,
                timestamp: int | None = None, params: Mapping[str, Any] | None = None,
-               metric: str | None = None) -> TopK:
-        """Exact top-``k`` among visible rows passing ``expr``; rows are the growing offsets."""
+               metric: str | None = None, num_rows: int | None = None) -> TopK:
+        """Exact top-``k`` among visible rows passing ``expr``; rows are the growing offsets.
+
+        ``num_rows``: the read's snapshot of the row count (default: the count now, read once)."""
         if metric and metric.upper() != self.metric:
             raise errors.ParameterInvalid(f"metric type not match: expected={self.metric}, actual={metric.upper()}")
         if not 1 <= k <= MAX_TOPK:
@@ -178,11 +186,12 @@ class GrowingSegment:
         if self.metric == "COSINE":
             xq = normalize_rows(xq)
         fm = "L2" if self.metric == "L2" else "IP"
-        n = self.rows.n
-        pks = self.rows.pks[:n]
+        rows = self.rows  # release() replaces it
+        n = rows.n if num_rows is None else num_rows
+        pks = rows.pks[:n]
         if n == 0:
             return TopK.empty(len(xq), k, pks.dtype)
-        mask = self.rows.mask(expr, timestamp, n)
+        mask = rows.mask(expr, timestamp, n)
         if self.xp is not np:
             base = self._device_vectors(n)
         else:
@@ -190,13 +199,13 @@ class GrowingSegment:
         if mask is None:
             D, I = brute_force_knn(xq, base, k, fm, xp=self.xp)
             return TopK.from_dense(D, I, k, pks)
-        rows = np.flatnonzero(mask)
-        if not len(rows):
+        allowed = np.flatnonzero(mask)
+        if not len(allowed):
             return TopK.empty(len(xq), k, pks.dtype)
-        sub = base[self.xp.asarray(rows)] if self.xp is not np else base[rows]
+        sub = base[self.xp.asarray(allowed)] if self.xp is not np else base[allowed]
         D, I = brute_force_knn(xq, sub, k, fm, xp=self.xp)
         valid = I >= 0
-        I = np.where(valid, rows[np.where(valid, I, 0)], -1)
+        I = np.where(valid, allowed[np.where(valid, I, 0)], -1)
         return TopK.from_dense(D, I, k, pks)
 
     def fetch(self, rows: np.ndarray, fields: Iterable[int | str]) -> list[FieldColumn]:
@@ -206,10 +215,54 @@ class GrowingSegment:
         return self._vecs.buf.nbytes + self.rows.nbytes()
 
     def release(self) -> None:
-        self._dev_vecs = None
+        self._dev_mirror = (None, 0)
         self._vecs = _Grow(np.zeros((0, self.dim), dtype=np.float32))
         self.rows = RowStore(np.zeros(0, dtype=np.int64))
 
     @property
     def larger_is_better(self) -> bool:
         return larger_is_better(self.metric)
+
+
+class GrowingSnapshot:
+    """The first ``num_rows`` rows of a growing segment: what one read searches, counts and fetches
+    while the pipeline thread goes on inserting (rows below ``num_rows`` never change but for
+    deletes, which hide rows by timestamp)."""
+
+    def __init__(self, segment: GrowingSegment, num_rows: int) -> None:
+        self.segment = segment
+        self.num_rows = num_rows
+
+    @property
+    def rows(self) -> RowStore:
+        return self.segment.rows
+
+    @property
+    def field_id(self) -> int:
+        return self.segment.field_id
+
+    @property
+    def dim(self) -> int:
+        return self.segment.dim
+
+    @property
+    def metric(self) -> str:
+        return self.segment.metric
+
+    @property
+    def placement(self) -> str:
+        return self.segment.placement
+
+    @property
+    def larger_is_better(self) -> bool:
+        return self.segment.larger_is_better
+
+    def search(self, queries: np.ndarray, k: int, **kw: Any) -> TopK:
+        return self.segment.search(queries, k, num_rows=self.num_rows, **kw)
+
+    def fetch(self, rows: np.ndarray, fields: Iterable[int | str]) -> list[FieldColumn]:
+        return self.segment.fetch(rows, fields)
+
+    def count(self, expr: plan_pb2.Expr | None = None, timestamp: int | None = None) -> int:
+        """Rows of the snapshot passing ``expr``, visible at ``timestamp``."""
+        return self.rows.count(expr, timestamp, self.num_rows)

@@ -14,6 +14,17 @@ the delete log, and answers two questions:
 Deletes are folded into one array, ``deleted_at[row]`` = the earliest delete
 timestamp that hides the row, so the per-request cost is one comparison per row.
 Rows can be appended (growing segments); arrays grow by doubling.
+
+**Concurrency.**  One writer: a growing segment's channel pipeline thread appends rows and
+applies deletes (a sealed segment's rows never grow; the node applies its deletes).  Readers
+(search, query, count threads) take no lock.  What a reader may rely on is a *snapshot
+length*: read :attr:`RowStore.n` once, and the first ``n`` rows of every array (keys,
+timestamps, columns, delete state) are there and never change, except that a delete may hide
+some of them (by timestamp, so a request below the delete's timestamp still sees them).  The
+row count is published last by :meth:`RowStore.append`, after every column has the new rows.
+A read that takes ``n`` twice may see two lengths: every mask, count and fetch of one read is
+given the same ``n`` (:meth:`RowStore.mask`, :meth:`RowStore.count` and
+:meth:`RowStore.matching_rows` take it once when not given).
 """
 
 from __future__ import annotations
@@ -109,7 +120,10 @@ class _Grow:
 
 
 class RowStore:
-    """Keys, timestamps, scalar columns and deletes of a segment's rows."""
+    """Keys, timestamps, scalar columns and deletes of a segment's rows.
+
+    Written by one thread (a growing segment's pipeline thread), read lock-free by many: a reader
+    reads :attr:`n` once and passes it to every mask/count of its read (see the module docstring)."""
 
     def __init__(self, pks: Any, *, columns: Mapping[int, Any] | None = None,
                  timestamps: Any = None, fields: Mapping[int, FieldMeta] | None = None,
@@ -148,6 +162,7 @@ class RowStore:
     # -- shape ---------------------------------------------------------------------------------
     @property
     def n(self) -> int:
+        """The row count now: a reader's snapshot length (append publishes it last)."""
         return self._pks.n
 
     @property
@@ -214,9 +229,10 @@ class RowStore:
         """Whether no primary key appears twice among the rows (Milvus lets a collection without auto
         ids insert one twice); computed once per row count, keeping no sorted copy."""
         n, unique = self._unique
-        if n != self.n:
-            n = self.n
-            unique = len(np.unique(self.pks)) == n
+        pks = self.pks  # one snapshot: its length is the row count the answer is for
+        if n != len(pks):
+            n = len(pks)
+            unique = len(np.unique(pks)) == n
             self._unique = (n, unique)
         return unique
 
@@ -289,12 +305,14 @@ class RowStore:
         """Rows a request at ``ts`` may see (``None`` = all of the first ``n`` rows)."""
         n = self.n if n is None else n
         mask = None
+        # _max_ts is raised before a row is published: ts >= it means every row below n is visible
         if ts is not None and self._ts is not None and ts < self._max_ts:
             mask = self._ts.view()[:n] <= np.uint64(ts)
-        if self._deleted_at is not None and self._min_deleted != NEVER and \
+        deleted_at = self._deleted_at  # read once: clear_deletes may drop it meanwhile
+        if deleted_at is not None and self._min_deleted != NEVER and \
                 (ts is None or ts >= self._min_deleted):
             limit = np.uint64(NEVER - 1 if ts is None else ts)
-            alive = self._deleted_at.view()[:n] > limit
+            alive = deleted_at.view()[:n] > limit
             mask = alive if mask is None else mask & alive
         return mask
 
@@ -303,7 +321,8 @@ class RowStore:
         if vfilter.is_trivial(expr):
             return None
         n = self.n if n is None else n
-        cols = {fid: g.view()[:n] for fid, g in self._cols.items() if g.buf.ndim == 1}  # not vector columns
+        # list(): a first insert may add columns meanwhile; vector columns are not filtered on
+        cols = {fid: g.view()[:n] for fid, g in list(self._cols.items()) if g.buf.ndim == 1}
         if xp is not np:  # keep device copies of the numeric columns (strings stay on the host)
             cache = self._xp_cache
             for fid, col in cols.items():
@@ -327,7 +346,9 @@ class RowStore:
 
     def mask(self, expr: plan_pb2.Expr | None = None, ts: int | None = None, n: int | None = None,
              xp: Any = np) -> np.ndarray | None:
-        """Rows that pass ``expr`` and are visible at ``ts`` (host bool array; ``None`` = all)."""
+        """Rows that pass ``expr`` and are visible at ``ts`` among the first ``n`` (host bool array;
+        ``None`` = all ``n``).  ``n`` defaults to the row count now, read once for both masks."""
+        n = self.n if n is None else n
         f = self.filter_mask(expr, n, xp)
         if f is not None and xp is not np:
             f = xp.asnumpy(f)
@@ -335,6 +356,19 @@ class RowStore:
         if f is None:
             return v
         return f if v is None else f & v
+
+    def count(self, expr: plan_pb2.Expr | None = None, ts: int | None = None, n: int | None = None) -> int:
+        """How many of the first ``n`` rows (default: the row count now) pass ``expr`` at ``ts``."""
+        n = self.n if n is None else n
+        mask = self.mask(expr, ts, n)
+        return n if mask is None else int(np.count_nonzero(mask))
+
+    def matching_rows(self, expr: plan_pb2.Expr | None = None, ts: int | None = None,
+                      n: int | None = None) -> np.ndarray:
+        """Offsets (int64) of the first ``n`` rows (default: the row count now) passing ``expr`` at ``ts``."""
+        n = self.n if n is None else n
+        mask = self.mask(expr, ts, n)
+        return np.arange(n, dtype=np.int64) if mask is None else np.flatnonzero(mask).astype(np.int64)
 
     # -- output --------------------------------------------------------------------------------
     def resolve_field(self, name_or_id: int | str) -> FieldMeta:

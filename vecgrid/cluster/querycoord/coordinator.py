@@ -53,6 +53,7 @@ from vecgrid.cluster.querycoord.task.task import NO_NODE, IndexSaveTask, Segment
 from vecgrid.cluster.querycoord.timetick import TimeTicker
 from vecgrid.cluster.querycoord.wal_retention import WalRetention
 from vecgrid.cluster.streaming import ChannelAppenders
+from vecgrid.cluster.streaming.row_count import row_count
 from vecgrid.config import Settings
 from vecgrid.proto import common_pb2, internal_pb2, milvus_pb2, query_coord_pb2, rg_pb2
 from vecgrid.storage.kv import MetaStore
@@ -398,6 +399,10 @@ class QueryCoord(Component):
         self.lifecycle.check_healthy()
         return reports.show_partitions(self.ctx, collection_id, partition_ids, self.jobs.refresh_versions,
                                        self.failed_loads)
+
+    def row_count(self, collection_id: int, partition_id: int | None = None) -> int:
+        """Flushed plus unflushed rows, loaded or not (:mod:`vecgrid.cluster.streaming.row_count`); blocking."""
+        return row_count(self.catalog, self.appenders, collection_id, partition_id)
 
     def partition_states(self, collection_id: int, partition_ids: list[int]) -> list[query_coord_pb2.PartitionStates]:
         self.lifecycle.check_healthy()

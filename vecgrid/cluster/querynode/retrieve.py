@@ -64,18 +64,15 @@ def retrieve(coll: Collection, segments: Sequence[SealedSegment], req: internal_
     ts = mvcc_timestamp(req.mvcc_timestamp)
     live = [s for s in segments if not s.is_l0]
     pk_kind = np.dtype(str) if coll.pk_field.data_type == schema_pb2.VarChar else np.dtype(np.int64)
+    # every mask and count of a segment stops at its num_rows (a growing view's snapshot)
     if plan.is_count or req.is_count:
-        total = 0
-        for s in live:
-            mask = s.rows.mask(plan.expr, ts)
-            total += s.rows.n if mask is None else int(np.count_nonzero(mask))
+        total = sum(s.rows.count(plan.expr, ts, s.num_rows) for s in live)
         return Retrieved(coll, live, np.zeros(0, pk_kind), np.zeros(0, np.int64), np.zeros(0, np.int64), [],
                          count=total, started=started)
     field_ids = resolve_output_fields(coll, list(req.output_fields_id) or plan.output_field_ids, with_pk=True)
     ids, which, rows, row_ts = [], [], [], []
     for i, s in enumerate(live):
-        mask = s.rows.mask(plan.expr, ts)
-        r = np.arange(s.rows.n, dtype=np.int64) if mask is None else np.flatnonzero(mask).astype(np.int64)
+        r = s.rows.matching_rows(plan.expr, ts, s.num_rows)
         ids.append(s.rows.pks[r])
         which.append(np.full(len(r), i, dtype=np.int64))
         rows.append(r)

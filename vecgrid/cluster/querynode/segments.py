@@ -128,10 +128,7 @@ class SealedSegment:
     def visible_rows(self, timestamp: int | None = None) -> int:
         """Rows a request at ``timestamp`` sees (inserted by then, not deleted by then)."""
         rows = self.rows
-        if rows is None:
-            return 0
-        mask = rows.visibility(timestamp)
-        return rows.n if mask is None else int(np.count_nonzero(mask))
+        return 0 if rows is None else rows.count(None, timestamp)
 
     def info(self) -> dict[str, Any]:
         return {"segment_id": self.segment_id, "collection_id": self.collection_id,

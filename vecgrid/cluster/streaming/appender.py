@@ -38,7 +38,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping
 
-from vecgrid.cluster.streaming.segment_assign import SealedChannel, SegmentAssigner
+from vecgrid.cluster.streaming.segment_assign import GrowingStats, SealedChannel, SegmentAssigner
 from vecgrid.common.histogram import CumulativeHistogram
 from vecgrid.storage.wal import MessageKind, Position, Wal, WalLockedError, WalWriter
 
@@ -106,6 +106,11 @@ class ChannelAppender:
             s = self.segments
             idle = time.monotonic() - s.last_write if s.last_write else float("inf")
             return s.rows, s.bytes, s.growing_bytes, idle
+
+    def logged_segments(self) -> list[GrowingStats]:
+        """:meth:`SegmentAssigner.logged_segments`, under the channel's lock."""
+        with self._lock:
+            return self.segments.logged_segments()
 
     def _acknowledge(self, ts: int, positions: list[Position]) -> Appended:
         if positions:

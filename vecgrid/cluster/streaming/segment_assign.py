@@ -18,7 +18,7 @@ Owned by the channel's appender lock: every method is called with it held.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 
@@ -80,6 +80,12 @@ class SegmentAssigner:
 
     def open_segments(self) -> list[GrowingStats]:
         return list(self._open.values())
+
+    def logged_segments(self) -> list[GrowingStats]:
+        """Copies of the segments whose rows are logged and may not be flushed yet: the open ones and
+        the sealed ones not handed off (a flush publishes each as a sealed segment of the same id)."""
+        sealed = [s for channel in self._sealed for s in channel.segments]
+        return [replace(s) for s in [*self._open.values(), *sealed]]
 
     @property
     def rows(self) -> int:

@@ -13,9 +13,10 @@ and each of its ``indexes`` has ``totalRows``, ``indexedRows``, ``pendingRows``,
 (Milvus's DescribeIndex ``indexed_rows`` / ``total_rows`` / ``pending_index_rows``).
 
 ``rowCount`` is exact (a Strong ``count(*)``, deletes applied) for a collection loaded to 100 %; for
-any other it is Milvus's ``num_entities``: the rows of its flushed segments (rows still in the log are
-counted once flushed).  If the count of a loaded collection fails, the flushed rows are given and
-``rowCountError`` says why.
+any other it is Milvus's ``GetCollectionStatistics`` ``row_count``: the rows of its flushed segments
+plus the rows logged and not flushed yet, deletes not subtracted (the coordinator's
+:meth:`~vecgrid.cluster.querycoord.coordinator.QueryCoord.row_count`).  If the count of a loaded
+collection fails, that row count is given and ``rowCountError`` says why.
 """
 
 from __future__ import annotations
@@ -142,9 +143,9 @@ class CollectionsService:
             try:
                 return {"rowCount": await self.ctx.proxy.count(coll.name)}
             except errors.MilvusError as e:
-                flushed = await asyncio.to_thread(self.catalog.flushed_rows, coll.id)
-                return {"rowCount": flushed, "rowCountError": str(e)}
-        return {"rowCount": await asyncio.to_thread(self.catalog.flushed_rows, coll.id)}
+                logged = await asyncio.to_thread(self.coord.row_count, coll.id)
+                return {"rowCount": logged, "rowCountError": str(e)}
+        return {"rowCount": await asyncio.to_thread(self.coord.row_count, coll.id)}
 
     async def _summary(self, coll: CollectionInfo) -> dict[str, Any]:
         state = load_state(self.coord, coll.id)

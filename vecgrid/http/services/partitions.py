@@ -3,7 +3,8 @@ and placement (``InGPU`` / ``PartialInGPU`` / ``InMemory`` / ``PartialInMemory``
 create, remove (released first), and the custom ``load`` / ``release`` (``rest-api.md``).
 
 A partition is named by its name (the path id; ``partitions`` in the custom methods' body).
-``rowCount`` follows the collections service: exact for a loaded partition, else its flushed rows.
+``rowCount`` follows the collections service: exact for a loaded partition, else its flushed and
+unflushed rows (Milvus's ``GetPartitionStatistics``).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ class PartitionsService:
             except errors.MilvusError as e:
                 out["rowCountError"] = str(e)
         if count is None:
-            count = await asyncio.to_thread(self.catalog.flushed_rows, coll.id, part.partitionID)
+            count = await asyncio.to_thread(self.coord.row_count, coll.id, part.partitionID)
         out["rowCount"] = count
         out.update(load_json(state))
         placement = placements.get(part.partitionID)

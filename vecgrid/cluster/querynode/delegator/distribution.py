@@ -23,6 +23,7 @@ import numpy as np
 from vecgrid import errors
 from vecgrid.cluster.querynode.pipeline import ChannelPipeline
 from vecgrid.cluster.querynode.segments import ALL_PARTITIONS
+from vecgrid.gpu.growing import GrowingSegment
 from vecgrid.proto import msg_pb2, query_coord_pb2
 
 
@@ -30,14 +31,17 @@ from vecgrid.proto import msg_pb2, query_coord_pb2
 
 class GrowingView:
     """A :class:`~vecgrid.gpu.growing.GrowingSegment` with the few attributes the search and
-    retrieve helpers read from a SealedSegment."""
+    retrieve helpers read from a SealedSegment.
+
+    One view serves one read: it takes the row count once (the pipeline thread keeps inserting),
+    and the read's search, query, count and ``all_search_count`` all stop at :attr:`num_rows`."""
 
     is_l0 = False
 
-    def __init__(self, segment_id: int, partition_id: int, growing: Any) -> None:
+    def __init__(self, segment_id: int, partition_id: int, growing: GrowingSegment) -> None:
         self.segment_id = segment_id
         self.partition_id = partition_id
-        self.growing = growing
+        self.growing = growing.snapshot()  # the segment as this read sees it
 
     @property
     def rows(self) -> Any:
@@ -61,8 +65,7 @@ class GrowingView:
         return col
 
     def visible_rows(self, timestamp: int | None = None) -> int:
-        mask = self.rows.visibility(timestamp)
-        return self.rows.n if mask is None else int(np.count_nonzero(mask))
+        return self.growing.count(None, timestamp)
 
 
 def growing_views(pipeline: ChannelPipeline | None, partitions: AbstractSet[int] | None) -> list[GrowingView]:
