@@ -804,8 +804,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except (OSError, TimeoutError, ConfigError, errors.MilvusError, FeathersError) as e:
         print(f"vecgrid: error: {e}", file=sys.stderr)
-        return EXIT_RUNTIME
+        return _exit_status(e)
     return 0
+
+
+def _exit_status(error: Exception) -> int:
+    """A port in use is bad input (pick another port, or stop what holds it), as a usage error is; the
+    rest failed at run time."""
+    from vecgrid.rpc.server import PortInUse
+
+    return EXIT_USAGE if isinstance(error, PortInUse) else EXIT_RUNTIME
 
 
 if __name__ == "__main__":
