@@ -173,3 +173,18 @@ def test_port_in_use_exits_2_before_anything_starts(tmp_path, capsys):
 def test_bad_resources_flag():
     assert parse_resources("GPU=1,mem=2.5") == {"GPU": 1.0, "mem": 2.5}
     assert main(["worker", "--scheduler", "tcp://127.0.0.1:1", "--resources", "GPU"]) == 2
+
+
+def test_worker_host_is_where_the_nanny_and_the_worker_listen():
+    from vecgrid.cli import _nanny_kwargs, _parser
+
+    def kwargs(*flags):
+        args = _parser().parse_args(["worker", "--scheduler", "tcp://10.0.0.1:8786", "--name", "w1", *flags])
+        return _nanny_kwargs(args)
+
+    asked = kwargs("--host", "127.0.0.1", "--node-port", "21123", "--resources", "GPU=1")
+    assert asked["host"] == "127.0.0.1" and asked["dashboard_address"] == "127.0.0.1:0"
+    assert (asked["name"], asked["resources"], asked["env"]) == ("w1", {"GPU": 1.0},
+                                                                 {"VECGRID_QUERYNODE_PORT": "21123"})
+    default = kwargs()  # no --host: Dask's defaults, reachable from the scheduler's hosts
+    assert "host" not in default and "dashboard_address" not in default

@@ -338,17 +338,29 @@ def _import(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
-async def _worker(settings: Settings, args: argparse.Namespace) -> None:
-    from distributed import Nanny
-
+def _nanny_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """What ``vecgrid worker`` gives its ``distributed.Nanny``.  ``--host`` is where every port of the
+    worker listens: the nanny's and the worker's (``host``), the worker's HTTP server (``dashboard_address``,
+    else on all interfaces), and the QueryNode's gRPC, which binds the worker's ip.  Without it, Dask's
+    defaults: the worker is reachable from the scheduler's hosts (the compose workers rely on it)."""
     env = {}
     if args.node_port is not None:
         # The plugin applies the worker's own VECGRID_* variables over the coordinator's settings.
         env["VECGRID_QUERYNODE_PORT"] = str(args.node_port)
-    name = args.name or socket.gethostname()
-    async with Nanny(settings.dask.scheduler, name=name, nthreads=args.nthreads,
-                     resources=parse_resources(args.resources) or None, env=env) as nanny:
-        print(f"vecgrid worker {name} at {nanny.worker_address} joined {settings.dask.scheduler}", flush=True)
+    kwargs: dict[str, Any] = {"name": args.name or socket.gethostname(), "nthreads": args.nthreads,
+                              "resources": parse_resources(args.resources) or None, "env": env}
+    if args.host:
+        kwargs.update(host=args.host, dashboard_address=f"{args.host}:0")
+    return kwargs
+
+
+async def _worker(settings: Settings, args: argparse.Namespace) -> None:
+    from distributed import Nanny
+
+    kwargs = _nanny_kwargs(args)
+    async with Nanny(settings.dask.scheduler, **kwargs) as nanny:
+        print(f"vecgrid worker {kwargs['name']} at {nanny.worker_address} joined {settings.dask.scheduler}",
+              flush=True)
         await _until_signalled()
 
 
