@@ -14,7 +14,7 @@ Client commands, against a running coordinator (``--coord HOST:PORT``, default
     vecgrid search NAME --vectors FILE.npy [--limit K] [--filter JSON] [--output-fields a,b]
                                                              nearest rows as JSON, one list per query
     vecgrid status                                           nodes, collections, load %, partition states
-    vecgrid insert NAME FILE... [--partition P]              rows from .parquet, .jsonl/.json, or .npy + .parquet/.csv
+    vecgrid insert NAME FILE... [--partition P] [--upsert]   rows from .parquet, .jsonl/.json, or .npy + .parquet/.csv
     vecgrid delete NAME --ids 1,2,3 | --filter JSON          by primary key, or what a Strong query finds
     vecgrid flush NAME [--no-wait]                           seal growing data into published segments
     vecgrid compact NAME [--no-wait]                         compact a collection now
@@ -144,6 +144,8 @@ def _parser() -> _Parser:
     insert.add_argument("--partition", default=None, help="partition (default _default)")
     insert.add_argument("--batch-rows", type=int, default=INSERT_BATCH_ROWS, metavar="N",
                         help=f"rows per write (default {INSERT_BATCH_ROWS})")
+    insert.add_argument("--upsert", action="store_true",
+                        help="replace the rows of primary keys that are there (delete + insert at one timestamp)")
 
     delete = sub.add_parser("delete", parents=[client], help="delete rows by primary key or by filter")
     delete.add_argument("name", metavar="NAME")
@@ -524,18 +526,20 @@ def _summary(summary: dict[str, Any]) -> None:
 
 async def _insert(proxy: Any, args: argparse.Namespace, inputs: tuple[Any, int]) -> None:
     batches, total = inputs
-    inserted, count, timestamp = 0, 0, 0
-    with Progress(f"insert {args.name}", total, unit="rows") as bar:
+    verb, write = ("upsert", proxy.upsert) if args.upsert else ("insert", proxy.insert)
+    written, count, timestamp = 0, 0, 0
+    with Progress(f"{verb} {args.name}", total, unit="rows") as bar:
         for batch in batches:
             try:
-                done = await proxy.insert(args.name, batch, partition=args.partition)
+                done = await write(args.name, batch, partition=args.partition)
             except errors.MilvusError as e:
-                raise errors.from_remote(e.code, f"{e} (after {inserted} of {total} rows were inserted)") from None
-            inserted += done.insert_cnt
+                raise errors.from_remote(e.code, f"{e} (after {written} of {total} rows were {verb}ed)") from None
+            rows = done.upsert_cnt if args.upsert else done.insert_cnt
+            written += rows
             count += 1
             timestamp = done.timestamp
-            bar.update(done.insert_cnt)
-    _summary({"collection": args.name, "insert_count": inserted, "batches": count, "timestamp": timestamp})
+            bar.update(rows)
+    _summary({"collection": args.name, f"{verb}_count": written, "batches": count, "timestamp": timestamp})
 
 
 async def _waiting(desc: str, work: Any) -> Any:
