@@ -28,7 +28,8 @@ job instead.
 
 Every command reads the same settings (``--config FILE``, ``VECGRID_*`` variables,
 flags).  A user error — unknown flag, unreadable config, port in use — prints one
-line ``vecgrid: error: ...`` and exits non-zero; it never shows a traceback.
+line ``vecgrid: error: ...`` and exits non-zero; it never shows a traceback.  Output into a pipe whose
+reader went away (``vecgrid status --json | head``) ends quietly with status 141, as Unix tools do.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ import argparse
 import asyncio
 import json
 import logging
+import os
 import signal
 import socket
 import sys
@@ -49,6 +51,9 @@ from vecgrid.config import ConfigError, Settings
 
 EXIT_USAGE = 2
 EXIT_RUNTIME = 1
+#: the reader of the output went away (``vecgrid status --json | head``): what a shell shows for a tool
+#: that SIGPIPE ended (128 + 13), as ``cat`` or ``yes`` would
+EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE
 DEFAULT_COORD = "127.0.0.1:19531"
 CLIENT_COMMANDS = ("load", "release", "search", "status", "insert", "delete", "flush", "compact", "create-index")
 #: seconds between two reads of a job's progress
@@ -784,6 +789,15 @@ async def _client(args: argparse.Namespace, inputs: Any, settings: Settings) -> 
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
+        return _run(argv)
+    except BrokenPipeError:
+        # Python's advice: point stdout at devnull, or the interpreter's flush at exit fails again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+
+
+def _run(argv: Sequence[str] | None) -> int:
+    try:
         args = _parser().parse_args(argv)
         settings = Settings.load(getattr(args, "config", None), overrides=_overrides(args))
         if args.command == "worker":
@@ -818,6 +832,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as e:
         print(f"vecgrid: error: {e}", file=sys.stderr)
         return EXIT_USAGE
+    except BrokenPipeError:
+        raise  # not an error of the command: main ends quietly
     except (OSError, TimeoutError, ConfigError, errors.MilvusError, FeathersError) as e:
         print(f"vecgrid: error: {e}", file=sys.stderr)
         return _exit_status(e)
