@@ -20,6 +20,7 @@ Client commands, against a running coordinator (``--coord HOST:PORT``, default
     vecgrid compact NAME [--no-wait]                         compact a collection now
     vecgrid create-index NAME --field F [--type T] [--metric M] [--params JSON] [--no-wait]
                                                              index a field; waits until its rows are indexed
+    vecgrid drop-index NAME --field F | --index-name N       drop an index (of a collection not loaded)
 
 Writes print progress on a terminal and a JSON summary as their last line, like ``vecgrid import``.
 Flush, compaction and index builds follow the coordinator's progress (GetFlushState, GetCompactionState,
@@ -39,6 +40,7 @@ import asyncio
 import json
 import logging
 import os
+import shlex
 import signal
 import socket
 import sys
@@ -55,7 +57,8 @@ EXIT_RUNTIME = 1
 #: that SIGPIPE ended (128 + 13), as ``cat`` or ``yes`` would
 EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE
 DEFAULT_COORD = "127.0.0.1:19531"
-CLIENT_COMMANDS = ("load", "release", "search", "status", "insert", "delete", "flush", "compact", "create-index")
+CLIENT_COMMANDS = ("load", "release", "search", "status", "insert", "delete", "flush", "compact", "create-index",
+                   "drop-index")
 #: seconds between two reads of a job's progress
 POLL_S = 0.2
 INSERT_BATCH_ROWS = 10_000
@@ -178,6 +181,11 @@ def _parser() -> _Parser:
     index.add_argument("--index-name", default="", help="the index's name (default: the field's)")
     index.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS",
                        help="give up waiting for the builds after this long (default 600)")
+    drop_index = sub.add_parser("drop-index", parents=[client],
+                                help="drop a field's index (the collection must not be loaded)")
+    drop_index.add_argument("name", metavar="NAME")
+    drop_index.add_argument("--field", default="", help="the indexed field")
+    drop_index.add_argument("--index-name", default="", help="the index's name")
 
     worker = sub.add_parser("worker", parents=[common], help="run a worker that serves as a QueryNode")
     worker.add_argument("--scheduler", required=True, help="Dask scheduler address")
@@ -615,10 +623,17 @@ async def _compact(proxy: Any, args: argparse.Namespace) -> None:
 
 
 async def _create_index(proxy: Any, args: argparse.Namespace, params: dict) -> None:
+    from vecgrid.storage.catalog.indexes import ONE_INDEX_PER_FIELD
+
     writes = proxy.writes
     deadline = time.monotonic() + args.timeout
-    index = await writes.create_index(proxy.db_name, args.name, args.field, args.index_type, args.metric, params,
-                                      args.index_name)
+    try:
+        index = await writes.create_index(proxy.db_name, args.name, args.field, args.index_type, args.metric,
+                                          params, args.index_name)
+    except errors.ParameterInvalid as e:
+        if ONE_INDEX_PER_FIELD not in str(e):
+            raise
+        raise errors.from_remote(e.code, f"{e}: {_drop_index_command(args)}") from None
 
     async def read() -> dict[str, Any]:
         return (await writes.index_progress(proxy.db_name, args.name, index["index_name"]))[0]
@@ -628,6 +643,17 @@ async def _create_index(proxy: Any, args: argparse.Namespace, params: dict) -> N
     _summary({"collection": args.name, "index_name": index["index_name"], "field": index["field"],
               "state": index["state"], "progress": index["progress"], "indexed_rows": index["indexed_rows"],
               "total_rows": index["total_rows"], "pending_index_rows": index["pending_index_rows"]})
+
+
+def _drop_index_command(args: argparse.Namespace) -> str:
+    """The ``vecgrid drop-index`` for the index a refused ``vecgrid create-index`` ran into."""
+    where = (["--db", args.db] if args.db else []) + (["--coord", args.coord] if args.coord != DEFAULT_COORD else [])
+    return shlex.join(["vecgrid", "drop-index", args.name, "--field", args.field, *where])
+
+
+async def _drop_index(proxy: Any, args: argparse.Namespace) -> None:
+    dropped = await proxy.writes.drop_index(proxy.db_name, args.name, args.field, args.index_name)
+    _summary({"collection": args.name, **dropped})
 
 
 async def _load(proxy: Any, args: argparse.Namespace) -> None:
@@ -778,6 +804,8 @@ async def _client(args: argparse.Namespace, inputs: Any, settings: Settings) -> 
             await _compact(proxy, args)
         elif args.command == "create-index":
             await _create_index(proxy, args, inputs)
+        elif args.command == "drop-index":
+            await _drop_index(proxy, args)
         else:
             report = await _status_report(proxy, args)
             report["health"] = await _health(args.rest or _default_rest(args.coord, settings))
@@ -807,6 +835,8 @@ def _run(argv: Sequence[str] | None) -> int:
             args.command, lambda _: None)(args)
         if args.command == "load" and args.replicas is not None and args.replicas < 1:
             raise UsageError(f"--replicas must be 1 or more, got {args.replicas}")
+        if args.command == "drop-index" and not (args.field or args.index_name):
+            raise UsageError("name the index: --field F, --index-name N or both")
     except (UsageError, ConfigError) as e:
         print(f"vecgrid: error: {e}", file=sys.stderr)
         return EXIT_USAGE
