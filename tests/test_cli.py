@@ -106,9 +106,85 @@ def test_port_in_use_is_one_line(tmp_path):
         port = busy.getsockname()[1]
         result = run_process(["serve", "--data-dir", str(tmp_path), "--coord-port", str(port),
                               "--http-port", "0", "--dashboard-port", "0"])
+    assert result.returncode == 2
     assert_one_line_error(result, f"127.0.0.1:{port}", "querycoord gRPC")
+
+
+def _port_left_in_time_wait() -> int:
+    """A loopback port whose last connection was closed by its server side first: that end (the port)
+    stays in TIME_WAIT, as the ports of a `vecgrid serve` just stopped do.  The server listened with
+    SO_REUSEADDR, as Tornado and grpc do (Linux lets a new bind reuse a TIME_WAIT port only when both
+    sockets set it)."""
+    with socket.socket() as listener:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        client = socket.create_connection(("127.0.0.1", port))
+        served, _ = listener.accept()
+        served.close()
+        client.close()
+    deadline = time.monotonic() + 5
+    while not any(c.laddr.port == port and c.status == psutil.CONN_TIME_WAIT
+                  for c in psutil.net_connections(kind="tcp4")):
+        assert time.monotonic() < deadline, f"port {port} never reached TIME_WAIT"
+        time.sleep(0.01)
+    return port
+
+
+def test_a_port_in_time_wait_is_free_for_serve():
+    from vecgrid.deploy import ensure_ports_free
+
+    port = _port_left_in_time_wait()
+    with socket.socket() as plain, pytest.raises(OSError):
+        plain.bind(("127.0.0.1", port))  # what the probe did: refused for a minute after the last run
+    ensure_ports_free("127.0.0.1", [(port, "querycoord gRPC")])
+    with socket.socket() as server:  # and the servers, which set SO_REUSEADDR, can listen there
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        server.bind(("127.0.0.1", port))
+        server.listen()
+
+
+def test_a_listening_port_is_in_use():
+    from vecgrid.deploy import ensure_ports_free
+    from vecgrid.rpc.server import PortInUse
+
+    for listen_on in ("127.0.0.1", "0.0.0.0"):
+        with socket.socket() as busy:
+            busy.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as Tornado and grpc listen
+            busy.bind((listen_on, 0))
+            busy.listen()
+            port = busy.getsockname()[1]
+            with pytest.raises(PortInUse, match=f"REST: cannot listen on 127.0.0.1:{port}"):
+                ensure_ports_free("127.0.0.1", [(0, "querycoord gRPC"), (port, "REST")])
+
+
+def test_port_in_use_exits_2_before_anything_starts(tmp_path, capsys):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = run_in_process(["serve", "--data-dir", str(tmp_path), "--coord-port", "0",
+                                 "--http-port", str(port), "--dashboard-port", "0"], capsys)
+    assert result.returncode == 2
+    assert_one_line_error(result, f"127.0.0.1:{port}", "REST")
 
 
 def test_bad_resources_flag():
     assert parse_resources("GPU=1,mem=2.5") == {"GPU": 1.0, "mem": 2.5}
     assert main(["worker", "--scheduler", "tcp://127.0.0.1:1", "--resources", "GPU"]) == 2
+
+
+def test_worker_host_is_where_the_nanny_and_the_worker_listen():
+    from vecgrid.cli import _nanny_kwargs, _parser
+
+    def kwargs(*flags):
+        args = _parser().parse_args(["worker", "--scheduler", "tcp://10.0.0.1:8786", "--name", "w1", *flags])
+        return _nanny_kwargs(args)
+
+    asked = kwargs("--host", "127.0.0.1", "--node-port", "21123", "--resources", "GPU=1")
+    assert asked["host"] == "127.0.0.1" and asked["dashboard_address"] == "127.0.0.1:0"
+    assert (asked["name"], asked["resources"], asked["env"]) == ("w1", {"GPU": 1.0},
+                                                                 {"VECGRID_QUERYNODE_PORT": "21123"})
+    default = kwargs()  # no --host: Dask's defaults, reachable from the scheduler's hosts
+    assert "host" not in default and "dashboard_address" not in default

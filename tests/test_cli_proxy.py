@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 
 import numpy as np
 import pytest
 import pytest_asyncio
 
+from vecgrid.cli import EXIT_BROKEN_PIPE
 from vecgrid.deploy import EmbeddedCluster
 from vecgrid.proto import milvus_pb2, query_coord_pb2
 from tests.cli_support import Result, assert_one_line_error
@@ -140,3 +142,16 @@ async def test_errors_are_one_line(env):
     assert_one_line_error(await vecgrid("load", "pairs", "--replicas", "0", *addr), "--replicas must be 1 or more")
     assert_one_line_error(await vecgrid("status", "--coord", refused_address()), "service unavailable",
                            "ListQueryNode at")
+
+
+async def test_status_into_a_closed_pipe_ends_quietly(env):
+    """`vecgrid status --json | head -1`: once the reader is gone, no `Broken pipe` error and no traceback."""
+    cluster = env[0]
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader went away before the first line, as `head` does after its lines
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "vecgrid.cli", "status", "--json", "--coord", cluster.addresses.grpc,
+        "--rest", cluster.addresses.http, stdout=write_end, stderr=asyncio.subprocess.PIPE)
+    os.close(write_end)
+    _, err = await asyncio.wait_for(proc.communicate(), 120)
+    assert (proc.returncode, err.decode()) == (EXIT_BROKEN_PIPE, "")

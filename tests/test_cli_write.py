@@ -37,6 +37,7 @@ DIM = 8
     (["create-index", "c"], "the following arguments are required: --field"),
     (["create-index", "c", "--field", "vec", "--params", "{nope"], "--params is not JSON"),
     (["create-index", "c", "--field", "vec", "--params", "[1]"], "--params must be a JSON object"),
+    (["drop-index", "c"], "name the index: --field F, --index-name N or both"),
 ])
 def test_bad_arguments_fail_in_one_line(args, fragment, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
@@ -129,3 +130,46 @@ async def test_insert_delete_flush_compact_end_to_end(cluster):
                           "the dim (3) of the vector", "after 2 of 4 rows were inserted")
     assert await proxy.count("books", filter={"tag": "bad"}) == 2
     assert_one_line_error(await vecgrid("insert", "nope", str(root / "rows.jsonl"), *addr), "collection not found")
+
+
+@pytest.mark.slow
+@pytest.mark.asyncio(loop_scope="module")
+async def test_insert_upsert_replaces_the_rows_of_its_keys(cluster):
+    cluster, root, _ = cluster
+    addr = ["--coord", cluster.addresses.grpc]
+    proxy = cluster.proxy
+
+    def rows(path, pks, tag):
+        with open(path, "w") as f:
+            for pk in pks:
+                f.write(json.dumps({"pk": pk, "vec": [float(pk % 7)] * DIM, "age": 1, "tag": tag}) + "\n")
+    rows(root / "first.jsonl", range(4000, 4004), "first")
+    assert summary(await vecgrid("insert", "books", str(root / "first.jsonl"), *addr))["insert_count"] == 4
+    # two keys that are there, two new ones: the first two replaced, the other two inserted
+    rows(root / "again.jsonl", range(4002, 4006), "again")
+    done = summary(await vecgrid("insert", "books", str(root / "again.jsonl"), "--upsert", "--batch-rows", "3",
+                                 *addr))
+    assert (done["upsert_count"], done["batches"]) == (4, 2) and "insert_count" not in done
+    found = await proxy.query("books", filter={"pk": {"$gte": 4000, "$lt": 4010}}, output_fields=["pk", "tag"])
+    assert sorted((r["pk"], r["tag"]) for r in found) == [(4000, "first"), (4001, "first"), (4002, "again"),
+                                                           (4003, "again"), (4004, "again"), (4005, "again")]
+
+
+@pytest.mark.slow
+@pytest.mark.asyncio(loop_scope="module")
+async def test_drop_index_then_create_another(cluster):
+    cluster, _, _ = cluster
+    addr = ["--coord", cluster.addresses.grpc]
+    shelf = create_collection(cluster.coord.catalog, "shelf", dim=DIM, shards=1)   # FLAT on vec, as imports do
+    refused = await vecgrid("create-index", "shelf", "--field", "vec", "--type", "HNSW", *addr)
+    assert_one_line_error(refused, "already has index 'vec'",
+                          f"drop it first: vecgrid drop-index shelf --field vec --coord {cluster.addresses.grpc}")
+    assert summary(await vecgrid("drop-index", "shelf", "--field", "vec", *addr)) == {
+        "collection": "shelf", "index_name": "vec", "field": "vec"}
+    assert cluster.coord.catalog.describe_index(shelf.id) == []
+    assert_one_line_error(await vecgrid("drop-index", "shelf", "--index-name", "vec", *addr),
+                          "index not found", "no index 'vec'")
+    created = summary(await vecgrid("create-index", "shelf", "--field", "vec", "--type", "HNSW", *addr))
+    assert (created["index_name"], created["state"]) == ("vec", "Finished")
+    # books is loaded: its index stays, as Milvus refuses it
+    assert_one_line_error(await vecgrid("drop-index", "books", "--field", "vec", *addr), "release it first")

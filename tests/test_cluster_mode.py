@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import grpc
+import psutil
 import pytest
 
 from vecgrid.proto import milvus_pb2, query_coord_pb2, query_coord_pb2_grpc
@@ -48,6 +49,15 @@ def _spawn(procs: list, args: list[str]) -> subprocess.Popen:
     return proc
 
 
+def _listening_addresses(pid: int) -> list[tuple[str, int]]:
+    """``(ip, port)`` of every listening TCP socket of a process and its children; an IPv4 address that
+    grpc listens on through an IPv6 socket (``::ffff:127.0.0.1``) as IPv4."""
+    parent = psutil.Process(pid)
+    return sorted((c.laddr.ip.removeprefix("::ffff:"), c.laddr.port)
+                  for p in [parent, *parent.children(recursive=True)]
+                  for c in p.net_connections(kind="tcp") if c.status == psutil.CONN_LISTEN)
+
+
 def _stop(proc) -> int:
     if proc.poll() is None:
         proc.send_signal(signal.SIGINT)
@@ -70,9 +80,9 @@ def test_stock_scheduler_with_vecgrid_worker_and_coord(tmp_path):
         scheduler = spawn([str(BIN / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port),
                            "--dashboard-address", "127.0.0.1:0"])
         _wait_for_line(scheduler, r"Scheduler at:", 60)
-        worker = spawn([str(BIN / "vecgrid"), "worker", "--scheduler", scheduler_addr,
+        worker = spawn([str(BIN / "vecgrid"), "worker", "--scheduler", scheduler_addr, "--host", "127.0.0.1",
                         "--name", "gpu-box-1", "--node-port", "0", "--resources", "GPU=1"])
-        _wait_for_line(worker, r"vecgrid worker gpu-box-1 at", 60)
+        _wait_for_line(worker, r"vecgrid worker gpu-box-1 at tcp://127\.0\.0\.1:", 60)
         coord = spawn([str(BIN / "vecgrid"), "coord", "--scheduler", scheduler_addr, "--data-dir",
                        str(tmp_path), "--coord-port", "0", "--http-port", "0"])
         grpc_addr = _wait_for_line(coord, r"QueryCoord gRPC : (\S+)", 60).group(1)
@@ -90,6 +100,10 @@ def test_stock_scheduler_with_vecgrid_worker_and_coord(tmp_path):
                 node = query_coord_pb2_grpc.QueryNodeStub(node_channel)
                 states = node.GetComponentStates(milvus_pb2.GetComponentStatesRequest(), timeout=10)
                 assert states.state.nodeID == nodes[0].ID and states.state.state_code == 1
+        # --host 127.0.0.1: nothing of the worker listens wider (nanny, worker, its HTTP server, QueryNode gRPC)
+        listening = _listening_addresses(worker.pid)
+        assert nodes[0].address in {f"{ip}:{port}" for ip, port in listening}
+        assert {ip for ip, _ in listening} == {"127.0.0.1"}, listening
     finally:
         codes = [_stop(p) for p in reversed(procs)]
     assert codes[0] == 0  # the coordinator exits cleanly on SIGINT

@@ -80,7 +80,9 @@ class Server:
         # the definitions owner over the setup's catalog: a coordinator that is serving (CreateIndex goes there)
         lifecycle = Lifecycle("querycoord")
         lifecycle.set(StateCode.Healthy)
-        ddl = Ddl(SimpleNamespace(catalog=setup.catalog, lifecycle=lifecycle))
+        self.loaded: dict[int, object] = {}   # the coordinator's loaded collections, by id (DropIndex asks)
+        ddl = Ddl(SimpleNamespace(catalog=setup.catalog, lifecycle=lifecycle,
+                                  collections=SimpleNamespace(get=self.loaded.get)))
         self.servicer = WriteServicer(LocalWrites(setup.writer, self.resolve, self.datacoord), ddl)
         self.grpc = GrpcServer("test")
         self.address = ""
@@ -204,3 +206,29 @@ async def test_progress_of_flush_compaction_and_index_builds_over_grpc(server):
     assert (reply.flushed, reply.progress, reply.channels_flushed, list(reply.segmentIDs)) == (False, 50, 1, [21])
     reply = await stub.GetCompactionState(write_service_pb2.GetCompactionStateRequest(compactionID=6))
     assert (reply.state, reply.completedPlanNo, reply.failedPlanNo, reply.fail_reason) == ("Failed", 1, 1, "disk full")
+
+
+async def test_drop_index_over_grpc(server):
+    setup = server.setup
+    plain = setup.colls["plain"].id
+    async with Proxy(server.address) as proxy:
+        server.loaded[plain] = object()
+        with pytest.raises(errors.ParameterInvalid, match="release it first"):   # as Milvus refuses it
+            await proxy.writes.drop_index("", "plain", field="vec")
+        assert [i.index_name for i in setup.catalog.describe_index(plain)] == ["vec"]
+        del server.loaded[plain]
+        assert await proxy.writes.drop_index("", "plain", field="vec") == {"index_name": "vec", "field": "vec"}
+        assert setup.catalog.describe_index(plain) == []
+        with pytest.raises(errors.IndexNotFound, match="no index on field 'vec'"):
+            await proxy.writes.drop_index("", "plain", field="vec")
+        # by the index's name; then the field takes another index
+        await proxy.writes.create_index("", "plain", "vec", "IVF_FLAT", "L2", {"nlist": 8}, "ivf")
+        with pytest.raises(errors.IndexNotFound, match="no index 'ivf' on field 'age'"):
+            await proxy.writes.drop_index("", "plain", field="age", index_name="ivf")
+        assert await proxy.writes.drop_index("", "plain", index_name="ivf") == {"index_name": "ivf", "field": "vec"}
+        assert (await proxy.writes.create_index("", "plain", "vec", "HNSW", "L2", {}, ""))["index_name"] == "vec"
+        with pytest.raises(errors.CollectionNotFound):
+            await proxy.writes.drop_index("", "nope", field="vec")
+    stub = write_service_pb2_grpc.WriteServiceStub(aio_channel(server.address))
+    reply = await stub.DropIndex(write_service_pb2.DropIndexRequest(collection_name="plain"))
+    assert reply.status.code == 1100 and "field or the index name" in reply.status.reason

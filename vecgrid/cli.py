@@ -14,12 +14,13 @@ Client commands, against a running coordinator (``--coord HOST:PORT``, default
     vecgrid search NAME --vectors FILE.npy [--limit K] [--filter JSON] [--output-fields a,b]
                                                              nearest rows as JSON, one list per query
     vecgrid status                                           nodes, collections, load %, partition states
-    vecgrid insert NAME FILE... [--partition P]              rows from .parquet, .jsonl/.json, or .npy + .parquet/.csv
+    vecgrid insert NAME FILE... [--partition P] [--upsert]   rows from .parquet, .jsonl/.json, or .npy + .parquet/.csv
     vecgrid delete NAME --ids 1,2,3 | --filter JSON          by primary key, or what a Strong query finds
     vecgrid flush NAME [--no-wait]                           seal growing data into published segments
     vecgrid compact NAME [--no-wait]                         compact a collection now
     vecgrid create-index NAME --field F [--type T] [--metric M] [--params JSON] [--no-wait]
                                                              index a field; waits until its rows are indexed
+    vecgrid drop-index NAME --field F | --index-name N       drop an index (of a collection not loaded)
 
 Writes print progress on a terminal and a JSON summary as their last line, like ``vecgrid import``.
 Flush, compaction and index builds follow the coordinator's progress (GetFlushState, GetCompactionState,
@@ -28,7 +29,8 @@ job instead.
 
 Every command reads the same settings (``--config FILE``, ``VECGRID_*`` variables,
 flags).  A user error — unknown flag, unreadable config, port in use — prints one
-line ``vecgrid: error: ...`` and exits non-zero; it never shows a traceback.
+line ``vecgrid: error: ...`` and exits non-zero; it never shows a traceback.  Output into a pipe whose
+reader went away (``vecgrid status --json | head``) ends quietly with status 141, as Unix tools do.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ import argparse
 import asyncio
 import json
 import logging
+import os
+import shlex
 import signal
 import socket
 import sys
@@ -49,8 +53,12 @@ from vecgrid.config import ConfigError, Settings
 
 EXIT_USAGE = 2
 EXIT_RUNTIME = 1
+#: the reader of the output went away (``vecgrid status --json | head``): what a shell shows for a tool
+#: that SIGPIPE ended (128 + 13), as ``cat`` or ``yes`` would
+EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE
 DEFAULT_COORD = "127.0.0.1:19531"
-CLIENT_COMMANDS = ("load", "release", "search", "status", "insert", "delete", "flush", "compact", "create-index")
+CLIENT_COMMANDS = ("load", "release", "search", "status", "insert", "delete", "flush", "compact", "create-index",
+                   "drop-index")
 #: seconds between two reads of a job's progress
 POLL_S = 0.2
 INSERT_BATCH_ROWS = 10_000
@@ -144,6 +152,8 @@ def _parser() -> _Parser:
     insert.add_argument("--partition", default=None, help="partition (default _default)")
     insert.add_argument("--batch-rows", type=int, default=INSERT_BATCH_ROWS, metavar="N",
                         help=f"rows per write (default {INSERT_BATCH_ROWS})")
+    insert.add_argument("--upsert", action="store_true",
+                        help="replace the rows of primary keys that are there (delete + insert at one timestamp)")
 
     delete = sub.add_parser("delete", parents=[client], help="delete rows by primary key or by filter")
     delete.add_argument("name", metavar="NAME")
@@ -171,6 +181,11 @@ def _parser() -> _Parser:
     index.add_argument("--index-name", default="", help="the index's name (default: the field's)")
     index.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS",
                        help="give up waiting for the builds after this long (default 600)")
+    drop_index = sub.add_parser("drop-index", parents=[client],
+                                help="drop a field's index (the collection must not be loaded)")
+    drop_index.add_argument("name", metavar="NAME")
+    drop_index.add_argument("--field", default="", help="the indexed field")
+    drop_index.add_argument("--index-name", default="", help="the index's name")
 
     worker = sub.add_parser("worker", parents=[common], help="run a worker that serves as a QueryNode")
     worker.add_argument("--scheduler", required=True, help="Dask scheduler address")
@@ -338,17 +353,29 @@ def _import(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
-async def _worker(settings: Settings, args: argparse.Namespace) -> None:
-    from distributed import Nanny
-
+def _nanny_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """What ``vecgrid worker`` gives its ``distributed.Nanny``.  ``--host`` is where every port of the
+    worker listens: the nanny's and the worker's (``host``), the worker's HTTP server (``dashboard_address``,
+    else on all interfaces), and the QueryNode's gRPC, which binds the worker's ip.  Without it, Dask's
+    defaults: the worker is reachable from the scheduler's hosts (the compose workers rely on it)."""
     env = {}
     if args.node_port is not None:
         # The plugin applies the worker's own VECGRID_* variables over the coordinator's settings.
         env["VECGRID_QUERYNODE_PORT"] = str(args.node_port)
-    name = args.name or socket.gethostname()
-    async with Nanny(settings.dask.scheduler, name=name, nthreads=args.nthreads,
-                     resources=parse_resources(args.resources) or None, env=env) as nanny:
-        print(f"vecgrid worker {name} at {nanny.worker_address} joined {settings.dask.scheduler}", flush=True)
+    kwargs: dict[str, Any] = {"name": args.name or socket.gethostname(), "nthreads": args.nthreads,
+                              "resources": parse_resources(args.resources) or None, "env": env}
+    if args.host:
+        kwargs.update(host=args.host, dashboard_address=f"{args.host}:0")
+    return kwargs
+
+
+async def _worker(settings: Settings, args: argparse.Namespace) -> None:
+    from distributed import Nanny
+
+    kwargs = _nanny_kwargs(args)
+    async with Nanny(settings.dask.scheduler, **kwargs) as nanny:
+        print(f"vecgrid worker {kwargs['name']} at {nanny.worker_address} joined {settings.dask.scheduler}",
+              flush=True)
         await _until_signalled()
 
 
@@ -512,18 +539,20 @@ def _summary(summary: dict[str, Any]) -> None:
 
 async def _insert(proxy: Any, args: argparse.Namespace, inputs: tuple[Any, int]) -> None:
     batches, total = inputs
-    inserted, count, timestamp = 0, 0, 0
-    with Progress(f"insert {args.name}", total, unit="rows") as bar:
+    verb, write = ("upsert", proxy.upsert) if args.upsert else ("insert", proxy.insert)
+    written, count, timestamp = 0, 0, 0
+    with Progress(f"{verb} {args.name}", total, unit="rows") as bar:
         for batch in batches:
             try:
-                done = await proxy.insert(args.name, batch, partition=args.partition)
+                done = await write(args.name, batch, partition=args.partition)
             except errors.MilvusError as e:
-                raise errors.from_remote(e.code, f"{e} (after {inserted} of {total} rows were inserted)") from None
-            inserted += done.insert_cnt
+                raise errors.from_remote(e.code, f"{e} (after {written} of {total} rows were {verb}ed)") from None
+            rows = done.upsert_cnt if args.upsert else done.insert_cnt
+            written += rows
             count += 1
             timestamp = done.timestamp
-            bar.update(done.insert_cnt)
-    _summary({"collection": args.name, "insert_count": inserted, "batches": count, "timestamp": timestamp})
+            bar.update(rows)
+    _summary({"collection": args.name, f"{verb}_count": written, "batches": count, "timestamp": timestamp})
 
 
 async def _waiting(desc: str, work: Any) -> Any:
@@ -594,10 +623,17 @@ async def _compact(proxy: Any, args: argparse.Namespace) -> None:
 
 
 async def _create_index(proxy: Any, args: argparse.Namespace, params: dict) -> None:
+    from vecgrid.storage.catalog.indexes import ONE_INDEX_PER_FIELD
+
     writes = proxy.writes
     deadline = time.monotonic() + args.timeout
-    index = await writes.create_index(proxy.db_name, args.name, args.field, args.index_type, args.metric, params,
-                                      args.index_name)
+    try:
+        index = await writes.create_index(proxy.db_name, args.name, args.field, args.index_type, args.metric,
+                                          params, args.index_name)
+    except errors.ParameterInvalid as e:
+        if ONE_INDEX_PER_FIELD not in str(e):
+            raise
+        raise errors.from_remote(e.code, f"{e}: {_drop_index_command(args)}") from None
 
     async def read() -> dict[str, Any]:
         return (await writes.index_progress(proxy.db_name, args.name, index["index_name"]))[0]
@@ -607,6 +643,17 @@ async def _create_index(proxy: Any, args: argparse.Namespace, params: dict) -> N
     _summary({"collection": args.name, "index_name": index["index_name"], "field": index["field"],
               "state": index["state"], "progress": index["progress"], "indexed_rows": index["indexed_rows"],
               "total_rows": index["total_rows"], "pending_index_rows": index["pending_index_rows"]})
+
+
+def _drop_index_command(args: argparse.Namespace) -> str:
+    """The ``vecgrid drop-index`` for the index a refused ``vecgrid create-index`` ran into."""
+    where = (["--db", args.db] if args.db else []) + (["--coord", args.coord] if args.coord != DEFAULT_COORD else [])
+    return shlex.join(["vecgrid", "drop-index", args.name, "--field", args.field, *where])
+
+
+async def _drop_index(proxy: Any, args: argparse.Namespace) -> None:
+    dropped = await proxy.writes.drop_index(proxy.db_name, args.name, args.field, args.index_name)
+    _summary({"collection": args.name, **dropped})
 
 
 async def _load(proxy: Any, args: argparse.Namespace) -> None:
@@ -757,6 +804,8 @@ async def _client(args: argparse.Namespace, inputs: Any, settings: Settings) -> 
             await _compact(proxy, args)
         elif args.command == "create-index":
             await _create_index(proxy, args, inputs)
+        elif args.command == "drop-index":
+            await _drop_index(proxy, args)
         else:
             report = await _status_report(proxy, args)
             report["health"] = await _health(args.rest or _default_rest(args.coord, settings))
@@ -768,6 +817,15 @@ async def _client(args: argparse.Namespace, inputs: Any, settings: Settings) -> 
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
+        return _run(argv)
+    except BrokenPipeError:
+        # Python's advice: point stdout at devnull, or the interpreter's flush at exit fails again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+
+
+def _run(argv: Sequence[str] | None) -> int:
+    try:
         args = _parser().parse_args(argv)
         settings = Settings.load(getattr(args, "config", None), overrides=_overrides(args))
         if args.command == "worker":
@@ -777,6 +835,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.command, lambda _: None)(args)
         if args.command == "load" and args.replicas is not None and args.replicas < 1:
             raise UsageError(f"--replicas must be 1 or more, got {args.replicas}")
+        if args.command == "drop-index" and not (args.field or args.index_name):
+            raise UsageError("name the index: --field F, --index-name N or both")
     except (UsageError, ConfigError) as e:
         print(f"vecgrid: error: {e}", file=sys.stderr)
         return EXIT_USAGE
@@ -802,10 +862,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as e:
         print(f"vecgrid: error: {e}", file=sys.stderr)
         return EXIT_USAGE
+    except BrokenPipeError:
+        raise  # not an error of the command: main ends quietly
     except (OSError, TimeoutError, ConfigError, errors.MilvusError, FeathersError) as e:
         print(f"vecgrid: error: {e}", file=sys.stderr)
-        return EXIT_RUNTIME
+        return _exit_status(e)
     return 0
+
+
+def _exit_status(error: Exception) -> int:
+    """A port in use is bad input (pick another port, or stop what holds it), as a usage error is; the
+    rest failed at run time."""
+    from vecgrid.rpc.server import PortInUse
+
+    return EXIT_USAGE if isinstance(error, PortInUse) else EXIT_RUNTIME
 
 
 if __name__ == "__main__":

@@ -59,11 +59,16 @@ log = logging.getLogger(__name__)
 
 
 def ensure_ports_free(host: str, ports: list[tuple[int, str]]) -> None:
-    """Raise :class:`PortInUse` naming the first requested (non-zero) port that cannot be bound."""
+    """Raise :class:`PortInUse` naming the first requested (non-zero) port that cannot be bound.
+
+    The probe binds as the servers do, with ``SO_REUSEADDR`` (Tornado and grpc set it): a port whose
+    connections of the last run are in TIME_WAIT is free for them, while one a process listens on is
+    still refused."""
     for port, what in ports:
         if port == 0:
             continue
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
                 s.bind((host, port))
             except OSError as e:

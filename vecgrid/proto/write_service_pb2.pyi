@@ -220,6 +220,28 @@ class CreateIndexResponse(_message.Message):
     index: IndexProgress
     def __init__(self, status: _Optional[_Union[_common_pb2.Status, _Mapping]] = ..., index: _Optional[_Union[IndexProgress, _Mapping]] = ...) -> None: ...
 
+class DropIndexRequest(_message.Message):
+    __slots__ = ("db_name", "collection_name", "field_name", "index_name")
+    DB_NAME_FIELD_NUMBER: _ClassVar[int]
+    COLLECTION_NAME_FIELD_NUMBER: _ClassVar[int]
+    FIELD_NAME_FIELD_NUMBER: _ClassVar[int]
+    INDEX_NAME_FIELD_NUMBER: _ClassVar[int]
+    db_name: str
+    collection_name: str
+    field_name: str
+    index_name: str
+    def __init__(self, db_name: _Optional[str] = ..., collection_name: _Optional[str] = ..., field_name: _Optional[str] = ..., index_name: _Optional[str] = ...) -> None: ...
+
+class DropIndexResponse(_message.Message):
+    __slots__ = ("status", "index_name", "field_name")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    INDEX_NAME_FIELD_NUMBER: _ClassVar[int]
+    FIELD_NAME_FIELD_NUMBER: _ClassVar[int]
+    status: _common_pb2.Status
+    index_name: str
+    field_name: str
+    def __init__(self, status: _Optional[_Union[_common_pb2.Status, _Mapping]] = ..., index_name: _Optional[str] = ..., field_name: _Optional[str] = ...) -> None: ...
+
 class GuaranteeTimestampsRequest(_message.Message):
     __slots__ = ("channels",)
     CHANNELS_FIELD_NUMBER: _ClassVar[int]

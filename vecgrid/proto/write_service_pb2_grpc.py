@@ -79,6 +79,11 @@ class WriteServiceStub:
                 request_serializer=vecgrid_dot_proto_dot_write__service__pb2.CreateIndexRequest.SerializeToString,
                 response_deserializer=vecgrid_dot_proto_dot_write__service__pb2.CreateIndexResponse.FromString,
                 _registered_method=True)
+        self.DropIndex = channel.unary_unary(
+                '/vecgrid.write.WriteService/DropIndex',
+                request_serializer=vecgrid_dot_proto_dot_write__service__pb2.DropIndexRequest.SerializeToString,
+                response_deserializer=vecgrid_dot_proto_dot_write__service__pb2.DropIndexResponse.FromString,
+                _registered_method=True)
         self.GetGuaranteeTimestamps = channel.unary_unary(
                 '/vecgrid.write.WriteService/GetGuaranteeTimestamps',
                 request_serializer=vecgrid_dot_proto_dot_write__service__pb2.GuaranteeTimestampsRequest.SerializeToString,
@@ -156,6 +161,15 @@ class WriteServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DropIndex(self, request, context):
+        """Drop a field's index (Milvus's DropIndex), named by its field, its name or both; refused
+        while the collection is loaded, as Milvus does. An index that is not there is an error
+        here (700 index not found), so that a typo does not pass for a drop.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def GetGuaranteeTimestamps(self, request, context):
         """Per channel, the guarantee timestamp of a Strong read: every write acknowledged
         before the call is at or below it (read-your-writes).
@@ -211,6 +225,11 @@ def add_WriteServiceServicer_to_server(servicer, server):
                     servicer.CreateIndex,
                     request_deserializer=vecgrid_dot_proto_dot_write__service__pb2.CreateIndexRequest.FromString,
                     response_serializer=vecgrid_dot_proto_dot_write__service__pb2.CreateIndexResponse.SerializeToString,
+            ),
+            'DropIndex': grpc.unary_unary_rpc_method_handler(
+                    servicer.DropIndex,
+                    request_deserializer=vecgrid_dot_proto_dot_write__service__pb2.DropIndexRequest.FromString,
+                    response_serializer=vecgrid_dot_proto_dot_write__service__pb2.DropIndexResponse.SerializeToString,
             ),
             'GetGuaranteeTimestamps': grpc.unary_unary_rpc_method_handler(
                     servicer.GetGuaranteeTimestamps,
@@ -461,6 +480,33 @@ class WriteService:
             '/vecgrid.write.WriteService/CreateIndex',
             vecgrid_dot_proto_dot_write__service__pb2.CreateIndexRequest.SerializeToString,
             vecgrid_dot_proto_dot_write__service__pb2.CreateIndexResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DropIndex(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vecgrid.write.WriteService/DropIndex',
+            vecgrid_dot_proto_dot_write__service__pb2.DropIndexRequest.SerializeToString,
+            vecgrid_dot_proto_dot_write__service__pb2.DropIndexResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -33,8 +33,8 @@ def mutation_result(result: MutationResult) -> pb.MutationResult:
 
 @milvus_servicer(SERVICE, write_service_pb2_grpc.WriteServiceServicer)
 class WriteServicer:
-    """``writes`` and ``ddl`` (the owner of definition changes: ``CreateIndex``) are set by the coordinator
-    once its write path is built (read on the event loop)."""
+    """``writes`` and ``ddl`` (the owner of definition changes: ``CreateIndex``, ``DropIndex``) are set by the
+    coordinator once its write path is built (read on the event loop)."""
 
     def __init__(self, writes: LocalWrites | None = None, ddl: Ddl | None = None) -> None:
         self.writes = writes
@@ -111,6 +111,11 @@ class WriteServicer:
             request.index_name))
         (index,) = await writes.index_progress(request.db_name, request.collection_name, request.field_name)
         return pb.CreateIndexResponse(status=success(), index=index_progress_pb(index))
+
+    async def DropIndex(self, request, context):
+        index_name, field_name = await self._ddl().drop_named_index(
+            request.db_name, request.collection_name, request.field_name, request.index_name)
+        return pb.DropIndexResponse(status=success(), index_name=index_name, field_name=field_name)
 
     async def GetGuaranteeTimestamps(self, request, context):
         found = await self._writes().guarantees(list(request.channels))

@@ -299,6 +299,13 @@ class RemoteWrites:
             metric_type=metric, params=json.dumps(params) if params else "", index_name=index_name))
         return index_progress_of(reply.index)
 
+    async def drop_index(self, db_name: str, collection: str, field: str = "",
+                         index_name: str = "") -> dict[str, str]:
+        """Drop the index named by its field, its name or both; the dropped index's name and field."""
+        reply = await self._call("DropIndex", write_service_pb2.DropIndexRequest(
+            db_name=db_name, collection_name=collection, field_name=field, index_name=index_name))
+        return {"index_name": reply.index_name, "field": reply.field_name}
+
     async def guarantees(self, channels: Sequence[str]) -> dict[str, int]:
         reply = await self._call(
             "GetGuaranteeTimestamps", write_service_pb2.GuaranteeTimestampsRequest(channels=list(channels))

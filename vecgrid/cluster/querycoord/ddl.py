@@ -182,6 +182,25 @@ class Ddl:
                                           collection=collection_id)
         return await asyncio.to_thread(self.catalog.drop_index, collection_id, field_name)
 
+    async def drop_named_index(self, db_name: str, collection: str, field_name: str = "",
+                               index_name: str = "") -> tuple[str, str]:
+        """Drop the index named by its field, its name or both (Milvus's DropIndex); ``(index name, field
+        name)`` of the dropped index.  One that is not there is :class:`~vecgrid.errors.IndexNotFound`."""
+        if not field_name and not index_name:
+            raise errors.ParameterInvalid("name the index's field or the index name")
+        coll = await asyncio.to_thread(self.catalog.describe_collection, db_name or DEFAULT_DB_NAME, collection)
+        indexes = await asyncio.to_thread(self.catalog.describe_index, coll.id)
+        named = [(i.index_name, coll.field_by_id(i.fieldID).name) for i in indexes]
+        matching = [(index, field) for index, field in named
+                    if index_name in ("", index) and field_name in ("", field)]
+        # one index per field and unique names: at most one matches.  Dropped meanwhile by another caller
+        # (drop_index answers False) is not there either.
+        if not matching or not await self.drop_index(coll.id, matching[0][1]):
+            what = " ".join(filter(None, [f"{index_name!r}" if index_name else "",
+                                          f"on field {field_name!r}" if field_name else ""]))
+            raise errors.IndexNotFound(f"collection {coll.name!r} has no index {what}", collection=coll.name)
+        return matching[0]
+
 
 NOT_LOAD, LOADING, LOADED = "LoadStateNotLoad", "LoadStateLoading", "LoadStateLoaded"
 LOAD_POLL_S = 0.1

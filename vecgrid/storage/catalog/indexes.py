@@ -20,6 +20,10 @@ from .base import L, S, CatalogBase, copy_msg, decode, encode
 from .index_rules import validate_index
 from .schema_rules import VECTOR_TYPES, field_dim, kv_dict, kv_list, type_name, validate_name
 
+#: how a create of a second, different index on a field is refused (Milvus's words); edges that can drop an
+#: index recognise it to say how (``vecgrid create-index`` names ``vecgrid drop-index``)
+ONE_INDEX_PER_FIELD = "at most one distinct index is allowed per field"
+
 
 class IndexMeta(CatalogBase):
     """Field index definitions (``field-index/``) and segment index builds (``segment-index/``)."""
@@ -72,7 +76,7 @@ class IndexMeta(CatalogBase):
                     if info.index_name == name and kv_dict(info.user_index_params) == spec.user_params:
                         return info.indexID
                     raise errors.ParameterInvalid(
-                        f"at most one distinct index is allowed per field: field {field_name!r} already has index "
+                        f"{ONE_INDEX_PER_FIELD}: field {field_name!r} already has index "
                         f"{info.index_name!r} ({kv_dict(info.user_index_params)}); drop it first"
                     )
                 if info.index_name == name:
