@@ -6,7 +6,8 @@ proxy reduces the channels of a collection.  All three call the same two functio
 
 from __future__ import annotations
 
-from typing import Sequence
+import asyncio
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -16,6 +17,12 @@ from vecgrid.proto import common_pb2, internal_pb2, schema_pb2
 
 # Merges of at most this many hits run on the event loop: a thread hop costs more than the merge.
 INLINE_MERGE_HITS = 4096
+
+
+async def off_loop(fn: Callable[[], Any], hits: int) -> Any:
+    """Run a merge of ``hits`` hits on the loop when it is small (a thread hop costs more), else in a
+    thread: the loops of the REST app and of a node must only await."""
+    return fn() if hits <= INLINE_MERGE_HITS else await asyncio.to_thread(fn)
 
 
 # --- merging ---------------------------------------------------------------------------------------

@@ -3,7 +3,6 @@ filters, and decoding the leaders' answers into plain Python rows."""
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import json
 import time
@@ -17,7 +16,6 @@ from vecgrid.cluster.proxy.catalog_access import CollectionMeta
 from vecgrid.cluster.proxy.consistency import ReadConsistency
 from vecgrid.cluster.proxy.filters import compile_filter, dynamic_field
 from vecgrid.cluster.proxy.lb_policy import LeaderRouter
-from vecgrid.cluster.reduce import INLINE_MERGE_HITS
 from vecgrid.gpu.columns import FieldColumn
 from vecgrid.gpu.results import COUNT_FIELD, field_data_to_column
 from vecgrid.proto import internal_pb2, plan_pb2, schema_pb2
@@ -40,12 +38,6 @@ class ReadContext:
 
 def next_request_id() -> int:
     return next(_request_ids)
-
-
-async def off_loop(fn: Callable[[], Any], hits: int) -> Any:
-    """Run a merge on the loop when it is small (a thread hop costs more), else in a thread: the REST
-    app's loop must only await."""
-    return fn() if hits <= INLINE_MERGE_HITS else await asyncio.to_thread(fn)
 
 
 def python_values(col: FieldColumn) -> list[Any]:

@@ -15,9 +15,9 @@ from vecgrid.cluster.proxy.catalog_access import CollectionMeta
 from vecgrid.cluster.proxy.consistency import Guarantee
 from vecgrid.cluster.proxy.filters import dynamic_field
 from vecgrid.cluster.proxy.read_parts import (Filter, ReadContext, check_group_field, check_sort_field, compile_expr,
-                                              entities, next_request_id, off_loop, output_ids, result_columns,
+                                              entities, next_request_id, output_ids, result_columns,
                                               result_rows)
-from vecgrid.cluster.reduce import merge_retrieve
+from vecgrid.cluster.reduce import merge_retrieve, off_loop
 from vecgrid.gpu import exprs
 from vecgrid.gpu import jsonkeys
 from vecgrid.gpu.columns import FieldColumn

@@ -19,8 +19,8 @@ from vecgrid import errors
 from vecgrid.cluster.proxy.catalog_access import CollectionMeta
 from vecgrid.cluster.proxy.consistency import Guarantee
 from vecgrid.cluster.proxy.read_parts import (Filter, ReadContext, check_group_field, compile_expr, entities,
-                                              next_request_id, off_loop, output_ids)
-from vecgrid.cluster.reduce import merge_search
+                                              next_request_id, output_ids)
+from vecgrid.cluster.reduce import merge_search, off_loop
 from vecgrid.gpu import exprs
 from vecgrid.gpu.merge import MAX_TOPK, merge_topk
 from vecgrid.gpu.results import encode_placeholder_group, from_search_result_data

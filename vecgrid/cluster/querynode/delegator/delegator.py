@@ -72,7 +72,7 @@ from vecgrid.cluster.querynode.delegator.delta_forward import DeleteRetry, Delta
 from vecgrid.cluster.querynode.delegator.distribution import GrowingView, SealedEntry, ShardDistribution, growing_views
 from vecgrid.cluster.querynode.loader import SegmentLoader
 from vecgrid.cluster.querynode.pipeline import ChannelPipeline
-from vecgrid.cluster.reduce import INLINE_MERGE_HITS, merge_retrieve, merge_search
+from vecgrid.cluster.reduce import merge_retrieve, merge_search, off_loop
 from vecgrid.cluster.querynode.worker import Workers, row_count_statistics, total_row_count
 from vecgrid.gpu.plan import parse_query_plan
 from vecgrid.proto import data_coord_pb2, internal_pb2, query_coord_pb2, schema_pb2
@@ -343,10 +343,8 @@ class ShardDelegator:
         if growing or not calls:  # an empty channel still answers
             calls.append((self.node_id, search.run_search(coll, growing, sub.req, [self.channel])))
         parts = await self._fan_out(calls)
-        if sub.req.nq * sub.req.topk * len(parts) <= INLINE_MERGE_HITS:
-            out = merge_search(parts, sub.req, [self.channel], coll.pk_field.name)  # cheaper than a thread hop
-        else:
-            out = await asyncio.to_thread(merge_search, parts, sub.req, [self.channel], coll.pk_field.name)
+        out = await off_loop(lambda: merge_search(parts, sub.req, [self.channel], coll.pk_field.name),
+                             sub.req.nq * sub.req.topk * len(parts))
         out.channels_mvcc[self.channel] = mvcc
         return out
 
