@@ -18,8 +18,9 @@ reported.
   nprobe) and HNSW (default ef).  ``filtered_recall`` is the engine's lowest over the three
   selectivities and both indexes.
 * The same QPS / p50 ratios for IVF_FLAT and HNSW (extra keys).
-* ``gpu``: whether a GPU was used.  With one: GPU vs CPU QPS ratio for FLAT and IVF_FLAT at
-  1,000,000 × 128 (``gpu_cpu_qps_ratio_flat`` / ``_ivf``).
+* ``gpu``: whether a GPU engine is present.  ``--gpu`` runs only the GPU part (see
+  :func:`gpu_bench`): FLAT and IVF_FLAT at 1,000,000 × 128 on the GPU engine, nq=1 p50, nq=1000
+  QPS and recall@10, against PyTorch's ``cdist`` + ``topk`` on the same device and the CPU engine.
 
 The last line printed is one JSON object with these figures.  ``--quick`` finishes in under two
 minutes on a 2-core machine.
@@ -174,27 +175,117 @@ def filtered(seg, index, ds, cols, faiss, kind, nprobe_or_ef, reps):
     return out
 
 
-def gpu_vs_cpu(faiss, quick):
-    """GPU / CPU QPS ratios for FLAT and IVF_FLAT at 1,000,000 × 128 (nq=100 batches)."""
-    nb = 1_000_000
-    ds = SyntheticDataset(d=128, nb=nb, nq=1000, seed=4321)
+def _p50_ms(fn, queries, reps):
+    times = []
+    for i in range(reps):
+        q = queries[i % len(queries)][None, :]
+        t = time.perf_counter()
+        fn(q)
+        times.append(time.perf_counter() - t)
+    return statistics.median(times[min(5, reps // 4):]) * 1e3  # the first calls compile and warm
+
+
+def _qps(fn, xq, reps):
+    fn(xq)  # warm-up (kernel compilation, memory pool)
+    times = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        fn(xq)
+        times.append(time.perf_counter() - t)
+    return len(xq) / statistics.median(times)
+
+
+def torch_anchor(xb, xq, k, reps):
+    """PyTorch brute force on the same GPU: ``torch.cdist`` + ``topk``.  ``None`` without torch/CUDA."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    if not torch.cuda.is_available():
+        return None
+    dev = torch.device("cuda")
+    base = torch.from_numpy(xb).to(dev)
+
+    def search(q):
+        d = torch.cdist(torch.from_numpy(q).to(dev), base)
+        vals, idx = torch.topk(d, k, dim=1, largest=False)
+        return idx.cpu().numpy()
+
+    ids = search(xq)
+    torch.cuda.synchronize()
+    out = {"qps_nq1000": _qps(search, xq, reps), "p50_ms_nq1": _p50_ms(search, xq, 50 + 5), "ids": ids,
+           "device": torch.cuda.get_device_name(0), "torch": torch.__version__}
+    base = None  # the closure's copy of the base goes with it: the memory back to the engine
+    torch.cuda.empty_cache()
+    return out
+
+
+def gpu_bench(args) -> dict:
+    """``--gpu``: the GPU engine at ``--gpu-nb`` × 128 (default 1,000,000), FLAT and IVF_FLAT (nlist
+    1024): nq=1 p50 and nq=1000 QPS through ``search_segments`` (what a QueryNode calls), recall@10
+    against exact neighbours, against PyTorch's ``cdist`` + ``topk`` on the same device in the same run
+    and the CPU engine (faiss on the host) on the same index file."""
+    nb, nq = args.gpu_nb, 1000
+    reps = 5 if args.quick else 20
+    ds = SyntheticDataset(d=128, nb=nb, nq=nq, seed=4321)
     pks = np.arange(nb, dtype=np.int64)
     mgr = device.DeviceManager(0.8)
-    out = {}
-    for itype, params in (("FLAT", {}), ("IVF_FLAT", {"nlist": 1024})):
+    result: dict[str, object] = {"gpu_engine": mgr.engine, "gpu_nb": nb, "gpu_nq": nq}
+    if not mgr.gpus:
+        print("--gpu: no GPU engine in this process (no faiss-gpu, no cupy device)", flush=True)
+        result["gpu"] = False
+        return result
+    result["gpu"] = True
+    anchor = torch_anchor(ds.xb, ds.xq, K, reps)
+    if anchor is not None:
+        Iref = anchor.pop("ids")
+        result.update({f"torch_{k}": (round(v, 4) if isinstance(v, float) else v) for k, v in anchor.items()})
+        print(f"PyTorch cdist+topk on {anchor['device']}: nq=1000 {anchor['qps_nq1000']:,.0f} QPS, "
+              f"nq=1 p50 {anchor['p50_ms_nq1']:.3f} ms", flush=True)
+    else:
+        _, Iref = knn_ground_truth(ds.xq, ds.xb, K, "L2")
+    for itype, params, sweep in (("FLAT", {}, [None]), ("IVF_FLAT", {"nlist": 1024}, [8, 16, 32, 64])):
+        t = time.perf_counter()
         data = build.build_index_file(ds.xb, itype, "L2", params, manager=mgr)
+        build_s = time.perf_counter() - t
+        t = time.perf_counter()
         g = load_segment(data, pks, manager=mgr)
+        load_s = time.perf_counter() - t
         c = load_segment(data, pks, manager=mgr, prefer_gpu=False)
         del data
-        reps = 5 if quick else 20
-        batches = [ds.xq[i * 100:(i + 1) * 100] for i in range(10)]
-        tg, tc = alternate(lambda: search_segments([g], batches[0], K), lambda: search_segments([c], batches[0], K),
-                           reps)
-        out[itype] = {"gpu_qps": 100 / statistics.median(tg), "cpu_qps": 100 / statistics.median(tc),
-                      "gpu_placement": g.placement}
+        name = itype.lower()
+        result[f"{name}_placement"] = g.placement
+        result[f"{name}_engine"] = g.info["engine"]
+        result[f"{name}_build_s"], result[f"{name}_gpu_load_s"] = round(build_s, 1), round(load_s, 2)
+        for nprobe in sweep:
+            sp = {"nprobe": nprobe} if nprobe else None
+            tag = f"{name}_nprobe{nprobe}" if nprobe else name
+
+            def run_gpu(q, sp=sp):
+                return search_segments([g], q, K, params=sp)
+
+            def run_cpu(q, sp=sp):
+                return search_segments([c], q, K, params=sp)
+
+            ids = run_gpu(ds.xq).dense()[1].astype(np.int64)
+            recall = recall_at_k(ids, Iref)
+            qps = _qps(run_gpu, ds.xq, reps)
+            p50 = _p50_ms(run_gpu, ds.xq, 200 + 5)
+            cpu_qps = _qps(run_cpu, ds.xq, 1 if itype == "FLAT" else 3)
+            cpu_p50 = _p50_ms(run_cpu, ds.xq, 20 + 5)
+            cpu_ids = run_cpu(ds.xq[:100]).dense()[1].astype(np.int64)
+            result.update({f"{tag}_gpu_qps_nq1000": round(qps, 1), f"{tag}_gpu_p50_ms_nq1": round(p50, 4),
+                           f"{tag}_recall_at_10": round(recall, 4), f"{tag}_cpu_qps_nq1000": round(cpu_qps, 1),
+                           f"{tag}_cpu_p50_ms_nq1": round(cpu_p50, 4),
+                           f"{tag}_gpu_cpu_same_ids": round(recall_at_k(ids[:100], cpu_ids), 4)})
+            if anchor is not None:
+                result[f"{tag}_qps_over_torch"] = round(qps / anchor["qps_nq1000"], 3)
+            print(f"{nb:,} x 128 {itype}{f' nprobe={nprobe}' if nprobe else ''} ({g.placement}, "
+                  f"{g.info['engine']}): nq=1000 {qps:,.0f} QPS, nq=1 p50 {p50:.3f} ms, recall@10 {recall:.4f} | "
+                  f"CPU engine {cpu_qps:,.0f} QPS, p50 {cpu_p50:.3f} ms", flush=True)
         g.release()
         c.release()
-    return out
+    return result
 
 
 def main() -> int:
@@ -202,7 +293,16 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="fewer repetitions (under 2 minutes on 2 cores)")
     ap.add_argument("--nb", type=int, default=100_000)
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--gpu", action="store_true",
+                    help="only the GPU engine at --gpu-nb x 128 against PyTorch on the same device and the CPU engine")
+    ap.add_argument("--gpu-nb", type=int, default=1_000_000)
     args = ap.parse_args()
+    if args.gpu:
+        t0 = time.perf_counter()
+        result = gpu_bench(args)
+        result["seconds"] = round(time.perf_counter() - t0, 1)
+        print(json.dumps(result))
+        return 0
     faiss = require_faiss()
     faiss.omp_set_num_threads(args.threads)
     reps_q = 16 if args.quick else 60
@@ -270,16 +370,7 @@ def main() -> int:
         del raw, built
     result["filtered_recall"] = round(min(recalls), 4)
 
-    # GPU vs CPU ---------------------------------------------------------------------------------
-    result["gpu"] = gpu
-    if gpu:
-        g = gpu_vs_cpu(faiss, args.quick)
-        for itype, m in g.items():
-            ratio = m["gpu_qps"] / m["cpu_qps"]
-            print(f"1M x 128 {itype} nq=100: GPU {m['gpu_qps']:,.0f} QPS ({m['gpu_placement']}), "
-                  f"CPU {m['cpu_qps']:,.0f} QPS: {ratio:.1f}x", flush=True)
-            key = "flat" if itype == "FLAT" else "ivf"
-            result[f"gpu_cpu_qps_ratio_{key}"] = round(ratio, 2)
+    result["gpu"] = gpu  # the GPU figures: --gpu
     result["seconds"] = round(time.perf_counter() - t_start, 1)
     print(json.dumps(result))
     return 0

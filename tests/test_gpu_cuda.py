@@ -1,4 +1,5 @@
-"""GPU placement and search (faiss-gpu + a CUDA device); skipped without one."""
+"""GPU placement and search with faiss-gpu (the faiss engine) on a CUDA device; skipped without one.
+The cupy engine's GPU tests are tests/test_gpu_cupy.py."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from vecgrid.proto import schema_pb2
 faiss = pytest.importorskip("faiss")
 pytestmark = [
     pytest.mark.gpu,
-    pytest.mark.skipif(device.gpu_count() == 0,
+    pytest.mark.skipif(device.gpu_engine("faiss") is None,
                        reason=f"needs a GPU with faiss-gpu (faiss.get_num_gpus() == "
                               f"{getattr(faiss, 'get_num_gpus', lambda: 0)()}, GPU build: {device.faiss_has_gpu()})"),
 ]

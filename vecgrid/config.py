@@ -103,6 +103,9 @@ class QueryNodeSettings:
     grace_s: float = 5.0
     # Fraction of a GPU's free memory a node may fill with indexes.
     gpu_memory_fraction: float = 0.8
+    # What searches GPU segments: auto (faiss-gpu when installed, else cupy when it sees a GPU),
+    # faiss, or cupy (FLAT and IVF_FLAT on the GPU beside a CPU faiss).
+    gpu_engine: str = "auto"
     # Largest message QueryStream sends; a big query result goes out as several.
     stream_chunk_bytes: int = 4 * 1024 * 1024
     # Growing (not yet flushed) data a node may hold as shard leader; a write that would pass it is

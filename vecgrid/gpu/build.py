@@ -229,7 +229,8 @@ def _gpu_device(manager: Any) -> Any:
         from vecgrid.gpu.device import default_manager
 
         manager = default_manager()
-    return manager.gpus[0] if manager.gpus else None
+    # builds run on a GPU with faiss-gpu only; the cupy engine searches what faiss built on the host
+    return manager.gpus[0] if manager.gpus and manager.gpus[0].engine == "faiss" else None
 
 
 def build_index(vectors: np.ndarray, index_type: str = "FLAT", metric: str = "L2",

@@ -1,11 +1,13 @@
 """Devices: GPU discovery, shared faiss GPU resources, memory budgets and accounting.
 
-* **Discovery** happens at run time: a GPU is usable when the installed faiss is a
-  GPU build (it has ``StandardGpuResources``) and ``faiss.get_num_gpus()`` is > 0.
-  cupy is optional: when it imports and sees the device it gives the free-memory
-  counter and the cupy kernels (filters, brute force, merge); without it the free
-  memory comes from NVML (``nvidia-ml-py``) and kernels run in numpy on the host.
-  With faiss-cpu, or no GPU, there is only the host device and everything runs on it.
+* **Discovery** happens at run time, and picks the *engine* GPU segments run on
+  (:func:`gpu_engine`): ``"faiss"`` when the installed faiss is a GPU build (it has
+  ``StandardGpuResources``) and ``faiss.get_num_gpus()`` is > 0; else ``"cupy"`` when cupy
+  imports and sees a device (:mod:`vecgrid.gpu.cupy_engine`: FLAT and IVF_FLAT on the GPU
+  with a CPU faiss); else none, and there is only the host device.  ``querynode.gpu_engine``
+  (``VECGRID_QUERYNODE_GPU_ENGINE``: ``auto``, ``faiss``, ``cupy``) forces one.  cupy also gives the
+  free-memory counter and the cupy kernels (filters, brute force); without it the free
+  memory comes from NVML (``nvidia-ml-py``).
 * **One owner thread per GPU.**  faiss GPU indexes and resources are not
   thread-safe (faiss wiki "Threads and asynchronous calls"), so every call that
   touches a GPU index goes through :meth:`Device.run`, which executes it on that
@@ -39,7 +41,7 @@ from vecgrid.gpu import FaissMissing, require_faiss
 log = logging.getLogger(__name__)
 
 __all__ = [
-    "CPU", "GPU", "Device", "DeviceManager", "gpu_count", "faiss_has_gpu", "cupy_module",
+    "CPU", "GPU", "ENGINES", "Device", "DeviceManager", "gpu_count", "gpu_engine", "faiss_has_gpu", "cupy_module",
     "gpu_resources", "default_manager", "process_rss", "trim_host_heap", "simd_level",
 ]
 
@@ -65,13 +67,11 @@ def faiss_has_gpu() -> bool:
     return hasattr(faiss, "StandardGpuResources") and hasattr(faiss, "index_cpu_to_gpu")
 
 
-def gpu_count() -> int:
-    """GPUs faiss can use in this process (0 with faiss-cpu or without a GPU).
+#: values of ``querynode.gpu_engine`` (``VECGRID_QUERYNODE_GPU_ENGINE``)
+ENGINES = ("auto", "faiss", "cupy")
 
-    ``VECGRID_DISABLE_GPU=1`` hides every GPU (useful to compare CPU and GPU runs).
-    """
-    if os.environ.get("VECGRID_DISABLE_GPU", "") not in ("", "0"):
-        return 0
+
+def _faiss_gpus() -> int:
     if not faiss_has_gpu():
         return 0
     try:
@@ -79,6 +79,40 @@ def gpu_count() -> int:
     except RuntimeError as e:   # a broken driver: served from the host, and said so
         log.warning("faiss could not count the GPUs (%s): serving from host memory", e)
         return 0
+
+
+def _cupy_gpus() -> int:
+    cp = cupy_module()
+    return int(cp.cuda.runtime.getDeviceCount()) if cp is not None else 0
+
+
+def gpu_engine(choice: str | None = None) -> str | None:
+    """The engine GPU segments run on in this process: ``"faiss"`` (faiss-gpu), ``"cupy"``
+    (:mod:`vecgrid.gpu.cupy_engine`), or ``None`` (no usable GPU: everything on the host).
+
+    ``choice`` (default ``VECGRID_QUERYNODE_GPU_ENGINE``, else ``auto``): ``auto`` prefers faiss-gpu, then
+    cupy; ``faiss`` or ``cupy`` uses only that one.  ``VECGRID_DISABLE_GPU=1`` hides every GPU
+    (useful to compare CPU and GPU runs)."""
+    if os.environ.get("VECGRID_DISABLE_GPU", "") not in ("", "0"):
+        return None
+    choice = (choice or os.environ.get("VECGRID_QUERYNODE_GPU_ENGINE", "") or "auto").strip().lower()
+    if choice not in ENGINES:
+        raise errors.ParameterInvalid(f"GPU engine {choice!r} is not one of {', '.join(ENGINES)}")
+    if choice in ("auto", "faiss") and _faiss_gpus() > 0:
+        return "faiss"
+    if choice in ("auto", "cupy") and _cupy_gpus() > 0:
+        return "cupy"
+    return None
+
+
+def gpu_count(choice: str | None = None) -> int:
+    """GPUs the chosen engine (:func:`gpu_engine`) can use in this process; 0 without one."""
+    engine = gpu_engine(choice)
+    if engine == "faiss":
+        return _faiss_gpus()
+    if engine == "cupy":
+        return _cupy_gpus()
+    return 0
 
 
 #: single-level builds name their level in ``get_compile_options()`` (faiss/utils/utils.cpp)
@@ -132,13 +166,16 @@ def _owner(device_id: int) -> concurrent.futures.ThreadPoolExecutor:
         if ex is None:
             ex = concurrent.futures.ThreadPoolExecutor(
                 max_workers=1, thread_name_prefix=f"vecgrid-gpu{device_id}",
-                initializer=_remember_owner, initargs=(device_id,))
+                initializer=_become_owner, initargs=(device_id,))
             _owners[device_id] = ex
         return ex
 
 
-def _remember_owner(device_id: int) -> None:
+def _become_owner(device_id: int) -> None:
     _owner_idents[device_id] = threading.get_ident()
+    cp = cupy_module()
+    if cp is not None:  # cupy's current device is per thread: this thread's arrays live on its GPU
+        cp.cuda.Device(device_id).use()
 
 
 def gpu_resources(device_id: int) -> Any:
@@ -221,6 +258,7 @@ class Device:
     kind: str
     device_id: int  # -1 for the host
     budget_bytes: int
+    engine: str | None = None  # a GPU's: "faiss" or "cupy" (gpu_engine); None for the host
     _used: dict[Hashable, int] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -310,13 +348,13 @@ class DeviceManager:
     """The devices of this process and where segments go.
 
     ``use_gpu``: ``None`` (auto: GPUs when present), ``False`` (host only) or ``True``
-    (same as auto; there is no way to conjure a GPU).  ``gpu_budget_bytes`` /
-    ``host_budget_bytes`` override the fraction-of-free-memory budgets (tests).
+    (same as auto; there is no way to conjure a GPU).  ``engine``: see :func:`gpu_engine`.
+    ``gpu_budget_bytes`` / ``host_budget_bytes`` override the fraction-of-free-memory budgets (tests).
     """
 
     def __init__(self, memory_fraction: float = 0.8, *, host_memory_fraction: float | None = None,
                  use_gpu: bool | None = None, gpu_budget_bytes: int | None = None,
-                 host_budget_bytes: int | None = None) -> None:
+                 host_budget_bytes: int | None = None, engine: str | None = None) -> None:
         if not 0 < memory_fraction <= 1:
             raise errors.ParameterInvalid(f"memory fraction {memory_fraction} not in (0, 1]")
         self.memory_fraction = memory_fraction
@@ -324,8 +362,9 @@ class DeviceManager:
         free, _ = _host_mem_info()
         self.host = Device(CPU, -1, host_budget_bytes if host_budget_bytes is not None else int(free * hf))
         self.gpus: list[Device] = []
-        if use_gpu is not False:
-            for i in range(gpu_count()):
+        self.engine = gpu_engine(engine) if use_gpu is not False else None
+        if self.engine is not None:
+            for i in range(gpu_count(self.engine)):
                 gfree, gtotal = _gpu_mem_info(i)
                 if gpu_budget_bytes is not None:
                     budget = gpu_budget_bytes
@@ -333,7 +372,7 @@ class DeviceManager:
                     budget = 1 << 62
                 else:
                     budget = int(gfree * memory_fraction)
-                self.gpus.append(Device(GPU, i, budget))
+                self.gpus.append(Device(GPU, i, budget, engine=self.engine))
 
     @property
     def devices(self) -> list[Device]:

@@ -66,7 +66,7 @@ from typing import Any, Callable, Hashable, Iterable, Mapping, Sequence
 import numpy as np
 
 from vecgrid import errors
-from vecgrid.gpu import require_faiss
+from vecgrid.gpu import cupy_engine, require_faiss
 from vecgrid.gpu.build import GPU_MOVABLE, normalize_rows, read_index_file, serialize_index
 from vecgrid.gpu.columns import FieldColumn
 from vecgrid.gpu.device import (Device, DeviceManager, cupy_module, default_manager, faiss_has_gpu,
@@ -204,6 +204,7 @@ class LoadedSegment:
             not device.is_gpu else int(self.header.get("params", {}).get("nlist", getattr(index, "nlist", 0)))
         self._fm = "L2" if self.metric == "L2" else "IP"
         self._host = not device.is_gpu  # a segment never moves
+        self._on_cupy = isinstance(index, cupy_engine.EngineIndex)
         self._search_c = _native_search(self.faiss, index) if self._host else None
         self._xb: np.ndarray | None = None
         if not device.is_gpu:
@@ -246,6 +247,7 @@ class LoadedSegment:
             "built_type": self.header.get("built_type"), "metric": self.metric,
             "params": self.header.get("params", {}), "fallback": self.header.get("fallback"),
             "placement": self.placement, "device": self.device.name,
+            "engine": "cupy" if self._on_cupy else "faiss-gpu" if self.device.is_gpu else "faiss",
             "placement_reason": self.placement_reason, "num_rows": self.num_rows,
             "num_deleted": self.rows.num_deleted, "index_bytes": self.index_bytes,
             "column_bytes": self.rows.nbytes(), "released": self._closed,
@@ -295,6 +297,8 @@ class LoadedSegment:
         self._xb = None
 
         def drop() -> None:
+            if self._on_cupy:
+                self.index.release()
             self.index = self._search_c = None   # _search_c holds the index too
             self._host_copy = None
             self._storage = None
@@ -341,6 +345,8 @@ class LoadedSegment:
     # -- host-side helpers ---------------------------------------------------------------------
     def _copy_to_host(self) -> Any:
         """A host copy of the GPU index (on the owner thread)."""
+        if self._on_cupy:
+            return self.index.to_host(self.faiss)
         if self.family == "cagra":
             cpu = self.faiss.IndexHNSWCagra()
             self.index.copyTo(cpu)
@@ -371,7 +377,7 @@ class LoadedSegment:
         """The indexed vectors of ``rows`` (output fields); for COSINE the normalised ones."""
         if field_id != self.field_id or self._closed:
             return None
-        if self.device.is_gpu and self.family == "flat" and self._host_copy is None:
+        if self.device.is_gpu and (self.family == "flat" or self._on_cupy) and self._host_copy is None:
             try:
                 return self.device.run(self.index.reconstruct_batch, np.asarray(rows, dtype=np.int64))
             except Exception as e:  # noqa: BLE001 - no reconstruct_batch on this GPU index, or a fault
@@ -571,6 +577,8 @@ class LoadedSegment:
 
     def _gpu_search(self, xq: np.ndarray, k: int, sp: Mapping[str, int], allowed: np.ndarray | None,
                     s: float) -> tuple[np.ndarray, np.ndarray]:
+        if self._on_cupy:
+            return self._cupy_search(xq, k, sp, allowed, s)
         faiss = self.faiss
         n = self.num_rows
         if allowed is None:
@@ -601,8 +609,30 @@ class LoadedSegment:
         ok = (I >= 0) & allowed[np.where(I >= 0, I, 0)]
         return _compact(D, I, ok, k, self._fm)
 
-    def _exact(self, xq: np.ndarray, k: int, allowed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-        """Every allowed row scored (rule 3): gather + BLAS brute force, or a selector scan."""
+    def _cupy_search(self, xq: np.ndarray, k: int, sp: Mapping[str, int], allowed: np.ndarray | None,
+                     s: float) -> tuple[np.ndarray, np.ndarray]:
+        """The cupy engine applies the mask on the device, so rule 4 needs no over-sampling: the
+        index searched for ``k`` under the mask, IVF with its widened ``nprobe``."""
+        if k > cupy_engine.MAX_K:
+            return self._exact(xq, k, allowed)
+        nprobe = None
+        if self.family == "ivf":
+            nprobe = min(self.nlist, max(1, math.ceil(sp["nprobe"] * _widen("ivf", s))))
+        try:
+            return self.index.search(xq, k, nprobe=nprobe, allowed=allowed)
+        except Exception as e:  # noqa: BLE001 - a GPU fault: the host copy serves it, counted
+            self._fell_back("cupy search", e, "an exact search on the host")
+            return self._exact(xq, k, allowed, on_device=False)
+
+    def _exact(self, xq: np.ndarray, k: int, allowed: np.ndarray | None, *,
+               on_device: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """Every allowed row scored (rule 3): on the device (cupy engine; IVF with every list
+        probed), or gather + BLAS brute force, or a selector scan."""
+        if self._on_cupy and on_device and k <= cupy_engine.MAX_K:
+            try:
+                return self.index.search(xq, k, nprobe=self.nlist, allowed=allowed)
+            except Exception as e:  # noqa: BLE001 - a GPU fault: the host paths below, counted
+                self._fell_back("cupy exact search", e, "an exact search on the host")
         faiss = self.faiss
         n = self.num_rows
         rows = None if allowed is None else np.flatnonzero(allowed)
@@ -694,6 +724,8 @@ def _compact(D: np.ndarray, I: np.ndarray, ok: np.ndarray, k: int, fm: str) -> t
 
 
 def _to_gpu(faiss: Any, index: Any, header: Mapping[str, Any], device: Device) -> Any:
+    if device.engine == "cupy":
+        return cupy_engine.from_faiss(faiss, index, cupy_engine.kernels_for(cupy_module()))
     res = gpu_resources(device.device_id)
     if header.get("cagra"):
         cfg = faiss.GpuIndexCagraConfig()
@@ -735,20 +767,25 @@ def load_segment(index_file: bytes | bytearray | memoryview | str | os.PathLike[
         raise errors.ParameterInvalid(f"segment {segment_id} has {rows.n} primary keys but its index has {n} rows")
     cagra = bool(header.get("cagra"))
     built = header.get("built_type", "FLAT")
-    gpu_capable = faiss_has_gpu() and (built in GPU_MOVABLE or (cagra and hasattr(faiss, "GpuIndexCagra")))
+    if manager.engine == "cupy":
+        gpu_capable = built in cupy_engine.SUPPORTED and not cagra
+        nbytes = max(nbytes, cupy_engine.device_bytes(faiss, index))
+    else:
+        gpu_capable = faiss_has_gpu() and (built in GPU_MOVABLE or (cagra and hasattr(faiss, "GpuIndexCagra")))
     if not manager.gpus:
         reason = "no GPU in this process"
     elif not prefer_gpu:
         reason = "host placement requested"
     elif not gpu_capable:
-        reason = f"{built} is CPU-only"
+        reason = f"{built} has no cupy engine (it runs FLAT and IVF_FLAT)" if manager.engine == "cupy" \
+            else f"{built} is CPU-only"
     else:
         reason = ""
     device = manager.place(key, nbytes, prefer_gpu=prefer_gpu, gpu_capable=gpu_capable)
     if device.is_gpu:
         try:
             index = device.run(_to_gpu, faiss, index, header, device)
-            reason = f"on {device.name}"
+            reason = f"on {device.name} ({device.engine})"
         except Exception as e:  # e.g. a PQ layout the GPU cannot hold
             device.release(key)
             device = manager.host

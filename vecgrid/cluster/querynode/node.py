@@ -188,7 +188,8 @@ class QueryNode(Component):
         if self._devices is None:
             from vecgrid.gpu.device import DeviceManager
 
-            self._devices = DeviceManager(self.settings.querynode.gpu_memory_fraction)
+            self._devices = DeviceManager(self.settings.querynode.gpu_memory_fraction,
+                                          engine=self.settings.querynode.gpu_engine)
         return self._devices
 
     # --- state helpers ---------------------------------------------------------------------
