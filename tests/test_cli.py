@@ -170,6 +170,21 @@ def test_port_in_use_exits_2_before_anything_starts(tmp_path, capsys):
     assert_one_line_error(result, f"127.0.0.1:{port}", "REST")
 
 
+def test_coord_with_a_busy_port_exits_2_before_reaching_the_scheduler(tmp_path, capsys):
+    """`vecgrid coord` checked no port before connecting to its scheduler: a busy REST port failed
+    half-way through the start, exit 1 (and with no scheduler it never got that far)."""
+    with socket.socket() as busy, socket.socket() as nothing:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        nothing.bind(("127.0.0.1", 0))  # bound, not listening: a scheduler address that refuses
+        result = run_in_process(["coord", "--scheduler", f"tcp://127.0.0.1:{nothing.getsockname()[1]}",
+                                 "--data-dir", str(tmp_path), "--coord-port", "0", "--http-port", str(port)],
+                                capsys)
+    assert result.returncode == 2
+    assert_one_line_error(result, f"127.0.0.1:{port}", "REST")
+
+
 def test_bad_resources_flag():
     assert parse_resources("GPU=1,mem=2.5") == {"GPU": 1.0, "mem": 2.5}
     assert main(["worker", "--scheduler", "tcp://127.0.0.1:1", "--resources", "GPU"]) == 2

@@ -234,10 +234,16 @@ def test_compose_resolves_the_services_gpu_workers_and_storage(gpu_config):
     assert coord["depends_on"]["minio-init"]["condition"] == "service_completed_successfully"
     assert services["minio-init"]["depends_on"]["minio"]["condition"] == "service_healthy"
 
-    # the scheduler: stock `dask scheduler` from the vecgrid image, dashboard published on 8787
+    # the scheduler: stock `dask scheduler` from the vecgrid image, dashboard on 8787 for this host only
     scheduler = services["scheduler"]
     assert scheduler["image"] == coord["image"] and scheduler["entrypoint"] == ["dask"]
-    assert any(p["target"] == 8787 and p["published"] == "8787" for p in scheduler["ports"])
+    assert [(p["target"], p["published"], p.get("host_ip")) for p in scheduler["ports"]] == [
+        (8787, "8787", "127.0.0.1")]
+
+    # published beyond this host: only the authenticated public ports (REST and the client gRPC port)
+    public = {(name, p["target"]) for name, service in services.items() for p in service.get("ports", [])
+              if p.get("host_ip") not in ("127.0.0.1", "::1")}
+    assert public == {("coord", 19121), ("coord", 19531)}, public
     # the vecgrid page and worker gauges on the scheduler's own dashboard
     assert scheduler["command"][scheduler["command"].index("--preload") + 1] == "vecgrid.dashboard"
 

@@ -11,6 +11,7 @@ import pytest
 from tornado.testing import AsyncHTTPTestCase
 
 from vecgrid import cli
+from vecgrid.common import auth
 from vecgrid.config import ConfigError, Settings
 from vecgrid.http.feathers.application import Application
 from vecgrid.http.feathers.rest import make_tornado_app
@@ -141,7 +142,7 @@ def test_the_secret_is_generated_once_into_the_data_dir_private(tmp_path):
     s = settings_for(tmp_path)
     first = accounts.token_secret(s)
     assert len(first.encode()) >= 32 and accounts.token_secret(s) == first
-    path = tmp_path / "data" / accounts.SECRET_FILE
+    path = tmp_path / "data" / auth.TOKEN_SECRET_FILE
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     s.http.jwt_secret = "short"
     with pytest.raises(ConfigError):

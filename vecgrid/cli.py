@@ -116,6 +116,12 @@ def _parser() -> _Parser:
     client.add_argument("--db", default="", help="database (default: the default database)")
     client.add_argument("--config", metavar="FILE", help="TOML settings file (for common.log_level)")
     client.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
+    client.add_argument("--user", metavar="EMAIL",
+                        help="when auth is on: log in as this user (password from VECGRID_PASSWORD or a prompt)")
+    client.add_argument("--token-file", metavar="FILE",
+                        help="when auth is on: a file holding an access token (or set VECGRID_TOKEN)")
+    client.add_argument("--http", metavar="URL",
+                        help="the REST address --user logs in at (default: http://<coordinator host>:19121)")
 
     load = sub.add_parser("load", parents=[client], help="load a collection and wait until it is fully served")
     load.add_argument("name", metavar="NAME")
@@ -784,9 +790,42 @@ def _health_text(health: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _access_token(args: argparse.Namespace, settings: Settings) -> str | None:
+    """The caller's access token: ``--token-file``, ``VECGRID_TOKEN``, or a login as ``--user``."""
+    if args.token_file:
+        try:
+            with open(args.token_file) as f:
+                return f.read().strip()
+        except OSError as e:
+            raise UsageError(f"cannot read --token-file: {e}") from None
+    if os.environ.get("VECGRID_TOKEN"):
+        return os.environ["VECGRID_TOKEN"].strip()
+    if not args.user:
+        return None
+    import getpass
+    import urllib.error
+    import urllib.request
+
+    password = os.environ.get("VECGRID_PASSWORD") or getpass.getpass(f"password for {args.user}: ")
+    url = (args.http or f"http://{args.coord.rsplit(':', 1)[0]}:{settings.http.port}").rstrip("/")
+    body = json.dumps({"strategy": "local", "email": args.user, "password": password}).encode()
+    req = urllib.request.Request(f"{url}/authentication", data=body, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            return json.loads(resp.read())["accessToken"]
+    except urllib.error.HTTPError as e:
+        raise errors.ParameterInvalid(f"login as {args.user} at {url} failed: {e.code} "
+                                      f"{e.read()[:200].decode('utf-8', 'replace')}") from None
+    except (urllib.error.URLError, OSError) as e:
+        raise errors.ServiceUnavailable(f"cannot log in at {url}: {e}") from None
+
+
 async def _client(args: argparse.Namespace, inputs: Any, settings: Settings) -> None:
     from vecgrid.cluster.proxy.proxy import Proxy
+    from vecgrid.common.auth import BEARER_SCHEME, send_authorization
 
+    token = _access_token(args, settings)
+    send_authorization(BEARER_SCHEME + token if token else None)
     async with Proxy(args.coord, db_name=args.db) as proxy:
         if args.command == "load":
             await _load(proxy, args)

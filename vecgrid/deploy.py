@@ -40,10 +40,13 @@ from vecgrid.cluster.querycoord.coordinator import QueryCoord
 from vecgrid.cluster.querycoord.flush_handoff import FlushHandoff
 from vecgrid.cluster.querycoord.monitor import ClusterPublisher
 from vecgrid.cluster.querynode.session import PLUGIN_NAME, TOPIC
+from vecgrid.common.auth import CLUSTER_SCHEME, send_authorization
 from vecgrid.config import Settings
 from vecgrid.http.app import build_api, make_app
-from vecgrid.http.services.accounts import ensure_first_admin
+from vecgrid.http.services.accounts import (auth_enabled, cluster_secret, ensure_first_admin, grpc_rights_checker,
+                                            token_secret)
 from vecgrid.http.services import RestContext
+from vecgrid.rpc.auth import RightsChecker, ServerAuth
 from vecgrid.rpc.catalog_servicer import catalog_service
 from vecgrid.rpc.channel_stream_servicer import channel_stream_service
 from vecgrid.rpc.querycoord_servicer import serve_querycoord
@@ -101,13 +104,21 @@ class Coordinator:
         self.proxy: Proxy | None = None                 # the coordinator's own proxy: the write path
         self.write_servicer = WriteServicer()
         self.publisher: ClusterPublisher | None = None  # cluster state for the Dask dashboard page
+        self.node_auth: NodeAuth | None = None  # what the workers it admits authenticate with (auth on)
+        self._grpc_users: RightsChecker | None = None  # the REST app's users, once it is built
 
     def node_settings(self) -> Settings:
         """What the QueryNode plugin ships to every worker."""
         return self.settings
 
+    async def _grpc_user_rights(self, value: str, peer: str) -> frozenset[str] | None:
+        """A gRPC caller's rights from the REST app's users (none until the app is built)."""
+        return None if self._grpc_users is None else await self._grpc_users(value, peer)
+
     async def start(self, scheduler_address: str) -> None:
         s = self.settings
+        # before anything starts: a busy port is bad input (exit 2), not a failure half-way through
+        ensure_ports_free(s.common.host, [(s.querycoord.port, "querycoord gRPC"), (s.http.port, "REST")])
         data = DataDir.of(s)
         self._store = data.open_store()
         self.client = await Client(scheduler_address, asynchronous=True, name="vecgrid-coordinator")
@@ -117,9 +128,15 @@ class Coordinator:
         # The coordinator also streams DML channels to nodes on other hosts (vecgrid.wal.ChannelStream)
         # and lets proxies in other processes read its catalog (vecgrid.catalog.CatalogService).
         self.wal = Wal(str(data.wal_root))
+        interceptors = []
+        if auth_enabled(s):
+            self.node_auth = NodeAuth(cluster_secret(s), token_secret(s), s.http.jwt_audience)
+            interceptors.append(ServerAuth(self.node_auth.cluster_secret, self._grpc_user_rights))
+        # this process's own calls (its proxy to the nodes and to this server) authenticate as the cluster
+        send_authorization(CLUSTER_SCHEME + self.node_auth.cluster_secret if self.node_auth else None)
         self.grpc = await serve_querycoord(self.coord, s.common.host, s.querycoord.port,
                                            [channel_stream_service(self.wal), catalog_service(self.coord.catalog),
-                                            write_service(self.write_servicer)])
+                                            write_service(self.write_servicer)], interceptors)
         self.proxy = coordinator_proxy(self.coord, self.datacoord)
         self.write_servicer.writes = self.proxy.writes  # vecgrid.write.WriteService: writes of other processes
         self.write_servicer.ddl = self.coord.ddl
@@ -128,10 +145,11 @@ class Coordinator:
         rest = RestContext(coord=self.coord, proxy=self.proxy, datacoord=self.datacoord, settings=s,
                            store=self._store)
         api = build_api(rest)
+        self._grpc_users = grpc_rights_checker(api)
         await ensure_first_admin(api, s.http.admin_email, s.http.admin_password)
         self.http = tornado.httpserver.HTTPServer(make_app(rest, api))
         self.http.add_sockets(sockets)
-        await self.client.register_plugin(QueryNodePlugin(self.node_settings(), self.deploy_mode))
+        await self.client.register_plugin(QueryNodePlugin(self.node_settings(), self.deploy_mode, self.node_auth))
         await self.coord.start()
         await self.datacoord.start()
         self.publisher = ClusterPublisher(self.coord, self.client, datacoord=self.datacoord)
@@ -265,6 +283,16 @@ def describe(addresses: Addresses, mode: str) -> str:
     return "\n".join(lines)
 
 
+@dataclass(frozen=True)
+class NodeAuth:
+    """What a query node authenticates with when auth is on: the cluster secret (its own calls, and
+    the calls it accepts from the cluster) and the access tokens' secret (users' read calls)."""
+
+    cluster_secret: str
+    token_secret: str
+    audience: str
+
+
 class QueryNodePlugin(WorkerPlugin):
     """Dask worker plugin that turns a Dask worker into a vecgrid QueryNode.
 
@@ -280,9 +308,10 @@ class QueryNodePlugin(WorkerPlugin):
     name = PLUGIN_NAME
     idempotent = True
 
-    def __init__(self, settings: Settings, deploy_mode: str = "CLUSTER") -> None:
+    def __init__(self, settings: Settings, deploy_mode: str = "CLUSTER", auth: NodeAuth | None = None) -> None:
         self.settings = settings
         self.deploy_mode = deploy_mode
+        self.auth = auth
         self.node: QueryNode | None = None
         self.server = None
 
@@ -291,12 +320,20 @@ class QueryNodePlugin(WorkerPlugin):
         # runs no node, so it never loads the node's engine (faiss, the gpu/ search modules).
         from vecgrid.cluster.querynode.monitor import heartbeat_snapshot
         from vecgrid.cluster.querynode.node import QueryNode
+        from vecgrid.http.feathers.authentication import AuthenticationService
+        from vecgrid.rpc.auth import token_rights_checker
         from vecgrid.rpc.querynode_servicer import serve_querynode
 
         _leave_sigint_to_the_nanny(worker)
         settings = self.settings.with_env(os.environ)
         node = QueryNode(settings, name=str(worker.name), deploy_mode=self.deploy_mode)
-        self.server = await serve_querynode(node, host=worker.ip, port=settings.querynode.port)
+        interceptors = []
+        if self.auth is not None:
+            tokens = AuthenticationService(self.auth.token_secret, audience=self.auth.audience)
+            interceptors.append(ServerAuth(self.auth.cluster_secret, token_rights_checker(tokens.verify_access_token)))
+        send_authorization(CLUSTER_SCHEME + self.auth.cluster_secret if self.auth else None)
+        self.server = await serve_querynode(node, host=worker.ip, port=settings.querynode.port,
+                                            interceptors=interceptors)
         self.node = node
         # the scheduler receives it with every heartbeat: the vecgrid dashboard page reads it there
         worker.metrics["vecgrid"] = lambda _worker: heartbeat_snapshot(node)

@@ -202,11 +202,13 @@ class QueryCoordServicer:
             status=success(), resource_group=self.coord.describe_resource_group(request.resource_group))
 
 
-async def serve_querycoord(coord: QueryCoord, host: str, port: int, extra_services=()) -> GrpcServer:
+async def serve_querycoord(coord: QueryCoord, host: str, port: int, extra_services=(),
+                           interceptors=()) -> GrpcServer:
     """Start the QueryCoord gRPC server (plus ``extra_services``); sets ``coord.address``."""
     server = GrpcServer("querycoord gRPC")
     bound = await server.start(host, port, [(query_coord_pb2_grpc.add_QueryCoordServicer_to_server,
-                                             QueryCoordServicer(coord), SERVICE.full_name), *extra_services])
+                                             QueryCoordServicer(coord), SERVICE.full_name), *extra_services],
+                               interceptors)
     coord.address = f"{host}:{bound}"
     coord.settings.querycoord.port = bound  # ShowConfigurations reports what the process really uses
     return server

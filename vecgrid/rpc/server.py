@@ -9,7 +9,7 @@ balancers stop routing first.
 from __future__ import annotations
 
 import logging
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Sequence
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -62,12 +62,14 @@ class GrpcServer:
         self.service_names: list[str] = []
 
     async def start(self, host: str, port: int,
-                    services: Iterable[tuple[Callable, object, str]]) -> int:
+                    services: Iterable[tuple[Callable, object, str]],
+                    interceptors: Sequence[grpc.aio.ServerInterceptor] = ()) -> int:
         """Bind ``host:port`` (0 = any free port) and serve; returns the bound port.
 
-        ``services`` holds ``(add_XServicer_to_server, servicer, full_service_name)``.
+        ``services`` holds ``(add_XServicer_to_server, servicer, full_service_name)``; ``interceptors``
+        run before every call (:class:`vecgrid.rpc.auth.ServerAuth` when auth is on).
         """
-        server = grpc.aio.server(options=_OPTIONS)
+        server = grpc.aio.server(options=_OPTIONS, interceptors=list(interceptors) or None)
         generic_only = _GenericHandlersOnly(server)
         for add, servicer, name in services:
             add(servicer, generic_only)

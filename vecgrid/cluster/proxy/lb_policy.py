@@ -18,6 +18,7 @@ from typing import Any, Callable
 import grpc
 
 from vecgrid import errors
+from vecgrid.common.auth import aio_interceptors
 from vecgrid.cluster.gather import gather_all
 from vecgrid.cluster.proxy.catalog_access import unary_call
 from vecgrid.common.keys import server_id_metadata
@@ -158,7 +159,7 @@ class LeaderRouter:
         """The stub of the node at ``address`` (one channel per node, kept until :meth:`close`)."""
         entry = self._nodes.get(address)
         if entry is None:
-            channel = grpc.aio.insecure_channel(address, options=GRPC_MESSAGE_OPTIONS)
+            channel = grpc.aio.insecure_channel(address, options=GRPC_MESSAGE_OPTIONS, interceptors=aio_interceptors())
             entry = self._nodes[address] = (channel, query_coord_pb2_grpc.QueryNodeStub(channel))
         return entry[1]
 

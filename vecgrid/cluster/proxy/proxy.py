@@ -32,6 +32,7 @@ import numpy as np
 import pyarrow as pa
 
 from vecgrid import errors
+from vecgrid.common.auth import aio_interceptors
 from vecgrid.cluster.proxy import task_query, task_search
 from vecgrid.cluster.proxy.catalog_access import CatalogSource, CollectionMeta, LocalCatalog, RemoteCatalog
 from vecgrid.cluster.proxy.consistency import ReadConsistency, guarantee_timestamp
@@ -75,7 +76,8 @@ class Proxy:
         self.coord_address = coord_address
         self.db_name = db_name
         self.timeout_s = timeout_s
-        self._coord_channel = grpc.aio.insecure_channel(coord_address, options=GRPC_MESSAGE_OPTIONS)
+        self._coord_channel = grpc.aio.insecure_channel(coord_address, options=GRPC_MESSAGE_OPTIONS,
+                                                       interceptors=aio_interceptors())
         # Public for callers that also manage loads over the same connection (the CLI).
         self.coord = query_coord_pb2_grpc.QueryCoordStub(self._coord_channel)
         if catalog is None and writer is not None:

@@ -36,6 +36,7 @@ import jwt
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
 
+from vecgrid.common.auth import MIN_SECRET_BYTES
 from vecgrid.http.feathers.application import HookContext
 from vecgrid.common.feathers_errors import BadRequest, NotAuthenticated, NotFound, TooManyRequests
 
@@ -44,7 +45,6 @@ TOKEN_TYPE = "access"
 REQUIRED_CLAIMS = ("exp", "iat", "sub", "aud", "jti")
 DEFAULT_AUDIENCE = "https://yourdomain.com"
 DEFAULT_LIFETIME_S = 86400
-MIN_SECRET_BYTES = 32
 
 NO_STRATEGY = "Invalid authentication information (no `strategy` set)"
 STRATEGY_NOT_ALLOWED = "Invalid authentication information (strategy not allowed in authStrategies)"

@@ -18,17 +18,17 @@ State: none of its own; the users live in the store, the login limiter in the au
 
 from __future__ import annotations
 
-import os
-import secrets
-from pathlib import Path
+import base64
+import binascii
 from typing import TYPE_CHECKING, Any, Iterable
 
-from vecgrid.common.feathers_errors import BadRequest, Forbidden
+from vecgrid.common.auth import (BEARER_SCHEME, CLUSTER_SECRET_FILE, LOOPBACK_HOSTS, MIN_SECRET_BYTES, ROLE_RIGHTS,
+                                 TOKEN_SECRET_FILE, data_dir_secret, rights_of_roles)
 from vecgrid.config import ConfigError
+from vecgrid.common.feathers_errors import BadRequest, FeathersError, Forbidden
 from vecgrid.http.feathers.adapters.meta_store import MetaStoreService
 from vecgrid.http.feathers.application import HookContext
-from vecgrid.http.feathers.authentication import (MIN_SECRET_BYTES, AuthenticationService, authenticate,
-                                                  hash_password, protect)
+from vecgrid.http.feathers.authentication import AuthenticationService, authenticate, hash_password, protect
 
 if TYPE_CHECKING:
     from vecgrid.config import Settings
@@ -36,18 +36,12 @@ if TYPE_CHECKING:
     from vecgrid.http.services import RestContext
     from vecgrid.storage.kv import MetaStore
 
-ROLE_RIGHTS: dict[str, frozenset[str]] = {
-    "admin": frozenset({"read", "write", "admin"}),
-    "writer": frozenset({"read", "write"}),
-    "reader": frozenset({"read"}),
-}
 RIGHTS_NAMES = ("read", "write", "admin", "self")
 USERS_PREFIX = "http/users/"
-SECRET_FILE = "http_jwt_secret"
-LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
 
 
 def auth_enabled(settings: "Settings") -> bool:
+    """The one switch of REST and gRPC auth (``[http] auth``)."""
     mode = settings.http.auth.strip().lower()
     if mode not in ("on", "off", "auto"):
         raise ConfigError(f"http.auth must be on, off or auto, not {settings.http.auth!r}")
@@ -63,21 +57,19 @@ def token_secret(settings: "Settings") -> str:
         if len(configured.encode()) < MIN_SECRET_BYTES:
             raise ConfigError(f"http.jwt_secret must be at least {MIN_SECRET_BYTES} bytes")
         return configured
-    path = Path(settings.common.data_dir) / SECRET_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
+    return _secret(settings, TOKEN_SECRET_FILE)
+
+
+def cluster_secret(settings: "Settings") -> str:
+    """The secret the cluster's own processes authenticate with over gRPC (the data dir's file)."""
+    return _secret(settings, CLUSTER_SECRET_FILE)
+
+
+def _secret(settings: "Settings", name: str) -> str:
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        secret = path.read_text().strip()
-        if len(secret.encode()) < MIN_SECRET_BYTES:
-            raise ConfigError(f"{path} holds fewer than {MIN_SECRET_BYTES} bytes; remove it to make a new one")
-        return secret
-    secret = secrets.token_urlsafe(48)
-    with os.fdopen(fd, "w") as f:
-        f.write(secret)
-        f.flush()
-        os.fsync(f.fileno())
-    return secret
+        return data_dir_secret(settings.common.data_dir, name)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
 
 
 def _check_roles(roles: Any) -> list[str]:
@@ -176,7 +168,7 @@ def authorization_hook(enabled: bool):
             return ctx
         await jwt(ctx)
         user = ctx.params["user"]
-        granted = set().union(*(ROLE_RIGHTS.get(r, frozenset()) for r in user.get("roles") or []))
+        granted = rights_of_roles(user.get("roles"))
         if right == "self":
             if "admin" in granted or (ctx.id is not None and str(ctx.id) == str(user.get("id"))):
                 return ctx
@@ -208,3 +200,26 @@ async def find_user(api: "Application", email: str) -> dict[str, Any]:
     if not page["data"]:
         raise BadRequest(f"no user with email {email!r}")
     return page["data"][0]
+
+
+def grpc_rights_checker(api: "Application"):
+    """The rights of a gRPC caller's ``authorization`` value, checked as REST checks them: Milvus's
+    ``base64(user:password)`` logs in with the local strategy (the same login limiter), ``Bearer
+    <token>`` is an access token (revocations honoured).  ``None`` for anything invalid."""
+    auth = api.service("authentication").service
+
+    async def rights(value: str, peer: str) -> frozenset[str] | None:
+        try:
+            if value[:len(BEARER_SCHEME)].lower() == BEARER_SCHEME.lower():
+                user = (await auth.authenticate_jwt(value[len(BEARER_SCHEME):].strip()))["user"]
+            else:
+                email, sep, password = base64.b64decode(value, validate=True).decode().partition(":")
+                if not sep:
+                    return None
+                user = (await auth.create({"strategy": "local", "email": email, "password": password},
+                                          {"ip": peer}))["user"]
+        except (FeathersError, binascii.Error, UnicodeDecodeError, ValueError):
+            return None
+        return rights_of_roles(user.get("roles"))
+
+    return rights

@@ -1,0 +1,177 @@
+"""gRPC auth: with auth on, every method of every service each server registers (read back from the
+server by reflection, not a hand-kept list) refuses a caller without credentials, and a reader gets
+read methods only; the cluster itself still works (its processes authenticate with the cluster
+secret), and the CLI logs in with ``--user``."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import grpc
+import numpy as np
+import pytest
+import pytest_asyncio
+from google.protobuf import descriptor_pool, message_factory
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+from tests.conftest import embedded_settings, poll_until
+from vecgrid.deploy import EmbeddedCluster
+from vecgrid.proto import query_coord_pb2  # noqa: F401 - registers the Milvus services in the pool
+from vecgrid.proto import catalog_service_pb2, wal_stream_pb2, write_service_pb2  # noqa: F401
+from vecgrid.rpc.auth import OPEN_SERVICES, right_of
+
+pytestmark = pytest.mark.slow
+
+ADMIN, READER, PASSWORD = "admin@x.io", "reader@x.io", "correct horse battery"
+REFUSED = (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED)
+
+
+def test_rights_of_methods():
+    assert right_of("milvus.proto.query.QueryCoord", "ShowCollections") == "read"
+    assert right_of("milvus.proto.query.QueryCoord", "LoadCollection") == "write"
+    assert right_of("milvus.proto.query.QueryCoord", "TransferNode") == "admin"
+    assert right_of("vecgrid.write.WriteService", "Delete") == "write"
+    assert right_of("vecgrid.write.WriteService", "GetFlushState") == "read"
+    assert right_of("vecgrid.catalog.CatalogService", "DescribeCollection") == "read"
+    assert right_of("milvus.proto.query.QueryNode", "Search") == "read"
+    assert right_of("milvus.proto.query.QueryNode", "LoadSegments") == "cluster"
+    assert right_of("milvus.proto.query.QueryNode", "DeleteBatch") == "cluster"
+    assert right_of("vecgrid.wal.ChannelStream", "Read") == "cluster"
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def secured(tmp_path_factory):
+    settings = embedded_settings(tmp_path_factory.mktemp("data"))
+    settings.http.auth = "on"
+    settings.http.admin_email, settings.http.admin_password = ADMIN, PASSWORD
+    cluster = EmbeddedCluster(settings)
+    await asyncio.wait_for(cluster.start(), 120)
+    try:
+        admin = await asyncio.to_thread(login, cluster, ADMIN)
+        await asyncio.to_thread(rest, cluster, "POST", "/users", {"email": READER, "password": PASSWORD,
+                                                                 "roles": ["reader"]}, admin)
+        cluster.tokens = {"admin": admin, "reader": await asyncio.to_thread(login, cluster, READER)}
+        yield cluster
+    finally:
+        await asyncio.wait_for(cluster.stop(), 60)
+
+
+def rest(cluster, verb, path, body=None, token=None):
+    req = urllib.request.Request(cluster.addresses.http + path, method=verb,
+                                 data=None if body is None else json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json",
+                                          **({"Authorization": f"Bearer {token}"} if token else {})})
+    with urllib.request.urlopen(req, timeout=60) as resp:
+        return json.loads(resp.read() or b"null")
+
+
+def login(cluster, email):
+    return rest(cluster, "POST", "/authentication", {"strategy": "local", "email": email,
+                                                     "password": PASSWORD})["accessToken"]
+
+
+async def registered_methods(address: str) -> list[tuple[str, object]]:
+    """(service, method descriptor) of every service the server lists by reflection, less the open ones."""
+    async with grpc.aio.insecure_channel(address) as channel:
+        stub = reflection_pb2_grpc.ServerReflectionStub(channel)
+        replies = stub.ServerReflectionInfo(iter([reflection_pb2.ServerReflectionRequest(list_services="")]))
+        names = [s.name async for r in replies for s in r.list_services_response.service]
+    pool = descriptor_pool.Default()
+    out = []
+    for name in names:
+        if name in OPEN_SERVICES:
+            continue
+        for method in pool.FindServiceByName(name).methods:
+            out.append((name, method))
+    assert out, f"{address} registers no service"
+    return out
+
+
+async def call(address: str, service: str, method, metadata) -> grpc.StatusCode:
+    request_cls = message_factory.GetMessageClass(method.input_type)
+    reply_cls = message_factory.GetMessageClass(method.output_type)
+    path = f"/{service}/{method.name}"
+    async with grpc.aio.insecure_channel(address) as channel:
+        kw = dict(request_serializer=request_cls.SerializeToString, response_deserializer=reply_cls.FromString)
+        try:
+            if method.server_streaming:
+                async for _ in channel.unary_stream(path, **kw)(request_cls(), metadata=metadata, timeout=20):
+                    pass
+            else:
+                await channel.unary_unary(path, **kw)(request_cls(), metadata=metadata, timeout=20)
+        except grpc.aio.AioRpcError as e:
+            return e.code()
+    return grpc.StatusCode.OK
+
+
+async def node_address(cluster) -> str:
+    answer = await asyncio.to_thread(rest, cluster, "GET", "/nodes", None, cluster.tokens["admin"])
+    records = answer["data"] if isinstance(answer, dict) else answer
+    return records[0]["address"]
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_every_registered_method_refuses_without_credentials_and_gives_readers_reads(secured):
+    reader = [("authorization", f"Bearer {secured.tokens['reader']}")]
+    basic = [("authorization", base64.b64encode(f"{READER}:{PASSWORD}".encode()).decode())]
+    # a wrong password: another email, as failed logins count against the login limiter of the email
+    wrong = [("authorization", base64.b64encode(b"mallory@x.io:nope").decode())]
+    checked = 0
+    for address, is_node in ((secured.coord.address, False), (await node_address(secured), True)):
+        for service, method in await registered_methods(address):
+            need = right_of(service, method.name)
+            what = f"{address} {service}.{method.name}"
+            assert await call(address, service, method, None) == grpc.StatusCode.UNAUTHENTICATED, what
+            assert await call(address, service, method, wrong) == grpc.StatusCode.UNAUTHENTICATED, what
+            got = await call(address, service, method, reader)
+            if need == "read":
+                assert got not in REFUSED, (what, got)
+            else:
+                assert got == grpc.StatusCode.PERMISSION_DENIED, (what, got)
+            if not is_node and need == "read":  # Milvus's base64 user:password, on the coordinator
+                assert await call(address, service, method, basic) not in REFUSED, what
+            checked += 1
+    assert checked > 60
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_the_cluster_works_and_the_cli_logs_in(secured):
+    admin = secured.tokens["admin"]
+    await asyncio.to_thread(rest, secured, "POST", "/collections", {"name": "books", "dimension": 4,
+                                                                    "metric": "L2", "load": True}, admin)
+    await asyncio.to_thread(rest, secured, "POST", "/collections/books/entities",
+                            [{"id": i, "vector": [i, 0, 0, 1]} for i in range(20)], admin)
+    vectors = secured_tmp(secured) / "q.npy"
+    np.save(vectors, np.array([[3, 0, 0, 1]], dtype=np.float32))
+    cli = [sys.executable, "-m", "vecgrid.cli", "search", "books", "--coord", secured.coord.address,
+           "--vectors", str(vectors), "--limit", "1", "--http", secured.addresses.http]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VECGRID_")}
+    refused = await asyncio.to_thread(subprocess.run, cli, capture_output=True, text=True, timeout=120, env=env)
+    assert refused.returncode != 0 and "UNAUTHENTICATED" in (refused.stdout + refused.stderr).upper(), refused
+
+    attempts = []
+
+    async def search_as_reader():
+        done = await asyncio.to_thread(subprocess.run, [*cli, "--user", READER], capture_output=True, text=True,
+                                       timeout=120, env={**env, "VECGRID_PASSWORD": PASSWORD})
+        attempts.append(done)
+        return done if done.returncode == 0 else None
+
+    try:
+        done = await poll_until(search_as_reader, 60, interval=1, what="a CLI search as the reader")
+    except BaseException:
+        print(attempts[-1].stdout[-2000:], attempts[-1].stderr[-3000:])  # what the CLI said, on failure
+        raise
+    hits = json.loads(done.stdout)
+    assert hits[0][0]["id"] == 3, done.stdout
+
+
+def secured_tmp(cluster) -> Path:
+    return Path(cluster.settings.common.data_dir)
