@@ -8,6 +8,7 @@ before anything is logged and lets writes through again once a flush hands the r
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -204,6 +205,17 @@ def test_strong_guarantees_are_the_newest_acknowledged_records(setup):
     assert setup.writer.guarantees_sync(channels) == {c: done.timestamp for c in channels}
     assert setup.writer.guarantees_sync(channels) == {c: done.timestamp for c in channels}   # no new records
     assert all(len(setup.log(c)) == 2 for c in channels)
+
+
+def test_a_strong_read_of_a_channel_no_collection_has_is_refused_and_logs_nothing(setup):
+    """Found by tests/test_grpc_fuzz.py: GetGuaranteeTimestamps opened a write-ahead log for any channel
+    name it was given (an unknown one got a log and a time tick; '' failed as an unexpected error)."""
+    known = list(setup.colls["plain"].vchannels)
+    before = sorted(p.name for p in Path(setup.wal.root).iterdir())
+    for bogus in ("by-dev-rootcoord-dml_0_999v0", "", "../../x", known[0] + "x"):
+        with pytest.raises(errors.ChannelNotFound):
+            setup.writer.guarantees_sync([*known, bogus])
+    assert sorted(p.name for p in Path(setup.wal.root).iterdir()) == before
 
 
 def test_multi_channel_writes_and_single_appends_never_deadlock_and_stay_ordered(setup):

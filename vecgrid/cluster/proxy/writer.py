@@ -177,10 +177,14 @@ class Writer:
         logged on it, at or above every write acknowledged before the read.  A shard leader that has read
         its log to the end is there already, so the read does not wait for the next time tick.  A channel
         this process has not logged on yet gets a time tick now (its timestamp is then that one); a channel
-        another process holds gets a fresh oracle timestamp, as Strong reads took before."""
+        another process holds gets a fresh oracle timestamp, as Strong reads took before.  A channel no live
+        collection has: ``ChannelNotFound``, and nothing is logged."""
         out: dict[str, int] = {}
         fresh = 0
         opened = self.appenders.opened()
+        for channel in channels:
+            if channel not in opened:
+                self.catalog.collection_of_channel(channel)  # ChannelNotFound before any log is touched
         for channel in channels:
             appender = opened.get(channel)
             ts = appender.acknowledged_ts if appender is not None else 0
