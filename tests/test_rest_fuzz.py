@@ -1,0 +1,98 @@
+"""Schemathesis against the real vecgrid REST app (a two-worker cluster, auth on): every operation of
+its own ``GET /openapi.json`` gets a bounded run of generated requests as an admin, and none may be
+answered with a 5xx.  ``users`` and ``authentication`` are left out here (a generated logout or
+self-removal would end the run's own session); the Feathers framework's fuzz run
+(tests/test_openapi_fuzz.py) covers them.  Seeded collections give item operations something to
+reach."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import urllib.request
+
+import hypothesis
+import pytest
+import pytest_asyncio
+import requests
+
+from tests.conftest import embedded_settings
+from vecgrid.deploy import EmbeddedCluster
+
+pytestmark = pytest.mark.slow
+
+EXAMPLES = 6   # cases per operation (derandomized: the same every run)
+ADMIN, PASSWORD = "admin@x.io", "correct horse battery"
+LEFT_OUT = ("/users", "/authentication")
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def cluster(tmp_path_factory):
+    settings = embedded_settings(tmp_path_factory.mktemp("data"))
+    settings.http.auth = "on"
+    settings.http.admin_email, settings.http.admin_password = ADMIN, PASSWORD
+    cluster = EmbeddedCluster(settings)
+    await asyncio.wait_for(cluster.start(), 120)
+    try:
+        yield cluster
+    finally:
+        await asyncio.wait_for(cluster.stop(), 60)
+
+
+def _login(base: str) -> str:
+    req = urllib.request.Request(f"{base}/authentication", method="POST", headers={"Content-Type": "application/json"},
+                                 data=json.dumps({"strategy": "local", "email": ADMIN, "password": PASSWORD}).encode())
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        return json.loads(resp.read())["accessToken"]
+
+
+def _seed(session: requests.Session, base: str) -> None:
+    for name in ("fuzz", "x"):
+        session.post(f"{base}/collections", json={"name": name, "dimension": 4, "metric": "L2", "load": True},
+                     timeout=120)
+    session.post(f"{base}/collections/fuzz/entities", json=[{"id": i, "vector": [i, 1, 2, 3]} for i in range(20)],
+                 timeout=60)
+
+
+def fuzz_the_app(base: str) -> tuple[dict[str, str], dict[str, int]]:
+    import schemathesis
+    from schemathesis import GenerationMode, checks
+
+    token = _login(base)
+    headers = {"Authorization": f"Bearer {token}"}
+    failures: dict[str, str] = {}
+    counts: dict[str, int] = {}
+    with requests.Session() as session:
+        session.headers.update(headers)
+        _seed(session, base)
+        schema = schemathesis.openapi.from_url(f"{base}/openapi.json", headers=headers)
+        operations = [r.ok() for r in schema.get_all_operations()]
+        operations = [op for op in operations if not op.path.startswith(LEFT_OUT)]
+        assert len(operations) >= 20, [op.path for op in operations]
+        for operation in operations:
+            label = f"{operation.method.upper()} {operation.path}"
+            counts[label] = 0
+            try:
+                _run(operation, label, base, session, headers, counts, GenerationMode, checks)
+            except Exception as error:  # noqa: BLE001 - every operation is reported
+                failures[label] = repr(error)[:2000]
+    return failures, counts
+
+
+def _run(operation, label, base, session, headers, counts, generation_mode, checks) -> None:
+    @hypothesis.settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=True,
+                         suppress_health_check=list(hypothesis.HealthCheck),
+                         phases=[hypothesis.Phase.explicit, hypothesis.Phase.generate])
+    @hypothesis.given(case=operation.as_strategy(generation_mode.POSITIVE))
+    def run(case):
+        counts[label] += 1
+        case.call_and_validate(base_url=base, session=session, headers=headers, checks=[checks.not_a_server_error])
+
+    run()
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_schemathesis_finds_no_server_error_on_the_vecgrid_app(cluster):
+    failures, counts = await asyncio.to_thread(fuzz_the_app, cluster.addresses.http)
+    assert not failures, "\n\n".join(f"{label}:\n{error}" for label, error in failures.items())
+    assert all(n > 0 for n in counts.values()), counts
