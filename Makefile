@@ -6,7 +6,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv serve test test-fast protos bench clean
+.PHONY: venv serve test test-fast chaos chaos-short protos bench clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,14 @@ test: $(STAMP)
 
 test-fast: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) -m pytest -q -n 2 --dist loadfile -m "not slow" $(ARGS)
+
+# The fault suite (scripts/chaos.py): a cluster-mode cluster killed and restarted under writes; the final
+# read must match every acknowledged write.  chaos-short is the two-fault run .ci/run adds after make test.
+chaos: $(STAMP)
+	$(PY) scripts/chaos.py $(ARGS)
+
+chaos-short: $(STAMP)
+	$(PY) scripts/chaos.py --short $(ARGS)
 
 protos: $(STAMP)
 	$(PY) scripts/gen_protos.py
