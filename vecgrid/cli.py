@@ -121,7 +121,9 @@ def _parser() -> _Parser:
     client.add_argument("--token-file", metavar="FILE",
                         help="when auth is on: a file holding an access token (or set VECGRID_TOKEN)")
     client.add_argument("--http", metavar="URL",
-                        help="the REST address --user logs in at (default: http://<coordinator host>:19121)")
+                        help="the REST address --user logs in at (default: http(s)://<coordinator host>:19121)")
+    client.add_argument("--tls-ca", metavar="FILE",
+                        help="call the cluster over TLS, trusting this CA (PEM; or common.tls_ca)")
 
     load = sub.add_parser("load", parents=[client], help="load a collection and wait until it is fully served")
     load.add_argument("name", metavar="NAME")
@@ -214,6 +216,12 @@ def _parser() -> _Parser:
     users_passwd = users_sub.add_parser("passwd", parents=[common], help="set a user's password")
     users_passwd.add_argument("email")
     users_passwd.add_argument("--password-stdin", action="store_true", help="read the password from stdin")
+
+    certs = sub.add_parser("certs", help="make a self-signed test CA and a certificate for TLS (ca.pem, cert.pem, key.pem)")
+    certs.add_argument("directory", metavar="DIR")
+    certs.add_argument("--host", action="append", default=[], metavar="NAME_OR_IP",
+                       help="a name or address the certificate is for; repeat (default: 127.0.0.1 and localhost)")
+    certs.add_argument("--days", type=int, default=365)
 
     conformance = sub.add_parser("conformance-app",
                                  help="serve the Feathers conformance app (in memory) until SIGINT/SIGTERM")
@@ -790,7 +798,7 @@ def _health_text(health: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _access_token(args: argparse.Namespace, settings: Settings) -> str | None:
+def _access_token(args: argparse.Namespace, settings: Settings, ca_file: str) -> str | None:
     """The caller's access token: ``--token-file``, ``VECGRID_TOKEN``, or a login as ``--user``."""
     if args.token_file:
         try:
@@ -806,12 +814,16 @@ def _access_token(args: argparse.Namespace, settings: Settings) -> str | None:
     import urllib.error
     import urllib.request
 
+    import ssl
+
     password = os.environ.get("VECGRID_PASSWORD") or getpass.getpass(f"password for {args.user}: ")
-    url = (args.http or f"http://{args.coord.rsplit(':', 1)[0]}:{settings.http.port}").rstrip("/")
+    scheme = "https" if ca_file else "http"
+    url = (args.http or f"{scheme}://{args.coord.rsplit(':', 1)[0]}:{settings.http.port}").rstrip("/")
     body = json.dumps({"strategy": "local", "email": args.user, "password": password}).encode()
     req = urllib.request.Request(f"{url}/authentication", data=body, headers={"Content-Type": "application/json"})
     try:
-        with urllib.request.urlopen(req, timeout=30) as resp:
+        context = ssl.create_default_context(cafile=ca_file) if ca_file else None
+        with urllib.request.urlopen(req, timeout=30, context=context) as resp:
             return json.loads(resp.read())["accessToken"]
     except urllib.error.HTTPError as e:
         raise errors.ParameterInvalid(f"login as {args.user} at {url} failed: {e.code} "
@@ -821,10 +833,18 @@ def _access_token(args: argparse.Namespace, settings: Settings) -> str | None:
 
 
 async def _client(args: argparse.Namespace, inputs: Any, settings: Settings) -> None:
+    from pathlib import Path
+
     from vecgrid.cluster.proxy.proxy import Proxy
     from vecgrid.common.auth import BEARER_SCHEME, send_authorization
+    from vecgrid.common.channels import use_tls
 
-    token = _access_token(args, settings)
+    ca_file = args.tls_ca or settings.common.tls_ca
+    try:
+        use_tls(Path(ca_file).read_bytes() if ca_file else None)
+    except OSError as e:
+        raise UsageError(f"cannot read the TLS CA {ca_file!r}: {e.strerror}") from None
+    token = _access_token(args, settings, ca_file)
     send_authorization(BEARER_SCHEME + token if token else None)
     async with Proxy(args.coord, db_name=args.db) as proxy:
         if args.command == "load":
@@ -891,6 +911,10 @@ def _run(argv: Sequence[str] | None) -> int:
             asyncio.run(_coord(settings))
         elif args.command == "users":
             asyncio.run(_users(settings, args))
+        elif args.command == "certs":
+            from vecgrid.rpc.tls import make_test_certificates
+            paths = make_test_certificates(args.directory, args.host or ["127.0.0.1", "localhost"], args.days)
+            print(json.dumps({"tls_ca": paths["ca"], "tls_cert": paths["cert"], "tls_key": paths["key"]}))
         elif args.command == "conformance-app":
             from vecgrid.http.feathers.conformance import serve as serve_conformance_app
             asyncio.run(serve_conformance_app(args.port, args.host))

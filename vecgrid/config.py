@@ -57,6 +57,11 @@ class CommonSettings:
     # How often a coordinator refreshes its cached CheckHealth answer (Milvus: 30 s).
     healthcheck_interval_s: float = 30.0
     healthcheck_timeout_s: float = 10.0
+    # TLS on REST and every gRPC port (PEM paths; `vecgrid certs` makes a test CA): this process's
+    # certificate and key when it serves, and the CA it trusts when it calls.  All empty: plain text.
+    tls_cert: str = ""
+    tls_key: str = ""
+    tls_ca: str = ""
 
 
 @dataclass

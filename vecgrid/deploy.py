@@ -41,6 +41,7 @@ from vecgrid.cluster.querycoord.flush_handoff import FlushHandoff
 from vecgrid.cluster.querycoord.monitor import ClusterPublisher
 from vecgrid.cluster.querynode.session import PLUGIN_NAME, TOPIC
 from vecgrid.common.auth import CLUSTER_SCHEME, send_authorization
+from vecgrid.common.channels import use_tls
 from vecgrid.config import Settings
 from vecgrid.http.app import build_api, make_app
 from vecgrid.http.services.accounts import (auth_enabled, cluster_secret, ensure_first_admin, grpc_rights_checker,
@@ -51,6 +52,7 @@ from vecgrid.rpc.catalog_servicer import catalog_service
 from vecgrid.rpc.channel_stream_servicer import channel_stream_service
 from vecgrid.rpc.querycoord_servicer import serve_querycoord
 from vecgrid.rpc.server import GrpcServer, PortInUse
+from vecgrid.rpc.tls import server_tls, trusted_ca
 from vecgrid.rpc.write_servicer import WriteServicer, write_service
 from vecgrid.storage.layout import DataDir
 from vecgrid.storage.wal import Wal
@@ -134,9 +136,12 @@ class Coordinator:
             interceptors.append(ServerAuth(self.node_auth.cluster_secret, self._grpc_user_rights))
         # this process's own calls (its proxy to the nodes and to this server) authenticate as the cluster
         send_authorization(CLUSTER_SCHEME + self.node_auth.cluster_secret if self.node_auth else None)
+        tls = server_tls(s)
+        use_tls(trusted_ca(s))
         self.grpc = await serve_querycoord(self.coord, s.common.host, s.querycoord.port,
                                            [channel_stream_service(self.wal), catalog_service(self.coord.catalog),
-                                            write_service(self.write_servicer)], interceptors)
+                                            write_service(self.write_servicer)], interceptors,
+                                           tls.grpc_credentials() if tls else None)
         self.proxy = coordinator_proxy(self.coord, self.datacoord)
         self.write_servicer.writes = self.proxy.writes  # vecgrid.write.WriteService: writes of other processes
         self.write_servicer.ddl = self.coord.ddl
@@ -147,7 +152,7 @@ class Coordinator:
         api = build_api(rest)
         self._grpc_users = grpc_rights_checker(api)
         await ensure_first_admin(api, s.http.admin_email, s.http.admin_password)
-        self.http = tornado.httpserver.HTTPServer(make_app(rest, api))
+        self.http = tornado.httpserver.HTTPServer(make_app(rest, api), ssl_options=tls.ssl_context() if tls else None)
         self.http.add_sockets(sockets)
         await self.client.register_plugin(QueryNodePlugin(self.node_settings(), self.deploy_mode, self.node_auth))
         await self.coord.start()
@@ -155,7 +160,7 @@ class Coordinator:
         self.publisher = ClusterPublisher(self.coord, self.client, datacoord=self.datacoord)
         self.publisher.start()
         self.addresses.grpc = self.coord.address
-        self.addresses.http = f"http://{s.common.host}:{s.http.port}"
+        self.addresses.http = f"{'https' if tls else 'http'}://{s.common.host}:{s.http.port}"
         self.addresses.scheduler = scheduler_address
         self.addresses.dashboard = self.client.dashboard_link or ""
         self.addresses.data_dir = str(data.path)
@@ -190,6 +195,9 @@ class Coordinator:
             await self.client.close()
         if self._store is not None:
             self._store.close()
+        # this process no longer calls as the cluster (what start set for its channels)
+        send_authorization(None)
+        use_tls(None)
 
 
 def data_coord(qc: QueryCoord, data: DataDir, client: Client) -> DataCoord:
@@ -332,8 +340,10 @@ class QueryNodePlugin(WorkerPlugin):
             tokens = AuthenticationService(self.auth.token_secret, audience=self.auth.audience)
             interceptors.append(ServerAuth(self.auth.cluster_secret, token_rights_checker(tokens.verify_access_token)))
         send_authorization(CLUSTER_SCHEME + self.auth.cluster_secret if self.auth else None)
+        tls = server_tls(settings)
+        use_tls(trusted_ca(settings))
         self.server = await serve_querynode(node, host=worker.ip, port=settings.querynode.port,
-                                            interceptors=interceptors)
+                                            interceptors=interceptors, tls=tls.grpc_credentials() if tls else None)
         self.node = node
         # the scheduler receives it with every heartbeat: the vecgrid dashboard page reads it there
         worker.metrics["vecgrid"] = lambda _worker: heartbeat_snapshot(node)

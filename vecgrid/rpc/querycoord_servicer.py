@@ -203,12 +203,12 @@ class QueryCoordServicer:
 
 
 async def serve_querycoord(coord: QueryCoord, host: str, port: int, extra_services=(),
-                           interceptors=()) -> GrpcServer:
+                           interceptors=(), tls=None) -> GrpcServer:
     """Start the QueryCoord gRPC server (plus ``extra_services``); sets ``coord.address``."""
     server = GrpcServer("querycoord gRPC")
     bound = await server.start(host, port, [(query_coord_pb2_grpc.add_QueryCoordServicer_to_server,
                                              QueryCoordServicer(coord), SERVICE.full_name), *extra_services],
-                               interceptors)
+                               interceptors, tls)
     coord.address = f"{host}:{bound}"
     coord.settings.querycoord.port = bound  # ShowConfigurations reports what the process really uses
     return server

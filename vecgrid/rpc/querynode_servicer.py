@@ -196,11 +196,11 @@ class QueryNodeServicer:
         return await self.node.delete_batch(request)
 
 
-async def serve_querynode(node: QueryNode, host: str, port: int, interceptors=()) -> GrpcServer:
+async def serve_querynode(node: QueryNode, host: str, port: int, interceptors=(), tls=None) -> GrpcServer:
     """Start the node's gRPC server; sets ``node.address`` to the bound ``host:port``."""
     server = GrpcServer("querynode gRPC")
     bound = await server.start(host, port, [(query_coord_pb2_grpc.add_QueryNodeServicer_to_server,
-                                             QueryNodeServicer(node), SERVICE.full_name)], interceptors)
+                                             QueryNodeServicer(node), SERVICE.full_name)], interceptors, tls)
     node.address = f"{host}:{bound}"
     node.settings.querynode.port = bound  # ShowConfigurations reports what the process really uses
     return server

@@ -63,11 +63,12 @@ class GrpcServer:
 
     async def start(self, host: str, port: int,
                     services: Iterable[tuple[Callable, object, str]],
-                    interceptors: Sequence[grpc.aio.ServerInterceptor] = ()) -> int:
+                    interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
+                    tls: grpc.ServerCredentials | None = None) -> int:
         """Bind ``host:port`` (0 = any free port) and serve; returns the bound port.
 
         ``services`` holds ``(add_XServicer_to_server, servicer, full_service_name)``; ``interceptors``
-        run before every call (:class:`vecgrid.rpc.auth.ServerAuth` when auth is on).
+        run before every call (:class:`vecgrid.rpc.auth.ServerAuth` when auth is on); ``tls``: serve TLS only.
         """
         server = grpc.aio.server(options=_OPTIONS, interceptors=list(interceptors) or None)
         generic_only = _GenericHandlersOnly(server)
@@ -78,7 +79,8 @@ class GrpcServer:
         reflection.enable_server_reflection(
             [*self.service_names, health.SERVICE_NAME, reflection.SERVICE_NAME], server)
         try:
-            bound = server.add_insecure_port(f"{host}:{port}")
+            address = f"{host}:{port}"
+            bound = server.add_secure_port(address, tls) if tls is not None else server.add_insecure_port(address)
         except RuntimeError as e:
             raise PortInUse(f"{self.what}: cannot listen on {host}:{port} ({e})") from None
         if bound == 0:

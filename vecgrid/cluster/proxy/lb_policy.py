@@ -18,11 +18,10 @@ from typing import Any, Callable
 import grpc
 
 from vecgrid import errors
-from vecgrid.common.auth import aio_interceptors
+from vecgrid.common.channels import aio_channel
 from vecgrid.cluster.gather import gather_all
 from vecgrid.cluster.proxy.catalog_access import unary_call
 from vecgrid.common.keys import server_id_metadata
-from vecgrid.common.limits import GRPC_MESSAGE_OPTIONS
 from vecgrid.proto import common_pb2, query_coord_pb2, query_coord_pb2_grpc
 
 log = logging.getLogger(__name__)
@@ -159,7 +158,7 @@ class LeaderRouter:
         """The stub of the node at ``address`` (one channel per node, kept until :meth:`close`)."""
         entry = self._nodes.get(address)
         if entry is None:
-            channel = grpc.aio.insecure_channel(address, options=GRPC_MESSAGE_OPTIONS, interceptors=aio_interceptors())
+            channel = aio_channel(address)
             entry = self._nodes[address] = (channel, query_coord_pb2_grpc.QueryNodeStub(channel))
         return entry[1]
 

@@ -27,12 +27,11 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Sequence
 
-import grpc
 import numpy as np
 import pyarrow as pa
 
 from vecgrid import errors
-from vecgrid.common.auth import aio_interceptors
+from vecgrid.common.channels import aio_channel
 from vecgrid.cluster.proxy import task_query, task_search
 from vecgrid.cluster.proxy.catalog_access import CatalogSource, CollectionMeta, LocalCatalog, RemoteCatalog
 from vecgrid.cluster.proxy.consistency import ReadConsistency, guarantee_timestamp
@@ -41,7 +40,6 @@ from vecgrid.cluster.proxy.read_parts import Filter, ReadContext
 from vecgrid.cluster.proxy.rows import to_table
 from vecgrid.cluster.proxy.write_access import DataCoordAccess, LocalWrites, NoWrites, RemoteWrites, WriteSource
 from vecgrid.cluster.proxy.writer import MutationResult, Writer
-from vecgrid.common.limits import GRPC_MESSAGE_OPTIONS
 from vecgrid.proto import query_coord_pb2_grpc
 from vecgrid.storage.catalog import Catalog
 
@@ -76,8 +74,7 @@ class Proxy:
         self.coord_address = coord_address
         self.db_name = db_name
         self.timeout_s = timeout_s
-        self._coord_channel = grpc.aio.insecure_channel(coord_address, options=GRPC_MESSAGE_OPTIONS,
-                                                       interceptors=aio_interceptors())
+        self._coord_channel = aio_channel(coord_address)
         # Public for callers that also manage loads over the same connection (the CLI).
         self.coord = query_coord_pb2_grpc.QueryCoordStub(self._coord_channel)
         if catalog is None and writer is not None:

@@ -16,9 +16,8 @@ import asyncio
 import grpc
 
 from vecgrid import errors
-from vecgrid.common.auth import aio_interceptors
+from vecgrid.common.channels import aio_channel
 from vecgrid.common.keys import server_id_metadata
-from vecgrid.common.limits import GRPC_MESSAGE_OPTIONS
 
 
 class PeerClients:
@@ -52,7 +51,7 @@ class PeerClients:
                 closing = asyncio.ensure_future(entry[1].close())
                 self._closing.add(closing)
                 closing.add_done_callback(self._closing.discard)
-            channel = grpc.aio.insecure_channel(address, options=GRPC_MESSAGE_OPTIONS, interceptors=aio_interceptors())
+            channel = aio_channel(address)
             entry = (address, channel, query_coord_pb2_grpc.QueryNodeStub(channel))
             self._channels[node_id] = entry
         return entry[2]

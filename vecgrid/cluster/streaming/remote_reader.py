@@ -23,7 +23,7 @@ from typing import Literal
 
 import grpc
 
-from vecgrid.common.auth import authorized_channel
+from vecgrid.common.channels import channel as cluster_channel
 from vecgrid.proto import msg_pb2, wal_stream_pb2, wal_stream_pb2_grpc
 from vecgrid.storage.wal import ChannelReader, Position, WalClosedError, WalError, WalRecord
 
@@ -46,7 +46,7 @@ class RemoteChannelReader(ChannelReader):
         if max_buffered < 2:  # a failure and its end marker must fit behind a read
             raise ValueError(f"max_buffered {max_buffered} < 2")
         self._channel = channel
-        self._grpc = authorized_channel(grpc.insecure_channel(address))
+        self._grpc = cluster_channel(address)
         self._stub = wal_stream_pb2_grpc.ChannelStreamStub(self._grpc)
         self._position: Position | None = None
         self._call = None

@@ -12,10 +12,9 @@ import asyncio
 import grpc
 
 from vecgrid import errors
-from vecgrid.common.auth import aio_interceptors
+from vecgrid.common.channels import aio_channel
 from vecgrid.cluster.querycoord.session.node_manager import NodeInfo, NodeManager
 from vecgrid.common.keys import server_id_metadata
-from vecgrid.common.limits import GRPC_MESSAGE_OPTIONS
 from vecgrid.proto import query_coord_pb2_grpc
 
 
@@ -33,8 +32,7 @@ class NodeClients:
         if entry is None or entry[0] != info.address:
             if entry is not None:
                 _close_later(entry[1])  # the node restarted on another address
-            channel = grpc.aio.insecure_channel(info.address, options=GRPC_MESSAGE_OPTIONS,
-                                              interceptors=aio_interceptors())
+            channel = aio_channel(info.address)
             entry = (info.address, channel, query_coord_pb2_grpc.QueryNodeStub(channel))
             self._channels[node_id] = entry
         return entry[2]

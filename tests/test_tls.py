@@ -1,0 +1,123 @@
+"""TLS on every port: `vecgrid certs` makes a CA and a certificate, and a cluster configured with them
+serves REST over HTTPS and every gRPC service (the coordinator's and the query nodes') over TLS only;
+its own processes call each other over TLS, and the CLI does with --tls-ca."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import os
+import subprocess
+import sys
+from contextlib import redirect_stdout
+
+import grpc
+import numpy as np
+import pytest
+import pytest_asyncio
+import requests
+
+from tests.conftest import embedded_settings, poll_until
+from vecgrid import cli
+from vecgrid.config import ConfigError
+from vecgrid.deploy import EmbeddedCluster
+from vecgrid.proto import milvus_pb2, query_coord_pb2_grpc
+from vecgrid.rpc.tls import server_tls
+
+pytestmark = pytest.mark.slow
+
+
+def make_certs(directory) -> dict:
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert cli.main(["certs", str(directory)]) == 0
+    return json.loads(out.getvalue())
+
+
+def test_a_certificate_needs_its_key_and_a_ca(tmp_path):
+    certs = make_certs(tmp_path)
+    assert oct(os.stat(certs["tls_key"]).st_mode & 0o777) == "0o600"
+    settings = embedded_settings(tmp_path)
+    settings.common.tls_cert = certs["tls_cert"]
+    with pytest.raises(ConfigError, match="tls_key"):
+        server_tls(settings)
+    settings.common.tls_key = certs["tls_key"]
+    with pytest.raises(ConfigError, match="tls_ca"):
+        server_tls(settings)
+    settings.common.tls_ca = certs["tls_ca"]
+    assert server_tls(settings).cert.startswith(b"-----BEGIN CERTIFICATE-----")
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def tls_cluster(tmp_path_factory):
+    root = tmp_path_factory.mktemp("tls")
+    certs = make_certs(root / "certs")
+    settings = embedded_settings(root / "data")
+    settings.common.tls_cert, settings.common.tls_key, settings.common.tls_ca = (
+        certs["tls_cert"], certs["tls_key"], certs["tls_ca"])
+    cluster = EmbeddedCluster(settings)
+    await asyncio.wait_for(cluster.start(), 120)
+    cluster.certs = certs
+    try:
+        yield cluster
+    finally:
+        await asyncio.wait_for(cluster.stop(), 60)
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_rest_is_https_only_and_the_cluster_works_over_tls(tls_cluster):
+    base, ca = tls_cluster.addresses.http, tls_cluster.certs["tls_ca"]
+    assert base.startswith("https://")
+
+    def rest(verb, path, body=None, headers=None):
+        resp = requests.request(verb, base + path, json=body, headers=headers or {}, verify=ca, timeout=60)
+        assert resp.ok, (resp.status_code, resp.text)
+        return resp.json()
+
+    await asyncio.to_thread(rest, "POST", "/collections", {"name": "t", "dimension": 4, "metric": "L2", "load": True})
+    await asyncio.to_thread(rest, "POST", "/collections/t/entities", [{"id": i, "vector": [i, 0, 0, 1]} for i in range(9)])
+
+    async def found():  # a Strong search: the coordinator's proxy reaches the query nodes over TLS
+        resp = await asyncio.to_thread(requests.post, base + "/collections/t/entities", verify=ca, timeout=60,
+                                       json={"vector": [4, 0, 0, 1], "limit": 1}, headers={"X-Service-Method": "search"})
+        if resp.status_code != 200:
+            assert resp.json()["data"]["retriable"], resp.text  # e.g. not fully loaded yet
+            return False
+        hits = resp.json()
+        return hits[0] and hits[0][0]["id"] == 4
+    await poll_until(found, 60, interval=0.5, what="a search over TLS")
+    with pytest.raises(requests.RequestException):  # plain HTTP on the HTTPS port gets no answer
+        await asyncio.to_thread(requests.get, base.replace("https://", "http://") + "/collections", timeout=10)
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_grpc_answers_over_tls_only(tls_cluster):
+    ca = open(tls_cluster.certs["tls_ca"], "rb").read()
+    address = tls_cluster.coord.address
+    nodes = [a for _, a in tls_cluster.addresses.query_nodes]
+    assert nodes
+    for target, stub in [(address, query_coord_pb2_grpc.QueryCoordStub),
+                         *((n, query_coord_pb2_grpc.QueryNodeStub) for n in nodes)]:
+        async with grpc.aio.secure_channel(target, grpc.ssl_channel_credentials(root_certificates=ca)) as channel:
+            states = await stub(channel).GetComponentStates(milvus_pb2.GetComponentStatesRequest(), timeout=10)
+            assert states.status.code == 0, target
+        async with grpc.aio.insecure_channel(target) as channel:
+            with pytest.raises(grpc.aio.AioRpcError) as refused:
+                await stub(channel).GetComponentStates(milvus_pb2.GetComponentStatesRequest(), timeout=5)
+            assert refused.value.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED), target
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_the_cli_calls_over_tls(tls_cluster, tmp_path):
+    vectors = tmp_path / "q.npy"
+    np.save(vectors, np.array([[7, 0, 0, 1]], dtype=np.float32))
+    argv = [sys.executable, "-m", "vecgrid.cli", "search", "t", "--coord", tls_cluster.coord.address,
+            "--vectors", str(vectors), "--limit", "1"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VECGRID_")}
+    plain = await asyncio.to_thread(subprocess.run, argv, capture_output=True, text=True, timeout=120, env=env)
+    assert plain.returncode != 0, plain.stdout
+    done = await asyncio.to_thread(subprocess.run, [*argv, "--tls-ca", tls_cluster.certs["tls_ca"]],
+                                   capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)[0][0]["id"] == 7
