@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
+import time
 from dataclasses import dataclass
 
 import grpc
@@ -226,6 +228,31 @@ async def test_replicas_take_turns(env):
 
 
 # --- failures and retries -------------------------------------------------------------------------------------
+
+@pytest.mark.slow
+async def test_a_hung_leader_is_hedged_to_the_next_replica(env):
+    """A leader that accepts the connection and never answers (a stopped process): the read went to the
+    next replica only after the call's deadline (60 s), so a SIGSTOPped node failed reads that long."""
+    ds = env.sets["l2"]
+    with socket.socket() as hung:  # the kernel completes the handshake; nothing ever answers
+        hung.bind(("127.0.0.1", 0))
+        hung.listen(16)
+        hung_address = f"127.0.0.1:{hung.getsockname()[1]}"
+        fake = FakeCoord(env.cluster.addresses.grpc, lambda reply, n: with_dead_leader_first(reply, hung_address))
+        server, address = await serve_fake(fake)
+        proxy = RecordingProxy(address, catalog=env.cluster.coord.catalog)
+        try:
+            xq = queries(3, seed=30)
+            started = time.monotonic()
+            hits = await proxy.search("l2", xq, limit=K)
+            elapsed = time.monotonic() - started
+            assert_same_knn(*reference_search(ds, xq, K), *dense_hits(hits))
+            assert proxy.sent.count(hung_address) == 2  # each channel's turn began with it
+            assert elapsed < proxy.timeout_s / 4, elapsed  # the other replica answered, not the deadline
+        finally:
+            await proxy.close()
+            await server.stop(0)
+
 
 @pytest.mark.slow
 async def test_dead_leader_is_skipped_for_the_next_replica(env, caplog):

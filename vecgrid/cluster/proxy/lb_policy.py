@@ -27,9 +27,17 @@ from vecgrid.proto import common_pb2, query_coord_pb2, query_coord_pb2_grpc
 log = logging.getLogger(__name__)
 
 # The request itself is wrong: another replica would refuse it too, so it is not retried.
+#: how long a read waits on a silent shard leader before it asks the next one too (see _on_leaders)
+HEDGE_AFTER_S = 1.0
 _REQUEST_ERRORS = (errors.ParameterInvalid, errors.ParameterMissing, errors.ParameterTooLarge,
                    errors.FieldNotFound, errors.PartitionNotFound, errors.IndexNotFound,
                    errors.OperationNotSupported, errors.Timeout, errors.Canceled)
+
+
+def _copy(req: Any) -> Any:
+    out = type(req)()
+    out.CopyFrom(req)
+    return out
 
 
 @dataclass(frozen=True)
@@ -128,30 +136,75 @@ class LeaderRouter:
 
 
     async def _on_leaders(self, shard: Shard, method: str, req: Any) -> Any:
-        """``method`` on the channel's leaders, starting with the next one in turn, until one answers."""
+        """``method`` on the channel's leaders, starting with the next one in turn, until one answers.
+
+        A leader that has not answered after :data:`HEDGE_AFTER_S` (a hung or stopped process, whose
+        call would only end at its deadline) gets company: the same read goes to the next leader too,
+        and the first answer wins (the other call is cancelled).  Reads only: Search and Query."""
         if not shard.leaders:
             raise _LeadersFailed(errors.ChannelNotAvailable(channel=shard.channel))
         turn = self._turns.get(shard.channel, 0)
         self._turns[shard.channel] = turn + 1
+        order = [shard.leaders[(turn + i) % len(shard.leaders)] for i in range(len(shard.leaders))]
         failures: list[str] = []
-        last: errors.MilvusError | None = None
-        for i in range(len(shard.leaders)):
-            node_id, address = shard.leaders[(turn + i) % len(shard.leaders)]
-            req.req.base.targetID = node_id
+        if len(order) == 1:  # one replica: nothing to hedge to, and no task on the latency-bound path
+            node_id, address = order[0]
             try:
-                return await unary_call(getattr(self.node(address), method), req, timeout=self._timeout_s,
-                                        what=f"{method} on node {node_id} at {address}",
-                                        metadata=server_id_metadata(node_id))
+                return await self._call(method, req, node_id, address)
             except _REQUEST_ERRORS:
                 raise
             except errors.MilvusError as e:
-                log.warning("%s of channel %s failed on node %d (%s), trying the next replica: %s",
-                            method, shard.channel, node_id, address, e)
-                failures.append(f"node {node_id} ({address}): {e}")
-                last = e
+                self._failed(method, shard, node_id, address, e, failures)
+                raise _LeadersFailed(type(e)(self._story(method, shard, failures))) from None
+        pending: dict[asyncio.Future, tuple[int, str]] = {}
+        last: errors.MilvusError | None = None
+
+        def launch() -> None:
+            node_id, address = order[len(pending) + len(failures)]
+            copy = req if not pending and not failures else _copy(req)  # each call its own targetID
+            pending[asyncio.ensure_future(self._call(method, copy, node_id, address))] = (node_id, address)
+
+        launch()
+        try:
+            while pending:
+                more = len(pending) + len(failures) < len(order)
+                done, _ = await asyncio.wait(pending, timeout=HEDGE_AFTER_S if more else None,
+                                             return_when=asyncio.FIRST_COMPLETED)
+                if not done:
+                    launch()  # the leaders tried so far are silent: the next one too
+                    continue
+                for call in done:
+                    node_id, address = pending.pop(call)
+                    try:
+                        return call.result()
+                    except _REQUEST_ERRORS:
+                        raise
+                    except errors.MilvusError as e:
+                        self._failed(method, shard, node_id, address, e, failures)
+                        last = e
+                        if len(pending) + len(failures) < len(order):
+                            launch()
+        finally:
+            for call in pending:
+                call.cancel()
         assert last is not None
-        detail = f"{method} on channel {shard.channel} failed on every shard leader: " + "; ".join(failures)
-        raise _LeadersFailed(type(last)(detail))  # the last failure's kind, with every leader's story
+        raise _LeadersFailed(type(last)(self._story(method, shard, failures)))  # the last failure's kind
+
+    async def _call(self, method: str, req: Any, node_id: int, address: str) -> Any:
+        req.req.base.targetID = node_id
+        return await unary_call(getattr(self.node(address), method), req, timeout=self._timeout_s,
+                                what=f"{method} on node {node_id} at {address}", metadata=server_id_metadata(node_id))
+
+    @staticmethod
+    def _failed(method: str, shard: Shard, node_id: int, address: str, error: errors.MilvusError,
+                failures: list[str]) -> None:
+        log.warning("%s of channel %s failed on node %d (%s), trying the next replica: %s",
+                    method, shard.channel, node_id, address, error)
+        failures.append(f"node {node_id} ({address}): {error}")
+
+    @staticmethod
+    def _story(method: str, shard: Shard, failures: list[str]) -> str:
+        return f"{method} on channel {shard.channel} failed on every shard leader: " + "; ".join(failures)
 
 
     def node(self, address: str) -> query_coord_pb2_grpc.QueryNodeStub:
