@@ -1,6 +1,6 @@
 """TLS on every port: `vecgrid certs` makes a CA and a certificate, and a cluster configured with them
-serves REST over HTTPS and every gRPC service (the coordinator's and the query nodes') over TLS only;
-its own processes call each other over TLS, and the CLI does with --tls-ca."""
+serves REST over HTTPS, every gRPC service (the coordinator's and the query nodes') over TLS only, and
+runs Dask over mutual TLS; its own processes call each other over TLS, and the CLI does with --tls-ca."""
 
 from __future__ import annotations
 
@@ -69,6 +69,9 @@ async def tls_cluster(tmp_path_factory):
 async def test_rest_is_https_only_and_the_cluster_works_over_tls(tls_cluster):
     base, ca = tls_cluster.addresses.http, tls_cluster.certs["tls_ca"]
     assert base.startswith("https://")
+    # Dask's own traffic too: mutual TLS between scheduler, workers and the coordinator's client
+    assert tls_cluster.cluster.scheduler_address.startswith("tls://")
+    assert all(w.startswith("tls://") for w in tls_cluster.client.scheduler_info()["workers"])
 
     def rest(verb, path, body=None, headers=None):
         resp = requests.request(verb, base + path, json=body, headers=headers or {}, verify=ca, timeout=60)
@@ -121,3 +124,30 @@ async def test_the_cli_calls_over_tls(tls_cluster, tmp_path):
                                    capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)[0][0]["id"] == 7
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_vecgrid_worker_joins_a_tls_scheduler(tmp_path):
+    from distributed import Scheduler
+
+    from vecgrid.rpc.tls import dask_security
+
+    certs = make_certs(tmp_path / "certs")
+    settings = embedded_settings(tmp_path / "data")
+    settings.common.tls_cert, settings.common.tls_key, settings.common.tls_ca = (
+        certs["tls_cert"], certs["tls_key"], certs["tls_ca"])
+    security = dask_security(settings)
+    async with Scheduler(host="127.0.0.1", port=0, protocol="tls", security=security, dashboard=False) as scheduler:
+        env = {**{k: v for k, v in os.environ.items() if not k.startswith("VECGRID_")},
+               "VECGRID_COMMON_TLS_CERT": certs["tls_cert"], "VECGRID_COMMON_TLS_KEY": certs["tls_key"],
+               "VECGRID_COMMON_TLS_CA": certs["tls_ca"]}
+        worker = subprocess.Popen([sys.executable, "-m", "vecgrid.cli", "worker", "--scheduler", scheduler.address,
+                                   "--name", "tls-w", "--host", "127.0.0.1", "--data-dir", str(tmp_path / "w")],
+                                  env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            workers = await poll_until(lambda: dict(scheduler.workers), 60, interval=0.5,
+                                       what="the worker joining over TLS")
+            assert all(address.startswith("tls://") for address in workers)
+        finally:
+            worker.terminate()
+            worker.wait(30)

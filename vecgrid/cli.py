@@ -386,7 +386,12 @@ def _nanny_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 async def _worker(settings: Settings, args: argparse.Namespace) -> None:
     from distributed import Nanny
 
+    from vecgrid.rpc.tls import dask_security
+
     kwargs = _nanny_kwargs(args)
+    security = dask_security(settings)
+    if security is not None:  # mutual TLS with the scheduler: the same certificate settings as the gRPC ports
+        kwargs.update(security=security, protocol="tls")
     async with Nanny(settings.dask.scheduler, **kwargs) as nanny:
         print(f"vecgrid worker {kwargs['name']} at {nanny.worker_address} joined {settings.dask.scheduler}",
               flush=True)

@@ -52,7 +52,7 @@ from vecgrid.rpc.catalog_servicer import catalog_service
 from vecgrid.rpc.channel_stream_servicer import channel_stream_service
 from vecgrid.rpc.querycoord_servicer import serve_querycoord
 from vecgrid.rpc.server import GrpcServer, PortInUse
-from vecgrid.rpc.tls import server_tls, trusted_ca
+from vecgrid.rpc.tls import dask_security, server_tls, trusted_ca
 from vecgrid.rpc.write_servicer import WriteServicer, write_service
 from vecgrid.storage.layout import DataDir
 from vecgrid.storage.wal import Wal
@@ -123,7 +123,8 @@ class Coordinator:
         ensure_ports_free(s.common.host, [(s.querycoord.port, "querycoord gRPC"), (s.http.port, "REST")])
         data = DataDir.of(s)
         self._store = data.open_store()
-        self.client = await Client(scheduler_address, asynchronous=True, name="vecgrid-coordinator")
+        self.client = await Client(scheduler_address, asynchronous=True, name="vecgrid-coordinator",
+                                   security=dask_security(s))
         self.coord = QueryCoord(s, self.client, self._store, self.deploy_mode)
         self.datacoord = data_coord(self.coord, data, self.client)
         # Serve gRPC at once: until the coordinator is Healthy it answers Initializing, as Milvus does.
@@ -249,7 +250,10 @@ class EmbeddedCluster(Coordinator):
                                           (s.dask.dashboard_port, "Dask dashboard")])
         local_dir = Path(s.common.data_dir).absolute() / "dask"
         local_dir.mkdir(parents=True, exist_ok=True)
+        security = dask_security(s)
         self.cluster = await LocalCluster(
+            security=security,
+            protocol="tls://" if security else None,
             n_workers=s.dask.workers,
             threads_per_worker=s.dask.threads_per_worker,
             processes=True,

@@ -10,7 +10,7 @@ import os
 import ssl
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 import grpc
 
@@ -112,3 +112,17 @@ def make_test_certificates(directory: str | os.PathLike[str], hosts: Iterable[st
         f.write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                   serialization.NoEncryption()))
     return paths
+
+
+def dask_security(settings: "Settings") -> Any:
+    """Dask's TLS (``distributed.security.Security``, mutual: every scheduler, worker and client shows a
+    certificate of the CA) from the same settings, or ``None`` for plain TCP.  The certificate of
+    ``vecgrid certs`` serves every role (server and client)."""
+    tls = server_tls(settings)
+    if tls is None:
+        return None
+    from distributed.security import Security
+
+    return Security(tls_ca_file=settings.common.tls_ca, tls_client_cert=tls.cert_path, tls_client_key=tls.key_path,
+                    tls_scheduler_cert=tls.cert_path, tls_scheduler_key=tls.key_path,
+                    tls_worker_cert=tls.cert_path, tls_worker_key=tls.key_path, require_encryption=True)
