@@ -69,6 +69,9 @@ DIM = 8
 COLLECTION = "chaos"
 REQUEST_TIMEOUT_S = 15.0
 RETRY_AFTER_S = 1.0
+ALL_FAULTS = ("kill_worker", "kill_worker_and_nanny", "sigstop_worker_20s", "flush_in_flight_kill_worker",
+              "compaction_in_flight_kill_worker", "kill_coordinator", "kill_scheduler_10s")
+SHORT_FAULTS = ("kill_worker", "kill_coordinator")
 PY = sys.executable
 
 
@@ -305,6 +308,16 @@ def nodes_up(cluster: Cluster, n: int) -> bool:
     return len([r for r in records if r.get("state") == "normal"]) >= n
 
 
+def replica_nodes(cluster: Cluster) -> list[list[int]] | str:
+    """The query nodes of each replica of the collection, as the coordinator reports them."""
+    try:
+        answer = requests.get(f"{cluster.base}/replicas", timeout=10).json()
+    except (requests.RequestException, ValueError) as e:
+        return f"unknown: {e}"
+    records = answer["data"] if isinstance(answer, dict) else answer
+    return [sorted(r.get("nodes", [])) for r in records if r.get("collection") == COLLECTION]
+
+
 def longest_read_gap(history: History, t0: float, t1: float) -> float:
     """The longest span of consecutive failed first tries between ``t0`` and ``t1`` (seconds)."""
     with history.lock:
@@ -399,12 +412,17 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=3)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--keep", action="store_true", help="keep the data dir and the cluster log")
+    ap.add_argument("--faults", metavar="A,B", help=f"only these faults, in this order: {', '.join(ALL_FAULTS)}")
     args = ap.parse_args()
+    chosen = args.faults.split(",") if args.faults else list(SHORT_FAULTS if args.short else ALL_FAULTS)
+    unknown = sorted(set(chosen) - set(ALL_FAULTS))
+    if unknown:
+        ap.error(f"unknown faults {unknown}")
     root = tempfile.mkdtemp(prefix="vecgrid-chaos-")
     cluster = Cluster(root, args.workers)
     history = History()
     stop = threading.Event()
-    result: dict[str, object] = {"short": args.short, "workers": args.workers, "seed": args.seed}
+    result: dict[str, object] = {"short": args.short, "workers": args.workers, "seed": args.seed, "faults_run": chosen}
     faults: dict[str, object] = {}
     settle = 10 if args.short else 20
     t_start = time.monotonic()
@@ -424,47 +442,51 @@ def main() -> int:
         time.sleep(settle)
 
         def worker_fault(name: str, action) -> None:
+            before = replica_nodes(cluster)
             t0 = time.monotonic()
             action()
             time.sleep(settle)
-            faults[name] = {"longest_failed_reads_s": longest_read_gap(history, t0, time.monotonic())}
+            faults[name] = {"longest_failed_reads_s": longest_read_gap(history, t0, time.monotonic()),
+                            "replica_nodes_before": before}
 
-        victim = cluster.workers[0]
-        worker_fault("kill_worker", lambda: cluster.kill_worker_process(victim))
-        if not args.short:
-            def kill_and_restart_nanny() -> None:
-                cluster.kill_group(cluster.workers[1])
-                time.sleep(5)
-                cluster.start_worker(cluster.workers[1])
-            worker_fault("kill_worker_and_nanny", kill_and_restart_nanny)
+        def kill_and_restart_nanny() -> None:
+            cluster.kill_group(cluster.workers[1])
+            time.sleep(5)
+            cluster.start_worker(cluster.workers[1])
 
-            def stop_for_20s() -> None:
-                cluster.kill_group(cluster.workers[2], signal.SIGSTOP)
-                time.sleep(20)
-                cluster.kill_group(cluster.workers[2], signal.SIGCONT)
-            worker_fault("sigstop_worker_20s", stop_for_20s)
+        def stop_for_20s() -> None:
+            cluster.kill_group(cluster.workers[2], signal.SIGSTOP)
+            time.sleep(20)
+            cluster.kill_group(cluster.workers[2], signal.SIGCONT)
 
-            def flush_then_kill() -> None:
-                requests.post(f"{cluster.base}/collections", headers={"X-Service-Method": "flush"},
-                              json={"name": COLLECTION, "wait": False}, timeout=30)
-                cluster.kill_worker_process(cluster.workers[0])
-            worker_fault("flush_in_flight_kill_worker", flush_then_kill)
+        def in_flight_then_kill(method: str, worker: str) -> None:
+            requests.post(f"{cluster.base}/collections", headers={"X-Service-Method": method},
+                          json={"name": COLLECTION, "wait": False}, timeout=30)
+            cluster.kill_worker_process(worker)
 
-        if not args.short:
-            def compact_then_kill() -> None:
-                requests.post(f"{cluster.base}/collections", headers={"X-Service-Method": "compact"},
-                              json={"name": COLLECTION, "wait": False}, timeout=30)
-                cluster.kill_worker_process(cluster.workers[1])
-            worker_fault("compaction_in_flight_kill_worker", compact_then_kill)
+        def kill_coordinator() -> None:
+            t0 = time.monotonic()
+            cluster.kill_group("coord")
+            cluster.start_coord()
+            wait_until("the restarted coordinator's REST port",
+                       lambda: requests.get(f"{cluster.base}/collections", timeout=5).ok, 120)
+            time.sleep(settle)
+            faults["kill_coordinator"] = {"writes_again_after_s": first_write_after(history, t0),
+                                          "longest_failed_reads_s": longest_read_gap(history, t0, time.monotonic())}
 
-        t0 = time.monotonic()
-        cluster.kill_group("coord")
-        cluster.start_coord()
-        wait_until("the restarted coordinator's REST port",
-                   lambda: requests.get(f"{cluster.base}/collections", timeout=5).ok, 120)
-        time.sleep(settle)
-        faults["kill_coordinator"] = {"writes_again_after_s": first_write_after(history, t0),
-                                      "longest_failed_reads_s": longest_read_gap(history, t0, time.monotonic())}
+        plan = {
+            "kill_worker": lambda: worker_fault("kill_worker", lambda: cluster.kill_worker_process(cluster.workers[0])),
+            "kill_worker_and_nanny": lambda: worker_fault("kill_worker_and_nanny", kill_and_restart_nanny),
+            "sigstop_worker_20s": lambda: worker_fault("sigstop_worker_20s", stop_for_20s),
+            "flush_in_flight_kill_worker": lambda: worker_fault(
+                "flush_in_flight_kill_worker", lambda: in_flight_then_kill("flush", cluster.workers[0])),
+            "compaction_in_flight_kill_worker": lambda: worker_fault(
+                "compaction_in_flight_kill_worker", lambda: in_flight_then_kill("compact", cluster.workers[1])),
+            "kill_coordinator": kill_coordinator,
+        }
+        for name in chosen:
+            if name in plan:
+                plan[name]()
 
         stop.set()
         for t in threads:
@@ -479,7 +501,7 @@ def main() -> int:
         result["read_success_first_try"] = round(sum(r[1] for r in reads) / max(1, len(reads)), 4)
         result["read_success_with_one_retry"] = round(sum(r[2] for r in reads) / max(1, len(reads)), 4)
         result["faults"] = faults
-        if not args.short:  # last: the cluster does not come back from it today (see the module doc)
+        if "kill_scheduler_10s" in chosen:  # last: the cluster does not come back from it today (module doc)
             faults["kill_scheduler_10s"] = scheduler_fault(cluster, history, stop)
     except Exception as e:  # noqa: BLE001 - reported in the JSON, with the log's tail
         result["error"] = f"{type(e).__name__}: {e}"
