@@ -151,3 +151,14 @@ async def test_vecgrid_worker_joins_a_tls_scheduler(tmp_path):
         finally:
             worker.terminate()
             worker.wait(30)
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_the_health_probes_speak_tls(tls_cluster, monkeypatch):
+    from vecgrid import healthcheck
+
+    monkeypatch.setenv("VECGRID_COMMON_TLS_CA", tls_cluster.certs["tls_ca"])
+    assert await asyncio.to_thread(healthcheck.main, ["grpc", tls_cluster.coord.address]) == 0
+    assert await asyncio.to_thread(healthcheck.main, ["http", tls_cluster.addresses.http + "/health"]) == 0
+    monkeypatch.delenv("VECGRID_COMMON_TLS_CA")
+    assert await asyncio.to_thread(healthcheck.main, ["grpc", tls_cluster.coord.address]) == 1

@@ -10,11 +10,14 @@
 
 Healthy: exit 0.  Otherwise exit 1 with one line on stderr saying why, which ``docker inspect`` shows.
 The coordinator's ``/health`` answers 200 only while it serves (503 while starting or stopping).
+With TLS on (``common.tls_cert``), the coordinator's URL is ``https``; every probe trusts
+``common.tls_ca`` when it is set (``VECGRID_COMMON_TLS_CA``) and speaks TLS to gRPC then.
 """
 
 from __future__ import annotations
 
 import socket
+import ssl
 import sys
 import urllib.error
 import urllib.request
@@ -24,20 +27,30 @@ TIMEOUT_S = 5.0
 WILDCARDS = ("", "0.0.0.0", "::", "[::]")
 
 
-def coordinator_url() -> str:
-    """Where this process's settings put the coordinator's REST ``/health``."""
+def _settings():
     from vecgrid.config import Settings
 
-    settings = Settings.load()
+    return Settings.load()
+
+
+def coordinator_url() -> str:
+    """Where this process's settings put the coordinator's REST ``/health``."""
+    settings = _settings()
     host = settings.common.host
     host = "127.0.0.1" if host in WILDCARDS else host
-    return f"http://{host}:{settings.http.port}/health"
+    return f"{'https' if settings.common.tls_cert else 'http'}://{host}:{settings.http.port}/health"
 
 
-def check_http(url: str, timeout_s: float = TIMEOUT_S) -> str | None:
-    """None when ``url`` answers 200, else why not."""
+def trusted_ca() -> str | None:
+    """``common.tls_ca`` of this process's settings (``None``: plain text)."""
+    return _settings().common.tls_ca or None
+
+
+def check_http(url: str, timeout_s: float = TIMEOUT_S, ca: str | None = None) -> str | None:
+    """None when ``url`` answers 200, else why not (``ca``: the CA an ``https`` URL's certificate is checked with)."""
     try:
-        with urllib.request.urlopen(url, timeout=timeout_s) as reply:
+        context = ssl.create_default_context(cafile=ca) if ca else None
+        with urllib.request.urlopen(url, timeout=timeout_s, context=context) as reply:
             if reply.status == 200:
                 return None
             return f"{url}: HTTP {reply.status}"
@@ -47,8 +60,9 @@ def check_http(url: str, timeout_s: float = TIMEOUT_S) -> str | None:
         return f"{url}: {getattr(e, 'reason', e)}"
 
 
-def check_grpc(address: str, timeout_s: float = TIMEOUT_S) -> str | None:
-    """None when the gRPC server at ``address`` reports SERVING for the whole server, else why not."""
+def check_grpc(address: str, timeout_s: float = TIMEOUT_S, ca: str | None = None) -> str | None:
+    """None when the gRPC server at ``address`` reports SERVING for the whole server, else why not
+    (over TLS trusting ``ca`` when given)."""
     import grpc
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 
@@ -56,7 +70,12 @@ def check_grpc(address: str, timeout_s: float = TIMEOUT_S) -> str | None:
     if not sep or not port.isdigit():
         return f"{address!r} is not [HOST]:PORT"
     address = f"{host or socket.gethostname()}:{port}"
-    with grpc.insecure_channel(address) as channel:
+    if ca:
+        with open(ca, "rb") as f:
+            channel = grpc.secure_channel(address, grpc.ssl_channel_credentials(root_certificates=f.read()))
+    else:
+        channel = grpc.insecure_channel(address)
+    with channel:
         try:
             reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service=""),
                                                               timeout=timeout_s)
@@ -71,11 +90,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     try:
         if not args:
-            problem = check_http(coordinator_url())
+            problem = check_http(coordinator_url(), ca=trusted_ca())
         elif args[0] == "http" and len(args) == 2:
-            problem = check_http(args[1])
+            problem = check_http(args[1], ca=trusted_ca())
         elif args[0] == "grpc" and len(args) == 2:
-            problem = check_grpc(args[1])
+            problem = check_grpc(args[1], ca=trusted_ca())
         else:
             print("usage: python -m vecgrid.healthcheck [http URL | grpc [HOST]:PORT]", file=sys.stderr)
             return 2
