@@ -20,10 +20,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from vecgrid import errors
 from vecgrid.cluster.proxy.proxy import Proxy
 from vecgrid.common.faults import CRASH_AT_ENV
 from vecgrid.proto import common_pb2, data_coord_pb2
 from vecgrid.storage import segment_files
+from tests.conftest import poll_until
 from tests.datacoord_support import reply_point
 from tests.querynode_support import DIM, catalog, import_collection
 
@@ -106,6 +108,15 @@ class Expected:
         return self.rows - self.deleted
 
 
+async def leaders_ready(proxy: Proxy, cid: int) -> bool:
+    try:
+        await proxy.shard_leaders(cid)
+    except errors.ChannelNotAvailable:
+        proxy.invalidate(cid)
+        return False
+    return True
+
+
 async def assert_served_once(proxy: Proxy, name: str, expected: Expected, rounds: int = 3) -> None:
     live = expected.live
     for _ in range(rounds):
@@ -182,6 +193,9 @@ async def test_kill_9_at_the_write_and_flush_crash_points(tmp_path):
         proc = procs.spawn(DRIVER + [scheduler, ds.data_dir, str(coord_port), str(cid), str(DIM), '[["serve"]]'])
         address = await Processes.line(proc, "READY ", 180)
         async with Proxy(address) as proxy:
+            # loaded is not yet led: each channel's leader reports serviceable a moment later (seen once
+            # as "no available shard leader" in a full run on a busy machine)
+            await poll_until(lambda: leaders_ready(proxy, cid), 60, interval=0.2, what="every channel led")
             await assert_served_once(proxy, ds.name, expected)
             proc.stdin.write("flush\n")
             proc.stdin.flush()
