@@ -195,6 +195,9 @@ class Writer(threading.Thread):
         self.next_key = index * 10_000_000
         self.live: list[int] = []   # keys this writer inserted (acknowledged) and has not deleted
         self.session = requests.Session()
+        # one channel for the writer's life: it reconnects by itself after the coordinator's restart
+        self.channel = grpc.insecure_channel(f"{HOST}:{cluster.coord_port}")
+        self.writes = write_service_pb2_grpc.WriteServiceStub(self.channel)
 
     def fresh(self, n: int) -> list[int]:
         keys = list(range(self.next_key, self.next_key + n))
@@ -215,10 +218,9 @@ class Writer(threading.Thread):
                           "vector": pa.array([r["vector"] for r in self.rows(keys)], pa.list_(pa.float32())),
                           "year": pa.array([2000 + k % 30 for k in keys], pa.int64())})
         try:
-            with grpc.insecure_channel(f"{HOST}:{self.cluster.coord_port}") as channel:
-                reply = write_service_pb2_grpc.WriteServiceStub(channel).Insert(
-                    write_service_pb2.InsertRequest(collection_name=COLLECTION, rows=encode_table(table)),
-                    timeout=REQUEST_TIMEOUT_S)
+            reply = self.writes.Insert(write_service_pb2.InsertRequest(collection_name=COLLECTION,
+                                                                       rows=encode_table(table)),
+                                       timeout=REQUEST_TIMEOUT_S)
         except grpc.RpcError:
             return "indeterminate"
         if reply.status.code == 0:
@@ -252,6 +254,7 @@ class Writer(threading.Thread):
                                                     json={"year": self.rng.randrange(1900, 2100)}))
                 self.history.write("patch", [key], outcome)
             time.sleep(0.02)
+        self.channel.close()
 
 
 class Reader(threading.Thread):

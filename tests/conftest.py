@@ -46,6 +46,14 @@ def embedded_settings(data_dir: Path, workers: int = 2) -> Settings:
     })
 
 
+def secured_settings(data_dir: Path, admin_email: str, admin_password: str) -> Settings:
+    """:func:`embedded_settings` with auth on (REST and gRPC) and a first admin."""
+    settings = embedded_settings(data_dir)
+    settings.http.auth = "on"
+    settings.http.admin_email, settings.http.admin_password = admin_email, admin_password
+    return settings
+
+
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def embedded(tmp_path_factory):
     cluster = EmbeddedCluster(embedded_settings(tmp_path_factory.mktemp("data")))

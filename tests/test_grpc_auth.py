@@ -21,7 +21,7 @@ import pytest_asyncio
 from google.protobuf import descriptor_pool, message_factory
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from tests.conftest import embedded_settings, poll_until
+from tests.conftest import poll_until, secured_settings
 from vecgrid.deploy import EmbeddedCluster
 from vecgrid.proto import query_coord_pb2  # noqa: F401 - registers the Milvus services in the pool
 from vecgrid.proto import catalog_service_pb2, wal_stream_pb2, write_service_pb2  # noqa: F401
@@ -48,10 +48,7 @@ def test_rights_of_methods():
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def secured(tmp_path_factory):
-    settings = embedded_settings(tmp_path_factory.mktemp("data"))
-    settings.http.auth = "on"
-    settings.http.admin_email, settings.http.admin_password = ADMIN, PASSWORD
-    cluster = EmbeddedCluster(settings)
+    cluster = EmbeddedCluster(secured_settings(tmp_path_factory.mktemp("data"), ADMIN, PASSWORD))
     await asyncio.wait_for(cluster.start(), 120)
     try:
         admin = await asyncio.to_thread(login, cluster, ADMIN)

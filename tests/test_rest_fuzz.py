@@ -16,7 +16,7 @@ import pytest
 import pytest_asyncio
 import requests
 
-from tests.conftest import embedded_settings
+from tests.conftest import secured_settings
 from vecgrid.deploy import EmbeddedCluster
 
 pytestmark = pytest.mark.slow
@@ -28,10 +28,7 @@ LEFT_OUT = ("/users", "/authentication")
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def cluster(tmp_path_factory):
-    settings = embedded_settings(tmp_path_factory.mktemp("data"))
-    settings.http.auth = "on"
-    settings.http.admin_email, settings.http.admin_password = ADMIN, PASSWORD
-    cluster = EmbeddedCluster(settings)
+    cluster = EmbeddedCluster(secured_settings(tmp_path_factory.mktemp("data"), ADMIN, PASSWORD))
     await asyncio.wait_for(cluster.start(), 120)
     try:
         yield cluster

@@ -49,6 +49,12 @@ def test_a_certificate_needs_its_key_and_a_ca(tmp_path):
     assert server_tls(settings).cert.startswith(b"-----BEGIN CERTIFICATE-----")
 
 
+def https(cluster, verb, path, body=None):
+    resp = requests.request(verb, cluster.addresses.http + path, json=body, verify=cluster.certs["tls_ca"], timeout=60)
+    assert resp.ok, (resp.status_code, resp.text)
+    return resp.json()
+
+
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def tls_cluster(tmp_path_factory):
     root = tmp_path_factory.mktemp("tls")
@@ -60,6 +66,11 @@ async def tls_cluster(tmp_path_factory):
     await asyncio.wait_for(cluster.start(), 120)
     cluster.certs = certs
     try:
+        # the collection every test searches (a module's tests may run in any order, or apart)
+        await asyncio.to_thread(https, cluster, "POST", "/collections",
+                                {"name": "t", "dimension": 4, "metric": "L2", "load": True})
+        await asyncio.to_thread(https, cluster, "POST", "/collections/t/entities",
+                                [{"id": i, "vector": [i, 0, 0, 1]} for i in range(9)])
         yield cluster
     finally:
         await asyncio.wait_for(cluster.stop(), 60)
@@ -72,14 +83,6 @@ async def test_rest_is_https_only_and_the_cluster_works_over_tls(tls_cluster):
     # Dask's own traffic too: mutual TLS between scheduler, workers and the coordinator's client
     assert tls_cluster.cluster.scheduler_address.startswith("tls://")
     assert all(w.startswith("tls://") for w in tls_cluster.client.scheduler_info()["workers"])
-
-    def rest(verb, path, body=None, headers=None):
-        resp = requests.request(verb, base + path, json=body, headers=headers or {}, verify=ca, timeout=60)
-        assert resp.ok, (resp.status_code, resp.text)
-        return resp.json()
-
-    await asyncio.to_thread(rest, "POST", "/collections", {"name": "t", "dimension": 4, "metric": "L2", "load": True})
-    await asyncio.to_thread(rest, "POST", "/collections/t/entities", [{"id": i, "vector": [i, 0, 0, 1]} for i in range(9)])
 
     async def found():  # a Strong search: the coordinator's proxy reaches the query nodes over TLS
         resp = await asyncio.to_thread(requests.post, base + "/collections/t/entities", verify=ca, timeout=60,
@@ -120,10 +123,13 @@ async def test_the_cli_calls_over_tls(tls_cluster, tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("VECGRID_")}
     plain = await asyncio.to_thread(subprocess.run, argv, capture_output=True, text=True, timeout=120, env=env)
     assert plain.returncode != 0, plain.stdout
-    done = await asyncio.to_thread(subprocess.run, [*argv, "--tls-ca", tls_cluster.certs["tls_ca"]],
-                                   capture_output=True, text=True, timeout=120, env=env)
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)[0][0]["id"] == 7
+
+    async def search_over_tls():  # the fixture's rows may still be on their way to the nodes
+        done = await asyncio.to_thread(subprocess.run, [*argv, "--tls-ca", tls_cluster.certs["tls_ca"]],
+                                       capture_output=True, text=True, timeout=120, env=env)
+        assert done.returncode == 0 or "retriable" in done.stderr or "not fully loaded" in done.stderr, done.stderr
+        return done.returncode == 0 and json.loads(done.stdout)[0][0]["id"] == 7
+    await poll_until(search_over_tls, 60, interval=1, what="a CLI search over TLS")
 
 
 @pytest.mark.asyncio(loop_scope="module")

@@ -99,8 +99,9 @@ class _AioAuthUnaryStream(grpc.aio.UnaryStreamClientInterceptor):
 
 
 def aio_interceptors() -> list[Any]:
-    """Interceptors for a ``grpc.aio`` channel that add this process's credentials to each call."""
-    return [_AioAuthUnaryUnary(), _AioAuthUnaryStream()]
+    """Interceptors for a ``grpc.aio`` channel that add this process's credentials to each call; none
+    when it sends none (auth off), so that a call pays no interceptor on the search path."""
+    return [_AioAuthUnaryUnary(), _AioAuthUnaryStream()] if _sent is not None else []
 
 
 class _CallDetails(collections.namedtuple("_CallDetails", ("method", "timeout", "metadata", "credentials",
@@ -126,5 +127,5 @@ class _SyncAuth(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientIntercep
 
 
 def authorized_channel(channel: grpc.Channel) -> grpc.Channel:
-    """A blocking channel whose calls carry this process's credentials."""
-    return grpc.intercept_channel(channel, _SyncAuth())
+    """A blocking channel whose calls carry this process's credentials (the channel itself when none)."""
+    return grpc.intercept_channel(channel, _SyncAuth()) if _sent is not None else channel

@@ -378,17 +378,19 @@ class CudaKernels:
         return out_v, out_i
 
 
-_cuda_kernels: dict[int, CudaKernels] = {}
+_cuda_kernels: dict[int, CudaKernels] = {}  # by array module; under _cuda_kernels_lock (any GPU's owner thread)
+_cuda_kernels_lock = threading.Lock()
 
 
 def kernels_for(xp: Any) -> NumpyKernels | CudaKernels:
     """The kernels of an array module: numpy's reference, or the CUDA ones of cupy (one per module)."""
     if xp is np:
         return NumpyKernels()
-    kern = _cuda_kernels.get(id(xp))
-    if kern is None:
-        kern = _cuda_kernels[id(xp)] = CudaKernels(xp)
-    return kern
+    with _cuda_kernels_lock:
+        kern = _cuda_kernels.get(id(xp))
+        if kern is None:
+            kern = _cuda_kernels[id(xp)] = CudaKernels(xp)
+        return kern
 
 
 class EngineIndex:
@@ -490,7 +492,7 @@ class FlatIndex(EngineIndex):
         self.norms = (self.xb * self.xb).sum(1) if metric == _L2 else None
 
     def device_bytes(self) -> int:
-        return self.ntotal * self.d * 4 + (self.ntotal * 4 if self.metric == _L2 else 0)
+        return _flat_bytes(self.ntotal, self.d, self.metric)
 
     def _search_keys(self, q: Any, k: int, nprobe: int | None, mask: Any) -> tuple[Any, Any]:
         return _tiled_topk(self.kernels, q, self.xb, self.norms, -2.0 if self.metric == _L2 else -1.0, k, mask)
@@ -530,7 +532,7 @@ class IVFFlatIndex(EngineIndex):
         self._pos_of_row: Any = None  # row -> position in xb, made on the first reconstruct
 
     def device_bytes(self) -> int:
-        return self.ntotal * (self.d * 4 + 8) + self.nlist * (self.d + 1) * 4 + (self.nlist + 1) * 8
+        return _ivf_bytes(self.ntotal, self.d, self.nlist)
 
     def probes(self, q: Any, nprobe: int) -> Any:
         """The ``nprobe`` lists whose centroids are nearest each query (the quantizer's metric)."""
@@ -632,10 +634,17 @@ def from_faiss(faiss: Any, index: Any, kernels: NumpyKernels | CudaKernels) -> E
     raise ValueError(f"{name} has no cupy engine (FLAT and IVF_FLAT only)")
 
 
+def _flat_bytes(n: int, d: int, metric: str) -> int:
+    return n * d * 4 + (n * 4 if metric == _L2 else 0)  # vectors, and their norms for L2
+
+
+def _ivf_bytes(n: int, d: int, nlist: int) -> int:
+    return n * (d * 4 + 8) + nlist * (d + 1) * 4 + (nlist + 1) * 8  # vectors and rows, centroids, starts
+
+
 def device_bytes(faiss: Any, index: Any) -> int:
     """What :func:`from_faiss` will hold on the device for ``index`` (for the memory budget)."""
     n, d = int(index.ntotal), int(index.d)
     if "IVF" in type(faiss.downcast_index(index)).__name__:
-        nlist = int(faiss.extract_index_ivf(index).nlist)
-        return n * (d * 4 + 8) + nlist * (d + 1) * 4 + (nlist + 1) * 8
-    return n * d * 4 + n * 4
+        return _ivf_bytes(n, d, int(faiss.extract_index_ivf(index).nlist))
+    return _flat_bytes(n, d, _metric_name(faiss, index.metric_type))
