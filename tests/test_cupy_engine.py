@@ -77,6 +77,17 @@ def test_flat_under_a_mask_returns_only_allowed_rows_and_pads(data, kernels):
     assert np.isinf(D[:, 3:]).all() and (D[:, 3:] > 0).all()
 
 
+def test_the_budgeted_bytes_are_what_the_engine_holds(data, kernels):
+    """The load reserves device_bytes(faiss, index) before the copy; FLAT IP had been counted with the
+    norms only L2 keeps."""
+    xb, _ = data
+    for index_type, metric in (("FLAT", "L2"), ("FLAT", "IP"), ("IVF_FLAT", "L2"), ("IVF_FLAT", "IP")):
+        index = _faiss_index(xb, index_type, metric)
+        engine = cupy_engine.from_faiss(faiss, index, kernels)
+        held = sum(a.nbytes for a in vars(engine).values() if isinstance(a, np.ndarray))
+        assert engine.device_bytes() == cupy_engine.device_bytes(faiss, index) == held, (index_type, metric)
+
+
 def test_ip_padding_is_minus_infinity(data, kernels):
     xb, xq = data
     engine = cupy_engine.from_faiss(faiss, _faiss_index(xb, "FLAT", "IP"), kernels)

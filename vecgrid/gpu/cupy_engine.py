@@ -532,7 +532,7 @@ class IVFFlatIndex(EngineIndex):
         self._pos_of_row: Any = None  # row -> position in xb, made on the first reconstruct
 
     def device_bytes(self) -> int:
-        return _ivf_bytes(self.ntotal, self.d, self.nlist)
+        return _ivf_bytes(self.ntotal, self.d, self.nlist, self.coarse_metric)
 
     def probes(self, q: Any, nprobe: int) -> Any:
         """The ``nprobe`` lists whose centroids are nearest each query (the quantizer's metric)."""
@@ -638,13 +638,15 @@ def _flat_bytes(n: int, d: int, metric: str) -> int:
     return n * d * 4 + (n * 4 if metric == _L2 else 0)  # vectors, and their norms for L2
 
 
-def _ivf_bytes(n: int, d: int, nlist: int) -> int:
-    return n * (d * 4 + 8) + nlist * (d + 1) * 4 + (nlist + 1) * 8  # vectors and rows, centroids, starts
+def _ivf_bytes(n: int, d: int, nlist: int, coarse_metric: str) -> int:
+    # vectors and their rows, centroids (and their norms for L2), where each list starts
+    return n * (d * 4 + 8) + nlist * d * 4 + (nlist * 4 if coarse_metric == _L2 else 0) + (nlist + 1) * 8
 
 
 def device_bytes(faiss: Any, index: Any) -> int:
     """What :func:`from_faiss` will hold on the device for ``index`` (for the memory budget)."""
     n, d = int(index.ntotal), int(index.d)
     if "IVF" in type(faiss.downcast_index(index)).__name__:
-        return _ivf_bytes(n, d, int(faiss.extract_index_ivf(index).nlist))
+        ivf = faiss.extract_index_ivf(index)
+        return _ivf_bytes(n, d, int(ivf.nlist), _metric_name(faiss, ivf.quantizer.metric_type))
     return _flat_bytes(n, d, _metric_name(faiss, index.metric_type))
