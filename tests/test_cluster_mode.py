@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -47,6 +48,11 @@ def _spawn(procs: list, args: list[str]) -> subprocess.Popen:
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENV)
     procs.append(proc)
     return proc
+
+
+def _drain(proc) -> None:
+    """Read what a process prints from now on (its pipe must not fill up and block it), and keep none of it."""
+    threading.Thread(target=lambda: [None for _ in proc.stdout], daemon=True).start()
 
 
 def _listening_addresses(pid: int) -> list[tuple[str, int]]:
@@ -161,6 +167,106 @@ async def test_kill_9_of_the_coordinator_keeps_loaded_collections_served(tmp_pat
         await coord.wait_loaded(ds.collection_id, 30)
         await assert_search_matches(coord, ds)
         assert await versions(coord) == before
+    finally:
+        for p in reversed(procs):
+            _stop(p)
+
+
+async def test_the_query_nodes_outlive_a_killed_scheduler_and_rejoin_its_restart(tmp_path):
+    """kill -9 of the scheduler: the workers stay up and their nodes keep serving the loaded collection;
+    the scheduler started again on its address gets them back (the same processes, the same segment
+    versions), and the coordinator registers the node plugin with it again: a worker that joins later
+    becomes a query node."""
+    from distributed import Client
+
+    from tests.querycoord_support import Coord, assert_search_matches
+    from tests.querynode_support import import_collection
+    from vecgrid.cluster.querynode.session import PLUGIN_NAME
+
+    ds = import_collection(tmp_path, "sk", metric="L2", index="FLAT", n=600, shards=2, segment_rows=200, seed=4)
+    port = _free_port()
+    scheduler_addr = f"tcp://127.0.0.1:{port}"
+    procs = []
+
+    def start_scheduler():
+        proc = _spawn(procs, [str(BIN / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port),
+                              "--dashboard-address", "127.0.0.1:0"])
+        _wait_for_line(proc, r"Scheduler at:", 60)
+        _drain(proc)
+        return proc
+
+    def start_worker(name):
+        proc = _spawn(procs, [str(BIN / "vecgrid"), "worker", "--scheduler", scheduler_addr, "--name", name,
+                              "--node-port", "0"])
+        _wait_for_line(proc, rf"vecgrid worker {name} at", 60)
+        _drain(proc)
+        return proc
+
+    async def node_count(coord):
+        return len((await coord.ok("ListQueryNode", query_coord_pb2.ListQueryNodeRequest())).nodeInfos)
+
+    async def versions(coord):
+        from tests.querynode_support import RemoteNode
+        out = set()
+        for info in (await coord.ok("ListQueryNode", query_coord_pb2.ListQueryNodeRequest())).nodeInfos:
+            dist = await RemoteNode(info.ID, info.address).call(
+                "GetDataDistribution", query_coord_pb2.GetDataDistributionRequest())
+            out |= {(info.ID, s.ID, s.version) for s in dist.segments}
+        return out
+
+    async def wait_for(what, check, timeout=60.0):
+        deadline = time.monotonic() + timeout
+        while not await check():
+            assert time.monotonic() < deadline, what
+            time.sleep(0.5)
+
+    async def plugins_on_scheduler():
+        async with Client(scheduler_addr, asynchronous=True, timeout=10) as client:
+            on_workers = await client.run(lambda dask_worker: PLUGIN_NAME in dask_worker.plugins)
+            on_scheduler = await client.run_on_scheduler(
+                lambda dask_scheduler: PLUGIN_NAME in dask_scheduler.worker_plugins)
+        return on_workers, on_scheduler
+
+    try:
+        scheduler = start_scheduler()
+        workers = [start_worker(name) for name in ("w1", "w2")]
+        coord_proc = _spawn(procs, [str(BIN / "vecgrid"), "coord", "--scheduler", scheduler_addr, "--data-dir",
+                                    ds.data_dir, "--coord-port", "0", "--http-port", "0"])
+        coord = Coord(_wait_for_line(coord_proc, r"QueryCoord gRPC : (\S+)", 60).group(1))
+        _drain(coord_proc)
+
+        async def two_nodes():
+            return await node_count(coord) == 2
+        await wait_for("both workers registered", two_nodes)
+        await coord.load(ds.collection_id)
+        before = await versions(coord)
+        worker_pids = [sorted(p.pid for p in psutil.Process(w.pid).children(recursive=True)) for w in workers]
+
+        scheduler.kill()                 # SIGKILL: the workers and the coordinator lose it at once
+        scheduler.wait()
+        time.sleep(3)                    # a stock worker has closed by now
+        assert all(w.poll() is None for w in workers)
+        await assert_search_matches(coord, ds)
+        assert await node_count(coord) == 2
+
+        start_scheduler()
+
+        async def rejoined():
+            try:
+                on_workers, on_scheduler = await plugins_on_scheduler()
+            except (OSError, TimeoutError):
+                return False
+            return on_scheduler and len(on_workers) == 2 and all(on_workers.values())
+        await wait_for("the workers back on the new scheduler, and the plugin registered with it", rejoined)
+        assert [sorted(p.pid for p in psutil.Process(w.pid).children(recursive=True)) for w in workers] == worker_pids
+        await assert_search_matches(coord, ds)
+        assert await versions(coord) == before   # nothing was loaded again
+
+        start_worker("w3")
+
+        async def three_nodes():
+            return await node_count(coord) == 3
+        await wait_for("a worker that joined the new scheduler became a query node", three_nodes)
     finally:
         for p in reversed(procs):
             _stop(p)

@@ -368,7 +368,7 @@ def _import(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _nanny_kwargs(args: argparse.Namespace) -> dict[str, Any]:
-    """What ``vecgrid worker`` gives its ``distributed.Nanny``.  ``--host`` is where every port of the
+    """What ``vecgrid worker`` gives its nanny.  ``--host`` is where every port of the
     worker listens: the nanny's and the worker's (``host``), the worker's HTTP server (``dashboard_address``,
     else on all interfaces), and the QueryNode's gRPC, which binds the worker's ip.  Without it, Dask's
     defaults: the worker is reachable from the scheduler's hosts (the compose workers rely on it)."""
@@ -384,15 +384,14 @@ def _nanny_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 
 
 async def _worker(settings: Settings, args: argparse.Namespace) -> None:
-    from distributed import Nanny
-
+    from vecgrid.cluster.querynode.dask_worker import QueryNodeNanny
     from vecgrid.rpc.tls import dask_security
 
     kwargs = _nanny_kwargs(args)
     security = dask_security(settings)
     if security is not None:  # mutual TLS with the scheduler: the same certificate settings as the gRPC ports
         kwargs.update(security=security, protocol="tls")
-    async with Nanny(settings.dask.scheduler, **kwargs) as nanny:
+    async with QueryNodeNanny(settings.dask.scheduler, **kwargs) as nanny:
         print(f"vecgrid worker {kwargs['name']} at {nanny.worker_address} joined {settings.dask.scheduler}",
               flush=True)
         await _until_signalled()

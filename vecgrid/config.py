@@ -211,6 +211,9 @@ class DaskSettings:
     workers: int = 2
     threads_per_worker: int = 2
     dashboard_port: int = 8787
+    # How long the coordinator's Dask client waits for the scheduler, at start and to reconnect after
+    # losing it; past it the client closes and /health reports the scheduler Unreachable.
+    scheduler_wait_s: float = 300.0
 
 
 @dataclass

@@ -39,6 +39,7 @@ from vecgrid.cluster.proxy.writer import Writer
 from vecgrid.cluster.querycoord.coordinator import QueryCoord
 from vecgrid.cluster.querycoord.flush_handoff import FlushHandoff
 from vecgrid.cluster.querycoord.monitor import ClusterPublisher
+from vecgrid.cluster.querynode.dask_worker import QueryNodeNanny
 from vecgrid.cluster.querynode.session import PLUGIN_NAME, TOPIC
 from vecgrid.common.auth import CLUSTER_SCHEME, send_authorization
 from vecgrid.common.channels import use_tls
@@ -124,7 +125,7 @@ class Coordinator:
         data = DataDir.of(s)
         self._store = data.open_store()
         self.client = await Client(scheduler_address, asynchronous=True, name="vecgrid-coordinator",
-                                   security=dask_security(s))
+                                   security=dask_security(s), timeout=s.dask.scheduler_wait_s)
         self.coord = QueryCoord(s, self.client, self._store, self.deploy_mode)
         self.datacoord = data_coord(self.coord, data, self.client)
         # Serve gRPC at once: until the coordinator is Healthy it answers Initializing, as Milvus does.
@@ -155,7 +156,8 @@ class Coordinator:
         await ensure_first_admin(api, s.http.admin_email, s.http.admin_password)
         self.http = tornado.httpserver.HTTPServer(make_app(rest, api), ssl_options=tls.ssl_context() if tls else None)
         self.http.add_sockets(sockets)
-        await self.client.register_plugin(QueryNodePlugin(self.node_settings(), self.deploy_mode, self.node_auth))
+        # the membership registers it with the scheduler, and again with a scheduler that was restarted
+        self.coord.membership.plugin = QueryNodePlugin(self.node_settings(), self.deploy_mode, self.node_auth)
         await self.coord.start()
         await self.datacoord.start()
         self.publisher = ClusterPublisher(self.coord, self.client, datacoord=self.datacoord)
@@ -257,6 +259,7 @@ class EmbeddedCluster(Coordinator):
             n_workers=s.dask.workers,
             threads_per_worker=s.dask.threads_per_worker,
             processes=True,
+            worker_class=QueryNodeNanny,  # the query nodes outlive a lost scheduler
             host=s.common.host,
             scheduler_port=0,
             dashboard_address=f"{s.common.host}:{s.dask.dashboard_port}",

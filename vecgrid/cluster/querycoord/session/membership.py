@@ -11,6 +11,12 @@ Three inputs keep :class:`NodeManager` in step with the Dask cluster:
   worker) that repairs anything an event missed, e.g. nodes that came up while the
   coordinator was down.
 
+The membership also registers the QueryNode worker plugin the deployment gives it.  A scheduler
+that was restarted knows neither the topic subscriptions nor the plugin: when the client's
+scheduler id changes, the next round subscribes and registers again (the query nodes, which
+outlived the scheduler, keep their segments: :mod:`vecgrid.cluster.querynode.dask_worker`).
+While the scheduler is away the node list stays as it was: searches do not need the scheduler.
+
 Registering a node assigns its id (from :class:`NodeIdRegistry`, keyed by the
 worker's name) and pushes it to the worker, which then turns Healthy.
 
@@ -23,9 +29,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import Any
 
 from distributed import Client
+from distributed.diagnostics.plugin import WorkerPlugin
 
 from vecgrid.cluster.querycoord.session.node_manager import NodeInfo, NodeManager
 from vecgrid.cluster.querycoord.session.registry import NodeIdRegistry
@@ -35,6 +43,9 @@ log = logging.getLogger(__name__)
 
 QUERYNODE = "querynode"
 ADD_WORKER_DELAY_S = 2.0  # a new worker's plugin needs a moment to start its QueryNode
+# After a scheduler restart the workers rejoin within a few seconds (they poll it every second):
+# until then a node missing from the new scheduler is not taken for gone.
+REJOIN_GRACE_S = 15.0
 
 
 class DaskMembership:
@@ -47,16 +58,39 @@ class DaskMembership:
         self.registry = registry
         self.reconcile_interval_s = reconcile_interval_s
         self.add_worker_delay_s = ADD_WORKER_DELAY_S
+        self.plugin: WorkerPlugin | None = None  # the QueryNode plugin; set by the deployment before start
+        self._scheduler_id: str | None = None     # the scheduler subscribed to and given the plugin
+        self._rejoin_until = 0.0                  # monotonic time; see REJOIN_GRACE_S
         self._tasks: set[asyncio.Task] = set()
         self._stopped = False
         self._lock = asyncio.Lock()
 
     async def start(self) -> None:
         self._stopped = False
-        self.client.subscribe_topic(TOPIC, self._on_node_event)
-        self.client.subscribe_topic("all", self._on_scheduler_event)
+        await self._join_scheduler()
         await self.reconcile()
         self._spawn(self._reconcile_forever(), "vecgrid-membership")
+
+    async def _join_scheduler(self) -> None:
+        """Subscribe to the node and scheduler topics and register the plugin with the scheduler the
+        client is connected to (subscribing first: no ``up`` event is missed)."""
+        scheduler_id = await self._scheduler_id_now()
+        self.client.subscribe_topic(TOPIC, self._on_node_event)
+        self.client.subscribe_topic("all", self._on_scheduler_event)
+        if self.plugin is not None:
+            await self.client.register_plugin(self.plugin)
+        self._scheduler_id = scheduler_id
+
+    async def _scheduler_id_now(self) -> str | None:
+        """The id of the scheduler the client is connected to, asked of it (the client's cached identity
+        is not refreshed when it reconnects)."""
+        return (await self.client.scheduler.identity(n_workers=0)).get("id")
+
+    async def _follow_scheduler(self) -> None:
+        if self.client.status == "running" and await self._scheduler_id_now() != self._scheduler_id:
+            log.warning("the Dask scheduler was restarted: subscribing and registering the query node plugin again")
+            self._rejoin_until = time.monotonic() + REJOIN_GRACE_S
+            await self._join_scheduler()
 
     def _spawn(self, coro, name: str) -> None:
         task = asyncio.create_task(coro, name=name)
@@ -117,16 +151,20 @@ class DaskMembership:
 
     async def _safe_reconcile(self) -> None:
         try:
+            await self._follow_scheduler()
             await self.reconcile()
         except Exception:  # noqa: BLE001 - the next round retries; the coordinator must not die
             log.warning("membership reconcile failed", exc_info=True)
 
     async def reconcile(self) -> None:
-        """Make the node list equal to the set of workers whose QueryNode is up."""
+        """Make the node list equal to the set of workers whose QueryNode is up (removals wait out
+        ``REJOIN_GRACE_S`` after a scheduler restart)."""
         described = await self.client.run(describe_querynode, on_error="ignore")
         up = {worker: info for worker, info in described.items() if info is not None}
         for info in up.values():
             await self._register(info)
+        if time.monotonic() < self._rejoin_until:
+            return
         for node in self.nodes.all():
             if node.worker not in described:
                 self.nodes.remove_worker(node.worker)
