@@ -75,6 +75,14 @@ async def env(cluster_env):
         yield cluster_env
 
 
+@pytest.fixture(autouse=True)
+def leaders_cached_for_the_test(monkeypatch):
+    """The tests count GetShardLeaders calls: no refresh by age within a test (one test sets its own)."""
+    from vecgrid.cluster.proxy import lb_policy
+
+    monkeypatch.setattr(lb_policy, "LEADER_CACHE_TTL_S", 3600.0, raising=False)
+
+
 def queries(n: int = 6, seed: int = 1) -> np.ndarray:
     return np.random.default_rng(seed).standard_normal((n, DIM)).astype(np.float32)
 
@@ -252,6 +260,92 @@ async def test_a_hung_leader_is_hedged_to_the_next_replica(env):
         finally:
             await proxy.close()
             await server.stop(0)
+
+
+class PausableRelay:
+    """A TCP relay to one address that can stop passing bytes, as a SIGSTOPped process stops answering
+    while the kernel keeps its connections open."""
+
+    def __init__(self, target: str) -> None:
+        self.host, port = target.rsplit(":", 1)
+        self.port = int(port)
+        self.passing = asyncio.Event()
+        self.passing.set()
+        self.tasks: set[asyncio.Task] = set()
+        self.server: asyncio.Server | None = None
+        self.address = ""
+
+    async def start(self) -> "PausableRelay":
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self.address = f"127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
+        return self
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_reader, up_writer = await asyncio.open_connection(self.host, self.port)
+        for src, dst in ((reader, up_writer), (up_reader, writer)):
+            task = asyncio.ensure_future(self._pipe(src, dst))
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
+
+    async def _pipe(self, src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+        try:
+            while data := await src.read(65536):
+                await self.passing.wait()
+                dst.write(data)
+                await dst.drain()
+        except (ConnectionError, asyncio.CancelledError):
+            pass
+        finally:
+            dst.close()
+
+    async def close(self) -> None:
+        self.passing.set()
+        self.server.close()
+        for task in list(self.tasks):
+            task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+
+
+@pytest.mark.slow
+async def test_a_leader_list_fetched_while_a_replica_was_down_does_not_outlive_it(env, monkeypatch):
+    """The proxy kept a GetShardLeaders answer until all its leaders failed: an answer fetched while one
+    replica was down named one leader per channel for good, so when that leader hung (SIGSTOP) each read
+    waited for the call's deadline instead of going to the replica that was back (9-20 s of failed reads
+    in the fault suite).  Now the answer is asked again after LEADER_CACHE_TTL_S."""
+    from vecgrid.cluster.proxy import lb_policy
+
+    ds = env.sets["l2"]
+    first = {s.channel: s.leaders[0][1] for s in await env.proxy.shard_leaders(ds.collection_id)}
+    relays = {address: await PausableRelay(address).start() for address in set(first.values())}
+
+    def rewrite(reply, n):
+        out = query_coord_pb2.GetShardLeadersResponse(status=reply.status)
+        for s in reply.shards:
+            ids, addrs = list(s.node_ids), [relays[a].address if a in relays else a for a in s.node_addrs]
+            # the first answer: one replica was down; the ones after it: both replicas serve
+            out.shards.add(channel_name=s.channel_name, node_ids=ids[:1] if n == 1 else ids,
+                           node_addrs=addrs[:1] if n == 1 else addrs)
+        return out
+
+    fake = FakeCoord(env.cluster.addresses.grpc, rewrite)
+    server, address = await serve_fake(fake)
+    proxy = Proxy(address, catalog=env.cluster.coord.catalog, timeout_s=8.0)
+    try:
+        xq = queries(3, seed=31)
+        assert_same_knn(*reference_search(ds, xq, K), *dense_hits(await proxy.search("l2", xq, limit=K)))
+        for relay in relays.values():
+            relay.passing.clear()             # the one leader each channel knows of hangs
+        monkeypatch.setattr(lb_policy, "LEADER_CACHE_TTL_S", 0.2, raising=False)
+        time.sleep(0.3)
+        started = time.monotonic()
+        assert_same_knn(*reference_search(ds, xq, K), *dense_hits(await proxy.search("l2", xq, limit=K)))
+        assert time.monotonic() - started < proxy.timeout_s / 4   # the other replica answered, not the deadline
+        assert fake.calls >= 2
+    finally:
+        await proxy.close()
+        await server.stop(0)
+        for relay in relays.values():
+            await relay.close()
 
 
 @pytest.mark.slow

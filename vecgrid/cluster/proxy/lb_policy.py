@@ -5,13 +5,17 @@ collection; the :class:`LeaderRouter` caches that answer per collection and send
 request to one of its leaders, taking the replicas in turn so the load spreads.  A leader that fails
 (unreachable, not serving the channel, any error that is not the request's own fault) is replaced by
 the next replica's; when every leader of a channel failed, the cached leaders are dropped, fetched
-again once and tried again.
+again once and tried again.  A cached answer is also asked again once it is :data:`LEADER_CACHE_TTL_S`
+old (as Milvus's proxy refreshes its shard-leader cache): an answer fetched while a replica was down
+names fewer leaders, and without the refresh it would be used until its leaders all failed, leaving a
+read nothing to hedge to when its one leader hangs.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -29,6 +33,10 @@ log = logging.getLogger(__name__)
 # The request itself is wrong: another replica would refuse it too, so it is not retried.
 #: how long a read waits on a silent shard leader before it asks the next one too (see _on_leaders)
 HEDGE_AFTER_S = 1.0
+#: how long a cached GetShardLeaders answer is used before a read asks QueryCoord again
+LEADER_CACHE_TTL_S = 3.0
+#: the bound of that refresh: a coordinator that does not answer at once leaves the cached leaders in use
+LEADER_REFRESH_TIMEOUT_S = 1.0
 _REQUEST_ERRORS = (errors.ParameterInvalid, errors.ParameterMissing, errors.ParameterTooLarge,
                    errors.FieldNotFound, errors.PartitionNotFound, errors.IndexNotFound,
                    errors.OperationNotSupported, errors.Timeout, errors.Canceled)
@@ -69,6 +77,7 @@ class LeaderRouter:
         self._coord_address = coord_address
         self._timeout_s = timeout_s
         self._leaders: dict[int, list[Shard]] = {}
+        self._fetched_at: dict[int, float] = {}  # monotonic time of each cached answer
         self._leader_locks: dict[int, asyncio.Lock] = {}
         self._turns: dict[str, int] = {}
         self._nodes: dict[str, tuple[grpc.aio.Channel, query_coord_pb2_grpc.QueryNodeStub]] = {}
@@ -82,11 +91,22 @@ class LeaderRouter:
         """The collection's shards with their leaders (cached; ``refresh`` asks QueryCoord again)."""
         cached = self._leaders.get(collection_id)
         if cached is not None and not refresh:
-            return cached
+            if time.monotonic() - self._fetched_at.get(collection_id, 0.0) < LEADER_CACHE_TTL_S:
+                return cached
+            try:
+                return await self._fetch_leaders(collection_id, stale=cached, timeout_s=LEADER_REFRESH_TIMEOUT_S)
+            except errors.MilvusError as e:
+                # the coordinator is away (restarting, unreachable): the leaders it named still serve, and a
+                # read that finds them failing asks again; until then, once per TTL
+                log.warning("shard leaders of collection %d not refreshed, the cached ones stay in use: %s",
+                            collection_id, e)
+                self._fetched_at[collection_id] = time.monotonic()
+                return cached
         return await self._fetch_leaders(collection_id, stale=cached)
 
 
-    async def _fetch_leaders(self, collection_id: int, stale: list[Shard] | None) -> list[Shard]:
+    async def _fetch_leaders(self, collection_id: int, stale: list[Shard] | None,
+                             timeout_s: float | None = None) -> list[Shard]:
         """Ask QueryCoord, unless another request already replaced ``stale`` while this one waited:
         channels failing together share one GetShardLeaders."""
         lock = self._leader_locks.setdefault(collection_id, asyncio.Lock())
@@ -96,17 +116,19 @@ class LeaderRouter:
                 return current
             reply = await unary_call(self._coord.GetShardLeaders, query_coord_pb2.GetShardLeadersRequest(
                 base=common_pb2.MsgBase(msg_type=common_pb2.GetShardLeaders), collectionID=collection_id),
-                timeout=self._timeout_s, what=f"GetShardLeaders at the coordinator {self._coord_address}")
+                timeout=timeout_s or self._timeout_s, what=f"GetShardLeaders at the coordinator {self._coord_address}")
             shards = [Shard(s.channel_name, tuple(zip(s.node_ids, s.node_addrs))) for s in reply.shards]
             if not shards:
                 raise errors.ChannelNotAvailable("QueryCoord reported no shard leaders", collection=collection_id)
             self._leaders[collection_id] = shards
+            self._fetched_at[collection_id] = time.monotonic()
             return shards
 
 
     def invalidate(self, collection_id: int) -> None:
         """Forget the cached shard leaders of a collection (after a release or a failure)."""
         self._leaders.pop(collection_id, None)
+        self._fetched_at.pop(collection_id, None)
 
 
     async def fan_out(self, collection_id: int, method: str,
