@@ -20,7 +20,8 @@ from tests.conftest import REPO
 # What the coordinator may load from the node's package: the Dask task entry points and the
 # worker session (how it reaches a node), and the index-save request it submits.
 QUERYNODE_ENTRY_POINTS = {"vecgrid.cluster.querynode", "vecgrid.cluster.querynode.tasks",
-                          "vecgrid.cluster.querynode.session", "vecgrid.cluster.querynode.index_saver"}
+                          "vecgrid.cluster.querynode.session", "vecgrid.cluster.querynode.index_saver",
+                          "vecgrid.cluster.querynode.dask_worker"}  # the Dask worker class: distributed only
 # The codecs the proxy needs from gpu/: result and plan encoding, the top-k merge, filter expressions.
 GPU_CODECS = {"vecgrid.gpu", "vecgrid.gpu.columns", "vecgrid.gpu.exprs", "vecgrid.gpu.jsonkeys",
               "vecgrid.gpu.merge", "vecgrid.gpu.results", "vecgrid.gpu.plan"}

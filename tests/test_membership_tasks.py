@@ -1,12 +1,14 @@
 """DaskMembership's background work is tracked: stop() ends the reconcile an ``add-worker`` event
-scheduled, so nothing calls the Dask client once it is closed (a fake client, no cluster)."""
+scheduled, so nothing calls the Dask client once it is closed; and it follows a restarted scheduler
+(a fake client, no cluster)."""
 
 from __future__ import annotations
 
 import asyncio
+from types import SimpleNamespace
 
 from vecgrid.cluster.querycoord.session.membership import DaskMembership
-from vecgrid.cluster.querycoord.session.node_manager import NodeManager
+from vecgrid.cluster.querycoord.session.node_manager import NodeInfo, NodeManager
 from vecgrid.cluster.querycoord.session.registry import NodeIdRegistry
 from tests.conftest import poll_until
 
@@ -16,12 +18,24 @@ class FakeClient:
 
     def __init__(self) -> None:
         self.closed = False
+        self.status = "running"
         self.runs = 0
         self.runs_after_close = 0
         self.topics: set[str] = set()
+        self.subscriptions = 0
+        self.plugins: list = []
+        self.scheduler_id = "Scheduler-1"
+        self.scheduler = SimpleNamespace(identity=self._identity)
+
+    async def _identity(self, n_workers=0):
+        return {"id": self.scheduler_id}
+
+    async def register_plugin(self, plugin) -> None:
+        self.plugins.append(plugin)
 
     def subscribe_topic(self, topic, handler) -> None:
         self.topics.add(topic)
+        self.subscriptions += 1
 
     def unsubscribe_topic(self, topic) -> None:
         self.topics.discard(topic)
@@ -65,3 +79,31 @@ async def test_add_worker_reconciles_after_the_delay(store):
     await membership.stop()
     await membership._on_scheduler_event((0.0, {"action": "add-worker", "worker": "tcp://w:2"}))
     assert client.runs == 2  # a stopped membership schedules nothing
+
+
+async def test_a_restarted_scheduler_gets_the_subscriptions_and_the_plugin_again(store, monkeypatch):
+    """A scheduler started again knows neither the topics nor the node plugin: a worker joining it
+    would run no query node, and the coordinator would hear of no node.  The workers that outlived the
+    old one come back within seconds: until REJOIN_GRACE_S has passed, a node missing from the new
+    scheduler is not taken for gone."""
+    client = FakeClient()
+    nodes = NodeManager()
+    membership = DaskMembership(client, nodes, NodeIdRegistry(store), reconcile_interval_s=3600)
+    membership.plugin = plugin = object()
+    await membership.start()
+    assert client.plugins == [plugin] and client.subscriptions == 2
+    nodes.add(NodeInfo(node_id=2, name="w1", address="127.0.0.1:1", worker="tcp://127.0.0.1:9"))
+
+    await membership._safe_reconcile()                      # the same scheduler: nothing registered again
+    assert client.plugins == [plugin] and client.subscriptions == 2
+    assert nodes.get(2) is None                             # and a worker it does not know is gone
+    nodes.add(NodeInfo(node_id=2, name="w1", address="127.0.0.1:1", worker="tcp://127.0.0.1:9"))
+
+    client.scheduler_id = "Scheduler-2"
+    await membership._safe_reconcile()
+    assert client.plugins == [plugin, plugin] and client.subscriptions == 4
+    assert nodes.get(2) is not None                         # not yet back on the new scheduler: kept
+    monkeypatch.setattr(membership, "_rejoin_until", 0.0)   # the grace is over
+    await membership._safe_reconcile()
+    assert client.plugins == [plugin, plugin] and nodes.get(2) is None
+    await membership.stop()
