@@ -146,6 +146,27 @@ async def test_search_answers_one_list_per_query_in_order(env, nq):
     np.testing.assert_allclose([[h["distance"] for h in per] for per in hits], dist, rtol=1e-4, atol=1e-4)
 
 
+async def test_search_takes_vectors_as_base64_float32(env):
+    """``vectors_b64``: the same queries as little-endian float32 bytes in base64 answer what ``vectors``
+    answers; a body that is not whole vectors, not base64, or holds NaN is a 400."""
+    import base64
+
+    queries = np.random.default_rng(5).standard_normal((7, DIM)).astype(np.float32)
+    as_json = await env.custom("items", "search", {"vectors": queries.tolist(), "limit": 4})
+    encoded = base64.b64encode(queries.astype("<f4").tobytes()).decode()
+    as_b64 = await env.custom("items", "search", {"vectors_b64": encoded, "limit": 4})
+    assert as_json[0] == as_b64[0] == 200 and as_b64[1] == as_json[1]
+    for body, words in [
+        ({"vectors_b64": base64.b64encode(queries.tobytes()[:-4]).decode()}, "whole number"),
+        ({"vectors_b64": "not base64!"}, "not valid base64"),
+        ({"vectors_b64": base64.b64encode(np.full(DIM, np.nan, np.float32).tobytes()).decode()}, "NaN"),
+        ({"vectors_b64": encoded, "vectors": queries.tolist()}, "exactly one of"),
+        ({"vectors_b64": 5}, "base64 string"),
+    ]:
+        code, answer, _ = await env.custom("items", "search", {**body, "limit": 4})
+        assert code == 400 and words in answer["message"], (body, answer)
+
+
 async def test_search_one_vector_by_ids_with_filter_select_and_offset(env):
     q = env.vectors[10]
     code, hits, _ = await env.custom("items", "search", {"vector": q.tolist(), "limit": 3, "offset": 1,
