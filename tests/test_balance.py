@@ -7,7 +7,8 @@ import pytest
 from types import SimpleNamespace
 
 from vecgrid.cluster.querycoord.balance import (CHANNEL_BATCH_SIZE, DEFAULT_BALANCER, SEGMENT_BATCH_SIZE, ChannelItem,
-                                                ChannelLevelScoreBalancer, ChannelPlan, ReplicaNodes, RoundRobinBalancer,
+                                                ChannelLevelScoreBalancer, ChannelPlan, LocalityAwareBalancer,
+                                                ReplicaNodes, RoundRobinBalancer,
                                                 RowCountBasedBalancer, ScoreBasedBalancer, SegmentItem, SegmentPlan,
                                                 make_balancer)
 from vecgrid.cluster.querycoord.checkers.channel_checker import ChannelChecker
@@ -18,7 +19,9 @@ from vecgrid.cluster.querycoord.meta.target_manager import SegmentRef
 from vecgrid.proto import data_coord_pb2, query_coord_pb2
 
 CID = 100
-ALL = (RoundRobinBalancer, RowCountBasedBalancer, ScoreBasedBalancer, ChannelLevelScoreBalancer)
+ROW_BYTES = 1024 * 1024 // 1000  # a row of the fake collections: 1,000 rows take (about) 1 MiB
+ALL = (RoundRobinBalancer, RowCountBasedBalancer, ScoreBasedBalancer, ChannelLevelScoreBalancer,
+       LocalityAwareBalancer)
 MOVERS = (RowCountBasedBalancer, ScoreBasedBalancer, ChannelLevelScoreBalancer)
 
 
@@ -72,6 +75,9 @@ class FakeView:
 
     def node_capacity_mb(self, node_id):
         return self.caps.get(node_id, 0.0)
+
+    def row_bytes(self, collection_id):
+        return ROW_BYTES
 
     def segments(self, node_id, collection_id=None):
         return [s for s in self.segs.get(node_id, []) if collection_id is None or s.collection_id == collection_id]
@@ -263,9 +269,16 @@ def test_stopping_balance_drains_read_only_nodes(cls):
     assert {p.source for p in seg_plans} == {3} and {p.target for p in seg_plans} <= {1, 2}
     view.apply(seg_plans)
     assert view.rows(3) == 0
+    if cls is LocalityAwareBalancer:  # the channel's segments follow its leader
+        assert {p.target for p in seg_plans} == {ch_plans_first_target(view)}
+        return
     if cls is not RoundRobinBalancer:
         assert view.rows(1) == view.rows(2) == 6000
     assert bal.balance_replica(rep) == ([], [])
+
+
+def ch_plans_first_target(view: FakeView) -> int:
+    return next(n for n, chs in view.chans.items() if any(c.channel == f"ch-{CID}-0" for c in chs))
 
 
 @pytest.mark.parametrize("cls", ALL)
@@ -445,6 +458,7 @@ def test_score_based_moves_toward_larger_capacity():
                                       ("RowCountBasedBalancer", RowCountBasedBalancer),
                                       ("ScoreBasedBalancer", ScoreBasedBalancer),
                                       ("ChannelLevelScoreBalancer", ChannelLevelScoreBalancer),
+                                      ("LocalityAwareBalancer", LocalityAwareBalancer),
                                       ("MultipleTargetBalancer", ScoreBasedBalancer),
                                       ("NoSuchBalancer", ScoreBasedBalancer),
                                       ("", ScoreBasedBalancer)])
@@ -452,7 +466,7 @@ def test_make_balancer(name, cls):
     view = FakeView(1)
     bal = make_balancer(name, view)
     assert type(bal) is cls and bal.view is view
-    assert DEFAULT_BALANCER == "ScoreBasedBalancer"
+    assert DEFAULT_BALANCER == "LocalityAwareBalancer"
 
 
 # --- channel-exclusive mode -------------------------------------------------------------------
@@ -793,3 +807,97 @@ def test_score_based_reserves_for_a_delegator_still_being_watched():
     view.pend_chans[(1, CID)] = 1
     (plan,) = ScoreBasedBalancer(view).assign_segments(CID, [SegmentItem(5, CID, 1, "ch-b", 25_000)], [1, 2])
     assert plan.target == 2
+
+
+# --- locality-aware placement -------------------------------------------------------------------
+
+CH = f"ch-{CID}-0"
+
+
+def led(*nodes: int, capacity: float = 0.0, leader: int = 1, **kw) -> tuple[FakeView, LocalityAwareBalancer]:
+    """Nodes of one replica, ``leader`` watching the collection's channel."""
+    view = FakeView(*nodes, capacity=capacity)
+    view.watch(leader, ChannelItem(CH, CID))
+    view.leaders[(leader, CID)] = 1
+    return view, LocalityAwareBalancer(view, **kw)
+
+
+def test_locality_puts_a_channels_segment_on_its_leader_where_score_based_spreads_it():
+    """One channel, one segment, two nodes: Milvus's score (the leader reserves room for its delegator)
+    sent the segment to the other node, a hop away from every search of the channel."""
+    view, bal = led(1, 2, capacity=64_000)
+    seg = segs(1, rows=100_000)
+    assert [p.target for p in ScoreBasedBalancer(view).assign_segments(CID, seg, [1, 2])] == [2]
+    assert [p.target for p in bal.assign_segments(CID, seg, [1, 2])] == [1]
+    many = segs(6, rows=50_000)
+    assert {p.target for p in bal.assign_segments(CID, many, [1, 2])} == {1}
+
+
+def test_locality_places_each_channels_segments_on_that_channels_leader():
+    view, bal = led(1, 2, 3, capacity=64_000, leader=3)
+    view.watch(2, ChannelItem(f"ch-{CID}-1", CID))
+    items = [SegmentItem(i, CID, 1, f"ch-{CID}-{i % 2}", 10_000) for i in range(1, 7)]
+    plans = bal.assign_segments(CID, items, [1, 2, 3])
+    assert {p.segment.segment_id: p.target for p in plans} == {i: 3 if i % 2 == 0 else 2 for i in range(1, 7)}
+
+
+def test_locality_spreads_what_does_not_fit_in_the_leaders_memory_share():
+    """Capacity 100 MiB at 0.7: the leader takes 70 MiB (70,000 rows), the rest goes by score."""
+    view, bal = led(1, 2, capacity=100, memory_fraction=0.7)
+    plans = bal.assign_segments(CID, segs(5, rows=20_000), [1, 2])
+    assert rows_per_target(plans) == {1: 60_000, 2: 40_000}
+    view.put(2, *segs(1, rows=5_000, start=50))       # what the leader already holds counts too
+    view.apply()
+    view.put(1, *segs(1, rows=60_000, start=60))
+    assert [p.target for p in bal.assign_segments(CID, segs(1, rows=20_000, start=70), [1, 2])] == [2]
+
+
+def test_locality_spreads_a_channel_past_its_local_row_limit():
+    view, bal = led(1, 2, 3, local_rows=100_000)
+    plans = bal.assign_segments(CID, segs(5, rows=40_000), [1, 2, 3])
+    assert rows_per_target(plans)[1] == 80_000 and sum(rows_per_target(plans).values()) == 200_000
+    view.growing_by_channel[(1, CH)] = 90_000         # growing rows on the leader count as its channel's
+    assert [p.target for p in bal.assign_segments(CID, segs(1, rows=20_000, start=9), [1, 2, 3])] != [1]
+
+
+def test_locality_without_a_leader_among_the_nodes_places_by_score():
+    view, bal = led(1, 2, 3, leader=3)
+    plans = bal.assign_segments(CID, segs(4, rows=1_000), [1, 2])
+    assert rows_per_target(plans) == {1: 2_000, 2: 2_000}
+
+
+def test_locality_balance_moves_segments_back_to_the_leader_when_they_fit():
+    view, bal = led(1, 2, capacity=1_000)
+    view.put(2, *segs(3, rows=100_000))                # placed while the leader had no room, say
+    segment_plans, channel_plans = bal.balance_replica(replica())
+    assert channel_plans == [] and {(p.source, p.target) for p in segment_plans} == {(2, 1)}
+    assert len(segment_plans) == 3
+    view.apply(segment_plans)
+    assert bal.balance_replica(replica()) == ([], [])  # settled: nothing moves back and forth
+
+
+def test_locality_balance_leaves_segments_away_while_the_leader_has_no_room():
+    view, bal = led(1, 2, capacity=200)                 # 140 MiB share: one 100,000-row segment
+    view.put(1, *segs(1, rows=100_000))
+    view.put(2, *segs(2, rows=100_000, start=2))
+    assert bal.balance_replica(replica()) == ([], [])
+
+
+def test_locality_balance_takes_a_leaders_excess_off_it():
+    view, bal = led(1, 2, capacity=200)                 # 140 MiB share; it holds 300,000 rows
+    view.put(1, *segs(3, rows=100_000))
+    segment_plans, _ = bal.balance_replica(replica())
+    assert {(p.source, p.target) for p in segment_plans} == {(1, 2)} and len(segment_plans) >= 2
+    view.apply(segment_plans)
+    assert sum(s.num_rows for s in view.segs[1]) <= 140 * 1000
+    moves, _ = bal.balance_replica(replica())
+    view.apply(moves)
+    assert bal.balance_replica(replica()) == ([], [])   # and it does not pull them back
+
+
+def test_locality_balance_keeps_spreading_channels():
+    view, bal = led(1, 2)
+    view.watch(1, ChannelItem(f"ch-{CID}-1", CID))
+    view.leaders[(1, CID)] = 2
+    _, channel_plans = bal.balance_replica(replica())
+    assert [(p.source, p.target) for p in channel_plans] == [(1, 2)]

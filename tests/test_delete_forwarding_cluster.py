@@ -100,6 +100,8 @@ async def test_a_node_refusing_deletes_makes_the_coordinator_watch_the_channel_a
     settings = fast_settings(ds.data_dir)
     for key, value in DELETE_BUDGET.items():
         settings.set(key, value)
+    # deletes forwarded to segments off the leader: Milvus's balancer spreads rows over the nodes
+    settings.set("querycoord.balancer", "ScoreBasedBalancer")
     cluster = EmbeddedCluster(settings)
     await asyncio.wait_for(cluster.start(), 120)
     qc, client, cid = cluster.coord, cluster.coord.client, ds.collection_id

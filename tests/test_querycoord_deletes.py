@@ -222,6 +222,8 @@ async def env(tmp_path_factory):
     ds = import_collection(root, "dels", metric="L2", index="FLAT", n=1200, shards=2, segment_rows=100, seed=11)
     settings = fast_settings(ds.data_dir)
     settings.set("querycoord.next_target_interval_s", 1.0)
+    # deletes must reach segments off their channel's leader: Milvus's balancer spreads rows over the nodes
+    settings.set("querycoord.balancer", "ScoreBasedBalancer")
     cluster = EmbeddedCluster(settings)
     await asyncio.wait_for(cluster.start(), 120)
     env = Env(cluster, ds)

@@ -1,6 +1,7 @@
 """Nodes coming and going under a loaded collection: a coordinator restart keeps serving without
 reloading, a new node gets its share, a killed node's data is served again, and with two replicas a
-client that retries on the other replica sees no failed search.  (How fast a lost node's data is served
+client that retries on the other replica sees no failed search; the default balancer keeps a channel's
+segments on its leader.  (How fast a lost node's data is served
 again is printed, not asserted: a wall-clock target flakes on a loaded machine.)"""
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ pytestmark = [pytest.mark.slow]
 
 async def _cluster(tmp_path, workers: int):
     ds = import_collection(tmp_path, "nodes", metric="L2", index="FLAT", n=1200, shards=2, segment_rows=200, seed=6)
-    cluster = EmbeddedCluster(fast_settings(ds.data_dir, workers=workers))
+    settings = fast_settings(ds.data_dir, workers=workers)
+    settings.set("querycoord.balancer", "ScoreBasedBalancer")  # rows shared over the nodes, as Milvus balances them
+    cluster = EmbeddedCluster(settings)
     await asyncio.wait_for(cluster.start(), 120)
     return cluster, Coord(cluster.addresses.grpc, cluster.coord), ds
 
@@ -190,3 +193,28 @@ async def test_node_loss_during_load(tmp_path):
         await assert_search_matches(coord, ds)
     finally:
         await cluster.stop()
+
+
+async def test_the_default_balancer_puts_a_channels_segments_on_its_leader(tmp_path):
+    """One channel, six segments, two nodes, vecgrid's default balancer: after the load and its balance
+    rounds every segment is on the channel's leader, so no search takes a hop to the other node (Milvus's
+    ScoreBasedBalancer split them over both nodes, the leader taking the fewer)."""
+    ds = import_collection(tmp_path, "local", metric="L2", index="FLAT", n=1200, shards=1, segment_rows=200, seed=8)
+    cluster = EmbeddedCluster(fast_settings(ds.data_dir, workers=2))
+    await asyncio.wait_for(cluster.start(), 120)
+    coord = Coord(cluster.addresses.grpc, cluster.coord)
+    cid = ds.collection_id
+    try:
+        await coord.load(cid)
+        seen: list = []
+
+        def settled() -> bool:
+            seen.append(_versions(cluster.coord, cid))
+            return (len(seen[-1]) == len(ds.segment_ids) and not cluster.coord.scheduler.tasks(cid)
+                    and len(seen) >= 8 and all(v == seen[-1] for v in seen[-8:]))
+        await poll_until(settled, 60, 0.25, what="a settled distribution")
+        (leader,) = {n for n, _ in cluster.coord.dist.channels(cid)}
+        assert {n for n, _, _ in seen[-1]} == {leader}
+        await assert_search_matches(coord, ds)
+    finally:
+        await asyncio.wait_for(cluster.stop(), 60)

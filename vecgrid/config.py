@@ -72,9 +72,16 @@ class QueryCoordSettings:
     # How often each node's GetDataDistribution is polled, and its deadline (Milvus: 500 ms, 5 s).
     dist_pull_interval_s: float = 0.5
     dist_request_timeout_s: float = 5.0
-    # Milvus's queryCoord.balancer: ScoreBasedBalancer (default, also for unknown names),
-    # RowCountBasedBalancer, RoundRobinBalancer or ChannelLevelScoreBalancer (channel-exclusive replicas).
-    balancer: str = "ScoreBasedBalancer"
+    # LocalityAwareBalancer (sealed segments on their channel's shard leader while it has room), or
+    # Milvus's queryCoord.balancer: ScoreBasedBalancer (also for unknown names), RowCountBasedBalancer,
+    # RoundRobinBalancer or ChannelLevelScoreBalancer (channel-exclusive replicas).
+    balancer: str = "LocalityAwareBalancer"
+    # LocalityAwareBalancer: a leader takes its channels' sealed segments while everything it holds
+    # stays within this share of its memory (GPU memory on GPU nodes) ...
+    leader_memory_fraction: float = 0.7
+    # ... and its channel's rows stay within this count (past it, scanning parts elsewhere in parallel
+    # pays for the hop to them).
+    leader_local_rows: int = 5_000_000
     # Milvus's queryCoord.channelExclusiveNodeFactor: under ChannelLevelScoreBalancer, a replica with at
     # least this many read-write nodes per DML channel gives each channel nodes of its own.
     channel_exclusive_node_factor: int = 4

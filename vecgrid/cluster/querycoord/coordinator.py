@@ -102,7 +102,8 @@ class QueryCoord(Component):
         view = LiveClusterView(self.nodes, self.dist, self.targets, self.scheduler, self.catalog,
                                lambda n: getattr(self.nodes.get(n), "gpu_memory_mb", 0.0))
         self.ctx = CheckerContext(self.nodes, self.collections, self.replicas, self.targets, self.dist,
-                                  self.scheduler, self.catalog, balancer_class(view), q.auto_balance)
+                                  self.scheduler, self.catalog, balancer_class.from_settings(view, settings),
+                                  q.auto_balance)
         self.checkers = CheckerController([
             ChannelChecker(self.ctx, q.check_channel_interval_s),
             SegmentChecker(self.ctx, q.check_segment_interval_s),

@@ -202,6 +202,21 @@ def field_dim(field: schema_pb2.FieldSchema) -> int:
     raise errors.CollectionIllegalSchema(f"field {field.name!r} has no dim type param")
 
 
+#: bytes of a value in memory, by type; VarChar and JSON take an average (their sizes vary per row)
+_VALUE_BYTES: Final = {D.Bool: 1, D.Int8: 1, D.Int16: 2, D.Int32: 4, D.Int64: 8, D.Float: 4, D.Double: 8,
+                       D.VarChar: 32, D.JSON: 64}
+
+
+def estimated_row_bytes(schema: schema_pb2.CollectionSchema) -> int:
+    """About how many bytes one row of the schema takes loaded: each vector at 4 bytes a dimension,
+    fixed-width scalars at their width, strings and JSON at an average, plus the row's timestamp.
+    What placement weighs memory by; not a limit."""
+    total = 8
+    for f in schema.fields:
+        total += 4 * field_dim(f) if f.data_type in VECTOR_TYPES else _VALUE_BYTES.get(f.data_type, 16)
+    return total
+
+
 def field_max_length(field: schema_pb2.FieldSchema) -> int:
     """The ``max_length`` type param of a (validated) VarChar field."""
     for p in field.type_params:

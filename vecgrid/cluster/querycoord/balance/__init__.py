@@ -1,10 +1,12 @@
 """Balancers: where segments and channels go, and which ones move (Milvus ``querycoordv2/balance``).
 
-``make_balancer(name, view)`` picks the policy named by ``querycoord.balancer`` (Milvus
-``queryCoord.balancer``): ``RoundRobinBalancer``, ``RowCountBasedBalancer``,
-``ChannelLevelScoreBalancer`` (which also turns on channel-exclusive replicas, see
-``channel_level_score``) or ``ScoreBasedBalancer``, the default, which also answers for any
-other name (Milvus's ``MultipleTargetBalancer`` is not implemented and gets it too).
+``balancer_named(name)`` picks the policy named by ``querycoord.balancer`` (Milvus
+``queryCoord.balancer``): ``LocalityAwareBalancer``, vecgrid's default (sealed segments on their
+channel's shard leader while it has room, see ``locality``), or one of Milvus's:
+``RoundRobinBalancer``, ``RowCountBasedBalancer``, ``ChannelLevelScoreBalancer`` (which also turns
+on channel-exclusive replicas, see ``channel_level_score``) or ``ScoreBasedBalancer``, Milvus's
+default, which also answers for any other name, as in Milvus (its ``MultipleTargetBalancer`` is
+not implemented and gets it too).  ``from_settings(view, settings)`` builds one.
 Balancers only read the ``ClusterView`` and return plans.
 """
 
@@ -14,13 +16,14 @@ from vecgrid.cluster.querycoord.balance.base import (CHANNEL_BATCH_SIZE, NORMAL,
                                                      ChannelItem, ChannelPlan, ClusterView, ReplicaNodes, SegmentItem,
                                                      SegmentPlan)
 from vecgrid.cluster.querycoord.balance.channel_level_score import ChannelLevelScoreBalancer
+from vecgrid.cluster.querycoord.balance.locality import LocalityAwareBalancer
 from vecgrid.cluster.querycoord.balance.round_robin import RoundRobinBalancer
 from vecgrid.cluster.querycoord.balance.row_count import RowCountBasedBalancer
 from vecgrid.cluster.querycoord.balance.score_based import ScoreBasedBalancer
 
 BALANCERS = {cls.name: cls for cls in (RoundRobinBalancer, RowCountBasedBalancer, ScoreBasedBalancer,
-                                       ChannelLevelScoreBalancer)}
-DEFAULT_BALANCER = ScoreBasedBalancer.name
+                                       ChannelLevelScoreBalancer, LocalityAwareBalancer)}
+DEFAULT_BALANCER = LocalityAwareBalancer.name
 
 
 def balancer_named(name: str) -> type[Balancer]:
@@ -29,13 +32,13 @@ def balancer_named(name: str) -> type[Balancer]:
 
 
 def make_balancer(name: str, view: ClusterView) -> Balancer:
-    """The balancer called ``name`` over ``view``."""
+    """The balancer called ``name`` over ``view``, with its policy's defaults."""
     return balancer_named(name)(view)
 
 
 __all__ = [
     "BALANCERS", "CHANNEL_BATCH_SIZE", "DEFAULT_BALANCER", "NORMAL", "SEGMENT_BATCH_SIZE", "STOPPING",
-    "Balancer", "ChannelItem", "ChannelLevelScoreBalancer", "ChannelPlan", "ClusterView", "ReplicaNodes",
-    "RoundRobinBalancer", "RowCountBasedBalancer", "ScoreBasedBalancer", "SegmentItem", "SegmentPlan",
+    "Balancer", "ChannelItem", "ChannelLevelScoreBalancer", "ChannelPlan", "ClusterView", "LocalityAwareBalancer",
+    "ReplicaNodes", "RoundRobinBalancer", "RowCountBasedBalancer", "ScoreBasedBalancer", "SegmentItem", "SegmentPlan",
     "balancer_named", "make_balancer",
 ]

@@ -113,6 +113,9 @@ class ClusterView(Protocol):
     def node_capacity_mb(self, node_id: int) -> float:
         """Memory capacity (GPU memory on GPU nodes) in MiB; 0 when unknown."""
 
+    def row_bytes(self, collection_id: int) -> int:
+        """About how many bytes a loaded row of the collection takes (its schema's width); 0 if unknown."""
+
     def segments(self, node_id: int, collection_id: int | None = None) -> list[SegmentItem]:
         """Sealed segments on the node (``None``: of every collection)."""
 
@@ -209,6 +212,11 @@ class BaseBalancer:
 
     def __init__(self, view: ClusterView) -> None:
         self.view = view
+
+    @classmethod
+    def from_settings(cls, view: ClusterView, settings) -> "BaseBalancer":
+        """The balancer over ``view`` with what ``settings.querycoord`` says of its policy."""
+        return cls(view)
 
     # --- public interface ---------------------------------------------------------------
 

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from typing import Callable
 
+from vecgrid import errors
 from vecgrid.cluster.querycoord.balance import ChannelItem, SegmentItem
 from vecgrid.cluster.querycoord.dist.distribution import DistributionManager
 from vecgrid.cluster.querycoord.meta.target_manager import Scope, TargetManager
 from vecgrid.cluster.querycoord.session.node_manager import NodeManager
 from vecgrid.cluster.querycoord.task.scheduler import TaskScheduler
 from vecgrid.storage.catalog import Catalog
+from vecgrid.storage.catalog.schema_rules import estimated_row_bytes
 
 
 class LiveClusterView:
@@ -24,6 +26,7 @@ class LiveClusterView:
         self.nodes, self.dist, self.targets, self.scheduler, self.catalog = nodes, dist, targets, scheduler, catalog
         self.gpu_memory_mb = gpu_memory_mb
         self._rows: dict[int, int] = {}
+        self._row_bytes: dict[int, int] = {}
 
     def node_state(self, node_id: int) -> str:
         info = self.nodes.get(node_id)
@@ -46,6 +49,14 @@ class LiveClusterView:
             except Exception:  # noqa: BLE001 - a segment the catalog forgot counts as empty
                 self._rows[segment_id] = 0
         return self._rows[segment_id]
+
+    def row_bytes(self, collection_id: int) -> int:
+        if collection_id not in self._row_bytes:
+            try:
+                self._row_bytes[collection_id] = estimated_row_bytes(self.catalog.get_collection(collection_id).schema)
+            except errors.CollectionNotFound:  # dropped: its segments are on their way out
+                return 0
+        return self._row_bytes[collection_id]
 
     def segments(self, node_id: int, collection_id: int | None = None) -> list[SegmentItem]:
         dist = self.dist.node(node_id)

@@ -1,0 +1,302 @@
+"""Search speed as a user gets it: bulk import, insert, load, wait, search; the system places the data.
+
+    .venv/bin/python bench/cluster_search.py [--quick] [--balancer NAME] [--rows N]
+
+What it does, as a user would (nothing is placed by hand):
+
+1. writes ``--rows`` × 128 float32 vectors (default 200,000; ``--quick`` 50,000) to a Parquet file
+   and bulk-imports it with ``vecgrid import`` (one shard, IVF_FLAT nlist 1024, four segments of a
+   quarter of the rows; the coordinator's automatic compaction may merge small ones before the load);
+2. starts ``vecgrid serve --workers 2`` on that data dir (``--balancer`` sets
+   ``querycoord.balancer``; default: the configured default, ``LocalityAwareBalancer``);
+3. inserts 1,000 more rows through REST, loads the collection through REST and waits until it is
+   loaded and its segments stay where they are for 7 s (the balance checker runs every 3 s);
+4. reports where the segments landed: ``segments_on_leader`` of ``segments``, per node;
+5. times k = 10, nprobe 8 searches at nq = 1 (p50) and nq = 100 (queries/s), the sides called in
+   turn call by call in a new shuffled order every round, all from this process:
+
+   * ``faiss``: an IVF_FLAT index over the same vectors (same nlist) in this process;
+   * ``grpc_floor``: ``bench/grpc_floor.py``, a bare Python gRPC server in its own process serving
+     that index (the least any Python gRPC search server costs);
+   * ``proxy``: vecgrid's :class:`~vecgrid.cluster.proxy.proxy.Proxy` in this process (as the CLI and
+     a Python application use it) against the coordinator's gRPC port (Eventually consistency);
+   * ``http_floor``: ``bench/http_floor.py``, a bare Tornado JSON handler serving that index;
+   * ``rest``: the REST ``search`` custom method, one keep-alive connection, orjson bodies;
+   * ``rest_b64``: the same with the queries as ``vectors_b64`` (base64 float32).
+
+The last line is one JSON object: the placement, the p50s and QPS of every side, and
+``proxy_p50_ms_over_grpc_floor``, ``proxy_qps_nq100_vs_grpc_floor``, ``rest_p50_ms_over_http_floor``
+and ``rest_qps_nq100_vs_http_floor`` (issue 24's targets: ≤ 0.5 ms, ≥ 0.8, ≤ 1.5 ms, ≥ 0.7).
+Run from the repository root.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import http.client
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from vecgrid.cluster.proxy.proxy import Proxy  # noqa: E402
+from vecgrid.gpu.build import build_index_file, read_index_file  # noqa: E402
+from vecgrid.gpu.results import encode_placeholder_group  # noqa: E402
+from vecgrid.proto import internal_pb2, query_coord_pb2, query_coord_pb2_grpc  # noqa: E402
+from vecgrid.common.channels import aio_channel  # noqa: E402
+
+DIM, K, NLIST, NPROBE, NQ = 128, 10, 1024, 8, 100
+INSERTED = 1_000
+COLLECTION = "bench"
+BIN = Path(sys.executable).parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Rest:
+    """One keep-alive connection; raises on any status but the expected ones."""
+
+    def __init__(self, port: int) -> None:
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+
+    def call(self, method: str, path: str, body=None, headers=None, expect=(200, 201)):
+        raw = orjson.dumps(body, option=orjson.OPT_SERIALIZE_NUMPY) if body is not None else None
+        self.conn.request(method, path, body=raw, headers={"Content-Type": "application/json", **(headers or {})})
+        response = self.conn.getresponse()
+        data = response.read()
+        if response.status not in expect:
+            raise RuntimeError(f"{method} {path}: {response.status} {data[:500]!r}")
+        return orjson.loads(data) if data else None
+
+    def records(self, path: str) -> list[dict]:
+        answer = self.call("GET", path)
+        return answer["data"] if isinstance(answer, dict) else answer
+
+
+def until(what: str, check, timeout_s: float, interval_s: float = 0.5):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        got = check()
+        if got:
+            return got
+        time.sleep(interval_s)
+    raise TimeoutError(what)
+
+
+def placement(rest: Rest) -> dict:
+    """Where the loaded segments are, against their channel's leader (one replica)."""
+    leaders = {ch["name"]: ch["leaders"][0]["node"] for ch in rest.records(f"/channels?collection={COLLECTION}")
+               if ch["leaders"]}
+    segments = rest.records(f"/segments?collection={COLLECTION}")
+    per_node: dict[str, int] = {}
+    on_leader = 0
+    for s in segments:
+        for node in s["nodes"]:
+            per_node[str(node)] = per_node.get(str(node), 0) + 1
+        on_leader += int(leaders.get(s["channel"]) in s["nodes"])
+    return {"segments": len(segments), "segments_on_leader": on_leader, "segments_per_node": per_node,
+            "leaders": leaders}
+
+
+def stable_placement(rest: Rest, quiet_s: float = 7.0, timeout_s: float = 120.0) -> dict:
+    """The placement once it has not changed for ``quiet_s`` (balance moves after a load are part of it)."""
+    deadline = time.monotonic() + timeout_s
+    last, since = None, time.monotonic()
+    while time.monotonic() < deadline:
+        now = placement(rest)
+        key = json.dumps(now, sort_keys=True)
+        if key != last:
+            last, since = key, time.monotonic()
+        elif time.monotonic() - since >= quiet_s:
+            return now
+        time.sleep(0.5)
+    raise TimeoutError("the segments kept moving")
+
+
+def floor_request(queries: np.ndarray) -> query_coord_pb2.SearchRequest:
+    """What the floors decode: the placeholder group and k (nothing else of a Search is read there)."""
+    inner = internal_pb2.SearchRequest(placeholder_group=encode_placeholder_group(queries), nq=len(queries), topk=K)
+    return query_coord_pb2.SearchRequest(req=inner)
+
+
+def alternating(calls: dict, rounds: int) -> dict[str, list[float]]:
+    """Seconds of each side's calls, called in turn in a new shuffled order every round."""
+    out: dict[str, list[float]] = {name: [] for name in calls}
+    order = list(calls)
+    shuffle = random.Random(7).shuffle
+    for i in range(rounds):
+        shuffle(order)
+        for name in order:
+            t0 = time.perf_counter()
+            calls[name](i)
+            out[name].append(time.perf_counter() - t0)
+    return out
+
+
+def start_floor(script: str, index_path: str) -> tuple[subprocess.Popen, int]:
+    proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name(script)), index_path, str(NPROBE)],
+                            stdout=subprocess.PIPE, text=True)
+    return proc, int(proc.stdout.readline())
+
+
+def run(rows: int, rounds: int, balancer: str | None) -> dict:
+    import faiss
+
+    rng = np.random.default_rng(7)
+    vectors = rng.standard_normal((rows, DIM), dtype=np.float32)
+    extra = rng.standard_normal((INSERTED, DIM), dtype=np.float32)
+    queries = [rng.standard_normal((NQ, DIM), dtype=np.float32) for _ in range(rounds)]
+    nlist = min(NLIST, max(1, rows // 39))
+    out: dict = {"rows": rows, "inserted_rows": INSERTED, "dim": DIM, "nlist": nlist, "nprobe": NPROBE, "k": K}
+    procs: list[subprocess.Popen] = []
+    loop = asyncio.new_event_loop()   # the gRPC sides run on it, one call at a time
+    asyncio.set_event_loop(loop)
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            table = pa.table({"id": pa.array(np.arange(rows, dtype=np.int64)),
+                              "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), DIM)})
+            pq.write_table(table, f"{tmp}/vectors.parquet")
+            subprocess.run([str(BIN / "vecgrid"), "import", f"{tmp}/vectors.parquet", "--collection", COLLECTION,
+                            "--primary-key", "id", "--index", "IVF_FLAT", "--index-params",
+                            json.dumps({"nlist": nlist}), "--segment-rows", str(-(-rows // 4)),
+                            "--data-dir", f"{tmp}/data"], check=True, stdout=subprocess.DEVNULL)
+            http_port, coord_port = free_port(), free_port()
+            env = dict(os.environ)
+            if balancer:
+                env["VECGRID_QUERYCOORD_BALANCER"] = balancer
+            serve = subprocess.Popen([str(BIN / "vecgrid"), "serve", "--data-dir", f"{tmp}/data", "--workers", "2",
+                                      "--http-port", str(http_port), "--coord-port", str(coord_port),
+                                      "--dashboard-port", "0"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                     env=env)
+            procs.append(serve)
+            rest = Rest(http_port)
+
+            def healthy():
+                try:
+                    return rest.call("GET", "/health", expect=(200,))
+                except (OSError, RuntimeError, http.client.HTTPException):
+                    rest.conn.close()
+                    return None
+            until("vecgrid serve healthy", healthy, 180)
+            rest.call("POST", f"/collections/{COLLECTION}/entities",
+                      [{"id": rows + i, "vector": extra[i]} for i in range(INSERTED)])
+            t0 = time.monotonic()
+            rest.call("POST", "/collections", {"name": COLLECTION, "wait": True}, {"X-Service-Method": "load"})
+            until("loaded", lambda: any(c["name"] == COLLECTION and c.get("loadPercent") == 100
+                                        for c in rest.records("/collections")), 300)
+            out["load_s"] = round(time.monotonic() - t0, 2)
+            out.update(stable_placement(rest))
+
+            index_path = f"{tmp}/floor.index"
+            Path(index_path).write_bytes(build_index_file(vectors, "IVF_FLAT", "L2", {"nlist": nlist}, use_gpu=False))
+            index, _ = read_index_file(index_path)
+            params = faiss.SearchParametersIVF(nprobe=NPROBE)
+            grpc_proc, grpc_port = start_floor("grpc_floor.py", index_path)
+            procs.append(grpc_proc)
+            http_proc, http_floor_port = start_floor("http_floor.py", index_path)
+            procs.append(http_proc)
+            floor_http = Rest(http_floor_port)
+
+            async def clients():  # made on the loop that runs their calls
+                return (query_coord_pb2_grpc.QueryNodeStub(aio_channel(f"127.0.0.1:{grpc_port}")),
+                        Proxy(f"127.0.0.1:{coord_port}"))
+            floor_stub, proxy = loop.run_until_complete(clients())
+
+            for nq in (NQ, 1):
+                floor_reqs = [floor_request(q[:nq]) for q in queries]
+
+                def faiss_side(i: int) -> None:
+                    index.search(queries[i % rounds][:nq], K, params=params)
+
+                def grpc_side(i: int) -> None:
+                    reply = loop.run_until_complete(floor_stub.Search(floor_reqs[i % rounds], timeout=60))
+                    assert reply.num_queries == nq
+
+                def proxy_side(i: int) -> None:
+                    hits = loop.run_until_complete(proxy.search(
+                        COLLECTION, queries[i % rounds][:nq], limit=K, search_params={"nprobe": NPROBE},
+                        consistency="Eventually"))
+                    assert len(hits) == nq and len(hits[0]) == K
+
+                def http_side(i: int) -> None:
+                    hits = floor_http.call("POST", "/search", {"vectors": queries[i % rounds][:nq], "limit": K})
+                    assert len(hits) == nq
+
+                def rest_side(i: int) -> None:
+                    hits = rest.call("POST", f"/collections/{COLLECTION}/entities",
+                                     {"vectors": queries[i % rounds][:nq], "limit": K,
+                                      "params": {"nprobe": NPROBE}, "consistency": "Eventually"},
+                                     {"X-Service-Method": "search"})
+                    assert len(hits) == nq and len(hits[0]) == K
+
+                b64 = [base64.b64encode(q[:nq].astype("<f4").tobytes()).decode() for q in queries]
+
+                def rest_b64_side(i: int) -> None:
+                    hits = rest.call("POST", f"/collections/{COLLECTION}/entities",
+                                     {"vectors_b64": b64[i % rounds], "limit": K,
+                                      "params": {"nprobe": NPROBE}, "consistency": "Eventually"},
+                                     {"X-Service-Method": "search"})
+                    assert len(hits) == nq and len(hits[0]) == K
+
+                sides = {"faiss": faiss_side, "grpc_floor": grpc_side, "proxy": proxy_side,
+                         "http_floor": http_side, "rest": rest_side, "rest_b64": rest_b64_side}
+                alternating(sides, 5)  # warm-up: connections, the proxy's leaders and descriptions
+                lat = alternating(sides, rounds if nq == NQ else 5 * rounds)
+                for name, xs in lat.items():
+                    if nq == NQ:
+                        out[f"{name}_qps_nq100"] = round(NQ * len(xs) / sum(xs), 1)
+                    else:
+                        out[f"{name}_p50_ms_nq1"] = round(float(np.percentile(xs, 50)) * 1e3, 3)
+                        out[f"{name}_p99_ms_nq1"] = round(float(np.percentile(xs, 99)) * 1e3, 3)
+            loop.run_until_complete(proxy.close())
+        finally:
+            for proc in reversed(procs):
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(60)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+            loop.close()
+    out["proxy_p50_ms_over_grpc_floor"] = round(out["proxy_p50_ms_nq1"] - out["grpc_floor_p50_ms_nq1"], 3)
+    out["proxy_qps_nq100_vs_grpc_floor"] = round(out["proxy_qps_nq100"] / out["grpc_floor_qps_nq100"], 3)
+    out["rest_p50_ms_over_http_floor"] = round(out["rest_p50_ms_nq1"] - out["http_floor_p50_ms_nq1"], 3)
+    out["rest_qps_nq100_vs_http_floor"] = round(out["rest_qps_nq100"] / out["http_floor_qps_nq100"], 3)
+    out["rest_b64_qps_nq100_vs_http_floor"] = round(out["rest_b64_qps_nq100"] / out["http_floor_qps_nq100"], 3)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="50,000 rows and fewer rounds (a few minutes)")
+    ap.add_argument("--rows", type=int, help="rows to import (default 200,000; --quick 50,000)")
+    ap.add_argument("--rounds", type=int, help="rounds per case (default 60; --quick 20; nq=1 runs five times as many)")
+    ap.add_argument("--balancer", help="querycoord.balancer of the cluster (default: vecgrid's default)")
+    args = ap.parse_args()
+    rows = args.rows or (50_000 if args.quick else 200_000)
+    rounds = args.rounds or (20 if args.quick else 60)
+    result = run(rows, rounds, args.balancer)
+    result["balancer"] = args.balancer or "default"
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
