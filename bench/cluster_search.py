@@ -6,7 +6,7 @@ What it does, as a user would (nothing is placed by hand):
 
 1. writes ``--rows`` × 128 float32 vectors (default 200,000; ``--quick`` 50,000) to a Parquet file
    and bulk-imports it with ``vecgrid import`` (one shard, IVF_FLAT nlist 1024, four segments of a
-   quarter of the rows; the coordinator's automatic compaction may merge small ones before the load);
+   quarter of the rows; automatic compaction off, so that every run places the same four segments);
 2. starts ``vecgrid serve --workers 2`` on that data dir (``--balancer`` sets
    ``querycoord.balancer``; default: the configured default, ``LocalityAwareBalancer``);
 3. inserts 1,000 more rows through REST, loads the collection through REST and waits until it is
@@ -180,7 +180,8 @@ def run(rows: int, rounds: int, balancer: str | None) -> dict:
                             json.dumps({"nlist": nlist}), "--segment-rows", str(-(-rows // 4)),
                             "--data-dir", f"{tmp}/data"], check=True, stdout=subprocess.DEVNULL)
             http_port, coord_port = free_port(), free_port()
-            env = dict(os.environ)
+            # no automatic compaction: it may merge the four segments during one run's load and not another's
+            env = dict(os.environ, VECGRID_DATACOORD_AUTO_COMPACTION="false")
             if balancer:
                 env["VECGRID_QUERYCOORD_BALANCER"] = balancer
             serve = subprocess.Popen([str(BIN / "vecgrid"), "serve", "--data-dir", f"{tmp}/data", "--workers", "2",
