@@ -305,6 +305,7 @@ async def test_explicit_compact_merges_everything_and_returns_once_published(env
     assert compaction.summaries[again]["plans"] == []
 
 
+@pytest.mark.slow  # waits out a late task (2.1 s): make test runs it
 @on_module_loop
 async def test_a_segment_is_in_one_plan_and_a_late_task_is_submitted_again(env, dask_client):
     """The one worker thread is held: the plan's first attempt passes its deadline and is submitted again;

@@ -312,6 +312,7 @@ def test_the_delete_budget_is_a_querynode_setting():
     assert (s.querynode.delete_retry_deadline_s, s.querynode.delete_call_timeout_s) == (2.5, 0.5)
 
 
+@pytest.mark.slow  # 1.5 s of retries: make test runs it
 async def test_a_node_killed_mid_forward_gets_the_delete_when_it_comes_back(tmp_path):
     """The worker dies while the leader waits for its DeleteBatch and comes back at the same address
     with its segments (a partition, a restarted server): the leader keeps trying, so the delete reaches

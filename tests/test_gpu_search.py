@@ -111,6 +111,7 @@ def test_flat_equals_numpy_brute_force(ds, pks, cols, mgr, metric):
         seg.release()
 
 
+@pytest.mark.slow  # trains an IVF index (1 s): make test runs it
 def test_ivf_flat_recall_at_default_params(ivf, ds, gt):
     assert ivf.search_params(K) == {"nprobe": 16}
     res = ivf.search(ds.xq, K)
@@ -119,6 +120,7 @@ def test_ivf_flat_recall_at_default_params(ivf, ds, gt):
     assert r >= 0.95, r
 
 
+@pytest.mark.slow  # builds an HNSW index (2 s): make test runs it
 def test_hnsw_recall_at_default_params(hnsw, ds, gt):
     assert hnsw.search_params(K) == {"ef": 64}
     assert hnsw.header["params"] == {"M": 16, "efConstruction": 64}

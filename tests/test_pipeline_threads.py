@@ -5,6 +5,8 @@ delegator's delete replay buffer.  These tests run both sides at once, many time
 
 from __future__ import annotations
 
+import pytest
+
 import asyncio
 import threading
 
@@ -96,6 +98,7 @@ def test_exclusions_and_row_counts_while_the_consumer_thread_inserts_and_deletes
         writer.close()
 
 
+@pytest.mark.slow  # a 2.7 s stream: make test runs it, test-fast stays under a minute
 async def test_distribution_pulls_releases_and_trims_during_a_stream_of_inserts_and_deletes(tmp_path):
     """Through a real leader: a thread streams inserts into many growing segments and deletes while the
     loop pulls GetDataDistribution, releases growing segments (Streaming scope) and trims the delete

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import math
 
 import hypothesis
@@ -27,6 +29,7 @@ def conditions(depth: int = 2):
         lambda pair: {**pair[0], **pair[1]})
 
 
+@pytest.mark.slow  # 400 random cases (2.2 s): make test runs it
 @hypothesis.settings(max_examples=400, deadline=None, database=None)
 @hypothesis.given(conditions(), st.lists(records, min_size=1, max_size=8))
 def test_compiled_conditions_answer_as_matches(conds, recs):
