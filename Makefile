@@ -39,9 +39,9 @@ chaos-short: $(STAMP)
 protos: $(STAMP)
 	$(PY) scripts/gen_protos.py
 
-# every benchmark at --quick size (the *_floor.py servers are what some of them start, not benchmarks)
+# every benchmark at --quick size (not the *_floor.py servers some of them start, nor the bench/_*.py helpers)
 bench: $(STAMP)
-	@for b in bench/*.py; do case $$b in *_floor.py) continue;; esac; echo "== $$b"; $(PY) $$b --quick || exit 1; done
+	@for b in bench/*.py; do case $$b in *_floor.py|bench/_*) continue;; esac; echo "== $$b"; $(PY) $$b --quick || exit 1; done
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -38,9 +38,7 @@ import base64
 import http.client
 import json
 import os
-import random
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -48,12 +46,13 @@ import time
 from pathlib import Path
 
 import numpy as np
-import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import rest as rest_bench  # noqa: E402  (bench/rest.py: bench/ is first on sys.path)
+from _timing import alternating  # noqa: E402
 from vecgrid.cluster.proxy.proxy import Proxy  # noqa: E402
 from vecgrid.gpu.build import build_index_file, read_index_file  # noqa: E402
 from vecgrid.gpu.results import encode_placeholder_group  # noqa: E402
@@ -66,28 +65,9 @@ COLLECTION = "bench"
 BIN = Path(sys.executable).parent
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Rest:
-    """One keep-alive connection; raises on any status but the expected ones."""
-
-    def __init__(self, port: int) -> None:
-        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
-
-    def call(self, method: str, path: str, body=None, headers=None, expect=(200, 201)):
-        raw = orjson.dumps(body, option=orjson.OPT_SERIALIZE_NUMPY) if body is not None else None
-        self.conn.request(method, path, body=raw, headers={"Content-Type": "application/json", **(headers or {})})
-        response = self.conn.getresponse()
-        data = response.read()
-        if response.status not in expect:
-            raise RuntimeError(f"{method} {path}: {response.status} {data[:500]!r}")
-        return orjson.loads(data) if data else None
-
+class Rest(rest_bench.Rest):
     def records(self, path: str) -> list[dict]:
+        """A find's records, paginated or not."""
         answer = self.call("GET", path)
         return answer["data"] if isinstance(answer, dict) else answer
 
@@ -138,29 +118,70 @@ def floor_request(queries: np.ndarray) -> query_coord_pb2.SearchRequest:
     return query_coord_pb2.SearchRequest(req=inner)
 
 
-def alternating(calls: dict, rounds: int) -> dict[str, list[float]]:
-    """Seconds of each side's calls, called in turn in a new shuffled order every round."""
-    out: dict[str, list[float]] = {name: [] for name in calls}
-    order = list(calls)
-    shuffle = random.Random(7).shuffle
-    for i in range(rounds):
-        shuffle(order)
-        for name in order:
-            t0 = time.perf_counter()
-            calls[name](i)
-            out[name].append(time.perf_counter() - t0)
-    return out
-
-
 def start_floor(script: str, index_path: str) -> tuple[subprocess.Popen, int]:
     proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name(script)), index_path, str(NPROBE)],
                             stdout=subprocess.PIPE, text=True)
     return proc, int(proc.stdout.readline())
 
 
-def run(rows: int, rounds: int, balancer: str | None) -> dict:
+async def time_sides(rest: Rest, floor_http: Rest, grpc_port: int, coord_port: int, index, queries) -> dict:
+    """p50/p99 at nq=1 and queries/s at nq=100 of every side, called in turn (see the module doc)."""
     import faiss
 
+    params = faiss.SearchParametersIVF(nprobe=NPROBE)
+    floor_stub = query_coord_pb2_grpc.QueryNodeStub(aio_channel(f"127.0.0.1:{grpc_port}"))
+    proxy = Proxy(f"127.0.0.1:{coord_port}")
+    rounds = len(queries)
+    out: dict = {}
+    try:
+        for nq in (NQ, 1):
+            floor_reqs = [floor_request(q[:nq]) for q in queries]
+            b64 = [base64.b64encode(q[:nq].astype("<f4").tobytes()).decode() for q in queries]
+
+            async def faiss_side(i: int) -> None:
+                index.search(queries[i % rounds][:nq], K, params=params)
+
+            async def grpc_side(i: int) -> None:
+                reply = await floor_stub.Search(floor_reqs[i % rounds], timeout=60)
+                assert reply.num_queries == nq
+
+            async def proxy_side(i: int) -> None:
+                hits = await proxy.search(COLLECTION, queries[i % rounds][:nq], limit=K,
+                                          search_params={"nprobe": NPROBE}, consistency="Eventually")
+                assert len(hits) == nq and len(hits[0]) == K
+
+            async def http_side(i: int) -> None:
+                hits = floor_http.call("POST", "/search", {"vectors": queries[i % rounds][:nq], "limit": K})
+                assert len(hits) == nq
+
+            def rest_search(query: dict) -> None:
+                hits = rest.call("POST", f"/collections/{COLLECTION}/entities",
+                                 {**query, "limit": K, "params": {"nprobe": NPROBE}, "consistency": "Eventually"},
+                                 {"X-Service-Method": "search"})
+                assert len(hits) == nq and len(hits[0]) == K
+
+            async def rest_side(i: int) -> None:
+                rest_search({"vectors": queries[i % rounds][:nq]})
+
+            async def rest_b64_side(i: int) -> None:
+                rest_search({"vectors_b64": b64[i % rounds]})
+
+            sides = {"faiss": faiss_side, "grpc_floor": grpc_side, "proxy": proxy_side,
+                     "http_floor": http_side, "rest": rest_side, "rest_b64": rest_b64_side}
+            await alternating(sides, 5)  # warm-up: connections, the proxy's leaders and descriptions
+            lat = await alternating(sides, rounds if nq == NQ else 5 * rounds)
+            for name, xs in lat.items():
+                if nq == NQ:
+                    out[f"{name}_qps_nq100"] = round(NQ * len(xs) / sum(xs), 1)
+                else:
+                    out[f"{name}_p50_ms_nq1"] = round(float(np.percentile(xs, 50)) * 1e3, 3)
+                    out[f"{name}_p99_ms_nq1"] = round(float(np.percentile(xs, 99)) * 1e3, 3)
+    finally:
+        await proxy.close()
+    return out
+
+
+def run(rows: int, rounds: int, balancer: str | None) -> dict:
     rng = np.random.default_rng(7)
     vectors = rng.standard_normal((rows, DIM), dtype=np.float32)
     extra = rng.standard_normal((INSERTED, DIM), dtype=np.float32)
@@ -168,8 +189,6 @@ def run(rows: int, rounds: int, balancer: str | None) -> dict:
     nlist = min(NLIST, max(1, rows // 39))
     out: dict = {"rows": rows, "inserted_rows": INSERTED, "dim": DIM, "nlist": nlist, "nprobe": NPROBE, "k": K}
     procs: list[subprocess.Popen] = []
-    loop = asyncio.new_event_loop()   # the gRPC sides run on it, one call at a time
-    asyncio.set_event_loop(loop)
     with tempfile.TemporaryDirectory() as tmp:
         try:
             table = pa.table({"id": pa.array(np.arange(rows, dtype=np.int64)),
@@ -179,7 +198,7 @@ def run(rows: int, rounds: int, balancer: str | None) -> dict:
                             "--primary-key", "id", "--index", "IVF_FLAT", "--index-params",
                             json.dumps({"nlist": nlist}), "--segment-rows", str(-(-rows // 4)),
                             "--data-dir", f"{tmp}/data"], check=True, stdout=subprocess.DEVNULL)
-            http_port, coord_port = free_port(), free_port()
+            http_port, coord_port = rest_bench.free_port(), rest_bench.free_port()
             # no automatic compaction: it may merge the four segments during one run's load and not another's
             env = dict(os.environ, VECGRID_DATACOORD_AUTO_COMPACTION="false")
             if balancer:
@@ -210,65 +229,13 @@ def run(rows: int, rounds: int, balancer: str | None) -> dict:
             index_path = f"{tmp}/floor.index"
             Path(index_path).write_bytes(build_index_file(vectors, "IVF_FLAT", "L2", {"nlist": nlist}, use_gpu=False))
             index, _ = read_index_file(index_path)
-            params = faiss.SearchParametersIVF(nprobe=NPROBE)
             grpc_proc, grpc_port = start_floor("grpc_floor.py", index_path)
             procs.append(grpc_proc)
             http_proc, http_floor_port = start_floor("http_floor.py", index_path)
             procs.append(http_proc)
             floor_http = Rest(http_floor_port)
 
-            async def clients():  # made on the loop that runs their calls
-                return (query_coord_pb2_grpc.QueryNodeStub(aio_channel(f"127.0.0.1:{grpc_port}")),
-                        Proxy(f"127.0.0.1:{coord_port}"))
-            floor_stub, proxy = loop.run_until_complete(clients())
-
-            for nq in (NQ, 1):
-                floor_reqs = [floor_request(q[:nq]) for q in queries]
-
-                def faiss_side(i: int) -> None:
-                    index.search(queries[i % rounds][:nq], K, params=params)
-
-                def grpc_side(i: int) -> None:
-                    reply = loop.run_until_complete(floor_stub.Search(floor_reqs[i % rounds], timeout=60))
-                    assert reply.num_queries == nq
-
-                def proxy_side(i: int) -> None:
-                    hits = loop.run_until_complete(proxy.search(
-                        COLLECTION, queries[i % rounds][:nq], limit=K, search_params={"nprobe": NPROBE},
-                        consistency="Eventually"))
-                    assert len(hits) == nq and len(hits[0]) == K
-
-                def http_side(i: int) -> None:
-                    hits = floor_http.call("POST", "/search", {"vectors": queries[i % rounds][:nq], "limit": K})
-                    assert len(hits) == nq
-
-                def rest_side(i: int) -> None:
-                    hits = rest.call("POST", f"/collections/{COLLECTION}/entities",
-                                     {"vectors": queries[i % rounds][:nq], "limit": K,
-                                      "params": {"nprobe": NPROBE}, "consistency": "Eventually"},
-                                     {"X-Service-Method": "search"})
-                    assert len(hits) == nq and len(hits[0]) == K
-
-                b64 = [base64.b64encode(q[:nq].astype("<f4").tobytes()).decode() for q in queries]
-
-                def rest_b64_side(i: int) -> None:
-                    hits = rest.call("POST", f"/collections/{COLLECTION}/entities",
-                                     {"vectors_b64": b64[i % rounds], "limit": K,
-                                      "params": {"nprobe": NPROBE}, "consistency": "Eventually"},
-                                     {"X-Service-Method": "search"})
-                    assert len(hits) == nq and len(hits[0]) == K
-
-                sides = {"faiss": faiss_side, "grpc_floor": grpc_side, "proxy": proxy_side,
-                         "http_floor": http_side, "rest": rest_side, "rest_b64": rest_b64_side}
-                alternating(sides, 5)  # warm-up: connections, the proxy's leaders and descriptions
-                lat = alternating(sides, rounds if nq == NQ else 5 * rounds)
-                for name, xs in lat.items():
-                    if nq == NQ:
-                        out[f"{name}_qps_nq100"] = round(NQ * len(xs) / sum(xs), 1)
-                    else:
-                        out[f"{name}_p50_ms_nq1"] = round(float(np.percentile(xs, 50)) * 1e3, 3)
-                        out[f"{name}_p99_ms_nq1"] = round(float(np.percentile(xs, 99)) * 1e3, 3)
-            loop.run_until_complete(proxy.close())
+            out.update(asyncio.run(time_sides(rest, floor_http, grpc_port, coord_port, index, queries)))
         finally:
             for proc in reversed(procs):
                 proc.send_signal(signal.SIGTERM)
@@ -276,7 +243,6 @@ def run(rows: int, rounds: int, balancer: str | None) -> dict:
                     proc.wait(60)
                 except subprocess.TimeoutExpired:
                     proc.kill()
-            loop.close()
     out["proxy_p50_ms_over_grpc_floor"] = round(out["proxy_p50_ms_nq1"] - out["grpc_floor_p50_ms_nq1"], 3)
     out["proxy_qps_nq100_vs_grpc_floor"] = round(out["proxy_qps_nq100"] / out["grpc_floor_qps_nq100"], 3)
     out["rest_p50_ms_over_http_floor"] = round(out["rest_p50_ms_nq1"] - out["http_floor_p50_ms_nq1"], 3)

@@ -44,7 +44,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import random
 import sys
 import tempfile
 import time
@@ -57,6 +56,7 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from _timing import alternating  # noqa: E402  (bench/, first on sys.path)
 from tests.conftest import embedded_settings  # noqa: E402
 from tests.querynode_support import (DIM, Dataset, import_collection, load_request,  # noqa: E402
                                      search_request)
@@ -227,23 +227,6 @@ async def grpc_floor(index_path: str) -> AsyncIterator[RemoteNode]:
     finally:
         proc.kill()
         await proc.wait()
-
-
-async def alternating(calls: dict[str, Callable[[int], Awaitable[None]]], rounds: int) -> dict[str, list[float]]:
-    """Seconds each call took, the sides alternating call by call (same background load), in a new
-    order each round: a side that always came right after the same one would inherit its wake
-    (faiss's OpenMP threads still spinning, the other process's reply finishing on the shared cores)."""
-    out: dict[str, list[float]] = {name: [] for name in calls}
-    order = list(calls)
-    shuffle = random.Random(7).shuffle
-    for i in range(rounds):
-        shuffle(order)
-        for name in order:
-            call = calls[name]
-            t0 = time.perf_counter()
-            await call(i)
-            out[name].append(time.perf_counter() - t0)
-    return out
 
 
 def _busy_cpu_s() -> tuple[float, float]:

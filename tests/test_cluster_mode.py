@@ -64,6 +64,18 @@ def _listening_addresses(pid: int) -> list[tuple[str, int]]:
                   for c in p.net_connections(kind="tcp") if c.status == psutil.CONN_LISTEN)
 
 
+async def _segment_versions(coord) -> set[tuple[int, int, int]]:
+    """``(node id, segment id, version)`` of every sealed segment, as the nodes themselves report them."""
+    from tests.querynode_support import RemoteNode
+
+    out = set()
+    for info in (await coord.ok("ListQueryNode", query_coord_pb2.ListQueryNodeRequest())).nodeInfos:
+        dist = await RemoteNode(info.ID, info.address).call(
+            "GetDataDistribution", query_coord_pb2.GetDataDistributionRequest())
+        out |= {(info.ID, s.ID, s.version) for s in dist.segments}
+    return out
+
+
 def _stop(proc) -> int:
     if proc.poll() is None:
         proc.send_signal(signal.SIGINT)
@@ -119,7 +131,7 @@ async def test_kill_9_of_the_coordinator_keeps_loaded_collections_served(tmp_pat
     """Cluster mode, coordinator SIGKILLed after a load: a new one over the same data dir serves the
     collection at once, and the nodes keep their segments (same versions: nothing loaded again)."""
     from tests.querycoord_support import Coord, assert_search_matches
-    from tests.querynode_support import RemoteNode, import_collection
+    from tests.querynode_support import import_collection
 
     ds = import_collection(tmp_path, "k9", metric="L2", index="FLAT", n=800, shards=2, segment_rows=200, seed=3)
     port, coord_port = _free_port(), _free_port()
@@ -133,14 +145,6 @@ async def test_kill_9_of_the_coordinator_keeps_loaded_collections_served(tmp_pat
         proc = spawn([str(BIN / "vecgrid"), "coord", "--scheduler", scheduler_addr, "--data-dir", ds.data_dir,
                       "--coord-port", str(coord_port), "--http-port", "0"])
         return proc, _wait_for_line(proc, r"QueryCoord gRPC : (\S+)", 60).group(1)
-
-    async def versions(coord):
-        out = set()
-        for info in (await coord.ok("ListQueryNode", query_coord_pb2.ListQueryNodeRequest())).nodeInfos:
-            dist = await RemoteNode(info.ID, info.address).call(
-                "GetDataDistribution", query_coord_pb2.GetDataDistributionRequest())
-            out |= {(info.ID, s.ID, s.version) for s in dist.segments}
-        return out
 
     try:
         scheduler = spawn([str(BIN / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port),
@@ -157,7 +161,7 @@ async def test_kill_9_of_the_coordinator_keeps_loaded_collections_served(tmp_pat
             time.sleep(0.2)
         await coord.load(ds.collection_id)
         await assert_search_matches(coord, ds)
-        before = await versions(coord)
+        before = await _segment_versions(coord)
         assert len({sid for _, sid, _ in before}) == len(ds.segment_ids)
 
         first.kill()                     # SIGKILL: no shutdown code runs
@@ -166,7 +170,7 @@ async def test_kill_9_of_the_coordinator_keeps_loaded_collections_served(tmp_pat
         coord = Coord(address)
         await coord.wait_loaded(ds.collection_id, 30)
         await assert_search_matches(coord, ds)
-        assert await versions(coord) == before
+        assert await _segment_versions(coord) == before
     finally:
         for p in reversed(procs):
             _stop(p)
@@ -205,15 +209,6 @@ async def test_the_query_nodes_outlive_a_killed_scheduler_and_rejoin_its_restart
     async def node_count(coord):
         return len((await coord.ok("ListQueryNode", query_coord_pb2.ListQueryNodeRequest())).nodeInfos)
 
-    async def versions(coord):
-        from tests.querynode_support import RemoteNode
-        out = set()
-        for info in (await coord.ok("ListQueryNode", query_coord_pb2.ListQueryNodeRequest())).nodeInfos:
-            dist = await RemoteNode(info.ID, info.address).call(
-                "GetDataDistribution", query_coord_pb2.GetDataDistributionRequest())
-            out |= {(info.ID, s.ID, s.version) for s in dist.segments}
-        return out
-
     async def wait_for(what, check, timeout=60.0):
         deadline = time.monotonic() + timeout
         while not await check():
@@ -241,7 +236,7 @@ async def test_the_query_nodes_outlive_a_killed_scheduler_and_rejoin_its_restart
         # no balance move may land inside the window this test compares (a loaded CI machine saw one)
         await coord.ok("SuspendBalance", query_coord_pb2.SuspendBalanceRequest())
         await coord.load(ds.collection_id)
-        before = await versions(coord)
+        before = await _segment_versions(coord)
         worker_pids = [sorted(p.pid for p in psutil.Process(w.pid).children(recursive=True)) for w in workers]
 
         scheduler.kill()                 # SIGKILL: the workers and the coordinator lose it at once
@@ -262,7 +257,7 @@ async def test_the_query_nodes_outlive_a_killed_scheduler_and_rejoin_its_restart
         await wait_for("the workers back on the new scheduler, and the plugin registered with it", rejoined)
         assert [sorted(p.pid for p in psutil.Process(w.pid).children(recursive=True)) for w in workers] == worker_pids
         await assert_search_matches(coord, ds)
-        assert await versions(coord) == before   # nothing was loaded again
+        assert await _segment_versions(coord) == before   # nothing was loaded again
 
         start_worker("w3")
 

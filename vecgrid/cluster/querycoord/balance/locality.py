@@ -56,8 +56,9 @@ class LocalityAwareBalancer(ScoreBasedBalancer):
         """The node's estimated memory in use and on its way: sealed segments, growing rows and the
         rows of segment tasks in flight to it, each collection at its own row width."""
         view = self.view
-        sealed = sum(s.num_rows * view.row_bytes(s.collection_id) for s in view.segments(node))
-        collections = {s.collection_id for s in view.segments(node)} | {c.collection_id for c in view.channels(node)}
+        segments = view.segments(node)
+        sealed = sum(s.num_rows * view.row_bytes(s.collection_id) for s in segments)
+        collections = {s.collection_id for s in segments} | {c.collection_id for c in view.channels(node)}
         other = sum((view.growing_rows(node, cid) + max(0, view.pending_rows(node, cid))) * view.row_bytes(cid)
                     for cid in sorted(collections))
         return (sealed + other) / MB
@@ -84,6 +85,7 @@ class LocalityAwareBalancer(ScoreBasedBalancer):
             self.mb = {n: balancer._held_mb(n) for n in nodes}
             self.budget = {n: balancer._budget_mb(n) for n in nodes}
             self.rows = {(n, ch): balancer._channel_rows(n, collection_id, ch) for ch, n in leaders.items()}
+            self.held = {n: held_segments(balancer.view, n, collection_id) for n in nodes}
 
         def fits(self, seg: SegmentItem, node: int) -> bool:
             mb = seg.num_rows * self.balancer.view.row_bytes(self.collection_id) / MB
@@ -106,7 +108,7 @@ class LocalityAwareBalancer(ScoreBasedBalancer):
         full: set[int] = set()  # leaders that refused a segment: the score-based rest must not pick them
         for seg, source in sorted(items, key=lambda it: (-it[0].num_rows, it[0].segment_id, it[1])):
             leader = leaders.get(seg.channel)
-            if leader is None or leader == source or seg.segment_id in held_segments(self.view, leader, collection_id):
+            if leader is None or leader == source or seg.segment_id in room.held[leader]:
                 rest.append((seg, source))
             elif room.fits(seg, leader):
                 local.append(SegmentPlan(seg, replica_id, source, leader))
@@ -137,7 +139,7 @@ class LocalityAwareBalancer(ScoreBasedBalancer):
         away = [(s, n) for n in nodes for s in movable[n] if leaders.get(s.channel, n) != n]
         for seg, source in sorted(away, key=lambda it: (-it[0].num_rows, it[0].segment_id)):
             leader = leaders[seg.channel]
-            if seg.segment_id in held_segments(self.view, leader, cid) or not room.fits(seg, leader):
+            if seg.segment_id in room.held[leader] or not room.fits(seg, leader):
                 continue
             plans.append(SegmentPlan(seg, replica.replica_id, source, leader))
             room.take(seg, leader)
