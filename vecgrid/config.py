@@ -123,9 +123,9 @@ class QueryNodeSettings:
     # Growing (not yet flushed) data a node may hold as shard leader; a write that would pass it is
     # refused with Milvus's quota error (code 9) until a flush frees memory.
     max_growing_mb: float = 1024.0
-    # OpenMP threads of one faiss search in this node (0: the cores this process may use divided by
-    # the query nodes of its host, dask.workers; at least 1).  A host running one busy leader does
-    # better with every core; nodes that search at once (a read fans out to all) with their share.
+    # OpenMP threads of one faiss search in this node; 0: each search leases the host's cores it finds
+    # free (up to one per query, at least 1), shared with the other query nodes of the host, so a busy
+    # leader gets every core of a host whose other nodes are idle and none is oversubscribed.
     faiss_threads: int = 0
     # Micro-batching: concurrent small searches of the same segments and plan are gathered into one
     # faiss call.  A batch leaves as soon as nothing runs for its key, else after at most this long,

@@ -127,7 +127,7 @@ class QueryNode(Component):
         self._failed_since: dict[ShardDelegator, float] = {}
         self.max_tt_delay_s = MAX_TT_DELAY_S
         qn = settings.querynode
-        search.configure_faiss_threads(qn.faiss_threads or search.default_faiss_threads(settings.dask.workers))
+        search.configure_faiss_threads(qn.faiss_threads)
         #: micro-batching of the searches this node runs (owned by the node's event loop)
         self.batcher = search.SearchBatcher(qn.batch_window_ms / 1000.0, qn.batch_max_nq)
 

@@ -18,16 +18,17 @@ hand-off costs more than such a search on a busy host.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
-import os
 import time
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 from google.protobuf.message import DecodeError
 
 from vecgrid import errors
 from vecgrid.cluster.querynode.collections import Collection, field_dim
+from vecgrid.cluster.querynode.cores import HostCores
 from vecgrid.cluster.querynode.output_fields import fetch_columns, resolve_output_fields
 from vecgrid.cluster.querynode.segments import SealedSegment
 from vecgrid.gpu.merge import MAX_TOPK, TopK
@@ -92,11 +93,11 @@ def _search_vectors(coll: Collection, segments: Sequence[SealedSegment], plan_by
     engines = [s.engine(f.fieldID) for s in live]
     if not metric and engines:
         metric = engines[0].metric
-    _use_faiss_threads()
     if engines:
-        topk = engine_search(engines, xq, plan.topk, expr=plan.expr, timestamp=timestamp,
-                             params=plan.search_params, metric=metric or None,
-                             round_decimal=plan.round_decimal)
+        with faiss_threads(len(xq)):
+            topk = engine_search(engines, xq, plan.topk, expr=plan.expr, timestamp=timestamp,
+                                 params=plan.search_params, metric=metric or None,
+                                 round_decimal=plan.round_decimal)
     else:
         topk = TopK.empty(len(xq), plan.topk, np.dtype(str) if coll.pk_field.data_type == schema_pb2.VarChar
                           else np.int64)
@@ -203,34 +204,41 @@ async def run_search(coll: Collection, segments: Sequence[Any], req: internal_pb
 
 # --- faiss threads ---------------------------------------------------------------------------------
 
-#: OpenMP threads of a faiss search in this process (0: OpenMP's own default).  Written by
-#: :func:`configure_faiss_threads` when a node starts, before it serves; read by every search thread.
-_faiss_threads = 0
+#: The OpenMP threads of a faiss search in this process: ``_fixed_threads`` when set
+#: (``querynode.faiss_threads``), else as many of the host's cores as a search finds free
+#: (``_host_cores``).  Written by :func:`configure_faiss_threads` when a node starts, before it
+#: serves; read by every search thread.  Neither set (the engine used alone): faiss's own setting.
+_fixed_threads = 0
+_host_cores: HostCores | None = None
 
 
 def configure_faiss_threads(threads: int) -> None:
-    global _faiss_threads
-    _faiss_threads = max(0, int(threads))
+    """``threads`` per search, or 0: lease free cores of the host per search (see :mod:`.cores`)."""
+    global _fixed_threads, _host_cores
+    _fixed_threads = max(0, int(threads))
+    _host_cores = None if _fixed_threads else HostCores()
 
 
-def _use_faiss_threads() -> None:
-    """Apply the setting to the calling thread: OpenMP's thread count is a per-thread value, and
-    the loop and the thread pool's threads each start with the process default (Dask: 1)."""
-    if _faiss_threads:
-        faiss = require_faiss()
-        if faiss.omp_get_max_threads() != _faiss_threads:
-            faiss.omp_set_num_threads(_faiss_threads)
+@contextlib.contextmanager
+def faiss_threads(nq: int) -> Iterator[None]:
+    """Set the calling thread's OpenMP threads for a search of ``nq`` queries while the block runs
+    (a per-thread value: the loop and each pool thread start with the process default, Dask's 1).
+    faiss spreads a search over its queries, so more threads than queries would idle."""
+    if _fixed_threads:
+        _set_omp_threads(_fixed_threads)
+        yield
+    elif _host_cores is not None:
+        with _host_cores.lease(nq) as threads:
+            _set_omp_threads(threads)
+            yield
+    else:
+        yield
 
 
-def default_faiss_threads(nodes_on_host: int) -> int:
-    """The cores this process may use, shared by the query nodes of its host: faiss alone takes one
-    per core (Dask's workers start with ``OMP_NUM_THREADS=1``), but nodes that each take every core
-    slow each other down when they search at once (a FLAT read fans out to all of them)."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        cores = os.cpu_count() or 1
-    return max(1, cores // max(1, nodes_on_host))
+def _set_omp_threads(threads: int) -> None:
+    faiss = require_faiss()
+    if faiss.omp_get_max_threads() != threads:
+        faiss.omp_set_num_threads(threads)
 
 
 # --- micro-batching --------------------------------------------------------------------------------

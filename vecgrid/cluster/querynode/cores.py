@@ -1,0 +1,97 @@
+"""The cores of a host, shared by the searches of every query node on it.
+
+faiss searches with one OpenMP thread per core.  A fixed share per node (cores ÷ nodes of the host)
+leaves the cores of an idle node unused — and with the locality-aware balancer one node of a host
+often holds every segment a search reads — while every node taking every core oversubscribes them
+when all search at once (a FLAT read fans out to every node).  So a search **leases** cores: one
+lock file per core in a directory of the host (``flock``, never waiting), as many as it can use and
+finds free, and always at least one, taken even when every core is held (a search never waits for a
+core).  The kernel drops a lease when its process dies.
+
+Owner: the lock files belong to the host; each thread holds its own descriptors of them, since a
+``flock`` lock belongs to an open file description — so the threads of one process compete for
+cores as processes do.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+import threading
+from typing import Iterator
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: every search takes the cores it asks for
+    fcntl = None  # type: ignore[assignment]
+
+
+def available_cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def default_directory() -> str:
+    """Where the lock files live: one directory per user of the host (its temp dir)."""
+    return os.path.join(tempfile.gettempdir(), f"vecgrid-cores-{os.getuid() if hasattr(os, 'getuid') else 0}")
+
+
+class _Descriptors:
+    """One thread's descriptors of the lock files, closed with the thread's local storage."""
+
+    def __init__(self, directory: str, cores: int) -> None:
+        self.fds = [os.open(os.path.join(directory, f"core-{i}"), os.O_RDWR | os.O_CREAT, 0o600)
+                    for i in range(cores)]
+
+    def __del__(self) -> None:
+        for fd in self.fds:
+            os.close(fd)
+
+
+class HostCores:
+    """Leases on the ``cores`` of this host (default: those this process may use), recorded in lock
+    files under ``directory`` (default: :func:`default_directory`)."""
+
+    def __init__(self, cores: int = 0, directory: str | None = None) -> None:
+        self.cores = max(1, cores or available_cores())
+        self.directory = directory or default_directory()
+        if fcntl is not None:
+            os.makedirs(self.directory, mode=0o700, exist_ok=True)
+        self._local = threading.local()
+
+    def _fds(self) -> list[int]:
+        held = getattr(self._local, "descriptors", None)
+        if held is None:
+            held = self._local.descriptors = _Descriptors(self.directory, self.cores)
+        return held.fds
+
+    @contextlib.contextmanager
+    def lease(self, wanted: int) -> Iterator[int]:
+        """Hold up to ``wanted`` free cores while the block runs; yields how many threads to use:
+        the cores leased, at least 1."""
+        wanted = max(1, min(int(wanted), self.cores))
+        if fcntl is None:
+            yield wanted
+            return
+        fds = self._fds()
+        held: list[int] = []
+        # start where this thread's id points, so that concurrent searches rarely try the same files
+        first = threading.get_native_id() % self.cores
+        try:
+            for i in range(self.cores):
+                fd = fds[(first + i) % self.cores]
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    continue
+                held.append(fd)
+                if len(held) == wanted:
+                    break
+            yield max(1, len(held))
+        finally:
+            for fd in held:
+                fcntl.flock(fd, fcntl.LOCK_UN)
