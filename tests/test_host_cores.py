@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from vecgrid.cluster.querynode import search
+from vecgrid.cluster.querynode import cores as host_cores
 from vecgrid.cluster.querynode.cores import HostCores
 
 faiss = pytest.importorskip("faiss")
@@ -72,20 +72,20 @@ def test_a_lease_held_by_another_process_counts_and_goes_with_it(tmp_path):
 def restore_faiss_threads():
     before = faiss.omp_get_max_threads()
     yield
-    search.configure_faiss_threads(0)
-    search._host_cores = None
+    host_cores.configure_faiss_threads(0)
+    host_cores._host_cores = None
     faiss.omp_set_num_threads(before)
 
 
 def test_a_search_runs_with_the_cores_it_leased_or_the_fixed_setting(tmp_path, monkeypatch, restore_faiss_threads):
     used: list[int] = []
-    search.configure_faiss_threads(0)
-    monkeypatch.setattr(search, "_host_cores", HostCores(2, str(tmp_path)))
-    with search.faiss_threads(100):
+    host_cores.configure_faiss_threads(0)
+    monkeypatch.setattr(host_cores, "_host_cores", HostCores(2, str(tmp_path)))
+    with host_cores.faiss_threads(100):
         used.append(faiss.omp_get_max_threads())
-    with search.faiss_threads(1):
+    with host_cores.faiss_threads(1):
         used.append(faiss.omp_get_max_threads())
-    search.configure_faiss_threads(3)
-    with search.faiss_threads(1):
+    host_cores.configure_faiss_threads(3)
+    with host_cores.faiss_threads(1):
         used.append(faiss.omp_get_max_threads())
     assert used == [2, 1, 3]

@@ -29,6 +29,7 @@ import concurrent.futures
 import importlib
 import logging
 import os
+import sys
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable, TypeVar
@@ -217,9 +218,14 @@ def _host_mem_info() -> tuple[int, int]:
 
 
 def trim_host_heap() -> None:
-    """Give freed heap pages back to the OS (glibc ``malloc_trim``), so a released
-    segment shows in the host's free-memory counter; a no-op elsewhere."""
+    """Give freed heap pages back to the OS, so a released segment or a load's transient buffers
+    show in the host's free-memory counter: glibc's (``malloc_trim``; a no-op elsewhere) and Arrow's
+    memory pool's (mimalloc or jemalloc keep what was freed for reuse: a segment's table read at
+    load stayed resident)."""
     global _libc
+    arrow = sys.modules.get("pyarrow")   # never imported for this: a process without Arrow has no pool
+    if arrow is not None:
+        arrow.default_memory_pool().release_unused()
     if _libc is False:
         return
     try:

@@ -21,6 +21,8 @@ import tempfile
 import threading
 from typing import Iterator
 
+from vecgrid.gpu import require_faiss
+
 try:
     import fcntl
 except ImportError:  # not POSIX: every search takes the cores it asks for
@@ -95,3 +97,43 @@ class HostCores:
         finally:
             for fd in held:
                 fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+# --- faiss's threads in this process ----------------------------------------------------------------
+
+#: The OpenMP threads of faiss's work in this process: ``_fixed_threads`` when set
+#: (``querynode.faiss_threads``), else as many of the host's cores as the work finds free
+#: (``_host_cores``).  Written by :func:`configure_faiss_threads` when a node starts, before it
+#: serves; read by every search and load thread.  Neither set (the engine used alone): faiss's own.
+_fixed_threads = 0
+_host_cores: HostCores | None = None
+
+
+def configure_faiss_threads(threads: int) -> None:
+    """``threads`` per search or build, or 0: lease the host's free cores for each (see above)."""
+    global _fixed_threads, _host_cores
+    _fixed_threads = max(0, int(threads))
+    _host_cores = None if _fixed_threads else HostCores()
+
+
+@contextlib.contextmanager
+def faiss_threads(wanted: int) -> Iterator[None]:
+    """Set the calling thread's OpenMP threads for faiss work that can use ``wanted`` of them (a
+    search: one per query, since faiss spreads a search over its queries; a build: every core)
+    while the block runs.  A per-thread value: the loop and each pool thread start with the
+    process default (Dask's workers: 1)."""
+    if _fixed_threads:
+        _set_omp_threads(_fixed_threads)
+        yield
+    elif _host_cores is not None:
+        with _host_cores.lease(wanted) as threads:
+            _set_omp_threads(threads)
+            yield
+    else:
+        yield
+
+
+def _set_omp_threads(threads: int) -> None:
+    faiss = require_faiss()
+    if faiss.omp_get_max_threads() != threads:
+        faiss.omp_set_num_threads(threads)

@@ -53,7 +53,9 @@ import pyarrow.parquet as pq
 
 from vecgrid import errors
 from vecgrid.cluster.querynode.collections import Collection, CollectionManager, field_dim
+from vecgrid.cluster.querynode.cores import available_cores, faiss_threads
 from vecgrid.cluster.querynode.segments import ALL_PARTITIONS, DeleteLog, SealedSegment, SegmentManager
+from vecgrid.gpu.device import trim_host_heap
 from vecgrid.proto import data_coord_pb2, query_coord_pb2, schema_pb2
 from vecgrid.storage.backend import CorruptSegmentError, FileInfo, Storage, open_storage
 from vecgrid.storage.segment_files import TIMESTAMP_FIELD
@@ -216,7 +218,18 @@ class SegmentBuilder:
     # -- one segment ---------------------------------------------------------------------------
     def build(self, coll: Collection, info: query_coord_pb2.SegmentLoadInfo, *, version: int,
               checksums: Mapping[str, str], extra_deletes: DeleteLog | None = None) -> SealedSegment:
-        """Load one segment; all or nothing.  ``extra_deletes``: the channel's L0 deletes for it."""
+        """Load one segment; all or nothing.  ``extra_deletes``: the channel's L0 deletes for it.
+
+        What the load read and built on the way (the segment's table, its vectors, the index file's
+        bytes: several times the index) is given back to the OS once it is dropped, else the
+        allocators keep it and the node's resident memory stays at its peak."""
+        try:
+            return self._build(coll, info, version=version, checksums=checksums, extra_deletes=extra_deletes)
+        finally:
+            trim_host_heap()
+
+    def _build(self, coll: Collection, info: query_coord_pb2.SegmentLoadInfo, *, version: int,
+               checksums: Mapping[str, str], extra_deletes: DeleteLog | None) -> SealedSegment:
         sid = info.segmentID
         deltalog = self.read_deltalogs(info, checksums)
         identity = dict(segment_id=sid, collection_id=coll.id, partition_id=info.partitionID,
@@ -348,8 +361,9 @@ class SegmentBuilder:
             path = field_info.index_file_paths[0]
             return self.read_file(sid, path, field_info.index_size, checksums.get(path)), recorded, path
         try:
-            data = build.build_index(columns.vectors[fid], spec.index_type, spec.metric, spec.build_params,
-                                     manager=self._devices()).to_bytes()
+            with faiss_threads(available_cores()):   # the host's free cores, as a search leases them
+                data = build.build_index(columns.vectors[fid], spec.index_type, spec.metric, spec.build_params,
+                                         manager=self._devices()).to_bytes()
         except errors.MilvusError:
             raise
         except Exception as e:  # noqa: BLE001 - faiss errors

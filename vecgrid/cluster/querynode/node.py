@@ -47,7 +47,7 @@ from vecgrid.cluster.component import Component
 from vecgrid.cluster.gather import gather_all
 from vecgrid.cluster.lifecycle import StateCode
 from vecgrid.cluster.querynode import retrieve
-from vecgrid.cluster.querynode import search
+from vecgrid.cluster.querynode import cores, search
 from vecgrid.cluster.querynode.collections import Collection, CollectionManager
 from vecgrid.cluster.querynode.delegator.delegator import MAX_TS, ShardDelegator, query_limit
 from vecgrid.cluster.querynode.delegator.delta_forward import DeleteRetry
@@ -127,7 +127,7 @@ class QueryNode(Component):
         self._failed_since: dict[ShardDelegator, float] = {}
         self.max_tt_delay_s = MAX_TT_DELAY_S
         qn = settings.querynode
-        search.configure_faiss_threads(qn.faiss_threads)
+        cores.configure_faiss_threads(qn.faiss_threads)
         #: micro-batching of the searches this node runs (owned by the node's event loop)
         self.batcher = search.SearchBatcher(qn.batch_window_ms / 1000.0, qn.batch_max_nq)
 

@@ -18,22 +18,20 @@ hand-off costs more than such a search on a busy host.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import time
-from typing import Any, Iterator, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 from google.protobuf.message import DecodeError
 
 from vecgrid import errors
 from vecgrid.cluster.querynode.collections import Collection, field_dim
-from vecgrid.cluster.querynode.cores import HostCores
+from vecgrid.cluster.querynode.cores import faiss_threads
 from vecgrid.cluster.querynode.output_fields import fetch_columns, resolve_output_fields
 from vecgrid.cluster.querynode.segments import SealedSegment
 from vecgrid.gpu.merge import MAX_TOPK, TopK
 from vecgrid.gpu.plan import SearchPlan, parse_search_plan
-from vecgrid.gpu import require_faiss
 from vecgrid.gpu.results import decode_placeholder_group, to_search_result_data
 from vecgrid.gpu.loaded_segment import default_nprobe, search_segments as engine_search
 from vecgrid.proto import common_pb2, internal_pb2, schema_pb2
@@ -200,45 +198,6 @@ async def run_search(coll: Collection, segments: Sequence[Any], req: internal_pb
     if _inline(segments, req):
         return search_segments(coll, segments, req, channels)
     return await asyncio.to_thread(search_segments, coll, segments, req, channels)
-
-
-# --- faiss threads ---------------------------------------------------------------------------------
-
-#: The OpenMP threads of a faiss search in this process: ``_fixed_threads`` when set
-#: (``querynode.faiss_threads``), else as many of the host's cores as a search finds free
-#: (``_host_cores``).  Written by :func:`configure_faiss_threads` when a node starts, before it
-#: serves; read by every search thread.  Neither set (the engine used alone): faiss's own setting.
-_fixed_threads = 0
-_host_cores: HostCores | None = None
-
-
-def configure_faiss_threads(threads: int) -> None:
-    """``threads`` per search, or 0: lease free cores of the host per search (see :mod:`.cores`)."""
-    global _fixed_threads, _host_cores
-    _fixed_threads = max(0, int(threads))
-    _host_cores = None if _fixed_threads else HostCores()
-
-
-@contextlib.contextmanager
-def faiss_threads(nq: int) -> Iterator[None]:
-    """Set the calling thread's OpenMP threads for a search of ``nq`` queries while the block runs
-    (a per-thread value: the loop and each pool thread start with the process default, Dask's 1).
-    faiss spreads a search over its queries, so more threads than queries would idle."""
-    if _fixed_threads:
-        _set_omp_threads(_fixed_threads)
-        yield
-    elif _host_cores is not None:
-        with _host_cores.lease(nq) as threads:
-            _set_omp_threads(threads)
-            yield
-    else:
-        yield
-
-
-def _set_omp_threads(threads: int) -> None:
-    faiss = require_faiss()
-    if faiss.omp_get_max_threads() != threads:
-        faiss.omp_set_num_threads(threads)
 
 
 # --- micro-batching --------------------------------------------------------------------------------
