@@ -12,8 +12,8 @@ For each index type (default IVF_FLAT, then IVF_SQ8), as a user would, nothing p
 3. **load** (``load_s``): ``vecgrid serve --workers 2``, then a REST ``load`` and polling until the
    collection is loaded — the query nodes build each segment's index from its vectors (Dask tasks,
    one core per worker); ``load_vs_faiss`` = ``load_s`` / ``faiss_build_s`` (issue 24: ≤ 1.2);
-4. **memory**: the resident set of every vecgrid process once the segments stay where they are
-   (``processes``: role, pid, RSS), their sum against the index's own bytes (the faiss file's size):
+4. **memory**: the resident set of every vecgrid process once the segments stay where they are and
+   the memory has settled for 15 s (``processes``: role, pid, RSS, shared pages), their sum against the index's own bytes (the faiss file's size):
    ``resident_vs_index`` (issue 24: ≤ 1.3);
 5. **search**: nq = 1 p50 and nq = 100 queries/s through vecgrid's Python proxy and against
    ``bench/grpc_floor.py`` serving the faiss index of step 1, called in turn call by call
@@ -138,15 +138,17 @@ def records(rest: rest_bench.Rest, path: str) -> list[dict]:
 def processes(serve: subprocess.Popen) -> list[dict]:
     """Every process of ``vecgrid serve`` with its role and resident set."""
     root = psutil.Process(serve.pid)
-    out = [{"role": "coordinator (REST, gRPC, Dask scheduler)", "pid": root.pid, "rss_bytes": root.memory_info().rss}]
-    for child in root.children(recursive=True):
+    out = []
+    for proc in [root, *root.children(recursive=True)]:
         try:
-            cmd = " ".join(child.cmdline())
-            rss = child.memory_info().rss
+            cmd = " ".join(proc.cmdline())
+            mem = proc.memory_info()
         except psutil.NoSuchProcess:
             continue
-        role = "query node (Dask worker)" if "spawn_main" in cmd else "helper: " + cmd[:60]
-        out.append({"role": role, "pid": child.pid, "rss_bytes": rss})
+        role = ("coordinator (REST, gRPC, Dask scheduler)" if proc is root else
+                "query node (Dask worker)" if "spawn_main" in cmd else "helper: " + cmd[:60])
+        # file-backed and shared pages (libraries, mapped files) apart from the process's own memory
+        out.append({"role": role, "pid": proc.pid, "rss_bytes": mem.rss, "shared_bytes": mem.shared})
     return out
 
 
@@ -243,14 +245,16 @@ def run_case(tmp: str, parquet: str, queries: np.ndarray, index_type: str, nlist
         out["load_s"] = round(time.monotonic() - t0, 2)
         out["load_vs_faiss"] = round(out["load_s"] / out["faiss_build_s"], 3)
 
-        last, since = None, time.monotonic()   # the placement once the balancer leaves it alone
-        while time.monotonic() - since < 10:
-            now = segment_placement(rest)
-            if now != last:
-                last, since = now, time.monotonic()
+        # the steady state: the placement left alone by the balancer and the memory settled (a node
+        # that built an index at load writes it out afterwards: a transient copy of the index)
+        last, since, deadline = None, time.monotonic(), time.monotonic() + 1800
+        while time.monotonic() - since < 15 and time.monotonic() < deadline:
+            placed, procs_now = segment_placement(rest), processes(serve)
+            resident = sum(p["rss_bytes"] for p in procs_now)
+            if last is None or placed != last[0] or abs(resident - last[1]) > 0.02 * last[1]:
+                last, since = (placed, resident), time.monotonic()
             time.sleep(1)
-        out.update(last)
-        procs_now = processes(serve)
+        out.update(last[0])
         out["processes"] = procs_now
         out["resident_bytes"] = sum(p["rss_bytes"] for p in procs_now)
         out["resident_vs_index"] = round(out["resident_bytes"] / out["index_bytes"], 3)
