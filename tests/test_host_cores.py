@@ -1,4 +1,4 @@
-"""Searches lease the host's free cores (vecgrid/cluster/querynode/cores.py): a lone search gets every
+"""Searches lease the host's free cores (vecgrid/cluster/cores.py): a lone search gets every
 core it can use, concurrent ones share them, another process's lease counts, and a search of a node
 configured with a fixed ``querynode.faiss_threads`` uses that number."""
 
@@ -10,8 +10,8 @@ import threading
 
 import pytest
 
-from vecgrid.cluster.querynode import cores as host_cores
-from vecgrid.cluster.querynode.cores import HostCores
+from vecgrid.cluster import cores as host_cores
+from vecgrid.cluster.cores import HostCores
 
 faiss = pytest.importorskip("faiss")
 
@@ -49,7 +49,7 @@ def test_concurrent_searches_share_the_cores_and_a_search_finding_none_free_stil
 def test_a_lease_held_by_another_process_counts_and_goes_with_it(tmp_path):
     holder = subprocess.Popen(
         [sys.executable, "-c",
-         "import sys; from vecgrid.cluster.querynode.cores import HostCores\n"
+         "import sys; from vecgrid.cluster.cores import HostCores\n"
          f"c = HostCores(2, {str(tmp_path)!r})\n"
          "with c.lease(2) as n:\n"
          "    print(n, flush=True); sys.stdin.readline()\n"],

@@ -36,6 +36,7 @@ bare faiss file (no header) and infers what it can.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import struct
@@ -51,6 +52,7 @@ __all__ = [
     "INDEX_TYPES", "METRICS", "GPU_TYPES", "CPU_FALLBACK", "IndexSpec", "BuiltIndex",
     "parse_index_params", "normalize_build_params", "factory_string", "build_index",
     "build_index_file", "serialize_index", "read_index_file", "faiss_metric", "normalize_rows",
+    "TRAINED_SHAREABLE", "quantizer_fingerprint",
 ]
 
 MAGIC = b"VGIX\x01"
@@ -65,6 +67,8 @@ CPU_FALLBACK = {"GPU_CAGRA": "HNSW", "GPU_IVF_FLAT": "IVF_FLAT", "GPU_IVF_PQ": "
 METRICS = ("L2", "IP", "COSINE")
 # index types whose trained form can be moved to a GPU with index_cpu_to_gpu
 GPU_MOVABLE = ("FLAT", "IVF_FLAT", "IVF_SQ8", "IVF_PQ")
+# index types (as built) whose trained, empty form one build can lend later builds of the same index
+TRAINED_SHAREABLE = ("IVF_FLAT", "IVF_SQ8", "IVF_PQ")
 
 DEFAULT_NLIST = 128
 DEFAULT_HNSW_M = 16
@@ -211,10 +215,13 @@ class IndexSpec:
 
 @dataclass
 class BuiltIndex:
-    """A built index in its CPU form plus the header that goes into the index file."""
+    """A built index in its CPU form plus the header that goes into the index file; ``trained``: the
+    index as trained, before any row was added, when this build trained a shareable type (see
+    :func:`build_index`'s ``trained``)."""
 
     index: Any
     header: dict[str, Any]
+    trained: Any = None
 
     def to_bytes(self) -> bytes:
         return serialize_index(self.index, self.header)
@@ -235,10 +242,13 @@ def _gpu_device(manager: Any) -> Any:
 
 def build_index(vectors: np.ndarray, index_type: str = "FLAT", metric: str = "L2",
                 params: Mapping[str, Any] | None = None, *, manager: Any = None,
-                use_gpu: bool | None = None) -> BuiltIndex:
+                use_gpu: bool | None = None, trained: Any = None) -> BuiltIndex:
     """Build an index of ``index_type`` over ``vectors`` (row i gets faiss id i).
 
-    ``use_gpu``: ``None`` = on a GPU when one is present, ``False`` = host only."""
+    ``use_gpu``: ``None`` = on a GPU when one is present, ``False`` = host only.  ``trained``: a
+    trained, empty index of the same type, dimension, metric and parameters (an earlier build's
+    ``BuiltIndex.trained``): the build adds the rows to a copy of it instead of training; one that
+    does not match is not used (the build trains)."""
     faiss = require_faiss()
     t = _check_type(index_type)
     metric = _check_metric(metric)
@@ -288,37 +298,76 @@ def build_index(vectors: np.ndarray, index_type: str = "FLAT", metric: str = "L2
     fac = factory_string(built, hp if built == "HNSW" else p)
     header["factory"] = fac
     index = faiss.index_factory(dim, fac, fm)
+    if trained is not None and built in TRAINED_SHAREABLE and n > 0 and _same_untrained_layout(trained, index):
+        index = faiss.clone_index(trained)
+        header["trained_by"] = "template"
     if built == "HNSW":
         index.hnsw.efConstruction = hp["efConstruction"]
     if built == "IVF_PQ":
         index.do_polysemous_training = False  # knowhere does not; it costs minutes
     on_gpu = None
+    share = built in TRAINED_SHAREABLE and not index.is_trained
     if gpu is not None and built in GPU_MOVABLE and n > 0:
         try:
-            on_gpu = gpu.run(_train_add_on_gpu, faiss, gpu, index, x)
+            on_gpu = gpu.run(_train_add_on_gpu, faiss, gpu, index, x, share)
         except Exception as e:  # a layout the GPU cannot hold (e.g. PQ with nbits != 8)
             header["gpu_build_error"] = str(e)
+    trained_copy = None
     if on_gpu is not None:
-        index = on_gpu
+        index, trained_copy = on_gpu
         header["built_on"] = gpu.name
     else:
         if not index.is_trained:
             index.train(x)
+            trained_copy = faiss.clone_index(index) if share else None   # empty: the quantizer's size
         if n:
             index.add(x)
         header["built_on"] = "cpu"
-    return BuiltIndex(index, header)
+    if trained_copy is not None:
+        header["trained_by"] = "this build"
+    return BuiltIndex(index, header, trained_copy)
 
 
-def _train_add_on_gpu(faiss: Any, gpu: Any, index: Any, x: np.ndarray) -> Any:
+def _same_untrained_layout(trained: Any, fresh: Any) -> bool:
+    """Whether ``trained`` is a trained, empty index of the layout ``fresh`` (from the factory) has."""
+    faiss = require_faiss()
+    try:
+        a, b = faiss.extract_index_ivf(trained), faiss.extract_index_ivf(fresh)
+    except RuntimeError:   # not an IVF index
+        return False
+    return (type(trained) is type(fresh) and a.is_trained and a.ntotal == 0 and a.d == b.d and a.nlist == b.nlist
+            and a.metric_type == b.metric_type and a.code_size == b.code_size)
+
+
+def quantizer_fingerprint(index: Any) -> str | None:
+    """What identifies an IVF index's coarse quantizer (its centroids, metric and shape): indexes with
+    the same fingerprint assign a query to the same lists; None for other indexes."""
+    faiss = require_faiss()
+    try:
+        ivf = faiss.extract_index_ivf(index)
+    except RuntimeError:
+        return None
+    quantizer = faiss.downcast_index(ivf.quantizer)
+    if not isinstance(quantizer, faiss.IndexFlat) or quantizer.ntotal != ivf.nlist:
+        return None
+    h = hashlib.blake2b(struct.pack("<qqq", ivf.nlist, ivf.d, ivf.metric_type), digest_size=16)
+    h.update(memoryview(faiss.vector_to_array(quantizer.codes)))
+    return h.hexdigest()
+
+
+def _train_add_on_gpu(faiss: Any, gpu: Any, index: Any, x: np.ndarray, share: bool) -> tuple[Any, Any]:
+    """The index trained and filled on the GPU, in CPU form; and its trained, empty CPU form when
+    ``share`` and this call trained it."""
     from vecgrid.gpu.device import gpu_resources
 
     res = gpu_resources(gpu.device_id)
     g = faiss.index_cpu_to_gpu(res, gpu.device_id, index)
+    trained = None
     if not g.is_trained:
         g.train(x)
+        trained = faiss.index_gpu_to_cpu(g) if share else None
     g.add(x)
-    return faiss.index_gpu_to_cpu(g)
+    return faiss.index_gpu_to_cpu(g), trained
 
 
 def _build_cagra_on_gpu(faiss: Any, gpu: Any, x: np.ndarray, fm: int, p: Mapping[str, int]) -> Any:
@@ -342,10 +391,15 @@ def build_index_file(vectors: np.ndarray, index_type: str = "FLAT", metric: str 
     return build_index(vectors, index_type, metric, params, **kw).to_bytes()
 
 
-def serialize_index(index: Any, header: Mapping[str, Any]) -> bytes:
+def serialize_index(index: Any, header: Mapping[str, Any], *, checksum: bool = False) -> bytes:
+    """An index file of ``index``; ``checksum``: the header carries the body's BLAKE2b, which
+    :func:`read_index_file` verifies (for files read without a recorded checksum)."""
     faiss = require_faiss()
-    head = json.dumps(dict(header), sort_keys=True).encode()
     body = faiss.serialize_index(index)
+    header = dict(header)
+    if checksum:
+        header["body_blake2b"] = hashlib.blake2b(memoryview(body).cast("B")).hexdigest()
+    head = json.dumps(header, sort_keys=True).encode()
     out = bytearray(len(MAGIC) + 4 + len(head) + body.nbytes)
     out[:len(MAGIC)] = MAGIC
     struct.pack_into("<I", out, len(MAGIC), len(head))
@@ -396,6 +450,9 @@ def read_index_file(data: bytes | bytearray | memoryview | str | os.PathLike[str
             offset = len(MAGIC) + 4 + hlen
             head = json.loads(bytes(mv[len(MAGIC) + 4:offset]).decode())
         body = np.frombuffer(mv, dtype=np.uint8, offset=offset)
+        if head is not None and "body_blake2b" in head and \
+                hashlib.blake2b(memoryview(body)).hexdigest() != head["body_blake2b"]:
+            raise errors.ParameterInvalid("the index file's body does not match the checksum in its header")
         try:
             index = faiss.deserialize_index(body)
         except RuntimeError as e:

@@ -67,7 +67,7 @@ import numpy as np
 
 from vecgrid import errors
 from vecgrid.gpu import cupy_engine, require_faiss
-from vecgrid.gpu.build import GPU_MOVABLE, normalize_rows, read_index_file, serialize_index
+from vecgrid.gpu.build import GPU_MOVABLE, normalize_rows, quantizer_fingerprint, read_index_file, serialize_index
 from vecgrid.gpu.columns import FieldColumn
 from vecgrid.gpu.device import (Device, DeviceManager, cupy_module, default_manager, faiss_has_gpu,
                                 gpu_resources, trim_host_heap)
@@ -206,6 +206,14 @@ class LoadedSegment:
         self._host = not device.is_gpu  # a segment never moves
         self._on_cupy = isinstance(index, cupy_engine.EngineIndex)
         self._search_c = _native_search(self.faiss, index) if self._host else None
+        #: host IVF segments with equal keys share their coarse quantizer (built from one trained
+        #: index): search_segments assigns the queries to lists once for all of them
+        self.quantizer_key = quantizer_fingerprint(index) if self._host and self.family == "ivf" else None
+        self._ivf = self.faiss.extract_index_ivf(index) if self.quantizer_key is not None else None
+        if self._ivf is not None:
+            # spread a search over its queries inside search_preassigned too (the default, 0, does it
+            # only in search), so a search given its lists runs on as many threads as one that is not
+            self._ivf.parallel_mode = 3
         self._xb: np.ndarray | None = None
         if not device.is_gpu:
             if self.family == "flat":
@@ -403,11 +411,27 @@ class LoadedSegment:
         fam = "hnsw" if self.family == "cagra" and not self.device.is_gpu else self.family
         return default_search_params(fam, k, params, self.nlist)
 
+    def assign(self, queries: np.ndarray, k: int, params: Mapping[str, Any] | None = None
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """The lists an unfiltered search of ``queries`` for ``k`` with ``params`` probes in this host
+        IVF segment: ``(distances, list ids)``, ``nprobe`` per query — what :meth:`search` takes as
+        ``assign`` for every segment with the same :attr:`quantizer_key`."""
+        if self._ivf is None:
+            raise ValueError(f"segment {self.segment_id} has no shareable quantizer")
+        xq = np.ascontiguousarray(queries, dtype=np.float32).reshape(-1, self.dim)
+        if self.metric == "COSINE":
+            xq = normalize_rows(xq)
+        sp = (None if params else self._default_sp.get(k)) or self.search_params(k, params)
+        return self._ivf.quantizer.search(xq, int(sp["nprobe"]))
+
     def search(self, queries: np.ndarray, k: int, *, expr: plan_pb2.Expr | None = None,
                timestamp: int | None = None, params: Mapping[str, Any] | None = None,
-               metric: str | None = None, mask: np.ndarray | None = None) -> TopK:
+               metric: str | None = None, mask: np.ndarray | None = None,
+               assign: tuple[np.ndarray, np.ndarray] | None = None) -> TopK:
         """Top-``k`` of each query among the allowed rows (see the module's rule).
 
+        ``assign``: the queries' lists from :meth:`assign` of a segment with the same
+        :attr:`quantizer_key`, used when every row is allowed (else the search assigns its own).
         Returns a :class:`TopK` whose ``ids`` are primary keys and ``rows`` row offsets."""
         if metric and metric != self.metric and metric.upper() != self.metric:
             raise errors.ParameterInvalid(f"metric type not match: expected={self.metric}, actual={metric.upper()}")
@@ -431,7 +455,7 @@ class LoadedSegment:
         try:
             if expr is None and mask is None and self._host and shape[0] and \
                     self.rows.visibility(timestamp) is None:
-                return self._plain_search(xq, k, sp)  # every row: the latency-bound common case
+                return self._plain_search(xq, k, sp, assign)  # every row: the latency-bound common case
             xp = np
             if self.device.is_gpu and expr is not None:
                 xp = cupy_module() or np
@@ -457,7 +481,8 @@ class LoadedSegment:
                 if not self._inflight and self._closed:
                     self._gate.notify_all()
 
-    def _plain_search(self, xq: np.ndarray, k: int, sp: Mapping[str, int]) -> TopK:
+    def _plain_search(self, xq: np.ndarray, k: int, sp: Mapping[str, int],
+                      assign: tuple[np.ndarray, np.ndarray] | None = None) -> TopK:
         """Every row allowed, host index: :meth:`_search_dense` without its general steps.
 
         A single HNSW query takes ~0.1-0.2 ms in faiss, and right after it every numpy call, Python
@@ -474,7 +499,12 @@ class LoadedSegment:
         params = self._params_by_k.get(k) if sp is self._default_sp.get(k) else None
         if params is None:
             params = self._plain_params(k, sp)
-        self._search_c(nq, swig_ptr(xq), k, swig_ptr(D), swig_ptr(I), params)
+        if assign is None or self._ivf is None or assign[1].shape != (nq, params.nprobe):
+            self._search_c(nq, swig_ptr(xq), k, swig_ptr(D), swig_ptr(I), params)
+        else:
+            dq, iq = assign
+            self._ivf.search_preassigned_c(nq, swig_ptr(xq), k, swig_ptr(iq), swig_ptr(dq), swig_ptr(D),
+                                           swig_ptr(I), False, params)
         need = min(k, self.num_rows)
         # faiss packs hits first, -1 padding last
         if nq == 1 and need == k:
@@ -839,10 +869,13 @@ def search_segments(segments: Sequence[LoadedSegment | GrowingSegment], queries:
             merged = merge_topk([part], k, metric, round_decimal)
     else:
         pending: list[Any] = []
-        for seg in segments:
+        shared = _shared_assignments(segments, xq, k, expr, timestamp, params)
+        for i, seg in enumerate(segments):
             kw = dict(expr=expr, timestamp=timestamp, params=params, metric=metric)
             if isinstance(seg, LoadedSegment) and seg.device.is_gpu:
                 pending.append(seg.device.submit(seg.search, xq, k, **kw))
+            elif i in shared:
+                pending.append(seg.search(xq, k, assign=shared[i], **kw))
             else:
                 pending.append(seg.search(xq, k, **kw))
         parts = [p if isinstance(p, TopK) else p.result() for p in pending]
@@ -852,6 +885,27 @@ def search_segments(segments: Sequence[LoadedSegment | GrowingSegment], queries:
     elif output_fields:
         merged.fields = _empty_fields(segments, output_fields)
     return merged
+
+
+def _shared_assignments(segments: Sequence[Any], xq: np.ndarray, k: int, expr: plan_pb2.Expr | None,
+                        timestamp: int | None, params: Mapping[str, Any] | None
+                        ) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Position in ``segments`` -> the queries' lists, for the unfiltered host IVF segments that share
+    a quantizer with another one: assigned once per quantizer instead of once per segment (a coarse
+    quantizer of nlist centroids costs as much as scanning the probed lists at nq=100)."""
+    if expr is not None:
+        return {}
+    groups: dict[str, list[int]] = {}
+    for i, seg in enumerate(segments):
+        key = getattr(seg, "quantizer_key", None)
+        if key is not None and xq.shape[1] == seg.dim and seg.rows.visibility(timestamp) is None:
+            groups.setdefault(key, []).append(i)
+    out: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    for members in groups.values():
+        if len(members) > 1:
+            lists = segments[members[0]].assign(xq, k, params)
+            out.update((i, lists) for i in members)
+    return out
 
 
 def _gather_fields(segments: Sequence[Any], merged: TopK, output_fields: Sequence[int | str]) -> list[FieldColumn]:

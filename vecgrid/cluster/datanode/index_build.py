@@ -7,7 +7,8 @@ DataCoord's index builder (:mod:`vecgrid.cluster.datacoord.index_builder`) submi
 1. reads the segment's vector column from ``data.parquet``, size and checksum verified before
    anything is decoded (:func:`vecgrid.storage.segment_files.read_segment`, as every reader does);
 2. builds the field's index with :func:`vecgrid.gpu.build.build_index` — on the worker's GPU when it
-   has one (the device's owner thread), else on the host;
+   has one (the device's owner thread), else on the host with the host's free cores — an IVF index
+   from the index's trained template when there is one (:mod:`vecgrid.cluster.index_templates`);
 3. writes the index file under the segment's directory, named after the build
    (``index_<field>_<build>.bin``), atomically with size and checksum
    (:func:`vecgrid.cluster.index_builds.write_index_file`, shared with the QueryNode's index saver);
@@ -31,8 +32,11 @@ import numpy as np
 import pyarrow as pa
 
 from vecgrid import errors
+from vecgrid.cluster.cores import available_cores, faiss_threads
 from vecgrid.cluster.index_builds import write_index_file
+from vecgrid.cluster.index_templates import TEMPLATES, TemplateKey
 from vecgrid.common.faults import crash_point
+from vecgrid.gpu.device import trim_host_heap
 from vecgrid.storage import segment_files
 from vecgrid.storage.segment_files import FileInfo, SegmentFiles
 
@@ -68,19 +72,28 @@ def build_segment_index(req: IndexBuildRequest) -> FileInfo:
 
     A missing or altered data file is ``SegmentLoadFailed`` (604) naming it, bad index params
     ``ParameterInvalid``, a failed write ``IO failed``: the task fails and Dask retries it."""
+    try:
+        with faiss_threads(available_cores()):   # the host's free cores (Dask's workers run faiss on one)
+            data = _build(req)
+    finally:
+        trim_host_heap()   # the segment's table and the index's bytes (see the loader's build)
+    crash_point(CRASH_BEFORE_WRITE)
+    return write_index_file(req.root, req.path, data, segment_id=req.segment_id)
+
+
+def _build(req: IndexBuildRequest) -> bytes:
     from vecgrid.gpu import build
 
     vectors = read_vectors(req)
     index_type, metric, params = build.parse_index_params(dict(req.index_params))
+    key = TemplateKey(req.root, req.collection_id, req.field_id, req.index_id) if req.index_id else None
     try:
-        data = build.build_index(vectors, index_type, metric, params).to_bytes()
+        return TEMPLATES.build(key, vectors, index_type, metric, params, build.build_index).to_bytes()
     except errors.MilvusError:
         raise
     except Exception as e:  # noqa: BLE001 - faiss errors surface as many kinds
         raise errors.ServiceInternal(f"building the {index_type} index of field {req.field_id} of segment "
                                      f"{req.segment_id} failed: {e}", segment=req.segment_id) from None
-    crash_point(CRASH_BEFORE_WRITE)
-    return write_index_file(req.root, req.path, data, segment_id=req.segment_id)
 
 
 def read_vectors(req: IndexBuildRequest) -> np.ndarray:

@@ -52,8 +52,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from vecgrid import errors
+from vecgrid.cluster.index_templates import TEMPLATES, TemplateKey
 from vecgrid.cluster.querynode.collections import Collection, CollectionManager, field_dim
-from vecgrid.cluster.querynode.cores import available_cores, faiss_threads
+from vecgrid.cluster.cores import available_cores, faiss_threads
 from vecgrid.cluster.querynode.segments import ALL_PARTITIONS, DeleteLog, SealedSegment, SegmentManager
 from vecgrid.gpu.device import trim_host_heap
 from vecgrid.proto import data_coord_pb2, query_coord_pb2, schema_pb2
@@ -360,10 +361,11 @@ class SegmentBuilder:
                                    "vecgrid index files are single files")
             path = field_info.index_file_paths[0]
             return self.read_file(sid, path, field_info.index_size, checksums.get(path)), recorded, path
+        key = TemplateKey(self.root, coll.id, fid, recorded.indexID) if recorded.indexID else None
         try:
             with faiss_threads(available_cores()):   # the host's free cores, as a search leases them
-                data = build.build_index(columns.vectors[fid], spec.index_type, spec.metric, spec.build_params,
-                                         manager=self._devices()).to_bytes()
+                data = TEMPLATES.build(key, columns.vectors[fid], spec.index_type, spec.metric, spec.build_params,
+                                       functools.partial(build.build_index, manager=self._devices())).to_bytes()
         except errors.MilvusError:
             raise
         except Exception as e:  # noqa: BLE001 - faiss errors

@@ -47,7 +47,8 @@ from vecgrid.cluster.component import Component
 from vecgrid.cluster.gather import gather_all
 from vecgrid.cluster.lifecycle import StateCode
 from vecgrid.cluster.querynode import retrieve
-from vecgrid.cluster.querynode import cores, search
+from vecgrid.cluster import cores
+from vecgrid.cluster.querynode import search
 from vecgrid.cluster.querynode.collections import Collection, CollectionManager
 from vecgrid.cluster.querynode.delegator.delegator import MAX_TS, ShardDelegator, query_limit
 from vecgrid.cluster.querynode.delegator.delta_forward import DeleteRetry

@@ -1,4 +1,4 @@
-"""The cores of a host, shared by the searches of every query node on it.
+"""The cores of a host, shared by the searches and index builds of every node on it.
 
 faiss searches with one OpenMP thread per core.  A fixed share per node (cores ÷ nodes of the host)
 leaves the cores of an idle node unused — and with the locality-aware balancer one node of a host
