@@ -34,9 +34,7 @@ import pyarrow as pa
 from vecgrid import errors
 from vecgrid.cluster.cores import available_cores, faiss_threads
 from vecgrid.cluster.index_builds import write_index_file
-from vecgrid.cluster.index_templates import TEMPLATES, TemplateKey
 from vecgrid.common.faults import crash_point
-from vecgrid.gpu.device import trim_host_heap
 from vecgrid.storage import segment_files
 from vecgrid.storage.segment_files import FileInfo, SegmentFiles
 
@@ -72,6 +70,8 @@ def build_segment_index(req: IndexBuildRequest) -> FileInfo:
 
     A missing or altered data file is ``SegmentLoadFailed`` (604) naming it, bad index params
     ``ParameterInvalid``, a failed write ``IO failed``: the task fails and Dask retries it."""
+    from vecgrid.gpu.device import trim_host_heap   # the coordinator imports this module for the request
+
     try:
         with faiss_threads(available_cores()):   # the host's free cores (Dask's workers run faiss on one)
             data = _build(req)
@@ -82,6 +82,7 @@ def build_segment_index(req: IndexBuildRequest) -> FileInfo:
 
 
 def _build(req: IndexBuildRequest) -> bytes:
+    from vecgrid.cluster.index_templates import TEMPLATES, TemplateKey
     from vecgrid.gpu import build
 
     vectors = read_vectors(req)
