@@ -5,6 +5,9 @@ vecgrid.gpu.loaded_segment.search_segments)."""
 
 from __future__ import annotations
 
+import threading
+import time
+
 import numpy as np
 import pytest
 
@@ -86,6 +89,30 @@ def test_a_corrupt_template_costs_a_training_and_is_written_again(tmp_path):
     assert build_with(templates, key, rows(1000, 2)).header["trained_by"] == "this build"
     template_header(key)   # readable again: the checksum in its header matches
     assert build_with(templates, key, rows(1000, 3)).header["trained_by"] == "template"
+
+
+def test_concurrent_builds_on_one_host_train_once(tmp_path):
+    """Two nodes of one host (two Templates: two processes' worth of state) build segments of one index
+    at once: one trains, the other waits for its template instead of training too."""
+    key = TemplateKey(str(tmp_path / "root"), 7, 101, 9001)
+    lock_dir = str(tmp_path / "locks")
+    results: list[str] = []
+
+    def slow_build(*a, **kw):
+        if kw.get("trained") is None:
+            time.sleep(0.5)   # a long training: the other build reads no template meanwhile
+        return build.build_index(*a, use_gpu=False, **kw)
+
+    def node(seed: int) -> None:
+        built = Templates(lock_dir).build(key, rows(1000, seed), "IVF_FLAT", "L2", {"nlist": NLIST}, slow_build)
+        results.append(built.header["trained_by"])
+
+    threads = [threading.Thread(target=node, args=(seed,)) for seed in (1, 2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert sorted(results) == ["template", "this build"]
 
 
 def test_another_index_of_the_field_never_uses_the_template(tmp_path):

@@ -20,16 +20,22 @@ get less even lists (slower searches, as with any IVF index trained on a sample)
 creating the index again trains afresh (a new index id).
 
 Owner: the storage root holds the files (a build reads its template afresh: a few MB, and another
-node may have replaced it).  In a process, :data:`TEMPLATES` serialises the builds of one template
-with a lock per template: a build waits for the first one's training rather than training too.
+node may have replaced it).  A build that has to train holds a lock of the host for its template
+(``flock`` on a file in the temp dir), so the other builds of that template on the host — the
+threads of one node, the nodes of ``vecgrid serve --workers N`` — wait for its training and start
+from it instead of training too; builds with a usable template take no lock.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import logging
+import os
+import tempfile
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import numpy as np
 
@@ -37,6 +43,11 @@ from vecgrid import errors
 from vecgrid.gpu import build
 from vecgrid.storage import segment_files
 from vecgrid.storage.backend import open_storage
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: the builds of one process wait for each other only
+    fcntl = None  # type: ignore[assignment]
 
 log = logging.getLogger(__name__)
 
@@ -65,9 +76,10 @@ class _Template:
 class Templates:
     """The builds of this process that may share templates; see the module doc."""
 
-    def __init__(self) -> None:
-        self._lock = threading.Lock()                    # guards _key_locks
-        self._key_locks: dict[TemplateKey, threading.Lock] = {}
+    def __init__(self, lock_dir: str | None = None) -> None:
+        self.lock_dir = lock_dir or os.path.join(
+            tempfile.gettempdir(), f"vecgrid-templates-{os.getuid() if hasattr(os, 'getuid') else 0}")
+        self._lock = threading.Lock()   # where fcntl is missing: the builds of this process only
 
     def build(self, key: TemplateKey | None, vectors: np.ndarray, index_type: str, metric: str,
               params: Mapping[str, Any], build_fn: Callable[..., build.BuiltIndex]) -> build.BuiltIndex:
@@ -77,20 +89,41 @@ class Templates:
         if key is None or nlist is None:
             return build_fn(vectors, index_type, metric, params)
         sample = min(len(vectors), SAMPLE_ROWS_PER_LIST * nlist)
-        with self._key_lock(key):
-            template = self._read(key)
-            # within 2x of the sample this segment offers: segments of one import differ by a few rows
-            use = template if template is not None and 2 * template.trained_rows >= sample else None
-            built = build_fn(vectors, index_type, metric, params, trained=use.index if use else None)
-            if built.trained is not None and sample >= MIN_ROWS_PER_LIST * nlist and \
-                    (template is None or sample > template.trained_rows):
-                self._write(key, _Template(built.trained, sample), built.header)
-            built.trained = None   # the caller keeps the built index only
-            return built
 
-    def _key_lock(self, key: TemplateKey) -> threading.Lock:
-        with self._lock:
-            return self._key_locks.setdefault(key, threading.Lock())
+        def usable(template: _Template | None) -> bool:
+            # within 2x of the sample this segment offers: segments of one import differ by a few rows
+            return template is not None and 2 * template.trained_rows >= sample
+
+        template = self._read(key)
+        if not usable(template):
+            # a training: the builds of this template on this host wait for it rather than train too
+            with self._host_lock(key):
+                template = self._read(key)
+                if not usable(template):
+                    built = build_fn(vectors, index_type, metric, params)
+                    if built.trained is not None and sample >= MIN_ROWS_PER_LIST * nlist and \
+                            (template is None or sample > template.trained_rows):
+                        self._write(key, _Template(built.trained, sample), built.header)
+                    built.trained = None   # the caller keeps the built index only
+                    return built
+        return build_fn(vectors, index_type, metric, params, trained=template.index)
+
+    @contextlib.contextmanager
+    def _host_lock(self, key: TemplateKey) -> Iterator[None]:
+        """Exclusive among the threads and processes of this host (``flock`` on a file of its own
+        descriptor, so two threads of one process exclude each other too)."""
+        if fcntl is None:
+            with self._lock:
+                yield
+            return
+        os.makedirs(self.lock_dir, mode=0o700, exist_ok=True)
+        name = hashlib.blake2b(f"{key.root}\0{key.path}".encode(), digest_size=12).hexdigest()
+        fd = os.open(os.path.join(self.lock_dir, f"{name}.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)   # drops the lock
 
     def _read(self, key: TemplateKey) -> _Template | None:
         storage = open_storage(key.root)

@@ -52,9 +52,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from vecgrid import errors
+from vecgrid.cluster.cores import available_cores, faiss_threads
 from vecgrid.cluster.index_templates import TEMPLATES, TemplateKey
 from vecgrid.cluster.querynode.collections import Collection, CollectionManager, field_dim
-from vecgrid.cluster.cores import available_cores, faiss_threads
 from vecgrid.cluster.querynode.segments import ALL_PARTITIONS, DeleteLog, SealedSegment, SegmentManager
 from vecgrid.gpu.device import trim_host_heap
 from vecgrid.proto import data_coord_pb2, query_coord_pb2, schema_pb2

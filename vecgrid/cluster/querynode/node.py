@@ -42,12 +42,11 @@ import numpy as np
 import psutil
 
 from vecgrid import errors
-from vecgrid.cluster import sysinfo
+from vecgrid.cluster import cores, sysinfo
 from vecgrid.cluster.component import Component
 from vecgrid.cluster.gather import gather_all
 from vecgrid.cluster.lifecycle import StateCode
 from vecgrid.cluster.querynode import retrieve
-from vecgrid.cluster import cores
 from vecgrid.cluster.querynode import search
 from vecgrid.cluster.querynode.collections import Collection, CollectionManager
 from vecgrid.cluster.querynode.delegator.delegator import MAX_TS, ShardDelegator, query_limit

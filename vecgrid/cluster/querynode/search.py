@@ -26,8 +26,8 @@ import numpy as np
 from google.protobuf.message import DecodeError
 
 from vecgrid import errors
-from vecgrid.cluster.querynode.collections import Collection, field_dim
 from vecgrid.cluster.cores import faiss_threads
+from vecgrid.cluster.querynode.collections import Collection, field_dim
 from vecgrid.cluster.querynode.output_fields import fetch_columns, resolve_output_fields
 from vecgrid.cluster.querynode.segments import SealedSegment
 from vecgrid.gpu.merge import MAX_TOPK, TopK
