@@ -40,6 +40,7 @@ class FakeView:
         self.leaders: dict[tuple[int, int], int] = {}
         self.channel_flight: set[int] = set()
         self.segment_flight: set[int] = set()
+        self.scan_fractions: dict[int, float] = {}   # collection -> its index's share; default FLAT: all
         for n in nodes:
             self.add_node(n, state, capacity)
 
@@ -78,6 +79,9 @@ class FakeView:
 
     def row_bytes(self, collection_id):
         return ROW_BYTES
+
+    def scan_fraction(self, collection_id):
+        return self.scan_fractions.get(collection_id, 1.0)
 
     def segments(self, node_id, collection_id=None):
         return [s for s in self.segs.get(node_id, []) if collection_id is None or s.collection_id == collection_id]
@@ -852,12 +856,21 @@ def test_locality_spreads_what_does_not_fit_in_the_leaders_memory_share():
     assert [p.target for p in bal.assign_segments(CID, segs(1, rows=20_000, start=70), [1, 2])] == [2]
 
 
-def test_locality_spreads_a_channel_past_its_local_row_limit():
-    view, bal = led(1, 2, 3, local_rows=100_000)
+def test_locality_spreads_a_channel_past_its_scan_limit():
+    view, bal = led(1, 2, 3, scan_rows=100_000)
     plans = bal.assign_segments(CID, segs(5, rows=40_000), [1, 2, 3])
     assert rows_per_target(plans)[1] == 80_000 and sum(rows_per_target(plans).values()) == 200_000
     view.growing_by_channel[(1, CH)] = 90_000         # growing rows on the leader count as its channel's
     assert [p.target for p in bal.assign_segments(CID, segs(1, rows=20_000, start=9), [1, 2, 3])] != [1]
+
+
+def test_locality_counts_the_rows_a_query_compares_not_the_rows_stored():
+    """10M rows: a FLAT collection's queries compare them all (spread past 5M), an IVF one's an eighth
+    at the default nprobe (1.25M: one node, no hop; the 10M benchmark found them split 5/5)."""
+    view, bal = led(1, 2)
+    assert rows_per_target(bal.assign_segments(CID, segs(10, rows=1_000_000), [1, 2]))[1] == 5_000_000
+    view.scan_fractions[CID] = 0.125
+    assert rows_per_target(bal.assign_segments(CID, segs(10, rows=1_000_000), [1, 2])) == {1: 10_000_000}
 
 
 def test_locality_without_a_leader_among_the_nodes_places_by_score():

@@ -79,9 +79,10 @@ class QueryCoordSettings:
     # LocalityAwareBalancer: a leader takes its channels' sealed segments while everything it holds
     # stays within this share of its memory (GPU memory on GPU nodes) ...
     leader_memory_fraction: float = 0.7
-    # ... and its channel's rows stay within this count (past it, scanning parts elsewhere in parallel
-    # pays for the hop to them).
-    leader_local_rows: int = 5_000_000
+    # ... and the rows one query of its channel compares there stay within this count: every growing
+    # row, and of a sealed segment the share its index scans (FLAT all, IVF nprobe/nlist, graphs next to
+    # none).  Past it, scanning parts elsewhere in parallel pays for the hop to them.
+    leader_scan_rows: int = 5_000_000
     # Milvus's queryCoord.channelExclusiveNodeFactor: under ChannelLevelScoreBalancer, a replica with at
     # least this many read-write nodes per DML channel gives each channel nodes of its own.
     channel_exclusive_node_factor: int = 4

@@ -66,6 +66,7 @@ from typing import Any, Callable, Hashable, Iterable, Mapping, Sequence
 import numpy as np
 
 from vecgrid import errors
+from vecgrid.common.scan_cost import default_nprobe
 from vecgrid.gpu import cupy_engine, require_faiss
 from vecgrid.gpu.build import GPU_MOVABLE, normalize_rows, quantizer_fingerprint, read_index_file, serialize_index
 from vecgrid.gpu.columns import FieldColumn
@@ -91,10 +92,6 @@ FLAT_GATHER_FRACTION = 0.1  # rule 2: gather + BLAS at or below this fraction (o
 GPU_MAX_K = 2048        # faiss GPU's largest k
 DEFAULT_EF = 64
 DEFAULT_ITOPK = 64
-
-
-def default_nprobe(nlist: int) -> int:
-    return min(nlist, max(16, nlist // 8))
 
 
 def _int(params: Mapping[str, Any], key: str, lo: int, hi: int) -> int | None:

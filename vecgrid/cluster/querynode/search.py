@@ -30,10 +30,11 @@ from vecgrid.cluster.cores import faiss_threads
 from vecgrid.cluster.querynode.collections import Collection, field_dim
 from vecgrid.cluster.querynode.output_fields import fetch_columns, resolve_output_fields
 from vecgrid.cluster.querynode.segments import SealedSegment
+from vecgrid.common.scan_cost import default_nprobe
 from vecgrid.gpu.merge import MAX_TOPK, TopK
 from vecgrid.gpu.plan import SearchPlan, parse_search_plan
 from vecgrid.gpu.results import decode_placeholder_group, to_search_result_data
-from vecgrid.gpu.loaded_segment import default_nprobe, search_segments as engine_search
+from vecgrid.gpu.loaded_segment import search_segments as engine_search
 from vecgrid.proto import common_pb2, internal_pb2, schema_pb2
 
 

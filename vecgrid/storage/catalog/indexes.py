@@ -99,6 +99,10 @@ class IndexMeta(CatalogBase):
             self._store.put(keys.field_index_key(coll.id, index_id), encode(fi))
             return index_id
 
+    def index_definitions(self, collection_id: int) -> list[index_coord_pb2.IndexInfo]:
+        """The collection's live index definitions, without :meth:`describe_index`'s row counts."""
+        return [fi.index_info for _, fi in self._field_indexes(collection_id)]
+
     def describe_index(self, collection_id: int, field_name: str | None = None) -> list[index_coord_pb2.IndexInfo]:
         """The collection's live indexes (one field's if named), by field id; ``[]`` if none.
 

@@ -116,6 +116,10 @@ class ClusterView(Protocol):
     def row_bytes(self, collection_id: int) -> int:
         """About how many bytes a loaded row of the collection takes (its schema's width); 0 if unknown."""
 
+    def scan_fraction(self, collection_id: int) -> float:
+        """The share of a sealed segment's rows one query of the collection compares (its index: all
+        for FLAT, nprobe/nlist for IVF, next to none for graphs; see ``vecgrid.common.scan_cost``)."""
+
     def segments(self, node_id: int, collection_id: int | None = None) -> list[SegmentItem]:
         """Sealed segments on the node (``None``: of every collection)."""
 

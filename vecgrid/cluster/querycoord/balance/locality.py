@@ -10,9 +10,11 @@ search's time.  This policy counts the hop: a sealed segment goes to its channel
 * the leader has memory for it: everything the node would hold (sealed segments of every
   collection, growing rows, segments being loaded there) stays within
   ``querycoord.leader_memory_fraction`` of its memory capacity (GPU memory on GPU nodes); and
-* the channel's rows on the leader stay within ``querycoord.leader_local_rows``: past it, one
-  node's scan of the channel costs far more than a hop, and scanning parts of it in parallel on
-  other nodes pays for the hop.
+* the rows one query of the channel compares on the leader stay within
+  ``querycoord.leader_scan_rows``: every growing row, and of each sealed segment the share its index
+  scans (all for FLAT, nprobe/nlist for IVF, next to none for graphs: ``ClusterView.scan_fraction``).
+  Past it, one node's scan of the channel costs far more than a hop, and scanning parts of it in
+  parallel on other nodes pays for the hop.
 
 A segment that fails either test is placed as ``ScoreBasedBalancer`` places it (the replica's
 other nodes by score).  The balance round moves segments back onto their leader when they fit
@@ -31,24 +33,24 @@ from vecgrid.cluster.querycoord.balance.score_based import ScoreBasedBalancer
 NAME = "LocalityAwareBalancer"
 MB = 1024 * 1024
 
-#: defaults of ``querycoord.leader_memory_fraction`` and ``querycoord.leader_local_rows``
+#: defaults of ``querycoord.leader_memory_fraction`` and ``querycoord.leader_scan_rows``
 LEADER_MEMORY_FRACTION = 0.7
-LEADER_LOCAL_ROWS = 5_000_000
+LEADER_SCAN_ROWS = 5_000_000
 
 
 class LocalityAwareBalancer(ScoreBasedBalancer):
     name = NAME
 
     def __init__(self, view: ClusterView, *, memory_fraction: float = LEADER_MEMORY_FRACTION,
-                 local_rows: int = LEADER_LOCAL_ROWS) -> None:
+                 scan_rows: int = LEADER_SCAN_ROWS) -> None:
         super().__init__(view)
         self.memory_fraction = memory_fraction
-        self.local_rows = local_rows
+        self.scan_rows = scan_rows
 
     @classmethod
     def from_settings(cls, view: ClusterView, settings) -> "LocalityAwareBalancer":
         q = settings.querycoord
-        return cls(view, memory_fraction=q.leader_memory_fraction, local_rows=q.leader_local_rows)
+        return cls(view, memory_fraction=q.leader_memory_fraction, scan_rows=q.leader_scan_rows)
 
     # --- what a leader holds ---------------------------------------------------------------
 
@@ -68,9 +70,15 @@ class LocalityAwareBalancer(ScoreBasedBalancer):
         capacity = self.view.node_capacity_mb(node)
         return capacity * self.memory_fraction if capacity > 0 else None
 
-    def _channel_rows(self, node: int, collection_id: int, channel: str) -> int:
+    def _scanned(self, seg: SegmentItem) -> float:
+        """The rows of ``seg`` one query compares."""
+        return seg.num_rows * self.view.scan_fraction(seg.collection_id)
+
+    def _channel_scan(self, node: int, collection_id: int, channel: str) -> float:
+        """The rows one query of the channel compares on the node: its sealed segments' share, and
+        every growing row (searched by brute force)."""
         view = self.view
-        return (sum(s.num_rows for s in view.segments(node, collection_id) if s.channel == channel)
+        return (sum(self._scanned(s) for s in view.segments(node, collection_id) if s.channel == channel)
                 + view.channel_growing_rows(node, channel))
 
     def _leaders(self, collection_id: int, nodes: list[int]) -> dict[str, int]:
@@ -84,18 +92,18 @@ class LocalityAwareBalancer(ScoreBasedBalancer):
             nodes = set(leaders.values())
             self.mb = {n: balancer._held_mb(n) for n in nodes}
             self.budget = {n: balancer._budget_mb(n) for n in nodes}
-            self.rows = {(n, ch): balancer._channel_rows(n, collection_id, ch) for ch, n in leaders.items()}
+            self.scan = {(n, ch): balancer._channel_scan(n, collection_id, ch) for ch, n in leaders.items()}
             self.held = {n: held_segments(balancer.view, n, collection_id) for n in nodes}
 
         def fits(self, seg: SegmentItem, node: int) -> bool:
             mb = seg.num_rows * self.balancer.view.row_bytes(self.collection_id) / MB
             budget = self.budget[node]
             return ((budget is None or self.mb[node] + mb <= budget)
-                    and self.rows[(node, seg.channel)] + seg.num_rows <= self.balancer.local_rows)
+                    and self.scan[(node, seg.channel)] + self.balancer._scanned(seg) <= self.balancer.scan_rows)
 
         def take(self, seg: SegmentItem, node: int) -> None:
             self.mb[node] += seg.num_rows * self.balancer.view.row_bytes(self.collection_id) / MB
-            self.rows[(node, seg.channel)] += seg.num_rows
+            self.scan[(node, seg.channel)] += self.balancer._scanned(seg)
 
     # --- assignment ---------------------------------------------------------------------
 
@@ -149,24 +157,24 @@ class LocalityAwareBalancer(ScoreBasedBalancer):
 
     def _excess(self, collection_id: int, leaders: dict[str, int],
                 movable: dict[int, list[SegmentItem]]) -> list[tuple[SegmentItem, int]]:
-        """Segments to take off leaders over their memory budget or a channel's row limit, smallest
+        """Segments to take off leaders over their memory budget or a channel's scan limit, smallest
         first, until the leader is within both (a batch at most)."""
         picked: list[tuple[SegmentItem, int]] = []
         for leader in sorted(set(leaders.values())):
             budget = self._budget_mb(leader)
             over_mb = self._held_mb(leader) - budget if budget is not None else 0.0
-            over_rows = {ch: self._channel_rows(leader, collection_id, ch) - self.local_rows
+            over_scan = {ch: self._channel_scan(leader, collection_id, ch) - self.scan_rows
                          for ch, n in leaders.items() if n == leader}
             for seg in sorted(movable.get(leader, []), key=lambda s: (s.num_rows, s.segment_id)):
-                if over_mb <= 0 and over_rows.get(seg.channel, 0) <= 0:
+                if over_mb <= 0 and over_scan.get(seg.channel, 0) <= 0:
                     continue
                 picked.append((seg, leader))
                 over_mb -= seg.num_rows * self.view.row_bytes(collection_id) / MB
-                if seg.channel in over_rows:
-                    over_rows[seg.channel] -= seg.num_rows
+                if seg.channel in over_scan:
+                    over_scan[seg.channel] -= self._scanned(seg)
                 if len(picked) >= SEGMENT_BATCH_SIZE:
                     return picked
         return picked
 
 
-__all__ = ["LEADER_LOCAL_ROWS", "LEADER_MEMORY_FRACTION", "NAME", "LocalityAwareBalancer"]
+__all__ = ["LEADER_MEMORY_FRACTION", "LEADER_SCAN_ROWS", "NAME", "LocalityAwareBalancer"]

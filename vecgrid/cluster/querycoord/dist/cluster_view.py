@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Callable
 
 from vecgrid import errors
+from vecgrid.common.scan_cost import scan_fraction
 from vecgrid.cluster.querycoord.balance import ChannelItem, SegmentItem
 from vecgrid.cluster.querycoord.dist.distribution import DistributionManager
 from vecgrid.cluster.querycoord.meta.target_manager import Scope, TargetManager
@@ -57,6 +58,12 @@ class LiveClusterView:
             except errors.CollectionNotFound:  # dropped: its segments are on their way out
                 return 0
         return self._row_bytes[collection_id]
+
+    def scan_fraction(self, collection_id: int) -> float:
+        # the widest of its vector indexes (read each time: an index may be dropped and created again);
+        # none (segments served by exact search): every row
+        return max((scan_fraction(i.index_params) for i in self.catalog.index_definitions(collection_id)),
+                   default=1.0)
 
     def segments(self, node_id: int, collection_id: int | None = None) -> list[SegmentItem]:
         dist = self.dist.node(node_id)
