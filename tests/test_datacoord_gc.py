@@ -219,3 +219,18 @@ async def test_the_loop_sweeps_on_its_interval_and_stops(env):
     finally:
         await asyncio.wait_for(gc.stop(), 10)
     assert gc.loop_task is None
+
+
+def test_an_index_template_stays_while_its_index_is_live_and_goes_after_it_is_dropped(env):
+    ds, cat, gc, clock, _ = env
+    (index,) = cat.index_definitions(ds.collection_id)
+    path = segment_files.template_path(ds.collection_id, ds.vec_fid, index.indexID)
+    segment_files.put_file(ds.data_dir, path, b"a trained template")
+    gc.sweep(set())
+    clock.now += RETENTION
+    assert path not in gc.sweep(set()).removed and path in stored(ds)
+    cat.drop_index(ds.collection_id, "vec")
+    gc.sweep(set())
+    assert path in stored(ds)                          # a retention first, as for any file
+    clock.now += RETENTION
+    assert gc.sweep(set()).removed == [path]

@@ -15,7 +15,8 @@ lists once for all of them (:func:`vecgrid.gpu.loaded_segment.search_segments`).
 
 A template is a cache.  Missing, unreadable, corrupt (its header carries its checksum) or replaced
 by a concurrent build on another node, it costs a training, never a wrong result: every segment's
-index file holds its own quantizer.  Rows whose distribution drifts far from the template's sample
+index file holds its own quantizer.  The garbage collector removes the templates of dropped indexes
+and collections.  Rows whose distribution drifts far from the template's sample
 get less even lists (slower searches, as with any IVF index trained on a sample); dropping and
 creating the index again trains afresh (a new index id).
 
@@ -64,7 +65,7 @@ class TemplateKey:
 
     @property
     def path(self) -> str:
-        return f"{segment_files.SEGMENTS_DIR}/{self.collection_id}/templates/index_{self.field_id}_{self.index_id}.bin"
+        return segment_files.template_path(self.collection_id, self.field_id, self.index_id)
 
 
 @dataclass

@@ -554,6 +554,27 @@ def remove_stored_file(root: str | os.PathLike[str], path: str) -> bool:
     return removed
 
 
+def template_path(collection_id: int, field_id: int, index_id: int) -> str:
+    """Root-relative path of the trained template of a collection's IVF index
+    (``vecgrid.cluster.index_templates``): ``segments/<collection>/templates/index_<field>_<index>.bin``."""
+    return f"{SEGMENTS_DIR}/{int(collection_id)}/templates/index_{int(field_id)}_{int(index_id)}.bin"
+
+
+def template_of_path(path: str) -> tuple[int, int, int] | None:
+    """``(collection, field, index)`` of a template's path (see :func:`template_path`), else None."""
+    parts = path.split("/")
+    if len(parts) != 4 or parts[0] != SEGMENTS_DIR or parts[2] != "templates":
+        return None
+    name = parts[3]
+    if not (name.startswith("index_") and name.endswith(".bin")):
+        return None
+    try:
+        field_id, index_id = (int(x) for x in name[len("index_"):-len(".bin")].split("_"))
+        return int(parts[1]), field_id, index_id
+    except ValueError:
+        return None
+
+
 def segment_of_path(path: str) -> tuple[int, int, int] | None:
     """``(collection, partition, segment)`` of a file in a segment directory
     (``segments/<c>/<p>/<s>/<name>``), else None."""

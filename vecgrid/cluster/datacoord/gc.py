@@ -18,7 +18,9 @@ dropped indexes.  Here every ``datacoord.gc_interval_s`` a sweep:
 4. a file not named is *unnamed since* the first sweep that saw it so; it is removed once it stayed
    unnamed for ``datacoord.gc_retention_s``.  A file that is named again (a flush publishing what it
    wrote) is forgotten, and so is one replaced by another file under its name (another size or
-   modification time: a node saving an index again where an unnamed one lay).  So the files of Dropped segments (compaction sources), of failed flush or
+   modification time: a node saving an index again where an unnamed one lay).  An index template
+   (``segments/<c>/templates/``, see ``vecgrid.cluster.index_templates``) is named while its index
+   is live.  So the files of Dropped segments (compaction sources), of failed flush or
    compaction attempts, of index builds of dropped indexes and of overtaken builds all go, and a
    file written just now — by a flush or build in flight — is never removed before the retention
    passed: it is younger than the clock that protects it;
@@ -45,7 +47,7 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Iterable
 
 from vecgrid import errors
 from vecgrid.cluster.periodic import Periodic
@@ -115,6 +117,7 @@ class GarbageCollector(Periodic):
             by_segment.setdefault(sid, []).append(path)
         named, reserved, dropped = self._named({cid for cid, _, _ in located.values()}, in_targets)
         unnamed = [p for p, (_, _, sid) in located.items() if p not in named and sid not in reserved]
+        unnamed += self._dead_templates(stored)
         clocks = {}
         for path in unnamed:
             identity = (stored[path].size, stored[path].mtime)
@@ -136,7 +139,8 @@ class GarbageCollector(Periodic):
             self.failures.pop(path, None)
             del self._unnamed_since[path]
             out.removed.append(path)
-            by_segment[located[path][2]].remove(path)
+            if path in located:
+                by_segment[located[path][2]].remove(path)
         self._dropped_since = {sid: self._dropped_since.get(sid, now) for sid in dropped}
         for sid in sorted(dropped):
             if by_segment.get(sid) or now - self._dropped_since[sid] < self.retention_s:
@@ -149,6 +153,22 @@ class GarbageCollector(Periodic):
                      len(out.removed), len(out.purged))
         self.last = out
         return out
+
+    def _dead_templates(self, stored: Iterable[str]) -> list[str]:
+        """Index templates (``segments/<c>/templates/``) of indexes no longer live: dropped, or their
+        collection dropped."""
+        live: dict[int, set[int]] = {}
+        dead = []
+        for path in stored:
+            where = segment_files.template_of_path(path)
+            if where is None:
+                continue
+            cid, _, index_id = where
+            if cid not in live:
+                live[cid] = {i.indexID for i in self.catalog.index_definitions(cid)}
+            if index_id not in live[cid]:
+                dead.append(path)
+        return dead
 
     def _named(self, stored_collections: set[int], in_targets: set[int]) -> tuple[set[str], set[int], set[int]]:
         """Paths the catalog or a target names, the segments imports reserved (all their files are
