@@ -107,7 +107,9 @@ class Templates:
                         self._write(key, _Template(built.trained, sample), built.header)
                     built.trained = None   # the caller keeps the built index only
                     return built
-        return build_fn(vectors, index_type, metric, params, trained=template.index)
+        built = build_fn(vectors, index_type, metric, params, trained=template.index)
+        built.trained = None
+        return built
 
     @contextlib.contextmanager
     def _host_lock(self, key: TemplateKey) -> Iterator[None]:
