@@ -42,7 +42,6 @@ import base64
 import http.client
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -55,35 +54,18 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import rest as rest_bench  # noqa: E402  (bench/rest.py: bench/ is first on sys.path)
-from _timing import alternating  # noqa: E402
+from _timing import side_figures  # noqa: E402  (bench/ is first on sys.path)
+from grpc_floor import search_request  # noqa: E402
+from rest import Rest, free_port, stop, until  # noqa: E402
 from vecgrid.cluster.proxy.proxy import Proxy  # noqa: E402
 from vecgrid.gpu.build import build_index_file, read_index_file  # noqa: E402
-from vecgrid.gpu.results import encode_placeholder_group  # noqa: E402
-from vecgrid.proto import internal_pb2, query_coord_pb2, query_coord_pb2_grpc  # noqa: E402
+from vecgrid.proto import query_coord_pb2_grpc  # noqa: E402
 from vecgrid.common.channels import aio_channel  # noqa: E402
 
 DIM, K, NLIST, NPROBE, NQ = 128, 10, 1024, 8, 100
 INSERTED = 1_000
 COLLECTION = "bench"
 BIN = Path(sys.executable).parent
-
-
-class Rest(rest_bench.Rest):
-    def records(self, path: str) -> list[dict]:
-        """A find's records, paginated or not."""
-        answer = self.call("GET", path)
-        return answer["data"] if isinstance(answer, dict) else answer
-
-
-def until(what: str, check, timeout_s: float, interval_s: float = 0.5):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        got = check()
-        if got:
-            return got
-        time.sleep(interval_s)
-    raise TimeoutError(what)
 
 
 def placement(rest: Rest) -> dict:
@@ -116,12 +98,6 @@ def stable_placement(rest: Rest, quiet_s: float = 7.0, timeout_s: float = 120.0)
     raise TimeoutError("the segments kept moving")
 
 
-def floor_request(queries: np.ndarray) -> query_coord_pb2.SearchRequest:
-    """What the floors decode: the placeholder group and k (nothing else of a Search is read there)."""
-    inner = internal_pb2.SearchRequest(placeholder_group=encode_placeholder_group(queries), nq=len(queries), topk=K)
-    return query_coord_pb2.SearchRequest(req=inner)
-
-
 def start_floor(script: str, index_path: str) -> tuple[subprocess.Popen, int]:
     proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name(script)), index_path, str(NPROBE)],
                             stdout=subprocess.PIPE, text=True)
@@ -149,7 +125,7 @@ async def time_sides(rest: Rest, floor_http: Rest, grpc_port: int, coord_port: i
     out: dict = {}
     try:
         for nq in (NQ, 1):
-            floor_reqs = [floor_request(q[:nq]) for q in queries]
+            floor_reqs = [search_request(q[:nq], K) for q in queries]
             b64 = [base64.b64encode(q[:nq].astype("<f4").tobytes()).decode() for q in queries]
 
             async def faiss_side(i: int) -> None:
@@ -185,14 +161,7 @@ async def time_sides(rest: Rest, floor_http: Rest, grpc_port: int, coord_port: i
 
             sides = {"faiss": faiss_side, "faiss_segments": faiss_segments_side, "grpc_floor": grpc_side, "proxy": proxy_side,
                      "http_floor": http_side, "rest": rest_side, "rest_b64": rest_b64_side}
-            await alternating(sides, 5)  # warm-up: connections, the proxy's leaders and descriptions
-            lat = await alternating(sides, rounds if nq == NQ else 5 * rounds)
-            for name, xs in lat.items():
-                if nq == NQ:
-                    out[f"{name}_qps_nq100"] = round(NQ * len(xs) / sum(xs), 1)
-                else:
-                    out[f"{name}_p50_ms_nq1"] = round(float(np.percentile(xs, 50)) * 1e3, 3)
-                    out[f"{name}_p99_ms_nq1"] = round(float(np.percentile(xs, 99)) * 1e3, 3)
+            out.update(await side_figures(sides, nq, rounds))
     finally:
         await proxy.close()
     return out
@@ -215,7 +184,7 @@ def run(rows: int, rounds: int, balancer: str | None, workers: int = 2) -> dict:
                             "--primary-key", "id", "--index", "IVF_FLAT", "--index-params",
                             json.dumps({"nlist": nlist}), "--segment-rows", str(-(-rows // 4)),
                             "--data-dir", f"{tmp}/data"], check=True, stdout=subprocess.DEVNULL)
-            http_port, coord_port = rest_bench.free_port(), rest_bench.free_port()
+            http_port, coord_port = free_port(), free_port()
             # no automatic compaction: it may merge the four segments during one run's load and not another's
             env = dict(os.environ, VECGRID_DATACOORD_AUTO_COMPACTION="false")
             if balancer:
@@ -258,12 +227,7 @@ def run(rows: int, rounds: int, balancer: str | None, workers: int = 2) -> dict:
 
             out.update(asyncio.run(time_sides(rest, floor_http, grpc_port, coord_port, index, segment_indexes, queries)))
         finally:
-            for proc in reversed(procs):
-                proc.send_signal(signal.SIGTERM)
-                try:
-                    proc.wait(60)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
+            stop(procs)
     out["proxy_p50_ms_over_grpc_floor"] = round(out["proxy_p50_ms_nq1"] - out["grpc_floor_p50_ms_nq1"], 3)
     out["proxy_qps_nq100_vs_grpc_floor"] = round(out["proxy_qps_nq100"] / out["grpc_floor_qps_nq100"], 3)
     out["faiss_segments_qps_nq100_vs_grpc_floor"] = round(out["faiss_segments_qps_nq100"] / out["grpc_floor_qps_nq100"],

@@ -21,7 +21,14 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from vecgrid.gpu.build import read_index_file  # noqa: E402
+from vecgrid.gpu.results import encode_placeholder_group  # noqa: E402
 from vecgrid.proto import common_pb2, internal_pb2, query_coord_pb2, schema_pb2  # noqa: E402
+
+
+def search_request(queries: np.ndarray, k: int) -> query_coord_pb2.SearchRequest:
+    """What this server reads of a Search: the placeholder group and k (a client's request to it)."""
+    inner = internal_pb2.SearchRequest(placeholder_group=encode_placeholder_group(queries), nq=len(queries), topk=k)
+    return query_coord_pb2.SearchRequest(req=inner)
 
 
 async def main(path: str, nprobe: int) -> None:

@@ -61,6 +61,11 @@ class Rest:
             raise RuntimeError(f"{method} {path}: {response.status} {data[:500]!r}")
         return orjson.loads(data) if data else None
 
+    def records(self, path: str) -> list[dict]:
+        """A find's records, paginated or not."""
+        answer = self.call("GET", path)
+        return answer["data"] if isinstance(answer, dict) else answer
+
     def search(self, vectors: np.ndarray, limit: int = 10):
         return self.call("POST", "/collections/bench/entities", {"vectors": vectors, "limit": limit},
                          {"X-Service-Method": "search"})
@@ -80,6 +85,28 @@ def wait_ready(port: int, proc: subprocess.Popen, timeout_s: float = 180.0) -> N
             pass
         time.sleep(0.5)
     raise TimeoutError("vecgrid serve did not become healthy")
+
+
+def until(what: str, check, timeout_s: float, interval_s: float = 0.5):
+    """``check()``'s first true answer, asked every ``interval_s``; TimeoutError naming ``what``."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        got = check()
+        if got:
+            return got
+        time.sleep(interval_s)
+    raise TimeoutError(what)
+
+
+def stop(procs: list[subprocess.Popen], timeout_s: float = 60.0) -> None:
+    """SIGTERM each process, the last started first; kill one that does not exit in ``timeout_s``."""
+    for proc in reversed(procs):
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 def wait_indexed(rest: Rest, timeout_s: float = 600.0) -> None:
@@ -149,11 +176,7 @@ def run(quick: bool) -> dict:
                 faiss_s += time.perf_counter() - t
                 assert len(hits) == 100 and [h["id"] for h in hits[99]] == ids[99].tolist()
         finally:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            stop([proc])
     rest_p50, faiss_p50 = float(np.percentile(rest_ms, 50)), float(np.percentile(faiss_ms, 50))
     return {
         "rows": rows, "dim": DIM,

@@ -32,7 +32,6 @@ import asyncio
 import http.client
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -46,12 +45,12 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import rest as rest_bench  # noqa: E402  (bench/rest.py: bench/ is first on sys.path)
-from _timing import alternating  # noqa: E402
+from _timing import side_figures  # noqa: E402  (bench/ is first on sys.path)
+from grpc_floor import search_request  # noqa: E402
+from rest import Rest, free_port, stop, until, wait_ready  # noqa: E402
 from vecgrid.cluster.proxy.proxy import Proxy  # noqa: E402
 from vecgrid.common.channels import aio_channel  # noqa: E402
-from vecgrid.gpu.results import encode_placeholder_group  # noqa: E402
-from vecgrid.proto import internal_pb2, query_coord_pb2, query_coord_pb2_grpc  # noqa: E402
+from vecgrid.proto import query_coord_pb2_grpc  # noqa: E402
 
 DIM, K, NPROBE, NQ = 128, 10, 16, 100
 CHUNK = 250_000
@@ -120,21 +119,6 @@ def vectors_of(batch: pa.RecordBatch) -> np.ndarray:
 
 # --- the vecgrid side -------------------------------------------------------------------------------
 
-def until(what: str, check, timeout_s: float, interval_s: float = 1.0):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        got = check()
-        if got:
-            return got
-        time.sleep(interval_s)
-    raise TimeoutError(what)
-
-
-def records(rest: rest_bench.Rest, path: str) -> list[dict]:
-    answer = rest.call("GET", path)
-    return answer["data"] if isinstance(answer, dict) else answer
-
-
 def processes(serve: subprocess.Popen) -> list[dict]:
     """Every process of ``vecgrid serve`` with its role and resident set."""
     root = psutil.Process(serve.pid)
@@ -152,18 +136,13 @@ def processes(serve: subprocess.Popen) -> list[dict]:
     return out
 
 
-def segment_placement(rest: rest_bench.Rest) -> dict:
+def segment_placement(rest: Rest) -> dict:
     per_node: dict[str, int] = {}
-    segments = records(rest, f"/segments?collection={COLLECTION}")
+    segments = rest.records(f"/segments?collection={COLLECTION}")
     for s in segments:
         for node in s["nodes"]:
             per_node[str(node)] = per_node.get(str(node), 0) + 1
     return {"segments": len(segments), "segments_per_node": per_node}
-
-
-def floor_request(queries: np.ndarray) -> query_coord_pb2.SearchRequest:
-    inner = internal_pb2.SearchRequest(placeholder_group=encode_placeholder_group(queries), nq=len(queries), topk=K)
-    return query_coord_pb2.SearchRequest(req=inner)
 
 
 async def time_sides(grpc_port: int, coord_port: int, queries: np.ndarray, rounds: int) -> dict:
@@ -173,7 +152,7 @@ async def time_sides(grpc_port: int, coord_port: int, queries: np.ndarray, round
     try:
         for nq in (NQ, 1):
             batches = [queries[(i * nq) % len(queries):][:nq] for i in range(rounds)]
-            floor_reqs = [floor_request(q) for q in batches]
+            floor_reqs = [search_request(q, K) for q in batches]
 
             async def grpc_side(i: int) -> None:
                 assert (await floor.Search(floor_reqs[i % rounds], timeout=120)).num_queries == nq
@@ -183,28 +162,10 @@ async def time_sides(grpc_port: int, coord_port: int, queries: np.ndarray, round
                                           consistency="Eventually")
                 assert len(hits) == nq and len(hits[0]) == K
 
-            sides = {"grpc_floor": grpc_side, "proxy": proxy_side}
-            await alternating(sides, 5)
-            lat = await alternating(sides, rounds if nq == NQ else 5 * rounds)
-            for name, xs in lat.items():
-                if nq == NQ:
-                    out[f"{name}_qps_nq100"] = round(NQ * len(xs) / sum(xs), 1)
-                else:
-                    out[f"{name}_p50_ms_nq1"] = round(float(np.percentile(xs, 50)) * 1e3, 3)
-                    out[f"{name}_p99_ms_nq1"] = round(float(np.percentile(xs, 99)) * 1e3, 3)
+            out.update(await side_figures({"grpc_floor": grpc_side, "proxy": proxy_side}, nq, rounds))
     finally:
         await proxy.close()
     return out
-
-
-def stop(procs: list[subprocess.Popen]) -> None:
-    for proc in reversed(procs):
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(120)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def run_case(tmp: str, parquet: str, queries: np.ndarray, index_type: str, nlist: int, rounds: int) -> dict:
@@ -222,26 +183,26 @@ def run_case(tmp: str, parquet: str, queries: np.ndarray, index_type: str, nlist
     out["import_s"] = round(time.monotonic() - t0, 2)
     procs: list[subprocess.Popen] = []
     try:
-        http_port, coord_port = rest_bench.free_port(), rest_bench.free_port()
+        http_port, coord_port = free_port(), free_port()
         env = dict(os.environ, VECGRID_DATACOORD_AUTO_COMPACTION="false")  # the imported segments as they are
         serve = subprocess.Popen([str(BIN / "vecgrid"), "serve", "--data-dir", data_dir, "--workers", "2",
                                   "--http-port", str(http_port), "--coord-port", str(coord_port),
                                   "--dashboard-port", "0"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                  env=env)
         procs.append(serve)
-        rest_bench.wait_ready(http_port, serve)
-        rest = rest_bench.Rest(http_port)
+        wait_ready(http_port, serve)
+        rest = Rest(http_port)
         t0 = time.monotonic()
         rest.call("POST", "/collections", {"name": COLLECTION}, {"X-Service-Method": "load"})
 
         def loaded() -> bool:
             try:
                 return any(c["name"] == COLLECTION and c.get("loadPercent") == 100
-                           for c in records(rest, "/collections"))
+                           for c in rest.records("/collections"))
             except (OSError, http.client.HTTPException):
                 rest.conn.close()
                 return False
-        until("loaded", loaded, 6 * 3600)
+        until("loaded", loaded, 6 * 3600, interval_s=1.0)
         out["load_s"] = round(time.monotonic() - t0, 2)
         out["load_vs_faiss"] = round(out["load_s"] / out["faiss_build_s"], 3)
 
@@ -265,7 +226,7 @@ def run_case(tmp: str, parquet: str, queries: np.ndarray, index_type: str, nlist
         grpc_port = int(floor.stdout.readline())
         out.update(asyncio.run(time_sides(grpc_port, coord_port, queries, rounds)))
     finally:
-        stop(procs)
+        stop(procs, timeout_s=120)
     out["proxy_p50_ms_over_grpc_floor"] = round(out["proxy_p50_ms_nq1"] - out["grpc_floor_p50_ms_nq1"], 3)
     out["proxy_qps_nq100_vs_grpc_floor"] = round(out["proxy_qps_nq100"] / out["grpc_floor_qps_nq100"], 3)
     return out

@@ -16,6 +16,7 @@ from vecgrid.cluster.querycoord.checkers.segment_checker import SegmentChecker
 from vecgrid.cluster.querycoord.dist.distribution import DistributionManager
 from vecgrid.cluster.querycoord.meta.replica_manager import ReplicaManager, channel_nodes, split_channel_nodes
 from vecgrid.cluster.querycoord.meta.target_manager import SegmentRef
+from vecgrid.common.scan_cost import IndexShape
 from vecgrid.proto import data_coord_pb2, query_coord_pb2
 
 CID = 100
@@ -40,7 +41,7 @@ class FakeView:
         self.leaders: dict[tuple[int, int], int] = {}
         self.channel_flight: set[int] = set()
         self.segment_flight: set[int] = set()
-        self.scan_fractions: dict[int, float] = {}   # collection -> its index's share; default FLAT: all
+        self.shapes: dict[int, IndexShape] = {}   # collection -> its index; default FLAT: every row
         for n in nodes:
             self.add_node(n, state, capacity)
 
@@ -80,8 +81,8 @@ class FakeView:
     def row_bytes(self, collection_id):
         return ROW_BYTES
 
-    def scan_fraction(self, collection_id):
-        return self.scan_fractions.get(collection_id, 1.0)
+    def index_shape(self, collection_id):
+        return self.shapes.get(collection_id, IndexShape())
 
     def segments(self, node_id, collection_id=None):
         return [s for s in self.segs.get(node_id, []) if collection_id is None or s.collection_id == collection_id]
@@ -866,10 +867,10 @@ def test_locality_spreads_a_channel_past_its_scan_limit():
 
 def test_locality_counts_the_rows_a_query_compares_not_the_rows_stored():
     """10M rows: a FLAT collection's queries compare them all (spread past 5M), an IVF one's an eighth
-    at the default nprobe (1.25M: one node, no hop; the 10M benchmark found them split 5/5)."""
+    at the default nprobe of nlist 4096 (1.29M: one node, no hop; the 10M benchmark found them split 5/5)."""
     view, bal = led(1, 2)
     assert rows_per_target(bal.assign_segments(CID, segs(10, rows=1_000_000), [1, 2]))[1] == 5_000_000
-    view.scan_fractions[CID] = 0.125
+    view.shapes[CID] = IndexShape("ivf", 4096)
     assert rows_per_target(bal.assign_segments(CID, segs(10, rows=1_000_000), [1, 2])) == {1: 10_000_000}
 
 

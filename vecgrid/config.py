@@ -80,8 +80,8 @@ class QueryCoordSettings:
     # stays within this share of its memory (GPU memory on GPU nodes) ...
     leader_memory_fraction: float = 0.7
     # ... and the rows one query of its channel compares there stay within this count: every growing
-    # row, and of a sealed segment the share its index scans (FLAT all, IVF nprobe/nlist, graphs next to
-    # none).  Past it, scanning parts elsewhere in parallel pays for the hop to them.
+    # row, and of a sealed segment what its index scans (FLAT all, IVF its centroids and nprobe lists,
+    # graphs a walk's few thousand).  Past it, scanning parts elsewhere in parallel pays for the hop.
     leader_scan_rows: int = 5_000_000
     # Milvus's queryCoord.channelExclusiveNodeFactor: under ChannelLevelScoreBalancer, a replica with at
     # least this many read-write nodes per DML channel gives each channel nodes of its own.

@@ -1,15 +1,12 @@
-"""How much of a segment one query compares, by index family: what the coordinator's placement and a
-node's choice of thread (loop or pool) estimate a search's cost with.  No engine import: the
+"""How many rows one query compares in a segment, by index family: what the coordinator's placement
+and a node's choice of thread (loop or pool) estimate a search's cost with.  No engine import: the
 coordinator reads index definitions, never indexes."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
-
-#: share of a segment's rows a graph walk (HNSW, CAGRA) compares: a few thousand rows whatever the
-#: segment's size, so next to nothing of a large one
-GRAPH_SCAN_FRACTION = 0.01
 
 
 def default_nprobe(nlist: int) -> int:
@@ -17,26 +14,39 @@ def default_nprobe(nlist: int) -> int:
     return min(nlist, max(16, nlist // 8))
 
 
-def index_family(index_type: str) -> str:
-    """``flat``, ``ivf`` or ``graph`` of a Milvus index type (AUTOINDEX builds HNSW)."""
-    t = (index_type or "FLAT").upper()
-    if "IVF" in t:
-        return "ivf"
-    if t in ("HNSW", "GPU_CAGRA", "AUTOINDEX"):
-        return "graph"
-    return "flat"
-
-
-def scan_fraction(index_params: Mapping[str, Any] | Iterable[Any]) -> float:
-    """The share of a segment's rows one query of an index definition compares, at the default search
-    params: all for FLAT, ``nprobe / nlist`` for IVF, :data:`GRAPH_SCAN_FRACTION` for graphs.  Takes a
-    mapping or Milvus ``KeyValuePair``\\ s (``index_type``, ``params`` JSON or flat ``nlist``)."""
-    kv = dict(index_params.items()) if isinstance(index_params, Mapping) else {p.key: p.value for p in index_params}
-    family = index_family(str(kv.get("index_type", "FLAT")))
-    if family == "graph":
-        return GRAPH_SCAN_FRACTION
+def scanned_rows(family: str, rows: int, *, nlist: int = 0, nprobe: int = 0, topk: int = 10, ef: int = 0) -> int:
+    """Rows one query compares in a segment of ``rows``: all of them for a flat scan, the centroids and
+    the probed lists for IVF (``nprobe`` 0: the default), a graph walk's few thousand for any other
+    family (HNSW, CAGRA)."""
     if family == "flat":
-        return 1.0
+        return rows
+    if family == "ivf":
+        nlist = max(1, nlist)
+        return nlist + rows * min(nlist, nprobe or default_nprobe(nlist)) // nlist
+    return min(rows, 64 * max(topk, ef, 64))
+
+
+@dataclass(frozen=True)
+class IndexShape:
+    """What :func:`scanned_rows` needs of an index definition."""
+
+    family: str = "flat"   # flat, ivf or graph
+    nlist: int = 0
+
+    def scanned_rows(self, rows: int) -> int:
+        """Rows one query compares in a segment of ``rows`` at the default search params."""
+        return scanned_rows(self.family, rows, nlist=self.nlist)
+
+
+def index_shape(index_params: Mapping[str, Any] | Iterable[Any]) -> IndexShape:
+    """The shape of an index definition: a mapping or Milvus ``KeyValuePair``\\ s (``index_type``, and
+    ``nlist`` flat or in the ``params`` JSON).  AUTOINDEX builds HNSW."""
+    kv = dict(index_params.items()) if isinstance(index_params, Mapping) else {p.key: p.value for p in index_params}
+    index_type = str(kv.get("index_type", "FLAT")).upper()
+    if index_type in ("HNSW", "GPU_CAGRA", "AUTOINDEX"):
+        return IndexShape("graph")
+    if "IVF" not in index_type:
+        return IndexShape("flat")
     params = kv.get("params")
     if isinstance(params, str):
         try:
@@ -45,9 +55,8 @@ def scan_fraction(index_params: Mapping[str, Any] | Iterable[Any]) -> float:
             params = {}
     if not isinstance(params, Mapping):
         params = {}
-    nlist = params.get("nlist", kv.get("nlist", 128))
     try:
-        nlist = max(1, int(nlist))
+        nlist = max(1, int(params.get("nlist", kv.get("nlist", 128))))
     except (TypeError, ValueError):
         nlist = 128
-    return default_nprobe(nlist) / nlist
+    return IndexShape("ivf", nlist)

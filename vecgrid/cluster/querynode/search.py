@@ -30,7 +30,7 @@ from vecgrid.cluster.cores import faiss_threads
 from vecgrid.cluster.querynode.collections import Collection, field_dim
 from vecgrid.cluster.querynode.output_fields import fetch_columns, resolve_output_fields
 from vecgrid.cluster.querynode.segments import SealedSegment
-from vecgrid.common.scan_cost import default_nprobe
+from vecgrid.common.scan_cost import scanned_rows
 from vecgrid.gpu.merge import MAX_TOPK, TopK
 from vecgrid.gpu.plan import SearchPlan, parse_search_plan
 from vecgrid.gpu.results import decode_placeholder_group, to_search_result_data
@@ -158,19 +158,14 @@ def search_segments(coll: Collection, segments: Sequence[SealedSegment], req: in
 
 
 def _scan_rows(seg: Any, plan: SearchPlan) -> int:
-    """Rows one query of ``plan`` compares in ``seg``: all of them for a flat scan (and a filter),
-    the probed lists for IVF, a graph walk's few thousand for HNSW/CAGRA."""
-    n = int(seg.num_rows)
+    """Rows one query of ``plan`` compares in ``seg`` (:func:`~vecgrid.common.scan_cost.scanned_rows`;
+    a filter makes any index scan every row)."""
     engines = getattr(seg, "engines", None)
     engine = engines.get(plan.field_id) if engines is not None else None
-    family = getattr(engine, "family", "flat")
-    if plan.expr is not None or family == "flat":
-        return n
-    if family == "ivf":
-        nlist = max(1, int(engine.nlist or 1))
-        nprobe = int(plan.search_params.get("nprobe") or default_nprobe(nlist))
-        return nlist + n * min(nlist, nprobe) // nlist
-    return min(n, 64 * max(plan.topk, int(plan.search_params.get("ef") or 0), 64))
+    family = getattr(engine, "family", "flat") if plan.expr is None else "flat"
+    return scanned_rows(family, int(seg.num_rows), nlist=int(getattr(engine, "nlist", 0) or 1),
+                        nprobe=int(plan.search_params.get("nprobe") or 0), topk=plan.topk,
+                        ef=int(plan.search_params.get("ef") or 0))
 
 
 def search_work(segments: Sequence[Any], req: internal_pb2.SearchRequest) -> int:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Protocol, Sequence, TypeVar
 
+from vecgrid.common.scan_cost import IndexShape
 from vecgrid.proto import data_coord_pb2
 
 # Node states as ``ClusterView.node_state`` reports them (Milvus ``session.NodeState``).
@@ -116,9 +117,9 @@ class ClusterView(Protocol):
     def row_bytes(self, collection_id: int) -> int:
         """About how many bytes a loaded row of the collection takes (its schema's width); 0 if unknown."""
 
-    def scan_fraction(self, collection_id: int) -> float:
-        """The share of a sealed segment's rows one query of the collection compares (its index: all
-        for FLAT, nprobe/nlist for IVF, next to none for graphs; see ``vecgrid.common.scan_cost``)."""
+    def index_shape(self, collection_id: int) -> IndexShape:
+        """The collection's vector index, as far as the rows a query compares go
+        (``vecgrid.common.scan_cost``)."""
 
     def segments(self, node_id: int, collection_id: int | None = None) -> list[SegmentItem]:
         """Sealed segments on the node (``None``: of every collection)."""

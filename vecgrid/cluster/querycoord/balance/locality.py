@@ -11,8 +11,9 @@ search's time.  This policy counts the hop: a sealed segment goes to its channel
   collection, growing rows, segments being loaded there) stays within
   ``querycoord.leader_memory_fraction`` of its memory capacity (GPU memory on GPU nodes); and
 * the rows one query of the channel compares on the leader stay within
-  ``querycoord.leader_scan_rows``: every growing row, and of each sealed segment the share its index
-  scans (all for FLAT, nprobe/nlist for IVF, next to none for graphs: ``ClusterView.scan_fraction``).
+  ``querycoord.leader_scan_rows``: every growing row, and of each sealed segment what its index
+  scans at the default search params (all for FLAT, the centroids and nprobe lists for IVF, a graph
+  walk's few thousand: ``ClusterView.index_shape``, ``vecgrid.common.scan_cost``).
   Past it, one node's scan of the channel costs far more than a hop, and scanning parts of it in
   parallel on other nodes pays for the hop.
 
@@ -29,6 +30,7 @@ from __future__ import annotations
 from vecgrid.cluster.querycoord.balance.base import (SEGMENT_BATCH_SIZE, ClusterView, ReplicaNodes, SegmentItem,
                                                      SegmentPlan, held_segments)
 from vecgrid.cluster.querycoord.balance.score_based import ScoreBasedBalancer
+from vecgrid.common.scan_cost import IndexShape
 
 NAME = "LocalityAwareBalancer"
 MB = 1024 * 1024
@@ -70,15 +72,11 @@ class LocalityAwareBalancer(ScoreBasedBalancer):
         capacity = self.view.node_capacity_mb(node)
         return capacity * self.memory_fraction if capacity > 0 else None
 
-    def _scanned(self, seg: SegmentItem) -> float:
-        """The rows of ``seg`` one query compares."""
-        return seg.num_rows * self.view.scan_fraction(seg.collection_id)
-
-    def _channel_scan(self, node: int, collection_id: int, channel: str) -> float:
-        """The rows one query of the channel compares on the node: its sealed segments' share, and
-        every growing row (searched by brute force)."""
+    def _channel_scan(self, node: int, collection_id: int, channel: str, shape: IndexShape) -> int:
+        """The rows one query of the channel compares on the node: what ``shape`` scans of its sealed
+        segments, and every growing row (searched by brute force)."""
         view = self.view
-        return (sum(self._scanned(s) for s in view.segments(node, collection_id) if s.channel == channel)
+        return (sum(shape.scanned_rows(s.num_rows) for s in view.segments(node, collection_id) if s.channel == channel)
                 + view.channel_growing_rows(node, channel))
 
     def _leaders(self, collection_id: int, nodes: list[int]) -> dict[str, int]:
@@ -92,18 +90,19 @@ class LocalityAwareBalancer(ScoreBasedBalancer):
             nodes = set(leaders.values())
             self.mb = {n: balancer._held_mb(n) for n in nodes}
             self.budget = {n: balancer._budget_mb(n) for n in nodes}
-            self.scan = {(n, ch): balancer._channel_scan(n, collection_id, ch) for ch, n in leaders.items()}
+            self.shape = balancer.view.index_shape(collection_id)
+            self.scan = {(n, ch): balancer._channel_scan(n, collection_id, ch, self.shape) for ch, n in leaders.items()}
             self.held = {n: held_segments(balancer.view, n, collection_id) for n in nodes}
 
         def fits(self, seg: SegmentItem, node: int) -> bool:
             mb = seg.num_rows * self.balancer.view.row_bytes(self.collection_id) / MB
             budget = self.budget[node]
             return ((budget is None or self.mb[node] + mb <= budget)
-                    and self.scan[(node, seg.channel)] + self.balancer._scanned(seg) <= self.balancer.scan_rows)
+                    and self.scan[(node, seg.channel)] + self.shape.scanned_rows(seg.num_rows) <= self.balancer.scan_rows)
 
         def take(self, seg: SegmentItem, node: int) -> None:
             self.mb[node] += seg.num_rows * self.balancer.view.row_bytes(self.collection_id) / MB
-            self.scan[(node, seg.channel)] += self.balancer._scanned(seg)
+            self.scan[(node, seg.channel)] += self.shape.scanned_rows(seg.num_rows)
 
     # --- assignment ---------------------------------------------------------------------
 
@@ -160,10 +159,11 @@ class LocalityAwareBalancer(ScoreBasedBalancer):
         """Segments to take off leaders over their memory budget or a channel's scan limit, smallest
         first, until the leader is within both (a batch at most)."""
         picked: list[tuple[SegmentItem, int]] = []
+        shape = self.view.index_shape(collection_id)
         for leader in sorted(set(leaders.values())):
             budget = self._budget_mb(leader)
             over_mb = self._held_mb(leader) - budget if budget is not None else 0.0
-            over_scan = {ch: self._channel_scan(leader, collection_id, ch) - self.scan_rows
+            over_scan = {ch: self._channel_scan(leader, collection_id, ch, shape) - self.scan_rows
                          for ch, n in leaders.items() if n == leader}
             for seg in sorted(movable.get(leader, []), key=lambda s: (s.num_rows, s.segment_id)):
                 if over_mb <= 0 and over_scan.get(seg.channel, 0) <= 0:
@@ -171,7 +171,7 @@ class LocalityAwareBalancer(ScoreBasedBalancer):
                 picked.append((seg, leader))
                 over_mb -= seg.num_rows * self.view.row_bytes(collection_id) / MB
                 if seg.channel in over_scan:
-                    over_scan[seg.channel] -= self._scanned(seg)
+                    over_scan[seg.channel] -= shape.scanned_rows(seg.num_rows)
                 if len(picked) >= SEGMENT_BATCH_SIZE:
                     return picked
         return picked

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Callable
 
 from vecgrid import errors
-from vecgrid.common.scan_cost import scan_fraction
+from vecgrid.common.scan_cost import IndexShape, index_shape
 from vecgrid.cluster.querycoord.balance import ChannelItem, SegmentItem
 from vecgrid.cluster.querycoord.dist.distribution import DistributionManager
 from vecgrid.cluster.querycoord.meta.target_manager import Scope, TargetManager
@@ -59,11 +59,11 @@ class LiveClusterView:
                 return 0
         return self._row_bytes[collection_id]
 
-    def scan_fraction(self, collection_id: int) -> float:
-        # the widest of its vector indexes (read each time: an index may be dropped and created again);
-        # none (segments served by exact search): every row
-        return max((scan_fraction(i.index_params) for i in self.catalog.index_definitions(collection_id)),
-                   default=1.0)
+    def index_shape(self, collection_id: int) -> IndexShape:
+        # read each time (an index may be dropped and created again); none: exact search, every row;
+        # several vector fields: the one whose search compares the most rows
+        shapes = [index_shape(i.index_params) for i in self.catalog.index_definitions(collection_id)]
+        return max(shapes, key=lambda s: s.scanned_rows(1_000_000), default=IndexShape())
 
     def segments(self, node_id: int, collection_id: int | None = None) -> list[SegmentItem]:
         dist = self.dist.node(node_id)
