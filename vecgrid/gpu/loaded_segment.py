@@ -56,6 +56,7 @@ cupy; other GPU indexes run it on a host copy of the index made on first need
 
 from __future__ import annotations
 
+import concurrent.futures
 import functools
 import logging
 import math
@@ -66,7 +67,7 @@ from typing import Any, Callable, Hashable, Iterable, Mapping, Sequence
 import numpy as np
 
 from vecgrid import errors
-from vecgrid.common.scan_cost import default_nprobe
+from vecgrid.common.scan_cost import default_nprobe, scanned_rows
 from vecgrid.gpu import cupy_engine, require_faiss
 from vecgrid.gpu.build import GPU_MOVABLE, normalize_rows, quantizer_fingerprint, read_index_file, serialize_index
 from vecgrid.gpu.columns import FieldColumn
@@ -83,7 +84,7 @@ log = logging.getLogger(__name__)
 
 __all__ = [
     "LoadedSegment", "load_segment", "search_segments", "search_request", "default_search_params",
-    "EXACT_FRACTION", "EXACT_ROWS", "FLAT_GATHER_FRACTION", "GPU_MAX_K",
+    "fan_out_width", "FAN_OUT_WORK", "EXACT_FRACTION", "EXACT_ROWS", "FLAT_GATHER_FRACTION", "GPU_MAX_K",
 ]
 
 EXACT_FRACTION = 0.05   # rule 3: exact when at most this fraction of rows is allowed
@@ -865,23 +866,110 @@ def search_segments(segments: Sequence[LoadedSegment | GrowingSegment], queries:
         else:
             merged = merge_topk([part], k, metric, round_decimal)
     else:
-        pending: list[Any] = []
+        pending: dict[int, Any] = {}
         shared = _shared_assignments(segments, xq, k, expr, timestamp, params)
+        kw = dict(expr=expr, timestamp=timestamp, params=params, metric=metric)
+        host: list[int] = []
         for i, seg in enumerate(segments):
-            kw = dict(expr=expr, timestamp=timestamp, params=params, metric=metric)
             if isinstance(seg, LoadedSegment) and seg.device.is_gpu:
-                pending.append(seg.device.submit(seg.search, xq, k, **kw))
-            elif i in shared:
-                pending.append(seg.search(xq, k, assign=shared[i], **kw))
+                pending[i] = seg.device.submit(seg.search, xq, k, **kw)
             else:
-                pending.append(seg.search(xq, k, **kw))
-        parts = [p if isinstance(p, TopK) else p.result() for p in pending]
+                host.append(i)
+
+        def search_host(i: int) -> TopK:
+            return segments[i].search(xq, k, assign=shared[i], **kw) if i in shared else \
+                segments[i].search(xq, k, **kw)
+
+        threads = min(fan_out_width(segments, len(xq), k, expr=expr, params=params), _omp_threads())
+        if threads > 1 and len(xq) < threads:
+            pending.update(_fan_out(host, search_host, threads, lambda i: _scan_work(segments[i], 1, k, expr,
+                                                                                   params)))
+        else:
+            pending.update((i, search_host(i)) for i in host)
+        parts = [pending[i] if isinstance(pending[i], TopK) else pending[i].result() for i in range(len(segments))]
         merged = merge_topk(parts, k, metric, round_decimal)
     if output_fields and len(merged):
         merged.fields = _gather_fields(segments, merged, output_fields)
     elif output_fields:
         merged.fields = _empty_fields(segments, output_fields)
     return merged
+
+
+#: Query floats × rows compared (vecgrid.common.scan_cost) from which a search of fewer queries than
+#: the cores it leased spreads its host segments over threads (faiss spreads a search over its
+#: queries, so one query runs on one core): about half a millisecond of scanning, ten thread handoffs.
+FAN_OUT_WORK = 500_000
+
+_fan_out_lock = threading.Lock()
+_fan_out_pool: concurrent.futures.ThreadPoolExecutor | None = None  # made once under _fan_out_lock
+
+
+def _scan_work(seg: Any, nq: int, k: int, expr: plan_pb2.Expr | None, params: Mapping[str, Any] | None) -> int:
+    """Query floats × rows compared of ``nq`` queries in ``seg`` (a filter: every row)."""
+    family = "flat" if expr is not None else getattr(seg, "family", "flat")
+    p = params or {}
+    try:
+        nprobe, ef = int(p.get("nprobe") or 0), int(p.get("ef") or 0)
+    except (TypeError, ValueError):  # the segment's search refuses them
+        nprobe = ef = 0
+    return nq * seg.dim * scanned_rows(family, int(seg.num_rows), nlist=int(getattr(seg, "nlist", 0) or 1),
+                                       nprobe=nprobe, topk=k, ef=ef)
+
+
+def _on_host(seg: Any) -> bool:
+    return seg._host if isinstance(seg, LoadedSegment) else getattr(seg, "xp", np) is np
+
+
+def fan_out_width(segments: Sequence[Any], nq: int, k: int, *, expr: plan_pb2.Expr | None = None,
+                  params: Mapping[str, Any] | None = None) -> int:
+    """The threads a search of ``nq`` queries can use beyond one per query: its host segments when
+    it has several and they scan at least :data:`FAN_OUT_WORK` (then :func:`search_segments` runs
+    them on as many threads as it finds cores), else 1."""
+    host = [s for s in segments if _on_host(s)]
+    if len(host) < 2 or sum(_scan_work(s, nq, k, expr, params) for s in host) < FAN_OUT_WORK:
+        return 1
+    return len(host)
+
+
+def _omp_threads() -> int:
+    """The threads this thread's faiss work may use (a node's search: the cores it leased)."""
+    return int(require_faiss().omp_get_max_threads())
+
+
+def _one_omp_thread() -> None:
+    require_faiss().omp_set_num_threads(1)
+
+
+def _fan_out(items: Sequence[int], run: Callable[[int], TopK], threads: int,
+             cost: Callable[[int], int]) -> dict[int, TopK]:
+    """``run`` of every item, spread over ``threads``: this thread and pool threads, the items
+    dealt largest first to the least loaded.  Each thread runs faiss on one OpenMP thread — this
+    one too meanwhile, since OpenMP threads idling after a region spin on the cores the others need."""
+    global _fan_out_pool
+    loads = [0] * threads
+    groups: list[list[int]] = [[] for _ in range(threads)]
+    for i in sorted(items, key=cost, reverse=True):
+        t = loads.index(min(loads))
+        groups[t].append(i)
+        loads[t] += max(1, cost(i))
+    groups = [g for g in groups if g]
+    with _fan_out_lock:
+        if _fan_out_pool is None:
+            _fan_out_pool = concurrent.futures.ThreadPoolExecutor(
+                max(1, (os.cpu_count() or 2) - 1), thread_name_prefix="vecgrid-fan-out", initializer=_one_omp_thread)
+        pool = _fan_out_pool
+    futures = [pool.submit(lambda g=g: [(i, run(i)) for i in g]) for g in groups[1:]]
+    faiss = require_faiss()
+    own = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(1)
+    try:
+        out = {i: run(i) for i in groups[0]}
+    finally:
+        faiss.omp_set_num_threads(own)
+        concurrent.futures.wait(futures)  # none outlives the search, even when this part failed
+    for f in futures:
+        out.update(f.result())  # raises a pool thread's error
+    return out
 
 
 def _shared_assignments(segments: Sequence[Any], xq: np.ndarray, k: int, expr: plan_pb2.Expr | None,

@@ -34,7 +34,7 @@ from vecgrid.common.scan_cost import scanned_rows
 from vecgrid.gpu.merge import MAX_TOPK, TopK
 from vecgrid.gpu.plan import SearchPlan, parse_search_plan
 from vecgrid.gpu.results import decode_placeholder_group, to_search_result_data
-from vecgrid.gpu.loaded_segment import search_segments as engine_search
+from vecgrid.gpu.loaded_segment import fan_out_width, search_segments as engine_search
 from vecgrid.proto import common_pb2, internal_pb2, schema_pb2
 
 
@@ -93,7 +93,9 @@ def _search_vectors(coll: Collection, segments: Sequence[SealedSegment], plan_by
     if not metric and engines:
         metric = engines[0].metric
     if engines:
-        with faiss_threads(len(xq)):
+        # one core per query, or one per segment for a few queries over large host segments
+        wanted = max(len(xq), fan_out_width(engines, len(xq), plan.topk, expr=plan.expr, params=plan.search_params))
+        with faiss_threads(wanted):
             topk = engine_search(engines, xq, plan.topk, expr=plan.expr, timestamp=timestamp,
                                  params=plan.search_params, metric=metric or None,
                                  round_decimal=plan.round_decimal)
