@@ -99,6 +99,8 @@ def test_shared_ivf_lists_and_fan_out_together_find_the_same_hits(two_omp_thread
                                         segment_id=i + 1))
     params = {"nprobe": 8}
     assert engine.fan_out_width(segs, 1, 10, params=params) == 4
+    # the probed lists count, not the centroids the shared assignment compares once
+    assert engine.fan_out_width(segs, 1, 10, params={"nprobe": 2}) == 1
     for query in rng.standard_normal((5, 1, DIM), dtype=np.float32):
         alone = engine.merge_topk([s.search(query, 10, params=params) for s in segs], 10, "L2", -1)
         hits = engine.search_segments(segs, query, 10, params=params)

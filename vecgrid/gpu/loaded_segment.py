@@ -905,15 +905,17 @@ _fan_out_pool: concurrent.futures.ThreadPoolExecutor | None = None  # made once 
 
 
 def _scan_work(seg: Any, nq: int, k: int, expr: plan_pb2.Expr | None, params: Mapping[str, Any] | None) -> int:
-    """Query floats × rows compared of ``nq`` queries in ``seg`` (a filter: every row)."""
+    """Query floats × rows compared of ``nq`` queries in ``seg`` (a filter: every row), an IVF
+    segment's centroids left out: segments sharing a quantizer compare them once, before the fan-out."""
     family = "flat" if expr is not None else getattr(seg, "family", "flat")
     p = params or {}
     try:
         nprobe, ef = int(p.get("nprobe") or 0), int(p.get("ef") or 0)
     except (TypeError, ValueError):  # the segment's search refuses them
         nprobe = ef = 0
-    return nq * seg.dim * scanned_rows(family, int(seg.num_rows), nlist=int(getattr(seg, "nlist", 0) or 1),
-                                       nprobe=nprobe, topk=k, ef=ef)
+    nlist = int(getattr(seg, "nlist", 0) or 1)
+    rows = scanned_rows(family, int(seg.num_rows), nlist=nlist, nprobe=nprobe, topk=k, ef=ef)
+    return nq * seg.dim * (rows - nlist if family == "ivf" else rows)
 
 
 def _on_host(seg: Any) -> bool:
