@@ -190,7 +190,7 @@ def run(rows: int, rounds: int, balancer: str | None, workers: int = 2) -> dict:
             if balancer:
                 env["VECGRID_QUERYCOORD_BALANCER"] = balancer
             serve = subprocess.Popen([str(BIN / "vecgrid"), "serve", "--data-dir", f"{tmp}/data", "--workers", str(workers),
-                                      "--http-port", str(http_port), "--coord-port", str(coord_port),
+                                      "--http-port", str(http_port), "--milvus-port", "0", "--coord-port", str(coord_port),
                                       "--dashboard-port", "0"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                      env=env)
             procs.append(serve)

@@ -136,7 +136,7 @@ def run(quick: bool) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         http_port, coord_port = free_port(), free_port()
         env = {**os.environ, "VECGRID_DATACOORD_FLUSH_IDLE_S": "86400", "VECGRID_DATACOORD_AUTO_COMPACTION": "false"}
-        proc = subprocess.Popen([VECGRID, "serve", "--data-dir", tmp, "--workers", "2", "--http-port", str(http_port),
+        proc = subprocess.Popen([VECGRID, "serve", "--data-dir", tmp, "--workers", "2", "--http-port", str(http_port), "--milvus-port", "0",
                                  "--coord-port", str(coord_port), "--dashboard-port", "0"],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
         try:

@@ -186,7 +186,7 @@ def run_case(tmp: str, parquet: str, queries: np.ndarray, index_type: str, nlist
         http_port, coord_port = free_port(), free_port()
         env = dict(os.environ, VECGRID_DATACOORD_AUTO_COMPACTION="false")  # the imported segments as they are
         serve = subprocess.Popen([str(BIN / "vecgrid"), "serve", "--data-dir", data_dir, "--workers", "2",
-                                  "--http-port", str(http_port), "--coord-port", str(coord_port),
+                                  "--http-port", str(http_port), "--milvus-port", "0", "--coord-port", str(coord_port),
                                   "--dashboard-port", "0"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                  env=env)
         procs.append(serve)

@@ -113,7 +113,7 @@ class Cluster:
     def start_coord(self) -> None:
         self._start("coord", [PY, "-m", "vecgrid.cli", "coord", "--scheduler", self.scheduler_address,
                               "--host", HOST, "--coord-port", str(self.coord_port), "--http-port",
-                              str(self.http_port), "--data-dir", os.path.join(self.root, "coord")])
+                              str(self.http_port), "--milvus-port", "0", "--data-dir", os.path.join(self.root, "coord")])
 
     def start(self) -> None:
         self.start_scheduler()

@@ -86,7 +86,7 @@ def main() -> int:
                     env=env, stdout=logs, stderr=logs))
             procs.append(subprocess.Popen(
                 [py, "-m", "vecgrid.cli", "coord", "--scheduler", sched, "--host", HOST, "--coord-port",
-                 str(COORD_PORT), "--http-port", str(HTTP_PORT), "--data-dir", os.path.join(tmp, "coord")],
+                 str(COORD_PORT), "--http-port", str(HTTP_PORT), "--milvus-port", "0", "--data-dir", os.path.join(tmp, "coord")],
                 env=env, stdout=logs, stderr=logs))
             nodes = poll("two query nodes", lambda: len(records(rest("GET", "/nodes"))) >= 2 and
                          records(rest("GET", "/nodes")), 180)

@@ -27,7 +27,7 @@ from tests.querycoord_support import FAST
 def settings_for(data_dir: str, scheduler: str, port: int) -> Settings:
     s = Settings.load(env={}, overrides={
         "common.data_dir": data_dir, "common.healthcheck_interval_s": 1.0, "dask.scheduler": scheduler,
-        "querycoord.port": port, "querycoord.grace_s": 0.5, "querynode.grace_s": 0.5, "http.port": 0,
+        "querycoord.port": port, "querycoord.grace_s": 0.5, "querynode.grace_s": 0.5, "http.port": 0, "proxy.port": 0,
         "querycoord.next_target_interval_s": 1.0,
         # the policy stays out of the way: compactions run when the test says so
         "datacoord.compaction_min_segments": 10_000, "datacoord.l0_compaction_min_segments": 10_000,

@@ -37,7 +37,7 @@ def embedded_settings(data_dir: Path, workers: int = 2) -> Settings:
         "querycoord.port": 0,
         "querycoord.grace_s": 0.5,
         "querynode.grace_s": 0.5,
-        "http.port": 0,
+        "http.port": 0, "proxy.port": 0,
         "dask.dashboard_port": 0,
         "dask.workers": workers,
         "dask.threads_per_worker": 1,

@@ -117,7 +117,7 @@ async def _drive(scheduler: str, data_dir: str, port: int, cid: int, dim: int, o
 
     settings = Settings.load(env={}, overrides={
         "common.data_dir": data_dir, "common.healthcheck_interval_s": 1.0, "querycoord.port": port,
-        "http.port": 0, "dask.scheduler": scheduler, "datacoord.check_interval_s": 0.1,
+        "http.port": 0, "proxy.port": 0, "dask.scheduler": scheduler, "datacoord.check_interval_s": 0.1,
         "datacoord.flush_idle_s": 3600.0, "datacoord.auto_compaction": False, **FAST})
     coordinator = Coordinator(settings)
     await coordinator.start(scheduler)

@@ -24,7 +24,7 @@ from tests.cli_support import VECGRID, assert_one_line_error, run_in_process, ru
 def test_serve_answers_grpc_and_http_then_exits_cleanly_on_sigint(tmp_path):
     proc = subprocess.Popen(
         VECGRID + ["serve", "--data-dir", str(tmp_path), "--workers", "2",
-                   "--coord-port", "0", "--http-port", "0", "--dashboard-port", "0"],
+                   "--coord-port", "0", "--http-port", "0", "--milvus-port", "0", "--dashboard-port", "0"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
         start_new_session=True)  # its own process group, like a job in a terminal
     try:
@@ -105,7 +105,7 @@ def test_port_in_use_is_one_line(tmp_path):
         busy.listen()
         port = busy.getsockname()[1]
         result = run_process(["serve", "--data-dir", str(tmp_path), "--coord-port", str(port),
-                              "--http-port", "0", "--dashboard-port", "0"])
+                              "--http-port", "0", "--milvus-port", "0", "--dashboard-port", "0"])
     assert result.returncode == 2
     assert_one_line_error(result, f"127.0.0.1:{port}", "querycoord gRPC")
 
@@ -165,7 +165,7 @@ def test_port_in_use_exits_2_before_anything_starts(tmp_path, capsys):
         busy.listen()
         port = busy.getsockname()[1]
         result = run_in_process(["serve", "--data-dir", str(tmp_path), "--coord-port", "0",
-                                 "--http-port", str(port), "--dashboard-port", "0"], capsys)
+                                 "--http-port", str(port), "--milvus-port", "0", "--dashboard-port", "0"], capsys)
     assert result.returncode == 2
     assert_one_line_error(result, f"127.0.0.1:{port}", "REST")
 
@@ -179,7 +179,7 @@ def test_coord_with_a_busy_port_exits_2_before_reaching_the_scheduler(tmp_path, 
         port = busy.getsockname()[1]
         nothing.bind(("127.0.0.1", 0))  # bound, not listening: a scheduler address that refuses
         result = run_in_process(["coord", "--scheduler", f"tcp://127.0.0.1:{nothing.getsockname()[1]}",
-                                 "--data-dir", str(tmp_path), "--coord-port", "0", "--http-port", str(port)],
+                                 "--data-dir", str(tmp_path), "--coord-port", "0", "--http-port", str(port), "--milvus-port", "0"],
                                 capsys)
     assert result.returncode == 2
     assert_one_line_error(result, f"127.0.0.1:{port}", "REST")

@@ -94,6 +94,10 @@ async def test_load_status_search_release(env):
     mask = (books.columns["age"] < 30) & (books.columns["tag"] != "red")
     assert_same_knn(*reference_search(books, xq, 5, mask), *dense_hits(hits, 5))
     assert all(set(h["entity"]) == {"age", "tag"} and h["entity"]["age"] < 30 for row in hits for h in row)
+    same = await vecgrid("search", "books", "--vectors", str(root / "q.npy"), "--limit", "5",
+                         "--filter", 'age < 30 and tag != "red"', "--output-fields", "age,tag", *addr)
+    assert same.returncode == 0, same.stderr
+    assert json.loads(same.stdout) == hits   # the Milvus expression selects what the query object does
 
     np.save(root / "one.npy", xq[0])  # a single vector is one query
     one = json.loads((await vecgrid("search", "books", "--vectors", str(root / "one.npy"), *addr)).stdout)
@@ -135,8 +139,13 @@ async def test_errors_are_one_line(env):
     assert_one_line_error(await vecgrid("search", "pairs", "--vectors", str(root / "q2.npy"),
                                          "--filter", '{"colour": "red"}', *addr), "has no field 'colour'")
     bad = await vecgrid("search", "pairs", "--vectors", str(root / "q2.npy"), "--filter", "{age: 3}", *addr)
-    assert_one_line_error(bad, "--filter is not JSON")
+    assert_one_line_error(bad, "--filter is not a JSON object")
     assert bad.returncode == 2
+    # not JSON: a Milvus expression, compiled against the schema by the proxy
+    assert_one_line_error(await vecgrid("search", "pairs", "--vectors", str(root / "q2.npy"),
+                                         "--filter", 'colour == "red"', *addr), "colour")
+    assert_one_line_error(await vecgrid("search", "pairs", "--vectors", str(root / "q2.npy"),
+                                         "--filter", "id >", *addr), "cannot parse expression")
     assert_one_line_error(await vecgrid("search", "pairs", "--vectors", str(root / "missing.npy"), *addr),
                            "cannot read --vectors")
     assert_one_line_error(await vecgrid("load", "pairs", "--replicas", "0", *addr), "--replicas must be 1 or more")

@@ -102,7 +102,7 @@ def test_stock_scheduler_with_vecgrid_worker_and_coord(tmp_path):
                         "--name", "gpu-box-1", "--node-port", "0", "--resources", "GPU=1"])
         _wait_for_line(worker, r"vecgrid worker gpu-box-1 at tcp://127\.0\.0\.1:", 60)
         coord = spawn([str(BIN / "vecgrid"), "coord", "--scheduler", scheduler_addr, "--data-dir",
-                       str(tmp_path), "--coord-port", "0", "--http-port", "0"])
+                       str(tmp_path), "--coord-port", "0", "--http-port", "0", "--milvus-port", "0"])
         grpc_addr = _wait_for_line(coord, r"QueryCoord gRPC : (\S+)", 60).group(1)
 
         with grpc.insecure_channel(grpc_addr) as channel:
@@ -143,7 +143,7 @@ async def test_kill_9_of_the_coordinator_keeps_loaded_collections_served(tmp_pat
 
     def start_coord():
         proc = spawn([str(BIN / "vecgrid"), "coord", "--scheduler", scheduler_addr, "--data-dir", ds.data_dir,
-                      "--coord-port", str(coord_port), "--http-port", "0"])
+                      "--coord-port", str(coord_port), "--http-port", "0", "--milvus-port", "0"])
         return proc, _wait_for_line(proc, r"QueryCoord gRPC : (\S+)", 60).group(1)
 
     try:
@@ -226,7 +226,7 @@ async def test_the_query_nodes_outlive_a_killed_scheduler_and_rejoin_its_restart
         scheduler = start_scheduler()
         workers = [start_worker(name) for name in ("w1", "w2")]
         coord_proc = _spawn(procs, [str(BIN / "vecgrid"), "coord", "--scheduler", scheduler_addr, "--data-dir",
-                                    ds.data_dir, "--coord-port", "0", "--http-port", "0"])
+                                    ds.data_dir, "--coord-port", "0", "--http-port", "0", "--milvus-port", "0"])
         coord = Coord(_wait_for_line(coord_proc, r"QueryCoord gRPC : (\S+)", 60).group(1))
         _drain(coord_proc)
 
@@ -290,7 +290,7 @@ async def test_writes_through_a_cluster_mode_coordinator(tmp_path):
             _wait_for_line(_spawn(procs, [str(BIN / "vecgrid"), "worker", "--scheduler", scheduler_addr,
                                           "--name", name, "--node-port", "0"]), rf"vecgrid worker {name} at", 60)
         coord_proc = _spawn(procs, [str(BIN / "vecgrid"), "coord", "--scheduler", scheduler_addr, "--data-dir",
-                                    ds.data_dir, "--coord-port", "0", "--http-port", "0"])
+                                    ds.data_dir, "--coord-port", "0", "--http-port", "0", "--milvus-port", "0"])
         address = _wait_for_line(coord_proc, r"QueryCoord gRPC : (\S+)", 60).group(1)
         coord = Coord(address)
         deadline = time.monotonic() + 30

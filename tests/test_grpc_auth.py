@@ -24,7 +24,7 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from tests.conftest import poll_until, secured_settings
 from vecgrid.deploy import EmbeddedCluster
 from vecgrid.proto import query_coord_pb2  # noqa: F401 - registers the Milvus services in the pool
-from vecgrid.proto import catalog_service_pb2, wal_stream_pb2, write_service_pb2  # noqa: F401
+from vecgrid.proto import catalog_service_pb2, milvus_pb2, wal_stream_pb2, write_service_pb2  # noqa: F401
 from vecgrid.rpc.auth import OPEN_SERVICES, right_of
 
 pytestmark = pytest.mark.slow
@@ -44,6 +44,10 @@ def test_rights_of_methods():
     assert right_of("milvus.proto.query.QueryNode", "LoadSegments") == "cluster"
     assert right_of("milvus.proto.query.QueryNode", "DeleteBatch") == "cluster"
     assert right_of("vecgrid.wal.ChannelStream", "Read") == "cluster"
+    assert right_of("milvus.proto.milvus.MilvusService", "Connect") == "read"
+    assert right_of("milvus.proto.milvus.MilvusService", "Search") == "read"
+    assert right_of("milvus.proto.milvus.MilvusService", "Insert") == "write"
+    assert right_of("milvus.proto.milvus.MilvusService", "CreateCollection") == "write"
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -121,7 +125,8 @@ async def test_every_registered_method_refuses_without_credentials_and_gives_rea
     # a wrong password: another email, as failed logins count against the login limiter of the email
     wrong = [("authorization", base64.b64encode(b"mallory@x.io:nope").decode())]
     checked = 0
-    for address, is_node in ((secured.coord.address, False), (await node_address(secured), True)):
+    milvus = f"127.0.0.1:{secured.milvus.port}"   # Milvus's public API: the users' door
+    for address, is_node in ((secured.coord.address, False), (milvus, False), (await node_address(secured), True)):
         for service, method in await registered_methods(address):
             need = right_of(service, method.name)
             what = f"{address} {service}.{method.name}"
@@ -135,7 +140,7 @@ async def test_every_registered_method_refuses_without_credentials_and_gives_rea
             if not is_node and need == "read":  # Milvus's base64 user:password, on the coordinator
                 assert await call(address, service, method, basic) not in REFUSED, what
             checked += 1
-    assert checked > 60
+    assert checked > 100
 
 
 @pytest.mark.asyncio(loop_scope="module")

@@ -58,6 +58,7 @@ async def test_coordinator_restart_keeps_node_ids(cluster):
     settings = cluster.settings.with_env({})
     settings.querycoord.port = 0
     settings.http.port = 0
+    settings.proxy.port = 0
     await cluster.coord.stop()  # the old coordinator stops watching; its workers keep running
     successor = Coordinator(settings, deploy_mode="EMBEDDED")
     await successor.start(cluster.cluster.scheduler_address)

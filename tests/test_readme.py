@@ -21,6 +21,7 @@ from vecgrid.rpc.querycoord_servicer import QueryCoordServicer
 from vecgrid.rpc.querynode_servicer import QueryNodeServicer
 from vecgrid.rpc.service import pending_methods
 from tests.cli_support import VECGRID
+from tests.milvus_clients import run_client
 from tests.conftest import REPO
 
 
@@ -163,7 +164,7 @@ def served(tmp_path_factory):
     env = {k: v for k, v in os.environ.items() if not k.startswith("VECGRID_")}
     with open(log_path, "w") as log:   # a file, not a pipe: nobody has to keep reading the server's logs
         proc = subprocess.Popen(VECGRID + ["serve", "--data-dir", str(work / "data"), "--coord-port", "0",
-                                           "--http-port", "0", "--dashboard-port", "0"],
+                                           "--http-port", "0", "--milvus-port", "0", "--dashboard-port", "0"],
                                 stdout=log, stderr=subprocess.STDOUT, env={**env, "PYTHONUNBUFFERED": "1"},
                                 start_new_session=True)
     try:
@@ -230,3 +231,18 @@ def test_the_quickstart_prints_what_the_readme_says(served, tmp_path):
     assert len(printed) == len(expected), f"README shows {len(expected)} output lines, the block printed {printed}"
     for want, got in zip(expected, printed):
         assert _same_output([want], [got]), f"README: {want}\nprinted: {got}"
+
+
+@pytest.mark.slow
+def test_the_pymilvus_block_prints_what_the_readme_says(served):
+    """The pymilvus block, run by pymilvus 2.4 in its own venv against make serve's Milvus port (after the
+    quickstart: it makes and drops a collection of its own)."""
+    _, banner = served
+    milvus = re.search(r"Milvus gRPC\s+: (\S+)", banner).group(1)
+    code = _only_block("With pymilvus and the Milvus SDKs", "python")
+    default = '"http://127.0.0.1:19530"'
+    assert default in code, "the block connects to make serve's Milvus port"
+    done = run_client("pymilvus-2.4", code.replace(default, f'"http://{milvus}"'))
+    expected = [line[2:] for line in code.splitlines() if line.startswith("# ")]
+    printed = done.stdout.splitlines()
+    assert printed == expected

@@ -11,11 +11,11 @@ Client commands, against a running coordinator (``--coord HOST:PORT``, default
 
     vecgrid load NAME [--replicas N] [--resource-group RG]   load, with a progress bar until 100 %
     vecgrid release NAME                                     release
-    vecgrid search NAME --vectors FILE.npy [--limit K] [--filter JSON] [--output-fields a,b]
+    vecgrid search NAME --vectors FILE.npy [--limit K] [--filter EXPR] [--output-fields a,b]
                                                              nearest rows as JSON, one list per query
     vecgrid status                                           nodes, collections, load %, partition states
     vecgrid insert NAME FILE... [--partition P] [--upsert]   rows from .parquet, .jsonl/.json, or .npy + .parquet/.csv
-    vecgrid delete NAME --ids 1,2,3 | --filter JSON          by primary key, or what a Strong query finds
+    vecgrid delete NAME --ids 1,2,3 | --filter EXPR          by primary key, or what a Strong query finds
     vecgrid flush NAME [--no-wait]                           seal growing data into published segments
     vecgrid compact NAME [--no-wait]                         compact a collection now
     vecgrid create-index NAME --field F [--type T] [--metric M] [--params JSON] [--no-wait]
@@ -85,6 +85,8 @@ def _parser() -> _Parser:
     coord_ports = _Parser(add_help=False)
     coord_ports.add_argument("--coord-port", type=int, help="QueryCoord gRPC port (0 = free port)")
     coord_ports.add_argument("--http-port", type=int, help="REST port (0 = free port)")
+    coord_ports.add_argument("--milvus-port", type=int,
+                             help="Milvus API port for pymilvus and the Milvus SDKs (proxy.port; 0 = free port)")
 
     parser = _Parser(prog="vecgrid", description="GPU-backed vector search cluster (Milvus QueryCoord/QueryNode over Dask)")
     parser.add_argument("--version", action="version", version=f"vecgrid {__version__}")
@@ -141,8 +143,9 @@ def _parser() -> _Parser:
     search.add_argument("name", metavar="NAME")
     search.add_argument("--vectors", required=True, metavar="FILE.npy", help="nq x dim (or dim) float array")
     search.add_argument("--limit", type=int, default=10, metavar="K", help="hits per query (default 10)")
-    search.add_argument("--filter", metavar="JSON",
-                        help='query object in the REST syntax, e.g. {"age": {"$gt": 20}, "$or": [...]}')
+    search.add_argument("--filter", metavar="EXPR",
+                        help='a Milvus expression, e.g. \'age > 20 and tag in ["a"]\', or a REST query object, '
+                             'e.g. {"age": {"$gt": 20}, "$or": [...]}')
     search.add_argument("--output-fields", default="", metavar="a,b", help="fields to return with each hit")
     search.add_argument("--consistency", default="Strong", choices=["Strong", "Bounded", "Eventually"],
                         help="how fresh the data must be (default Strong)")
@@ -167,7 +170,8 @@ def _parser() -> _Parser:
     delete.add_argument("name", metavar="NAME")
     which = delete.add_mutually_exclusive_group(required=True)
     which.add_argument("--ids", metavar="1,2,3", help="primary keys, comma-separated")
-    which.add_argument("--filter", metavar="JSON", help='query object in the REST syntax, e.g. {"age": {"$gt": 20}}')
+    which.add_argument("--filter", metavar="EXPR",
+                       help='a Milvus expression, e.g. \'age > 20\', or a REST query object, e.g. {"age": {"$gt": 20}}')
     delete.add_argument("--partition", default=None, help="only this partition (default: every partition)")
 
     no_wait = _Parser(add_help=False)
@@ -237,6 +241,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
         "common.log_level": getattr(args, "log_level", None),
         "querycoord.port": getattr(args, "coord_port", None),
         "http.port": getattr(args, "http_port", None),
+        "proxy.port": getattr(args, "milvus_port", None),
         "dask.workers": getattr(args, "workers", None),
         "dask.dashboard_port": getattr(args, "dashboard_port", None),
         "dask.scheduler": getattr(args, "scheduler", None),
@@ -452,14 +457,14 @@ def _index_params(args: argparse.Namespace) -> dict:
     return params
 
 
-def _filter_arg(text: str) -> dict:
-    """``--filter``: a REST query object as JSON."""
+def _filter_arg(text: str) -> dict | str:
+    """``--filter``: a Milvus expression (``'year > 2000'``), or a REST query object as JSON (``{...}``)."""
+    if not text.lstrip().startswith("{"):
+        return text   # compiled by the proxy against the collection's schema
     try:
         query = json.loads(text)
     except ValueError as e:
-        raise UsageError(f"--filter is not JSON ({e}): {text!r}") from None
-    if not isinstance(query, dict):
-        raise UsageError(f"--filter must be a JSON object of field conditions, got {text!r}")
+        raise UsageError(f"--filter is not a JSON object ({e}): {text!r}") from None
     return query
 
 

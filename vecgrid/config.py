@@ -200,6 +200,13 @@ class HTTPSettings:
 
 
 @dataclass
+class ProxySettings:
+    # Milvus's public API (MilvusService: pymilvus, the Milvus SDKs, Attu), in the coordinator
+    # process beside REST; Milvus's own default port.  0 picks a free port.
+    port: int = 19530
+
+
+@dataclass
 class StorageSettings:
     # Where sealed segments, delete logs and index files live: empty for the data dir itself, or an
     # fsspec URL such as s3://bucket/prefix (the s3 extra).  Metadata and WAL stay in the data dir.
@@ -231,6 +238,7 @@ class Settings:
     querynode: QueryNodeSettings = field(default_factory=QueryNodeSettings)
     datacoord: DataCoordSettings = field(default_factory=DataCoordSettings)
     http: HTTPSettings = field(default_factory=HTTPSettings)
+    proxy: ProxySettings = field(default_factory=ProxySettings)
     dask: DaskSettings = field(default_factory=DaskSettings)
     storage: StorageSettings = field(default_factory=StorageSettings)
 

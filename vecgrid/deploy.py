@@ -50,6 +50,7 @@ from vecgrid.http.services.accounts import (auth_enabled, cluster_secret, ensure
 from vecgrid.http.services import RestContext
 from vecgrid.rpc.auth import RightsChecker, ServerAuth
 from vecgrid.rpc.catalog_servicer import catalog_service
+from vecgrid.rpc.milvus_servicer import serve_milvus
 from vecgrid.rpc.channel_stream_servicer import channel_stream_service
 from vecgrid.rpc.querycoord_servicer import serve_querycoord
 from vecgrid.rpc.server import GrpcServer, PortInUse
@@ -84,6 +85,7 @@ def ensure_ports_free(host: str, ports: list[tuple[int, str]]) -> None:
 @dataclass
 class Addresses:
     grpc: str = ""
+    milvus: str = ""
     http: str = ""
     scheduler: str = ""
     dashboard: str = ""
@@ -101,6 +103,7 @@ class Coordinator:
         self.coord: QueryCoord | None = None
         self.datacoord: DataCoord | None = None
         self.grpc: GrpcServer | None = None
+        self.milvus: GrpcServer | None = None   # MilvusService: the Milvus clients' port
         self.http: tornado.httpserver.HTTPServer | None = None
         self.addresses = Addresses()
         self._store = None
@@ -121,7 +124,8 @@ class Coordinator:
     async def start(self, scheduler_address: str) -> None:
         s = self.settings
         # before anything starts: a busy port is bad input (exit 2), not a failure half-way through
-        ensure_ports_free(s.common.host, [(s.querycoord.port, "querycoord gRPC"), (s.http.port, "REST")])
+        ensure_ports_free(s.common.host, [(s.querycoord.port, "querycoord gRPC"), (s.proxy.port, "Milvus gRPC"),
+                                          (s.http.port, "REST")])
         data = DataDir.of(s)
         self._store = data.open_store()
         self.client = await Client(scheduler_address, asynchronous=True, name="vecgrid-coordinator",
@@ -147,6 +151,9 @@ class Coordinator:
         self.proxy = coordinator_proxy(self.coord, self.datacoord)
         self.write_servicer.writes = self.proxy.writes  # vecgrid.write.WriteService: writes of other processes
         self.write_servicer.ddl = self.coord.ddl
+        self.milvus = await serve_milvus(self.coord, self.proxy, s.common.host, s.proxy.port,
+                                         interceptors, tls.grpc_credentials() if tls else None)
+        s.proxy.port = self.milvus.port
         sockets = tornado.netutil.bind_sockets(s.http.port, s.common.host)
         s.http.port = sockets[0].getsockname()[1]
         rest = RestContext(coord=self.coord, proxy=self.proxy, datacoord=self.datacoord, settings=s,
@@ -163,6 +170,7 @@ class Coordinator:
         self.publisher = ClusterPublisher(self.coord, self.client, datacoord=self.datacoord)
         self.publisher.start()
         self.addresses.grpc = self.coord.address
+        self.addresses.milvus = f"{s.common.host}:{s.proxy.port}"
         self.addresses.http = f"{'https' if tls else 'http'}://{s.common.host}:{s.http.port}"
         self.addresses.scheduler = scheduler_address
         self.addresses.dashboard = self.client.dashboard_link or ""
@@ -181,6 +189,8 @@ class Coordinator:
     async def stop(self) -> None:
         if self.coord is not None:
             self.coord.lifecycle.set(StateCode.Stopping)  # new calls answer "not ready" while draining
+        if self.milvus is not None:
+            await self.milvus.stop(self.settings.querycoord.grace_s)
         if self.grpc is not None:
             await self.grpc.stop(self.settings.querycoord.grace_s)
         if self.proxy is not None:
@@ -248,6 +258,7 @@ class EmbeddedCluster(Coordinator):
     async def start(self) -> None:  # type: ignore[override]
         s = self.settings
         ensure_ports_free(s.common.host, [(s.querycoord.port, "querycoord gRPC"),
+                                          (s.proxy.port, "Milvus gRPC"),
                                           (s.http.port, "REST"),
                                           (s.dask.dashboard_port, "Dask dashboard")])
         local_dir = Path(s.common.data_dir).absolute() / "dask"
@@ -288,6 +299,7 @@ def describe(addresses: Addresses, mode: str) -> str:
     """The start-up banner ``vecgrid serve`` / ``vecgrid coord`` print."""
     lines = [
         f"vecgrid {mode}: {len(addresses.query_nodes)} query node(s)",
+        f"  Milvus gRPC     : {addresses.milvus} (pymilvus: MilvusClient(\"http://{addresses.milvus}\"))",
         f"  QueryCoord gRPC : {addresses.grpc}",
         f"  REST            : {addresses.http}",
         f"  Dask scheduler  : {addresses.scheduler}",

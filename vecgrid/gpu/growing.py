@@ -185,28 +185,12 @@ class GrowingSegment:
             raise errors.ParameterInvalid(f"query dimension {xq.shape[-1]} does not match {self.dim}")
         if self.metric == "COSINE":
             xq = normalize_rows(xq)
-        fm = "L2" if self.metric == "L2" else "IP"
         rows = self.rows  # release() replaces it
         n = rows.n if num_rows is None else num_rows
-        pks = rows.pks[:n]
         if n == 0:
-            return TopK.empty(len(xq), k, pks.dtype)
-        mask = rows.mask(expr, timestamp, n)
-        if self.xp is not np:
-            base = self._device_vectors(n)
-        else:
-            base = self._vecs.view()[:n]
-        if mask is None:
-            D, I = brute_force_knn(xq, base, k, fm, xp=self.xp)
-            return TopK.from_dense(D, I, k, pks)
-        allowed = np.flatnonzero(mask)
-        if not len(allowed):
-            return TopK.empty(len(xq), k, pks.dtype)
-        sub = base[self.xp.asarray(allowed)] if self.xp is not np else base[allowed]
-        D, I = brute_force_knn(xq, sub, k, fm, xp=self.xp)
-        valid = I >= 0
-        I = np.where(valid, allowed[np.where(valid, I, 0)], -1)
-        return TopK.from_dense(D, I, k, pks)
+            return TopK.empty(len(xq), k, rows.pks.dtype)
+        base = self._device_vectors(n) if self.xp is not np else self._vecs.view()[:n]
+        return _exact_topk(xq, base, k, self.metric, rows, n, expr, timestamp, self.xp)
 
     def fetch(self, rows: np.ndarray, fields: Iterable[int | str]) -> list[FieldColumn]:
         return self.rows.fetch(rows, fields)
@@ -222,6 +206,26 @@ class GrowingSegment:
     @property
     def larger_is_better(self) -> bool:
         return larger_is_better(self.metric)
+
+
+def _exact_topk(xq: np.ndarray, base: Any, k: int, metric: str, rows: RowStore, n: int,
+                expr: plan_pb2.Expr | None, timestamp: int | None, xp: Any = np) -> TopK:
+    """Exact top-``k`` of ``xq`` (normalised for COSINE already) among the first ``n`` rows of ``base``
+    that are visible at ``timestamp`` and pass ``expr``."""
+    fm = "L2" if metric == "L2" else "IP"
+    pks = rows.pks[:n]
+    mask = rows.mask(expr, timestamp, n)
+    if mask is None:
+        D, I = brute_force_knn(xq, base, k, fm, xp=xp)
+        return TopK.from_dense(D, I, k, pks)
+    allowed = np.flatnonzero(mask)
+    if not len(allowed):
+        return TopK.empty(len(xq), k, pks.dtype)
+    sub = base[xp.asarray(allowed)] if xp is not np else base[allowed]
+    D, I = brute_force_knn(xq, sub, k, fm, xp=xp)
+    valid = I >= 0
+    I = np.where(valid, allowed[np.where(valid, I, 0)], -1)
+    return TopK.from_dense(D, I, k, pks)
 
 
 class GrowingSnapshot:
@@ -266,3 +270,51 @@ class GrowingSnapshot:
     def count(self, expr: plan_pb2.Expr | None = None, timestamp: int | None = None) -> int:
         """Rows of the snapshot passing ``expr``, visible at ``timestamp``."""
         return self.rows.count(expr, timestamp, self.num_rows)
+
+    def other_field(self, field_id: int) -> "GrowingFieldSnapshot":
+        """The snapshot searched on another vector field of its rows (a multi-vector collection)."""
+        return GrowingFieldSnapshot(self, field_id)
+
+
+class GrowingFieldSnapshot:
+    """Another vector field of a growing snapshot, searched exactly over its stored column: the segment
+    keeps its own vectors for one field only, and a collection may have several (hybrid search).
+    The search copies the snapshot's column (growing segments are small: ``max_growing_mb``); the
+    request's ``metric`` is the field's index metric (the proxy puts it in the plan)."""
+
+    family = "flat"
+    placement = "CPU"
+
+    def __init__(self, snapshot: GrowingSnapshot, field_id: int) -> None:
+        self.snapshot = snapshot
+        self.field_id = field_id
+        self.num_rows = snapshot.num_rows
+        self.dim = int(snapshot.rows.vector_fields.get(field_id) or snapshot.rows.resolve_field(field_id).dim)
+
+    @property
+    def rows(self) -> RowStore:
+        return self.snapshot.rows
+
+    def search(self, queries: np.ndarray, k: int, *, expr: plan_pb2.Expr | None = None,
+               timestamp: int | None = None, params: Mapping[str, Any] | None = None,
+               metric: str | None = None) -> TopK:
+        if not metric:
+            raise errors.ParameterInvalid(f"a search of vector field {self.field_id} needs its metric")
+        metric = metric.upper()
+        if not 1 <= k <= MAX_TOPK:
+            raise errors.ParameterInvalid(f"topk ({k}) should be in range [1, {MAX_TOPK}]")
+        xq = np.ascontiguousarray(queries, dtype=np.float32)
+        if xq.ndim != 2 or xq.shape[1] != self.dim:
+            raise errors.ParameterInvalid(f"query dimension {xq.shape[-1]} does not match {self.dim}")
+        n = self.num_rows
+        if n == 0:
+            return TopK.empty(len(xq), k, self.rows.pks.dtype)
+        (col,) = self.rows.fetch(np.arange(n), [self.field_id])
+        values = col.values
+        base = np.ascontiguousarray(np.stack(values) if values.dtype == object else values, dtype=np.float32)
+        if metric == "COSINE":
+            xq, base = normalize_rows(xq), normalize_rows(base)
+        return _exact_topk(xq, base.reshape(n, self.dim), k, metric, self.rows, n, expr, timestamp)
+
+    def fetch(self, rows: np.ndarray, fields: Iterable[int | str]) -> list[FieldColumn]:
+        return self.snapshot.fetch(rows, fields)

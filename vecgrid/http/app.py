@@ -3,7 +3,8 @@
 ``make_app`` builds one Feathers :class:`~vecgrid.http.feathers.application.Application` with the
 services of ``rest-api.md`` (:mod:`vecgrid.http.services`) and serves it through the framework's
 single REST handler; ``/health``, ``/version`` and ``/metrics`` are plain handlers in front of it (they
-are not resources: no query syntax, no hooks), on the same :class:`~vecgrid.http.base.BaseHandler`.
+are not resources: no query syntax, no hooks), on the same :class:`~vecgrid.http.base.BaseHandler`,
+and so is Milvus's RESTful API v2 (``POST /v2/vectordb/...``, :mod:`vecgrid.http.milvus_v2`).
 Unknown paths get the transport's Feathers 404.
 """
 
@@ -15,6 +16,7 @@ import tornado.web
 
 import vecgrid
 from vecgrid.cluster.querycoord.coordinator import QueryCoord
+from vecgrid.http import milvus_v2
 from vecgrid.http.base import BaseHandler
 from vecgrid.http.feathers.application import Application
 from vecgrid.http.feathers.rest import make_tornado_app
@@ -62,11 +64,12 @@ def make_app(ctx: RestContext, api: Application | None = None) -> tornado.web.Ap
     """The Tornado app serving ``api`` (built from ``ctx`` when not given) and the plain endpoints."""
     settings = ctx.settings.http if ctx.settings is not None else None
     metrics = RestMetrics(ctx.coord, ctx.datacoord)
+    api = api if api is not None else build_api(ctx)
     plain = [(r"/health", HealthHandler, {"coord": ctx.coord}), (r"/version", VersionHandler),
-             (r"/metrics", MetricsHandler, {"metrics": metrics})]
+             (r"/metrics", MetricsHandler, {"metrics": metrics}), *milvus_v2.routes(ctx, api)]
     options: dict = {"log_function": metrics.log_request}
     if settings is not None:
         options["max_body_bytes"] = int(settings.max_body_mb * 1024 * 1024)
         origins = settings.cors_origins.strip()
         options["cors_origins"] = "*" if origins == "*" else [o.strip() for o in origins.split(",") if o.strip()]
-    return make_tornado_app(api if api is not None else build_api(ctx), plain_handlers=plain, **options)
+    return make_tornado_app(api, plain_handlers=plain, **options)

@@ -100,6 +100,18 @@ class CollectionInfo(_message.Message):
     db_id: int
     def __init__(self, ID: _Optional[int] = ..., schema: _Optional[_Union[_schema_pb2.CollectionSchema, _Mapping]] = ..., create_time: _Optional[int] = ..., virtual_channel_names: _Optional[_Iterable[str]] = ..., physical_channel_names: _Optional[_Iterable[str]] = ..., shards_num: _Optional[int] = ..., start_positions: _Optional[_Iterable[_Union[_common_pb2.KeyDataPair, _Mapping]]] = ..., consistency_level: _Optional[_Union[_common_pb2.ConsistencyLevel, str]] = ..., state: _Optional[_Union[CollectionState, str]] = ..., properties: _Optional[_Iterable[_Union[_common_pb2.KeyValuePair, _Mapping]]] = ..., db_id: _Optional[int] = ...) -> None: ...
 
+class AliasInfo(_message.Message):
+    __slots__ = ("alias_name", "collectionID", "created_time", "dbID")
+    ALIAS_NAME_FIELD_NUMBER: _ClassVar[int]
+    COLLECTIONID_FIELD_NUMBER: _ClassVar[int]
+    CREATED_TIME_FIELD_NUMBER: _ClassVar[int]
+    DBID_FIELD_NUMBER: _ClassVar[int]
+    alias_name: str
+    collectionID: int
+    created_time: int
+    dbID: int
+    def __init__(self, alias_name: _Optional[str] = ..., collectionID: _Optional[int] = ..., created_time: _Optional[int] = ..., dbID: _Optional[int] = ...) -> None: ...
+
 class PartitionInfo(_message.Message):
     __slots__ = ("partitionID", "partitionName", "partition_created_timestamp", "collection_id", "state")
     PARTITIONID_FIELD_NUMBER: _ClassVar[int]

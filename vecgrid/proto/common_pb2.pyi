@@ -178,6 +178,12 @@ class LoadState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     LoadStateNotLoad: _ClassVar[LoadState]
     LoadStateLoading: _ClassVar[LoadState]
     LoadStateLoaded: _ClassVar[LoadState]
+
+class CompactionState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    UndefiedState: _ClassVar[CompactionState]
+    Executing: _ClassVar[CompactionState]
+    Completed: _ClassVar[CompactionState]
 Success: ErrorCode
 UnexpectedError: ErrorCode
 ConnectFailed: ErrorCode
@@ -320,6 +326,9 @@ LoadStateNotExist: LoadState
 LoadStateNotLoad: LoadState
 LoadStateLoading: LoadState
 LoadStateLoaded: LoadState
+UndefiedState: CompactionState
+Executing: CompactionState
+Completed: CompactionState
 
 class Status(_message.Message):
     __slots__ = ("error_code", "reason", "code", "retriable", "detail", "extra_info")
@@ -434,3 +443,49 @@ class NodeInfo(_message.Message):
     address: str
     hostname: str
     def __init__(self, node_id: _Optional[int] = ..., address: _Optional[str] = ..., hostname: _Optional[str] = ...) -> None: ...
+
+class ClientInfo(_message.Message):
+    __slots__ = ("sdk_type", "sdk_version", "local_time", "user", "host", "reserved")
+    class ReservedEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    SDK_TYPE_FIELD_NUMBER: _ClassVar[int]
+    SDK_VERSION_FIELD_NUMBER: _ClassVar[int]
+    LOCAL_TIME_FIELD_NUMBER: _ClassVar[int]
+    USER_FIELD_NUMBER: _ClassVar[int]
+    HOST_FIELD_NUMBER: _ClassVar[int]
+    RESERVED_FIELD_NUMBER: _ClassVar[int]
+    sdk_type: str
+    sdk_version: str
+    local_time: str
+    user: str
+    host: str
+    reserved: _containers.ScalarMap[str, str]
+    def __init__(self, sdk_type: _Optional[str] = ..., sdk_version: _Optional[str] = ..., local_time: _Optional[str] = ..., user: _Optional[str] = ..., host: _Optional[str] = ..., reserved: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class ServerInfo(_message.Message):
+    __slots__ = ("build_tags", "build_time", "git_commit", "go_version", "deploy_mode", "reserved")
+    class ReservedEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    BUILD_TAGS_FIELD_NUMBER: _ClassVar[int]
+    BUILD_TIME_FIELD_NUMBER: _ClassVar[int]
+    GIT_COMMIT_FIELD_NUMBER: _ClassVar[int]
+    GO_VERSION_FIELD_NUMBER: _ClassVar[int]
+    DEPLOY_MODE_FIELD_NUMBER: _ClassVar[int]
+    RESERVED_FIELD_NUMBER: _ClassVar[int]
+    build_tags: str
+    build_time: str
+    git_commit: str
+    go_version: str
+    deploy_mode: str
+    reserved: _containers.ScalarMap[str, str]
+    def __init__(self, build_tags: _Optional[str] = ..., build_time: _Optional[str] = ..., git_commit: _Optional[str] = ..., go_version: _Optional[str] = ..., deploy_mode: _Optional[str] = ..., reserved: _Optional[_Mapping[str, str]] = ...) -> None: ...

@@ -3,6 +3,8 @@
 import grpc
 import warnings
 
+from vecgrid.proto import common_pb2 as vecgrid_dot_proto_dot_common__pb2
+from vecgrid.proto import milvus_pb2 as vecgrid_dot_proto_dot_milvus__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__
@@ -22,3 +24,1887 @@ if _version_not_supported:
         + f' Please upgrade your grpc module to grpcio>={GRPC_GENERATED_VERSION}'
         + f' or downgrade your generated code using grpcio-tools<={GRPC_VERSION}.'
     )
+
+
+class MilvusServiceStub:
+    """--- MilvusService -------------------------------------------------------------------------
+
+    """
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.Connect = channel.unary_unary(
+                '/milvus.proto.milvus.MilvusService/Connect',
+                request_serializer=vecgrid_dot_proto_dot_milvus__pb2.ConnectRequest.SerializeToString,
+                response_deserializer=vecgrid_dot_proto_dot_milvus__pb2.ConnectResponse.FromString,
+                _registered_method=True)
+        self.GetVersion = channel.unary_unary(
+                '/milvus.proto.milvus.MilvusService/GetVersion',
+                request_serializer=vecgrid_dot_proto_dot_milvus__pb2.GetVersionRequest.SerializeToString,
+                response_deserializer=vecgrid_dot_proto_dot_milvus__pb2.GetVersionResponse.FromString,
+                _registered_method=True)
+        self.CheckHealth = channel.unary_unary(
+                '/milvus.proto.milvus.MilvusService/CheckHealth',
+                request_serializer=vecgrid_dot_proto_dot_milvus__pb2.CheckHealthRequest.SerializeToString,
+                response_deserializer=vecgrid_dot_proto_dot_milvus__pb2.CheckHealthResponse.FromString,
+                _registered_method=True)
+        self.AllocTimestamp = channel.unary_unary(
+                '/milvus.proto.milvus.MilvusService/AllocTimestamp',
+                request_serializer=vecgrid_dot_proto_dot_milvus__pb2.AllocTimestampRequest.SerializeToString,
+                response_deserializer=vecgrid_dot_proto_dot_milvus__pb2.AllocTimestampResponse.FromString,
+                _registered_method=True)
+        self.CreateCollection = channel.unary_unary(
+                '/milvus.proto.milvus.MilvusService/CreateCollection',
+                request_serializer=vecgrid_dot_proto_dot_milvus__pb2.CreateCollectionRequest.SerializeToString,
+                response_deserializer=vecgrid_dot_proto_dot_common__pb2.Status.FromString,
+                _registered_method=True)
+        self.DescribeCollection = channel.unary_unary(
+                '/milvus.proto.milvus.MilvusService/DescribeCollection',
+                request_serializer=vecgrid_dot_proto_dot_milvus__pb2.DescribeCollectionRequest.SerializeToString,
+                response_deserializer=vecgrid_dot_proto_dot_milvus__pb2.DescribeCollectionResponse.FromString,
+                _registered_method=True)
+        self.HasCollection = channel.unary_unary(
+                '/milvus.proto.milvus.MilvusService/HasCollection',
+                request_serializer=vecgrid_dot_proto_dot_milvus__pb2.HasCollectionRequest.SerializeToString,
+                response_deserializer=vecgrid_dot_proto_dot_milvus__pb2.BoolResponse.FromString,
+                _registered_method=True)
+        self.ShowCollections = channel.unary_unary(
+                '/milvus.proto.milvus.MilvusService/ShowCollections',
+                request_serializer=vecgrid_dot_proto_dot_milvus__pb2.ShowCollectionsRequest.SerializeToString,
+                response_deserializer=vecgrid_dot_proto_dot_milvus__pb2.ShowCollectionsResponse.FromString,
+                _registered_method=True)
+        self.DropCollection = channel.unary_unary(
+                '/milvus.proto.milvus.MilvusService/DropCollection',
+                request_serializer=vecgrid_dot_proto_dot_milvus__pb2.DropCollectionRequest.SerializeToString,
+                response_deserializer=vecgrid_dot_proto_dot_common__pb2.Status.FromString,
+                _registered_method=True)
+        self.RenameCollection = channel.unary_unary(
+                '/milvus.proto.milvus.MilvusService/RenameCollection',
+                request_serializer=vecgrid_dot_proto_dot_milvus__pb2.RenameCollectionRequest.SerializeToString,
+                response_deserializer=vecgrid_dot_proto_dot_common__pb2.Status.FromString,
+                _registered_method=True)
+        self.AlterCollection = channel.unary_unary(
+                '/milvus.proto.milvus.MilvusService/AlterCollection',
+                request_serializer=vecgrid_dot_proto_dot_milvus__pb2.AlterCollectionRequest.SerializeToString,
+                response_deserializer=vecgrid_dot_proto_dot_common__pb2.Status.FromString,
+                _registered_method=True)
+        self.GetCollectionStatistics = channel.unary_unary(
+                '/milvus.proto.milvus.MilvusService/GetCollectionStatistics',
+                request_serializer=vecgrid_dot_proto_dot_milvus__pb2.GetCollectionStatisticsRequest.SerializeToString,
+                response_deserializer=vecgrid_dot_proto_dot_milvus__pb2.GetCollectionStatisticsResponse.FromString,
+                _registered_method=True)
+        self.LoadCollection = channel.unary_unary(
+                '/milvus.proto.milvus.MilvusService/LoadCollection',
+                request_serializer=vecgrid_dot_proto_dot_milvus__pb2.LoadCollectionRequest.SerializeToString,
+                response_deserializer=vecgrid_dot_proto_dot_common__pb2.Status.FromString,
+                _registered_method=True)
+        self.ReleaseCollection = channel.unary_unary(
+                '/milvus.proto.milvus.MilvusService/ReleaseCollection',
+                request_serializer=vecgrid_dot_proto_dot_milvus__pb2.ReleaseCollectionRequest.SerializeToString,
+                response_deserializer=vecgrid_dot_proto_dot_common__pb2.Status.FromString,
+                _registered_method=True)
+        self.GetLoadState = channel.unary_unary(
+                '/milvus.proto.milvus.MilvusService/GetLoadState',
+                request_serializer=vecgrid_dot_proto_dot_milvus__pb2.GetLoadStateRequest.SerializeToString,
+                response_deserializer=vecgrid_dot_proto_dot_milvus__pb2.GetLoadStateResponse.FromString,
+                _registered_method=True)
+        self.GetLoadingProgress = channel.unary_unary(
+                '/milvus.proto.milvus.MilvusService/GetLoadingProgress',
+                request_serializer=vecgrid_dot_proto_dot_milvus__pb2.GetLoadingProgressRequest.SerializeToString,
+                response_deserializer=vecgrid_dot_proto_dot_milvus__pb2.GetLoadingProgressResponse.FromString,
+                _registered_method=True)
+        self.CreatePartition = channel.unary_unary(
+                '/milvus.proto.milvus.MilvusService/CreatePartition',
+                request_serializer=vecgrid_dot_proto_dot_milvus__pb2.CreatePartitionRequest.SerializeToString,
+                response_deserializer=vecgrid_dot_proto_dot_common__pb2.Status.FromString,
+                _registered_method=True)
+        self.DropPartition = channel.unary_unary(
+                '/milvus.proto.milvus.MilvusService/DropPartition',
+                request_serializer=vecgrid_dot_proto_dot_milvus__pb2.DropPartitionRequest.SerializeToString,
+                response_deserializer=vecgrid_dot_proto_dot_common__pb2.Status.FromString,
+                _registered_method=True)
+        self.HasPartition = channel.unary_unary(
+                '/milvus.proto.milvus.MilvusService/HasPartition',
+                request_serializer=vecgrid_dot_proto_dot_milvus__pb2.HasPartitionRequest.SerializeToString,
+                response_deserializer=vecgrid_dot_proto_dot_milvus__pb2.BoolResponse.FromString,
+                _registered_method=True)
+        self.ShowPartitions = channel.unary_unary(
+                '/milvus.proto.milvus.MilvusService/ShowPartitions',
+                request_serializer=vecgrid_dot_proto_dot_milvus__pb2.ShowPartitionsRequest.SerializeToString,
+                response_deserializer=vecgrid_dot_proto_dot_milvus__pb2.ShowPartitionsResponse.FromString,
+                _registered_method=True)
+        self.LoadPartitions = channel.unary_unary(
+                '/milvus.proto.milvus.MilvusService/LoadPartitions',
+                request_serializer=vecgrid_dot_proto_dot_milvus__pb2.LoadPartitionsRequest.SerializeToString,
+                response_deserializer=vecgrid_dot_proto_dot_common__pb2.Status.FromString,
+                _registered_method=True)
+        self.ReleasePartitions = channel.unary_unary(
+                '/milvus.proto.milvus.MilvusService/ReleasePartitions',
+                request_serializer=vecgrid_dot_proto_dot_milvus__pb2.ReleasePartitionsRequest.SerializeToString,
+                response_deserializer=vecgrid_dot_proto_dot_common__pb2.Status.FromString,
+                _registered_method=True)
+        self.GetPartitionStatistics = channel.unary_unary(
+                '/milvus.proto.milvus.MilvusService/GetPartitionStatistics',
+                request_serializer=vecgrid_dot_proto_dot_milvus__pb2.GetPartitionStatisticsRequest.SerializeToString,
+                response_deserializer=vecgrid_dot_proto_dot_milvus__pb2.GetPartitionStatisticsResponse.FromString,
+                _registered_method=True)
+        self.CreateIndex = channel.unary_unary(
+                '/milvus.proto.milvus.MilvusService/CreateIndex',
+                request_serializer=vecgrid_dot_proto_dot_milvus__pb2.CreateIndexRequest.SerializeToString,
+                response_deserializer=vecgrid_dot_proto_dot_common__pb2.Status.FromString,
+                _registered_method=True)
+        self.DescribeIndex = channel.unary_unary(
+                '/milvus.proto.milvus.MilvusService/DescribeIndex',
+                request_serializer=vecgrid_dot_proto_dot_milvus__pb2.DescribeIndexRequest.SerializeToString,
+                response_deserializer=vecgrid_dot_proto_dot_milvus__pb2.DescribeIndexResponse.FromString,
+                _registered_method=True)
+        self.DropIndex = channel.unary_unary(
+                '/milvus.proto.milvus.MilvusService/DropIndex',
+                request_serializer=vecgrid_dot_proto_dot_milvus__pb2.DropIndexRequest.SerializeToString,
+                response_deserializer=vecgrid_dot_proto_dot_common__pb2.Status.FromString,
+                _registered_method=True)
+        self.GetIndexState = channel.unary_unary(
+                '/milvus.proto.milvus.MilvusService/GetIndexState',
+                request_serializer=vecgrid_dot_proto_dot_milvus__pb2.GetIndexStateRequest.SerializeToString,
+                response_deserializer=vecgrid_dot_proto_dot_milvus__pb2.GetIndexStateResponse.FromString,
+                _registered_method=True)
+        self.GetIndexBuildProgress = channel.unary_unary(
+                '/milvus.proto.milvus.MilvusService/GetIndexBuildProgress',
+                request_serializer=vecgrid_dot_proto_dot_milvus__pb2.GetIndexBuildProgressRequest.SerializeToString,
+                response_deserializer=vecgrid_dot_proto_dot_milvus__pb2.GetIndexBuildProgressResponse.FromString,
+                _registered_method=True)
+        self.Insert = channel.unary_unary(
+                '/milvus.proto.milvus.MilvusService/Insert',
+                request_serializer=vecgrid_dot_proto_dot_milvus__pb2.InsertRequest.SerializeToString,
+                response_deserializer=vecgrid_dot_proto_dot_milvus__pb2.MutationResult.FromString,
+                _registered_method=True)
+        self.Upsert = channel.unary_unary(
+                '/milvus.proto.milvus.MilvusService/Upsert',
+                request_serializer=vecgrid_dot_proto_dot_milvus__pb2.UpsertRequest.SerializeToString,
+                response_deserializer=vecgrid_dot_proto_dot_milvus__pb2.MutationResult.FromString,
+                _registered_method=True)
+        self.Delete = channel.unary_unary(
+                '/milvus.proto.milvus.MilvusService/Delete',
+                request_serializer=vecgrid_dot_proto_dot_milvus__pb2.DeleteRequest.SerializeToString,
+                response_deserializer=vecgrid_dot_proto_dot_milvus__pb2.MutationResult.FromString,
+                _registered_method=True)
+        self.Search = channel.unary_unary(
+                '/milvus.proto.milvus.MilvusService/Search',
+                request_serializer=vecgrid_dot_proto_dot_milvus__pb2.SearchRequest.SerializeToString,
+                response_deserializer=vecgrid_dot_proto_dot_milvus__pb2.SearchResults.FromString,
+                _registered_method=True)
+        self.HybridSearch = channel.unary_unary(
+                '/milvus.proto.milvus.MilvusService/HybridSearch',
+                request_serializer=vecgrid_dot_proto_dot_milvus__pb2.HybridSearchRequest.SerializeToString,
+                response_deserializer=vecgrid_dot_proto_dot_milvus__pb2.SearchResults.FromString,
+                _registered_method=True)
+        self.Query = channel.unary_unary(
+                '/milvus.proto.milvus.MilvusService/Query',
+                request_serializer=vecgrid_dot_proto_dot_milvus__pb2.QueryRequest.SerializeToString,
+                response_deserializer=vecgrid_dot_proto_dot_milvus__pb2.QueryResults.FromString,
+                _registered_method=True)
+        self.Flush = channel.unary_unary(
+                '/milvus.proto.milvus.MilvusService/Flush',
+                request_serializer=vecgrid_dot_proto_dot_milvus__pb2.FlushRequest.SerializeToString,
+                response_deserializer=vecgrid_dot_proto_dot_milvus__pb2.FlushResponse.FromString,
+                _registered_method=True)
+        self.GetFlushState = channel.unary_unary(
+                '/milvus.proto.milvus.MilvusService/GetFlushState',
+                request_serializer=vecgrid_dot_proto_dot_milvus__pb2.GetFlushStateRequest.SerializeToString,
+                response_deserializer=vecgrid_dot_proto_dot_milvus__pb2.GetFlushStateResponse.FromString,
+                _registered_method=True)
+        self.ManualCompaction = channel.unary_unary(
+                '/milvus.proto.milvus.MilvusService/ManualCompaction',
+                request_serializer=vecgrid_dot_proto_dot_milvus__pb2.ManualCompactionRequest.SerializeToString,
+                response_deserializer=vecgrid_dot_proto_dot_milvus__pb2.ManualCompactionResponse.FromString,
+                _registered_method=True)
+        self.GetCompactionState = channel.unary_unary(
+                '/milvus.proto.milvus.MilvusService/GetCompactionState',
+                request_serializer=vecgrid_dot_proto_dot_milvus__pb2.GetCompactionStateRequest.SerializeToString,
+                response_deserializer=vecgrid_dot_proto_dot_milvus__pb2.GetCompactionStateResponse.FromString,
+                _registered_method=True)
+        self.CreateAlias = channel.unary_unary(
+                '/milvus.proto.milvus.MilvusService/CreateAlias',
+                request_serializer=vecgrid_dot_proto_dot_milvus__pb2.CreateAliasRequest.SerializeToString,
+                response_deserializer=vecgrid_dot_proto_dot_common__pb2.Status.FromString,
+                _registered_method=True)
+        self.DropAlias = channel.unary_unary(
+                '/milvus.proto.milvus.MilvusService/DropAlias',
+                request_serializer=vecgrid_dot_proto_dot_milvus__pb2.DropAliasRequest.SerializeToString,
+                response_deserializer=vecgrid_dot_proto_dot_common__pb2.Status.FromString,
+                _registered_method=True)
+        self.AlterAlias = channel.unary_unary(
+                '/milvus.proto.milvus.MilvusService/AlterAlias',
+                request_serializer=vecgrid_dot_proto_dot_milvus__pb2.AlterAliasRequest.SerializeToString,
+                response_deserializer=vecgrid_dot_proto_dot_common__pb2.Status.FromString,
+                _registered_method=True)
+        self.DescribeAlias = channel.unary_unary(
+                '/milvus.proto.milvus.MilvusService/DescribeAlias',
+                request_serializer=vecgrid_dot_proto_dot_milvus__pb2.DescribeAliasRequest.SerializeToString,
+                response_deserializer=vecgrid_dot_proto_dot_milvus__pb2.DescribeAliasResponse.FromString,
+                _registered_method=True)
+        self.ListAliases = channel.unary_unary(
+                '/milvus.proto.milvus.MilvusService/ListAliases',
+                request_serializer=vecgrid_dot_proto_dot_milvus__pb2.ListAliasesRequest.SerializeToString,
+                response_deserializer=vecgrid_dot_proto_dot_milvus__pb2.ListAliasesResponse.FromString,
+                _registered_method=True)
+
+
+class MilvusServiceServicer:
+    """--- MilvusService -------------------------------------------------------------------------
+
+    """
+
+    def Connect(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetVersion(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CheckHealth(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AllocTimestamp(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CreateCollection(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DescribeCollection(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def HasCollection(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ShowCollections(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DropCollection(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RenameCollection(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AlterCollection(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetCollectionStatistics(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def LoadCollection(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ReleaseCollection(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetLoadState(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetLoadingProgress(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CreatePartition(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DropPartition(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def HasPartition(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ShowPartitions(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def LoadPartitions(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ReleasePartitions(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetPartitionStatistics(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CreateIndex(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DescribeIndex(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DropIndex(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetIndexState(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetIndexBuildProgress(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Insert(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Upsert(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Delete(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Search(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def HybridSearch(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Query(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Flush(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetFlushState(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ManualCompaction(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetCompactionState(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CreateAlias(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DropAlias(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AlterAlias(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DescribeAlias(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListAliases(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_MilvusServiceServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'Connect': grpc.unary_unary_rpc_method_handler(
+                    servicer.Connect,
+                    request_deserializer=vecgrid_dot_proto_dot_milvus__pb2.ConnectRequest.FromString,
+                    response_serializer=vecgrid_dot_proto_dot_milvus__pb2.ConnectResponse.SerializeToString,
+            ),
+            'GetVersion': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetVersion,
+                    request_deserializer=vecgrid_dot_proto_dot_milvus__pb2.GetVersionRequest.FromString,
+                    response_serializer=vecgrid_dot_proto_dot_milvus__pb2.GetVersionResponse.SerializeToString,
+            ),
+            'CheckHealth': grpc.unary_unary_rpc_method_handler(
+                    servicer.CheckHealth,
+                    request_deserializer=vecgrid_dot_proto_dot_milvus__pb2.CheckHealthRequest.FromString,
+                    response_serializer=vecgrid_dot_proto_dot_milvus__pb2.CheckHealthResponse.SerializeToString,
+            ),
+            'AllocTimestamp': grpc.unary_unary_rpc_method_handler(
+                    servicer.AllocTimestamp,
+                    request_deserializer=vecgrid_dot_proto_dot_milvus__pb2.AllocTimestampRequest.FromString,
+                    response_serializer=vecgrid_dot_proto_dot_milvus__pb2.AllocTimestampResponse.SerializeToString,
+            ),
+            'CreateCollection': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateCollection,
+                    request_deserializer=vecgrid_dot_proto_dot_milvus__pb2.CreateCollectionRequest.FromString,
+                    response_serializer=vecgrid_dot_proto_dot_common__pb2.Status.SerializeToString,
+            ),
+            'DescribeCollection': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeCollection,
+                    request_deserializer=vecgrid_dot_proto_dot_milvus__pb2.DescribeCollectionRequest.FromString,
+                    response_serializer=vecgrid_dot_proto_dot_milvus__pb2.DescribeCollectionResponse.SerializeToString,
+            ),
+            'HasCollection': grpc.unary_unary_rpc_method_handler(
+                    servicer.HasCollection,
+                    request_deserializer=vecgrid_dot_proto_dot_milvus__pb2.HasCollectionRequest.FromString,
+                    response_serializer=vecgrid_dot_proto_dot_milvus__pb2.BoolResponse.SerializeToString,
+            ),
+            'ShowCollections': grpc.unary_unary_rpc_method_handler(
+                    servicer.ShowCollections,
+                    request_deserializer=vecgrid_dot_proto_dot_milvus__pb2.ShowCollectionsRequest.FromString,
+                    response_serializer=vecgrid_dot_proto_dot_milvus__pb2.ShowCollectionsResponse.SerializeToString,
+            ),
+            'DropCollection': grpc.unary_unary_rpc_method_handler(
+                    servicer.DropCollection,
+                    request_deserializer=vecgrid_dot_proto_dot_milvus__pb2.DropCollectionRequest.FromString,
+                    response_serializer=vecgrid_dot_proto_dot_common__pb2.Status.SerializeToString,
+            ),
+            'RenameCollection': grpc.unary_unary_rpc_method_handler(
+                    servicer.RenameCollection,
+                    request_deserializer=vecgrid_dot_proto_dot_milvus__pb2.RenameCollectionRequest.FromString,
+                    response_serializer=vecgrid_dot_proto_dot_common__pb2.Status.SerializeToString,
+            ),
+            'AlterCollection': grpc.unary_unary_rpc_method_handler(
+                    servicer.AlterCollection,
+                    request_deserializer=vecgrid_dot_proto_dot_milvus__pb2.AlterCollectionRequest.FromString,
+                    response_serializer=vecgrid_dot_proto_dot_common__pb2.Status.SerializeToString,
+            ),
+            'GetCollectionStatistics': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetCollectionStatistics,
+                    request_deserializer=vecgrid_dot_proto_dot_milvus__pb2.GetCollectionStatisticsRequest.FromString,
+                    response_serializer=vecgrid_dot_proto_dot_milvus__pb2.GetCollectionStatisticsResponse.SerializeToString,
+            ),
+            'LoadCollection': grpc.unary_unary_rpc_method_handler(
+                    servicer.LoadCollection,
+                    request_deserializer=vecgrid_dot_proto_dot_milvus__pb2.LoadCollectionRequest.FromString,
+                    response_serializer=vecgrid_dot_proto_dot_common__pb2.Status.SerializeToString,
+            ),
+            'ReleaseCollection': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReleaseCollection,
+                    request_deserializer=vecgrid_dot_proto_dot_milvus__pb2.ReleaseCollectionRequest.FromString,
+                    response_serializer=vecgrid_dot_proto_dot_common__pb2.Status.SerializeToString,
+            ),
+            'GetLoadState': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetLoadState,
+                    request_deserializer=vecgrid_dot_proto_dot_milvus__pb2.GetLoadStateRequest.FromString,
+                    response_serializer=vecgrid_dot_proto_dot_milvus__pb2.GetLoadStateResponse.SerializeToString,
+            ),
+            'GetLoadingProgress': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetLoadingProgress,
+                    request_deserializer=vecgrid_dot_proto_dot_milvus__pb2.GetLoadingProgressRequest.FromString,
+                    response_serializer=vecgrid_dot_proto_dot_milvus__pb2.GetLoadingProgressResponse.SerializeToString,
+            ),
+            'CreatePartition': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreatePartition,
+                    request_deserializer=vecgrid_dot_proto_dot_milvus__pb2.CreatePartitionRequest.FromString,
+                    response_serializer=vecgrid_dot_proto_dot_common__pb2.Status.SerializeToString,
+            ),
+            'DropPartition': grpc.unary_unary_rpc_method_handler(
+                    servicer.DropPartition,
+                    request_deserializer=vecgrid_dot_proto_dot_milvus__pb2.DropPartitionRequest.FromString,
+                    response_serializer=vecgrid_dot_proto_dot_common__pb2.Status.SerializeToString,
+            ),
+            'HasPartition': grpc.unary_unary_rpc_method_handler(
+                    servicer.HasPartition,
+                    request_deserializer=vecgrid_dot_proto_dot_milvus__pb2.HasPartitionRequest.FromString,
+                    response_serializer=vecgrid_dot_proto_dot_milvus__pb2.BoolResponse.SerializeToString,
+            ),
+            'ShowPartitions': grpc.unary_unary_rpc_method_handler(
+                    servicer.ShowPartitions,
+                    request_deserializer=vecgrid_dot_proto_dot_milvus__pb2.ShowPartitionsRequest.FromString,
+                    response_serializer=vecgrid_dot_proto_dot_milvus__pb2.ShowPartitionsResponse.SerializeToString,
+            ),
+            'LoadPartitions': grpc.unary_unary_rpc_method_handler(
+                    servicer.LoadPartitions,
+                    request_deserializer=vecgrid_dot_proto_dot_milvus__pb2.LoadPartitionsRequest.FromString,
+                    response_serializer=vecgrid_dot_proto_dot_common__pb2.Status.SerializeToString,
+            ),
+            'ReleasePartitions': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReleasePartitions,
+                    request_deserializer=vecgrid_dot_proto_dot_milvus__pb2.ReleasePartitionsRequest.FromString,
+                    response_serializer=vecgrid_dot_proto_dot_common__pb2.Status.SerializeToString,
+            ),
+            'GetPartitionStatistics': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetPartitionStatistics,
+                    request_deserializer=vecgrid_dot_proto_dot_milvus__pb2.GetPartitionStatisticsRequest.FromString,
+                    response_serializer=vecgrid_dot_proto_dot_milvus__pb2.GetPartitionStatisticsResponse.SerializeToString,
+            ),
+            'CreateIndex': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateIndex,
+                    request_deserializer=vecgrid_dot_proto_dot_milvus__pb2.CreateIndexRequest.FromString,
+                    response_serializer=vecgrid_dot_proto_dot_common__pb2.Status.SerializeToString,
+            ),
+            'DescribeIndex': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeIndex,
+                    request_deserializer=vecgrid_dot_proto_dot_milvus__pb2.DescribeIndexRequest.FromString,
+                    response_serializer=vecgrid_dot_proto_dot_milvus__pb2.DescribeIndexResponse.SerializeToString,
+            ),
+            'DropIndex': grpc.unary_unary_rpc_method_handler(
+                    servicer.DropIndex,
+                    request_deserializer=vecgrid_dot_proto_dot_milvus__pb2.DropIndexRequest.FromString,
+                    response_serializer=vecgrid_dot_proto_dot_common__pb2.Status.SerializeToString,
+            ),
+            'GetIndexState': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetIndexState,
+                    request_deserializer=vecgrid_dot_proto_dot_milvus__pb2.GetIndexStateRequest.FromString,
+                    response_serializer=vecgrid_dot_proto_dot_milvus__pb2.GetIndexStateResponse.SerializeToString,
+            ),
+            'GetIndexBuildProgress': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetIndexBuildProgress,
+                    request_deserializer=vecgrid_dot_proto_dot_milvus__pb2.GetIndexBuildProgressRequest.FromString,
+                    response_serializer=vecgrid_dot_proto_dot_milvus__pb2.GetIndexBuildProgressResponse.SerializeToString,
+            ),
+            'Insert': grpc.unary_unary_rpc_method_handler(
+                    servicer.Insert,
+                    request_deserializer=vecgrid_dot_proto_dot_milvus__pb2.InsertRequest.FromString,
+                    response_serializer=vecgrid_dot_proto_dot_milvus__pb2.MutationResult.SerializeToString,
+            ),
+            'Upsert': grpc.unary_unary_rpc_method_handler(
+                    servicer.Upsert,
+                    request_deserializer=vecgrid_dot_proto_dot_milvus__pb2.UpsertRequest.FromString,
+                    response_serializer=vecgrid_dot_proto_dot_milvus__pb2.MutationResult.SerializeToString,
+            ),
+            'Delete': grpc.unary_unary_rpc_method_handler(
+                    servicer.Delete,
+                    request_deserializer=vecgrid_dot_proto_dot_milvus__pb2.DeleteRequest.FromString,
+                    response_serializer=vecgrid_dot_proto_dot_milvus__pb2.MutationResult.SerializeToString,
+            ),
+            'Search': grpc.unary_unary_rpc_method_handler(
+                    servicer.Search,
+                    request_deserializer=vecgrid_dot_proto_dot_milvus__pb2.SearchRequest.FromString,
+                    response_serializer=vecgrid_dot_proto_dot_milvus__pb2.SearchResults.SerializeToString,
+            ),
+            'HybridSearch': grpc.unary_unary_rpc_method_handler(
+                    servicer.HybridSearch,
+                    request_deserializer=vecgrid_dot_proto_dot_milvus__pb2.HybridSearchRequest.FromString,
+                    response_serializer=vecgrid_dot_proto_dot_milvus__pb2.SearchResults.SerializeToString,
+            ),
+            'Query': grpc.unary_unary_rpc_method_handler(
+                    servicer.Query,
+                    request_deserializer=vecgrid_dot_proto_dot_milvus__pb2.QueryRequest.FromString,
+                    response_serializer=vecgrid_dot_proto_dot_milvus__pb2.QueryResults.SerializeToString,
+            ),
+            'Flush': grpc.unary_unary_rpc_method_handler(
+                    servicer.Flush,
+                    request_deserializer=vecgrid_dot_proto_dot_milvus__pb2.FlushRequest.FromString,
+                    response_serializer=vecgrid_dot_proto_dot_milvus__pb2.FlushResponse.SerializeToString,
+            ),
+            'GetFlushState': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetFlushState,
+                    request_deserializer=vecgrid_dot_proto_dot_milvus__pb2.GetFlushStateRequest.FromString,
+                    response_serializer=vecgrid_dot_proto_dot_milvus__pb2.GetFlushStateResponse.SerializeToString,
+            ),
+            'ManualCompaction': grpc.unary_unary_rpc_method_handler(
+                    servicer.ManualCompaction,
+                    request_deserializer=vecgrid_dot_proto_dot_milvus__pb2.ManualCompactionRequest.FromString,
+                    response_serializer=vecgrid_dot_proto_dot_milvus__pb2.ManualCompactionResponse.SerializeToString,
+            ),
+            'GetCompactionState': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetCompactionState,
+                    request_deserializer=vecgrid_dot_proto_dot_milvus__pb2.GetCompactionStateRequest.FromString,
+                    response_serializer=vecgrid_dot_proto_dot_milvus__pb2.GetCompactionStateResponse.SerializeToString,
+            ),
+            'CreateAlias': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateAlias,
+                    request_deserializer=vecgrid_dot_proto_dot_milvus__pb2.CreateAliasRequest.FromString,
+                    response_serializer=vecgrid_dot_proto_dot_common__pb2.Status.SerializeToString,
+            ),
+            'DropAlias': grpc.unary_unary_rpc_method_handler(
+                    servicer.DropAlias,
+                    request_deserializer=vecgrid_dot_proto_dot_milvus__pb2.DropAliasRequest.FromString,
+                    response_serializer=vecgrid_dot_proto_dot_common__pb2.Status.SerializeToString,
+            ),
+            'AlterAlias': grpc.unary_unary_rpc_method_handler(
+                    servicer.AlterAlias,
+                    request_deserializer=vecgrid_dot_proto_dot_milvus__pb2.AlterAliasRequest.FromString,
+                    response_serializer=vecgrid_dot_proto_dot_common__pb2.Status.SerializeToString,
+            ),
+            'DescribeAlias': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeAlias,
+                    request_deserializer=vecgrid_dot_proto_dot_milvus__pb2.DescribeAliasRequest.FromString,
+                    response_serializer=vecgrid_dot_proto_dot_milvus__pb2.DescribeAliasResponse.SerializeToString,
+            ),
+            'ListAliases': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListAliases,
+                    request_deserializer=vecgrid_dot_proto_dot_milvus__pb2.ListAliasesRequest.FromString,
+                    response_serializer=vecgrid_dot_proto_dot_milvus__pb2.ListAliasesResponse.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'milvus.proto.milvus.MilvusService', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+    server.add_registered_method_handlers('milvus.proto.milvus.MilvusService', rpc_method_handlers)
+
+
+ # This class is part of an EXPERIMENTAL API.
+class MilvusService:
+    """--- MilvusService -------------------------------------------------------------------------
+
+    """
+
+    @staticmethod
+    def Connect(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/milvus.proto.milvus.MilvusService/Connect',
+            vecgrid_dot_proto_dot_milvus__pb2.ConnectRequest.SerializeToString,
+            vecgrid_dot_proto_dot_milvus__pb2.ConnectResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetVersion(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/milvus.proto.milvus.MilvusService/GetVersion',
+            vecgrid_dot_proto_dot_milvus__pb2.GetVersionRequest.SerializeToString,
+            vecgrid_dot_proto_dot_milvus__pb2.GetVersionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CheckHealth(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/milvus.proto.milvus.MilvusService/CheckHealth',
+            vecgrid_dot_proto_dot_milvus__pb2.CheckHealthRequest.SerializeToString,
+            vecgrid_dot_proto_dot_milvus__pb2.CheckHealthResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AllocTimestamp(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/milvus.proto.milvus.MilvusService/AllocTimestamp',
+            vecgrid_dot_proto_dot_milvus__pb2.AllocTimestampRequest.SerializeToString,
+            vecgrid_dot_proto_dot_milvus__pb2.AllocTimestampResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateCollection(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/milvus.proto.milvus.MilvusService/CreateCollection',
+            vecgrid_dot_proto_dot_milvus__pb2.CreateCollectionRequest.SerializeToString,
+            vecgrid_dot_proto_dot_common__pb2.Status.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeCollection(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/milvus.proto.milvus.MilvusService/DescribeCollection',
+            vecgrid_dot_proto_dot_milvus__pb2.DescribeCollectionRequest.SerializeToString,
+            vecgrid_dot_proto_dot_milvus__pb2.DescribeCollectionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def HasCollection(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/milvus.proto.milvus.MilvusService/HasCollection',
+            vecgrid_dot_proto_dot_milvus__pb2.HasCollectionRequest.SerializeToString,
+            vecgrid_dot_proto_dot_milvus__pb2.BoolResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ShowCollections(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/milvus.proto.milvus.MilvusService/ShowCollections',
+            vecgrid_dot_proto_dot_milvus__pb2.ShowCollectionsRequest.SerializeToString,
+            vecgrid_dot_proto_dot_milvus__pb2.ShowCollectionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DropCollection(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/milvus.proto.milvus.MilvusService/DropCollection',
+            vecgrid_dot_proto_dot_milvus__pb2.DropCollectionRequest.SerializeToString,
+            vecgrid_dot_proto_dot_common__pb2.Status.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RenameCollection(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/milvus.proto.milvus.MilvusService/RenameCollection',
+            vecgrid_dot_proto_dot_milvus__pb2.RenameCollectionRequest.SerializeToString,
+            vecgrid_dot_proto_dot_common__pb2.Status.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AlterCollection(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/milvus.proto.milvus.MilvusService/AlterCollection',
+            vecgrid_dot_proto_dot_milvus__pb2.AlterCollectionRequest.SerializeToString,
+            vecgrid_dot_proto_dot_common__pb2.Status.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetCollectionStatistics(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/milvus.proto.milvus.MilvusService/GetCollectionStatistics',
+            vecgrid_dot_proto_dot_milvus__pb2.GetCollectionStatisticsRequest.SerializeToString,
+            vecgrid_dot_proto_dot_milvus__pb2.GetCollectionStatisticsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def LoadCollection(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/milvus.proto.milvus.MilvusService/LoadCollection',
+            vecgrid_dot_proto_dot_milvus__pb2.LoadCollectionRequest.SerializeToString,
+            vecgrid_dot_proto_dot_common__pb2.Status.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReleaseCollection(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/milvus.proto.milvus.MilvusService/ReleaseCollection',
+            vecgrid_dot_proto_dot_milvus__pb2.ReleaseCollectionRequest.SerializeToString,
+            vecgrid_dot_proto_dot_common__pb2.Status.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetLoadState(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/milvus.proto.milvus.MilvusService/GetLoadState',
+            vecgrid_dot_proto_dot_milvus__pb2.GetLoadStateRequest.SerializeToString,
+            vecgrid_dot_proto_dot_milvus__pb2.GetLoadStateResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetLoadingProgress(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/milvus.proto.milvus.MilvusService/GetLoadingProgress',
+            vecgrid_dot_proto_dot_milvus__pb2.GetLoadingProgressRequest.SerializeToString,
+            vecgrid_dot_proto_dot_milvus__pb2.GetLoadingProgressResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreatePartition(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/milvus.proto.milvus.MilvusService/CreatePartition',
+            vecgrid_dot_proto_dot_milvus__pb2.CreatePartitionRequest.SerializeToString,
+            vecgrid_dot_proto_dot_common__pb2.Status.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DropPartition(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/milvus.proto.milvus.MilvusService/DropPartition',
+            vecgrid_dot_proto_dot_milvus__pb2.DropPartitionRequest.SerializeToString,
+            vecgrid_dot_proto_dot_common__pb2.Status.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def HasPartition(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/milvus.proto.milvus.MilvusService/HasPartition',
+            vecgrid_dot_proto_dot_milvus__pb2.HasPartitionRequest.SerializeToString,
+            vecgrid_dot_proto_dot_milvus__pb2.BoolResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ShowPartitions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/milvus.proto.milvus.MilvusService/ShowPartitions',
+            vecgrid_dot_proto_dot_milvus__pb2.ShowPartitionsRequest.SerializeToString,
+            vecgrid_dot_proto_dot_milvus__pb2.ShowPartitionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def LoadPartitions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/milvus.proto.milvus.MilvusService/LoadPartitions',
+            vecgrid_dot_proto_dot_milvus__pb2.LoadPartitionsRequest.SerializeToString,
+            vecgrid_dot_proto_dot_common__pb2.Status.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReleasePartitions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/milvus.proto.milvus.MilvusService/ReleasePartitions',
+            vecgrid_dot_proto_dot_milvus__pb2.ReleasePartitionsRequest.SerializeToString,
+            vecgrid_dot_proto_dot_common__pb2.Status.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetPartitionStatistics(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/milvus.proto.milvus.MilvusService/GetPartitionStatistics',
+            vecgrid_dot_proto_dot_milvus__pb2.GetPartitionStatisticsRequest.SerializeToString,
+            vecgrid_dot_proto_dot_milvus__pb2.GetPartitionStatisticsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateIndex(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/milvus.proto.milvus.MilvusService/CreateIndex',
+            vecgrid_dot_proto_dot_milvus__pb2.CreateIndexRequest.SerializeToString,
+            vecgrid_dot_proto_dot_common__pb2.Status.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeIndex(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/milvus.proto.milvus.MilvusService/DescribeIndex',
+            vecgrid_dot_proto_dot_milvus__pb2.DescribeIndexRequest.SerializeToString,
+            vecgrid_dot_proto_dot_milvus__pb2.DescribeIndexResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DropIndex(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/milvus.proto.milvus.MilvusService/DropIndex',
+            vecgrid_dot_proto_dot_milvus__pb2.DropIndexRequest.SerializeToString,
+            vecgrid_dot_proto_dot_common__pb2.Status.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetIndexState(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/milvus.proto.milvus.MilvusService/GetIndexState',
+            vecgrid_dot_proto_dot_milvus__pb2.GetIndexStateRequest.SerializeToString,
+            vecgrid_dot_proto_dot_milvus__pb2.GetIndexStateResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetIndexBuildProgress(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/milvus.proto.milvus.MilvusService/GetIndexBuildProgress',
+            vecgrid_dot_proto_dot_milvus__pb2.GetIndexBuildProgressRequest.SerializeToString,
+            vecgrid_dot_proto_dot_milvus__pb2.GetIndexBuildProgressResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Insert(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/milvus.proto.milvus.MilvusService/Insert',
+            vecgrid_dot_proto_dot_milvus__pb2.InsertRequest.SerializeToString,
+            vecgrid_dot_proto_dot_milvus__pb2.MutationResult.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Upsert(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/milvus.proto.milvus.MilvusService/Upsert',
+            vecgrid_dot_proto_dot_milvus__pb2.UpsertRequest.SerializeToString,
+            vecgrid_dot_proto_dot_milvus__pb2.MutationResult.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Delete(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/milvus.proto.milvus.MilvusService/Delete',
+            vecgrid_dot_proto_dot_milvus__pb2.DeleteRequest.SerializeToString,
+            vecgrid_dot_proto_dot_milvus__pb2.MutationResult.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Search(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/milvus.proto.milvus.MilvusService/Search',
+            vecgrid_dot_proto_dot_milvus__pb2.SearchRequest.SerializeToString,
+            vecgrid_dot_proto_dot_milvus__pb2.SearchResults.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def HybridSearch(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/milvus.proto.milvus.MilvusService/HybridSearch',
+            vecgrid_dot_proto_dot_milvus__pb2.HybridSearchRequest.SerializeToString,
+            vecgrid_dot_proto_dot_milvus__pb2.SearchResults.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Query(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/milvus.proto.milvus.MilvusService/Query',
+            vecgrid_dot_proto_dot_milvus__pb2.QueryRequest.SerializeToString,
+            vecgrid_dot_proto_dot_milvus__pb2.QueryResults.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Flush(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/milvus.proto.milvus.MilvusService/Flush',
+            vecgrid_dot_proto_dot_milvus__pb2.FlushRequest.SerializeToString,
+            vecgrid_dot_proto_dot_milvus__pb2.FlushResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetFlushState(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/milvus.proto.milvus.MilvusService/GetFlushState',
+            vecgrid_dot_proto_dot_milvus__pb2.GetFlushStateRequest.SerializeToString,
+            vecgrid_dot_proto_dot_milvus__pb2.GetFlushStateResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ManualCompaction(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/milvus.proto.milvus.MilvusService/ManualCompaction',
+            vecgrid_dot_proto_dot_milvus__pb2.ManualCompactionRequest.SerializeToString,
+            vecgrid_dot_proto_dot_milvus__pb2.ManualCompactionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetCompactionState(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/milvus.proto.milvus.MilvusService/GetCompactionState',
+            vecgrid_dot_proto_dot_milvus__pb2.GetCompactionStateRequest.SerializeToString,
+            vecgrid_dot_proto_dot_milvus__pb2.GetCompactionStateResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateAlias(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/milvus.proto.milvus.MilvusService/CreateAlias',
+            vecgrid_dot_proto_dot_milvus__pb2.CreateAliasRequest.SerializeToString,
+            vecgrid_dot_proto_dot_common__pb2.Status.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DropAlias(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/milvus.proto.milvus.MilvusService/DropAlias',
+            vecgrid_dot_proto_dot_milvus__pb2.DropAliasRequest.SerializeToString,
+            vecgrid_dot_proto_dot_common__pb2.Status.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AlterAlias(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/milvus.proto.milvus.MilvusService/AlterAlias',
+            vecgrid_dot_proto_dot_milvus__pb2.AlterAliasRequest.SerializeToString,
+            vecgrid_dot_proto_dot_common__pb2.Status.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeAlias(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/milvus.proto.milvus.MilvusService/DescribeAlias',
+            vecgrid_dot_proto_dot_milvus__pb2.DescribeAliasRequest.SerializeToString,
+            vecgrid_dot_proto_dot_milvus__pb2.DescribeAliasResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListAliases(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/milvus.proto.milvus.MilvusService/ListAliases',
+            vecgrid_dot_proto_dot_milvus__pb2.ListAliasesRequest.SerializeToString,
+            vecgrid_dot_proto_dot_milvus__pb2.ListAliasesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)

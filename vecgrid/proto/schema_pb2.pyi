@@ -277,3 +277,39 @@ class SearchResultData(_message.Message):
     recalls: _containers.RepeatedScalarFieldContainer[float]
     primary_field_name: str
     def __init__(self, num_queries: _Optional[int] = ..., top_k: _Optional[int] = ..., fields_data: _Optional[_Iterable[_Union[FieldData, _Mapping]]] = ..., scores: _Optional[_Iterable[float]] = ..., ids: _Optional[_Union[IDs, _Mapping]] = ..., topks: _Optional[_Iterable[int]] = ..., output_fields: _Optional[_Iterable[str]] = ..., group_by_field_value: _Optional[_Union[FieldData, _Mapping]] = ..., all_search_count: _Optional[int] = ..., distances: _Optional[_Iterable[float]] = ..., recalls: _Optional[_Iterable[float]] = ..., primary_field_name: _Optional[str] = ...) -> None: ...
+
+class TemplateValue(_message.Message):
+    __slots__ = ("bool_val", "int64_val", "float_val", "string_val", "array_val")
+    BOOL_VAL_FIELD_NUMBER: _ClassVar[int]
+    INT64_VAL_FIELD_NUMBER: _ClassVar[int]
+    FLOAT_VAL_FIELD_NUMBER: _ClassVar[int]
+    STRING_VAL_FIELD_NUMBER: _ClassVar[int]
+    ARRAY_VAL_FIELD_NUMBER: _ClassVar[int]
+    bool_val: bool
+    int64_val: int
+    float_val: float
+    string_val: str
+    array_val: TemplateArrayValue
+    def __init__(self, bool_val: _Optional[bool] = ..., int64_val: _Optional[int] = ..., float_val: _Optional[float] = ..., string_val: _Optional[str] = ..., array_val: _Optional[_Union[TemplateArrayValue, _Mapping]] = ...) -> None: ...
+
+class TemplateArrayValue(_message.Message):
+    __slots__ = ("bool_data", "long_data", "double_data", "string_data", "array_data", "json_data")
+    BOOL_DATA_FIELD_NUMBER: _ClassVar[int]
+    LONG_DATA_FIELD_NUMBER: _ClassVar[int]
+    DOUBLE_DATA_FIELD_NUMBER: _ClassVar[int]
+    STRING_DATA_FIELD_NUMBER: _ClassVar[int]
+    ARRAY_DATA_FIELD_NUMBER: _ClassVar[int]
+    JSON_DATA_FIELD_NUMBER: _ClassVar[int]
+    bool_data: BoolArray
+    long_data: LongArray
+    double_data: DoubleArray
+    string_data: StringArray
+    array_data: TemplateArrayValueArray
+    json_data: JSONArray
+    def __init__(self, bool_data: _Optional[_Union[BoolArray, _Mapping]] = ..., long_data: _Optional[_Union[LongArray, _Mapping]] = ..., double_data: _Optional[_Union[DoubleArray, _Mapping]] = ..., string_data: _Optional[_Union[StringArray, _Mapping]] = ..., array_data: _Optional[_Union[TemplateArrayValueArray, _Mapping]] = ..., json_data: _Optional[_Union[JSONArray, _Mapping]] = ...) -> None: ...
+
+class TemplateArrayValueArray(_message.Message):
+    __slots__ = ("data",)
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    data: _containers.RepeatedCompositeFieldContainer[TemplateArrayValue]
+    def __init__(self, data: _Optional[_Iterable[_Union[TemplateArrayValue, _Mapping]]] = ...) -> None: ...

@@ -36,6 +36,11 @@ READ_PREFIXES = ("Get", "Show", "List", "Describe", "Check", "Has", "Search", "Q
 #: QueryCoord methods that change what is loaded (REST gives them to writers, as a collection's load)
 LOAD_METHODS = ("LoadCollection", "LoadPartitions", "ReleaseCollection", "ReleasePartitions",
                 "SyncNewCreatedPartition", "UpdateLoadConfig")
+#: Milvus's public API: reads need ``read``, database changes ``admin``, every other change ``write``
+#: (as the REST app gives its writers collections, indexes, loads and data)
+MILVUS_SERVICE = "milvus.proto.milvus.MilvusService"
+MILVUS_READ_METHODS = ("Connect",)
+MILVUS_ADMIN_METHODS = ("CreateDatabase", "DropDatabase", "AlterDatabase")
 CREDENTIALS_TTL_S = 30.0
 CACHE_ENTRIES = 1024
 
@@ -52,6 +57,10 @@ def right_of(service: str, method: str) -> str:
         return "read" if read else "cluster"  # loads, releases, deletes, syncs: the coordinator's
     if service == "vecgrid.write.WriteService":
         return "read" if read else "write"
+    if service == MILVUS_SERVICE:
+        if read or method in MILVUS_READ_METHODS:
+            return "read"
+        return "admin" if method in MILVUS_ADMIN_METHODS else "write"
     if read:
         return "read"
     if service == "milvus.proto.query.QueryCoord" and method in LOAD_METHODS:

@@ -16,11 +16,12 @@ from vecgrid.cluster.proxy.catalog_access import CollectionMeta
 from vecgrid.cluster.proxy.consistency import ReadConsistency
 from vecgrid.cluster.proxy.filters import compile_filter, dynamic_field
 from vecgrid.cluster.proxy.lb_policy import LeaderRouter
+from vecgrid.cluster.proxy.milvus_expr import compile_expression
 from vecgrid.gpu.columns import FieldColumn
 from vecgrid.gpu.results import COUNT_FIELD, field_data_to_column
 from vecgrid.proto import internal_pb2, plan_pb2, schema_pb2
 
-Filter = Mapping[str, Any] | plan_pb2.Expr | None
+Filter = Mapping[str, Any] | str | plan_pb2.Expr | None
 
 _request_ids = itertools.count(time.time_ns() & ((1 << 62) - 1))
 
@@ -121,8 +122,11 @@ def check_group_field(meta: CollectionMeta, name: str) -> schema_pb2.FieldSchema
 
 @staticmethod
 def compile_expr(filter: Filter, meta: CollectionMeta) -> plan_pb2.Expr | None:
-    """A read's filter as a ``plan.Expr`` (a REST query object is compiled against the schema)."""
+    """A read's filter as a ``plan.Expr``: a REST query object or a Milvus expression string, compiled
+    against the schema."""
     if filter is None or isinstance(filter, plan_pb2.Expr):
         return filter
+    if isinstance(filter, str):
+        return compile_expression(filter, meta.schema)
     return compile_filter(filter, meta.schema)
 

@@ -247,8 +247,9 @@ class RemoteWrites:
             db_name=db_name, collection_name=collection, partition_name=partition or ""
         )
         if filter is not None:
-            if not isinstance(filter, dict):
-                raise errors.ParameterInvalid("a delete's filter over gRPC must be a query object (a dict)")
+            if not isinstance(filter, (dict, str)):
+                raise errors.ParameterInvalid("a delete's filter over gRPC must be a query object (a dict) or a "
+                                              "Milvus expression (a string)")
             request.filter = json.dumps(filter)
         else:
             request.ids.CopyFrom(ids_pb(ids))

@@ -6,6 +6,8 @@ indexes — goes through :class:`Ddl`, from REST, gRPC and the CLI alike (bulk i
 it imports into, is the one other writer).  A change that also touches what is loaded runs in Milvus's
 order:
 
+* **aliases** name a collection a second time (the catalog resolves them wherever a collection is read
+  by name); a collection is dropped only once no alias names it, and never through an alias;
 * **create a collection** with its indexes (and optionally load it) is all-or-nothing: the schema and
   every index are validated before anything is written, and a collection whose index or load then
   fails is dropped again (nothing of it stays);
@@ -123,6 +125,7 @@ class Ddl:
         """Release, then drop; the dropped collection as it was.  ``CollectionNotFound`` when absent."""
         self.coord.lifecycle.check_healthy()
         db_name = db_name or DEFAULT_DB_NAME
+        await asyncio.to_thread(self.catalog.check_droppable, db_name, name)   # before the release
         coll = await asyncio.to_thread(self.catalog.describe_collection, db_name, name)
         await self.coord.release_collection(coll.id)
         await asyncio.to_thread(self.catalog.drop_collection, db_name, name)
@@ -163,6 +166,18 @@ class Ddl:
         """Give the collection a new name (its id, data and load stay); the renamed collection."""
         self.coord.lifecycle.check_healthy()
         return await asyncio.to_thread(self.catalog.rename_collection, db_name or DEFAULT_DB_NAME, name, new_name)
+
+    async def create_alias(self, db_name: str, alias: str, collection: str) -> None:
+        self.coord.lifecycle.check_healthy()
+        await asyncio.to_thread(self.catalog.create_alias, db_name or DEFAULT_DB_NAME, alias, collection)
+
+    async def alter_alias(self, db_name: str, alias: str, collection: str) -> None:
+        self.coord.lifecycle.check_healthy()
+        await asyncio.to_thread(self.catalog.alter_alias, db_name or DEFAULT_DB_NAME, alias, collection)
+
+    async def drop_alias(self, db_name: str, alias: str) -> bool:
+        self.coord.lifecycle.check_healthy()
+        return await asyncio.to_thread(self.catalog.drop_alias, db_name or DEFAULT_DB_NAME, alias)
 
     async def create_index(self, db_name: str, collection: str, req: IndexRequest) -> None:
         """Define the index of a vector field (the catalog's rules; the same index again is no error).  The

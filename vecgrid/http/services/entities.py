@@ -45,6 +45,7 @@ import numpy as np
 
 from vecgrid import errors
 from vecgrid.cluster.proxy.filters import compile_filter
+from vecgrid.cluster.proxy.milvus_expr import compile_expression
 from vecgrid.cluster.proxy.rows import row_errors
 from vecgrid.common.feathers_errors import BadRequest, FeathersError, MethodNotAllowed, NotFound
 from vecgrid.http.milvus_errors import feathers_error
@@ -561,8 +562,11 @@ class EntitiesService:
     def _body_filter(self, coll: _Collection, value: Any) -> Any:
         if value is None:
             return None
+        if isinstance(value, str):   # a Milvus expression: 'year > 2000 and tag in ["a", "b"]'
+            return compile_expression(value, coll.meta.schema)
         if not isinstance(value, dict):
-            raise BadRequest("filter must be a query object ({\"field\": value, \"$or\": [...]})")
+            raise BadRequest("filter must be a query object ({\"field\": value, \"$or\": [...]}) or a Milvus "
+                             "expression string")
         filters, conditions = split_query(value, coll.query_schema)
         if filters.limit is not None or filters.skip or filters.sort or filters.select is not None:
             raise BadRequest("filter selects rows; $limit, $skip, $sort and $select do not belong in it")

@@ -182,6 +182,9 @@ class CollectionMeta(CatalogBase):
             if consistency_level not in common_pb2.ConsistencyLevel.values():
                 raise errors.ParameterInvalid(f"unknown consistency level {consistency_level!r}")
 
+            if self._find_alias(db.id, name) is not None:
+                raise errors.ParameterInvalid(f"collection name [{name}] conflicts with an existing alias, please "
+                                              "choose a unique name")
             existing = self._find_collection(db.id, name)
             if existing is not None:
                 same = (
@@ -235,14 +238,15 @@ class CollectionMeta(CatalogBase):
         db = self._database(db_name)
         if not isinstance(name, str):
             raise errors.ParameterInvalid(f"collection name must be a string, got {type(name).__name__}")
-        pb = self._find_collection(db.id, name)
+        pb = self._find_collection(db.id, name) or self._aliased_collection(db.id, name)
         if pb is None:
             raise errors.CollectionNotFound(database=db.name, collection=name)
         return self._view(pb)
 
     def has_collection(self, db_name: str, name: str) -> bool:
+        """Whether ``name`` names a collection of the database, or an alias of one (as Milvus answers)."""
         db = self._database(db_name)
-        return self._find_collection(db.id, name) is not None
+        return (self._find_collection(db.id, name) or self._aliased_collection(db.id, name)) is not None
 
     def get_collection(self, collection_id: int) -> CollectionInfo:
         """The collection with this id; ``CollectionNotFound`` if there is none (or it was dropped)."""
@@ -287,6 +291,7 @@ class CollectionMeta(CatalogBase):
         """
         with self._lock:
             db = self._database(db_name)
+            self.check_droppable(db.name, name)
             pb = self._find_collection(db.id, name)
             if pb is None:
                 return False
@@ -311,6 +316,10 @@ class CollectionMeta(CatalogBase):
         with self._lock:
             db = self._database(db_name)
             validate_name("collection", new_name)
+            if isinstance(old_name, str):
+                self._refuse_alias_name(db, old_name, "rename")
+            if self._find_alias(db.id, new_name) is not None:
+                raise errors.ParameterInvalid(f"cannot rename collection to an existing alias: {new_name}")
             pb = self._find_collection(db.id, old_name) if isinstance(old_name, str) else None
             if pb is None:
                 raise errors.CollectionNotFound(database=db.name, collection=old_name)

@@ -25,6 +25,7 @@ from typing import Final
 
 DB_INFO_PREFIX: Final = "root-coord/database/db-info/"
 COLLECTION_PREFIX: Final = "root-coord/database/collections/"
+ALIAS_PREFIX: Final = "root-coord/database/alias/"
 PARTITION_PREFIX: Final = "root-coord/partitions/"
 DML_CHANNEL_CURSOR_KEY: Final = "root-coord/dml-channel/cursor"
 FIELD_INDEX_PREFIX: Final = "field-index/"
@@ -45,6 +46,14 @@ def collection_prefix(db_id: int | None = None) -> str:
 
 def collection_key(db_id: int, collection_id: int) -> str:
     return f"{COLLECTION_PREFIX}{db_id}/{collection_id}"
+
+
+def alias_prefix(db_id: int) -> str:
+    return f"{ALIAS_PREFIX}{db_id}/"
+
+
+def alias_key(db_id: int, alias: str) -> str:
+    return f"{ALIAS_PREFIX}{db_id}/{alias}"
 
 
 def partition_prefix(collection_id: int) -> str:

@@ -8,6 +8,7 @@ What Milvus splits between RootCoord (databases, collections, partitions, DML ch
 over :class:`~.base.CatalogBase` (the store, ids, timestamps, the writer lock and the key caches):
 
 * :mod:`.collections`: databases, collections, partitions (RootCoord);
+* :mod:`.aliases`: collection aliases, resolved wherever a collection is read by name;
 * :mod:`.indexes`: index definitions and segment index builds;
 * :mod:`.segments`: segment records and their file checksums;
 * :mod:`.publish`: sealed segments becoming visible, planned as a :class:`~.publish.TxnPlan`;
@@ -42,6 +43,7 @@ parameters").
 
 from __future__ import annotations
 
+from .aliases import AliasMeta
 from .base import ALL_PARTITIONS_ID, DEFAULT_DML_CHANNEL_NUM
 from .checkpoints import CheckpointMeta
 from .import_leases import ImportLeaseMeta
@@ -53,7 +55,7 @@ from .segments import SegmentMeta
 __all__ = ["ALL_PARTITIONS_ID", "DEFAULT_DML_CHANNEL_NUM", "Catalog", "TxnPlan"]
 
 
-class Catalog(PublishMeta, ImportLeaseMeta, CheckpointMeta, SegmentMeta, IndexMeta, CollectionMeta):
+class Catalog(PublishMeta, ImportLeaseMeta, CheckpointMeta, SegmentMeta, IndexMeta, AliasMeta, CollectionMeta):
     """The cluster's catalog on a :class:`~vecgrid.storage.kv.MetaStore`; see
     :class:`~.base.CatalogBase` for its arguments and who owns what.
 

@@ -20,7 +20,6 @@ from typing import AbstractSet, Any, Sequence
 
 import numpy as np
 
-from vecgrid import errors
 from vecgrid.cluster.querynode.pipeline import ChannelPipeline
 from vecgrid.cluster.querynode.segments import ALL_PARTITIONS
 from vecgrid.gpu.growing import GrowingSegment
@@ -57,7 +56,7 @@ class GrowingView:
 
     def engine(self, field_id: int) -> Any:
         if field_id != self.growing.field_id:
-            raise errors.ParameterInvalid(f"vector field {field_id} is not in growing segment {self.segment_id}")
+            return self.growing.other_field(field_id)   # its stored column, searched exactly
         return self.growing
 
     def vectors(self, field_id: int, rows: np.ndarray) -> Any:

@@ -1,0 +1,69 @@
+"""The real Milvus clients, each in a venv of its own (they pin other grpcio/protobuf versions than
+vecgrid, and their generated modules define the same protobuf names as vecgrid's, which one process
+cannot load twice).
+
+:func:`client_python` makes the venv once under ``.cache/clients/<name>`` (a file lock keeps parallel
+test workers from building it twice) and gives its interpreter; a test runs its script there as a
+subprocess.  When the packages cannot be installed (no network), the test skips and says why.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+CACHE = REPO / ".cache" / "clients"
+
+#: name -> (packages installed without their dependencies, their dependencies)
+CLIENTS: dict[str, tuple[list[str], list[str]]] = {
+    # the Milvus 2.4 SDK; it depends on milvus-lite, which it only needs for local files: left out
+    "pymilvus-2.4": (["pymilvus==2.4.15"],
+                     ["setuptools>69,<80", "grpcio>=1.49.1,<=1.67.1", "protobuf>=3.20", "python-dotenv>=1.0.1,<2",
+                      "ujson>=2", "pandas>=1.2.4", "numpy"]),
+}
+
+
+def client_python(name: str) -> Path:
+    """The interpreter of the ``name`` client's venv, made on first use."""
+    packages, deps = CLIENTS[name]
+    target = CACHE / name
+    python = target / "bin" / "python"
+    stamp = target / "installed.json"
+    wanted = json.dumps([packages, deps])
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with open(CACHE / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if stamp.exists() and stamp.read_text() == wanted and python.exists():
+            return python
+        venv.EnvBuilder(clear=True, with_pip=True).create(target)
+        env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+        for args in (["--no-deps", *packages], deps):
+            done = subprocess.run([str(python), "-m", "pip", "install", "-q", *args], capture_output=True,
+                                  text=True, env=env, timeout=600)
+            if done.returncode != 0:
+                pytest.skip(f"cannot install {name} ({' '.join(args)}): {done.stderr.strip()[-400:]}")
+        stamp.write_text(wanted)
+    return python
+
+
+def run_client(name: str, script: str, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    """Run ``script`` (Python source) with the ``name`` client; fails the test with its output if it fails."""
+    python = client_python(name)
+    done = subprocess.run([str(python), "-c", script, *args], capture_output=True, text=True, timeout=timeout,
+                          cwd=str(CACHE), env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    if done.returncode != 0:
+        pytest.fail(f"{name} script failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}")
+    return done
+
+
+if __name__ == "__main__":  # make the venvs ahead of a run: python tests/milvus_clients.py
+    for client in sys.argv[1:] or CLIENTS:
+        print(client_python(client))
