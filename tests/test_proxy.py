@@ -473,6 +473,12 @@ async def test_strong_reads_see_a_row_written_just_before(env):
     hits = await env.proxy.search("fresh", vec, limit=1, output_fields=["tag"])  # Strong by default
     assert hits[0][0]["id"] == pk and hits[0][0]["distance"] == pytest.approx(0.0)
     assert hits[0][0]["entity"] == {"tag": "new"}
+    # range and grouping searches (rounds over one snapshot) at Bounded read what a plain one does: the
+    # leaders' snapshot, not the guarantee timestamp 5 s back, before the row was written
+    ranged = await env.proxy.search("fresh", vec, limit=1, consistency="Bounded", search_params={"radius": 1.0})
+    assert [h["id"] for h in ranged[0]] == [pk]
+    grouped = await env.proxy.search("fresh", vec, limit=1, consistency="Bounded", group_by="tag")
+    assert [h["id"] for h in grouped[0]] == [pk]
     assert await env.proxy.count("fresh") == len(ds.pks) + 1
     assert [r["pk"] for r in await env.proxy.query("fresh", filter={"tag": "new"})] == [pk]
     assert await env.proxy.catalog.timestamp() > ts  # the coordinator's oracle, over CatalogService

@@ -1,5 +1,6 @@
 """pymilvus, unchanged, against vecgrid's MilvusService: a Milvus-documentation-style flow end to end,
-run by the real client in its own venv (tests/milvus_clients.py) against an embedded cluster.
+run by the real clients — pymilvus 2.4 (the Milvus 2.4 SDK) and the newest 3.x — each in its own venv
+(tests/milvus_clients.py) against an embedded cluster.
 
 The script asserts as it goes (a failed assert fails the test with the client's traceback) and prints
 what the test checks again here.
@@ -169,9 +170,10 @@ print(json.dumps(out))
 '''
 
 
-async def test_pymilvus_2_4_runs_the_documentation_flow(embedded):
+@pytest.mark.parametrize("client", ["pymilvus-2.4", "pymilvus-3"])
+async def test_pymilvus_runs_the_documentation_flow(embedded, client):
     uri = f"http://127.0.0.1:{embedded.milvus.port}"
-    done = await asyncio.to_thread(run_client, "pymilvus-2.4", FLOW, uri)
+    done = await asyncio.to_thread(run_client, client, FLOW, uri)
     out = json.loads(done.stdout.strip().splitlines()[-1])
     assert out["version"].startswith("v2.4")
     assert out["filtered_hits"] == 10

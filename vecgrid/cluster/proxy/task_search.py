@@ -56,7 +56,7 @@ async def search(
     ``limit`` best groups (after ``offset`` groups), a group ranked by its best hit.  The engine
     answers plain top-k only, so both run here over top-k searches of growing depth (×4, up to
     :data:`MAX_TOPK`) until every query has its answer or the depth is exhausted; every round reads
-    the same snapshot (the first round's guarantee timestamps, pinned as the MVCC timestamps)."""
+    the same snapshot (the first round's, as its leaders report it, pinned as the MVCC timestamps)."""
     meta = await ctx.describe(collection)
     field = meta.vector_field(anns_field)
     xq = _query_vectors(vectors, meta.dim(field), field.name)
@@ -80,9 +80,14 @@ async def search(
     guarantee, level = await ctx.guarantees.guarantee(consistency, guarantee_timestamp, meta)
     plain = bounds is None and group_by is None
 
+    # rounds of a range or grouping search read one snapshot: the first round's, as each channel's leader
+    # reports it (its tsafe when the round arrived), not the guarantee timestamp, which at Bounded lies
+    # 5 s back and would hide the newest rows a plain search sees
+    snapshot: dict[str, int] | None = None if plain else {}
+
     async def run(queries: np.ndarray, k: int) -> list[list[dict[str, Any]]]:
         return await _search_round(ctx, meta, field, queries, k, metric, params, expr, out_ids, partition_ids,
-                                   round_decimal, guarantee, level, pin=not plain,
+                                   round_decimal, guarantee, level, snapshot=snapshot,
                                    offset=offset if plain else 0, limit=limit if plain else k, keys=keys)
 
     if plain:
@@ -119,7 +124,7 @@ async def _search_round(
     guarantee: Guarantee,
     level: int,
     *,
-    pin: bool,
+    snapshot: dict[str, int] | None,
     offset: int,
     limit: int,
     keys: frozenset[str] | None = None,
@@ -138,11 +143,14 @@ async def _search_round(
         r.base.msgID = r.reqID = req_id
         r.placeholder_group, r.nq = placeholder, len(xq)
         r.guarantee_timestamp = guarantee.of(channel)
-        if pin:
-            r.mvcc_timestamp = guarantee.of(channel)
+        if snapshot:
+            r.mvcc_timestamp = snapshot.get(channel, 0)
         return req
 
     shards, parts = await ctx.router.fan_out(meta.id, "Search", request)
+    if snapshot is not None and not snapshot:   # the first round: pin what its leaders read
+        for part in parts:
+            snapshot.update(part.channels_mvcc)
 
     def reduce() -> list[list[dict[str, Any]]]:
         if len(parts) == 1 and parts[0].sliced_num_count <= 1:
