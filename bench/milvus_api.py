@@ -17,12 +17,16 @@ The sides:
   against Milvus Lite 2.5.1 (its C++ server, a local file);
 * ``vecgrid_pymilvus3`` and ``lite3``: pymilvus 3.0.2 against vecgrid and against Milvus Lite 3.2.2
   (pure Python on faiss and pyarrow);
+* ``floor_pymilvus25``: pymilvus 2.5.18 against ``bench/milvus_floor.py``, a bare Python MilvusService
+  serving the same IVF_FLAT index from one process (searches only): what one Python hop of this API
+  costs, the yardstick of vecgrid's two (client → coordinator → shard leader);
 * ``faiss``: the same IVF_FLAT index in this process (``add`` as its insert rate), the floor of any
   server.
 
 The last line is one JSON object: every side's figures, and issue 25's ratios —
 ``vecgrid_p50_vs_lite25`` (≤ 1), ``vecgrid_qps_vs_lite25`` (≥ 2, at vecgrid's recall),
-``vecgrid_insert_vs_lite25`` (≥ 3).  Run from the repository root.
+``vecgrid_insert_vs_lite25`` (≥ 3) — and ``vecgrid_p50_ms_over_floor``, ``vecgrid_qps_vs_floor``.
+Run from the repository root.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rest import Rest, free_port, stop, until  # noqa: E402  (bench/ is first on sys.path)
 from tests.milvus_clients import client_python  # noqa: E402
+from vecgrid.gpu.build import build_index_file  # noqa: E402
 
 BIN = Path(sys.executable).parent
 DIM, K, NPROBE, BATCH, NQ = 128, 10, 8, 10_000, 100
@@ -52,28 +57,30 @@ import json, sys, time
 import numpy as np
 from pymilvus import DataType, MilvusClient
 
-uri, data, queries, truth, nlist, nprobe, single_rounds, batch_rounds, budget_s = sys.argv[1:10]
+uri, data, queries, truth, nlist, nprobe, single_rounds, batch_rounds, budget_s, mode = sys.argv[1:11]
 nlist, nprobe, single_rounds, batch_rounds, budget_s = int(nlist), int(nprobe), int(single_rounds), \
     int(batch_rounds), float(budget_s)
 x, xq, gt = np.load(data), np.load(queries), np.load(truth)
 client = MilvusClient(uri)
-if client.has_collection("bench"):
-    client.drop_collection("bench")
-schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
-schema.add_field("id", DataType.INT64, is_primary=True)
-schema.add_field("vector", DataType.FLOAT_VECTOR, dim=x.shape[1])
-client.create_collection("bench", schema=schema)
-t0 = time.perf_counter()
-for lo in range(0, len(x), 10000):
-    client.insert("bench", [{"id": i, "vector": x[i]} for i in range(lo, min(lo + 10000, len(x)))])
-insert_s = time.perf_counter() - t0
-t0 = time.perf_counter()
-client.flush("bench")
-index_params = client.prepare_index_params()
-index_params.add_index("vector", index_type="IVF_FLAT", metric_type="L2", params={"nlist": nlist})
-client.create_index("bench", index_params)
-client.load_collection("bench")
-load_s = time.perf_counter() - t0
+insert_s = load_s = None
+if mode == "full":   # else "search": a server holding the collection already (the floor)
+    if client.has_collection("bench"):
+        client.drop_collection("bench")
+    schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
+    schema.add_field("id", DataType.INT64, is_primary=True)
+    schema.add_field("vector", DataType.FLOAT_VECTOR, dim=x.shape[1])
+    client.create_collection("bench", schema=schema)
+    t0 = time.perf_counter()
+    for lo in range(0, len(x), 10000):
+        client.insert("bench", [{"id": i, "vector": x[i]} for i in range(lo, min(lo + 10000, len(x)))])
+    insert_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    client.flush("bench")
+    index_params = client.prepare_index_params()
+    index_params.add_index("vector", index_type="IVF_FLAT", metric_type="L2", params={"nlist": nlist})
+    client.create_index("bench", index_params)
+    client.load_collection("bench")
+    load_s = time.perf_counter() - t0
 params = {"metric_type": "L2", "params": {"nprobe": nprobe}}
 for i in range(5):   # warm-up: connections, caches
     client.search("bench", [xq[i]], limit=10, search_params=params)
@@ -96,8 +103,10 @@ for r in range(batch_rounds):
     found += sum(len(set(h["id"] for h in q) & set(gt[lo + j].tolist())) for j, q in enumerate(hits))
     if time.perf_counter() > deadline and len(batches) >= 3:
         break
-client.drop_collection("bench")
-print(json.dumps({"insert_rows_per_s": round(len(x) / insert_s), "index_and_load_s": round(load_s, 2),
+if mode == "full":
+    client.drop_collection("bench")
+print(json.dumps({"insert_rows_per_s": insert_s and round(len(x) / insert_s),
+                  "index_and_load_s": load_s and round(load_s, 2),
                   "p50_ms_nq1": round(float(np.percentile(single, 50)) * 1e3, 3),
                   "p99_ms_nq1": round(float(np.percentile(single, 99)) * 1e3, 3),
                   "qps_nq100": round(nq * len(batches) / sum(batches), 1),
@@ -106,10 +115,11 @@ print(json.dumps({"insert_rows_per_s": round(len(x) / insert_s), "index_and_load
 '''
 
 
-def run_client(name: str, uri: str, files: list[str], nlist: int, single: int, batches: int, budget_s: float) -> dict:
+def run_client(name: str, uri: str, files: list[str], nlist: int, single: int, batches: int, budget_s: float,
+               mode: str = "full") -> dict:
     python = client_python(name)
     done = subprocess.run([str(python), "-c", CLIENT, uri, *files, str(nlist), str(NPROBE), str(single),
-                           str(batches), str(budget_s)], capture_output=True, text=True, timeout=3600,
+                           str(batches), str(budget_s), mode], capture_output=True, text=True, timeout=3600,
                           env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
     if done.returncode != 0:
         raise RuntimeError(f"{name} against {uri} failed:\n{done.stderr[-3000:]}")
@@ -184,6 +194,14 @@ def run(quick: bool, rows: int | None) -> dict:
             uri = start_vecgrid(tmp, procs)
             out["vecgrid_pymilvus25"] = run_client("lite-2.5", uri, files, nlist, single, batches, budget_s)
             out["vecgrid_pymilvus3"] = run_client("lite-3", uri, files, nlist, single, batches, budget_s)
+            index_path = f"{tmp}/floor.index"
+            Path(index_path).write_bytes(build_index_file(x, "IVF_FLAT", "L2", {"nlist": nlist}, use_gpu=False))
+            floor = subprocess.Popen([sys.executable, str(Path(__file__).parent / "milvus_floor.py"), index_path,
+                                      str(NPROBE)], stdout=subprocess.PIPE, text=True)
+            procs.append(floor)
+            floor_uri = f"http://127.0.0.1:{floor.stdout.readline().strip()}"
+            out["floor_pymilvus25"] = run_client("lite-2.5", floor_uri, files, nlist, single, batches, budget_s,
+                                                 mode="search")
         finally:
             stop(procs)
         out["lite25"] = run_client("lite-2.5", f"{tmp}/lite25.db", files, nlist, single, batches, budget_s)
@@ -194,6 +212,8 @@ def run(quick: bool, rows: int | None) -> dict:
     out["vecgrid_p50_vs_lite25"] = round(vg["p50_ms_nq1"] / lite["p50_ms_nq1"], 3)
     out["vecgrid_qps_vs_lite25"] = round(vg["qps_nq100"] / lite["qps_nq100"], 3)
     out["vecgrid_insert_vs_lite25"] = round(vg["insert_rows_per_s"] / lite["insert_rows_per_s"], 3)
+    out["vecgrid_p50_ms_over_floor"] = round(vg["p50_ms_nq1"] - out["floor_pymilvus25"]["p50_ms_nq1"], 3)
+    out["vecgrid_qps_vs_floor"] = round(vg["qps_nq100"] / out["floor_pymilvus25"]["qps_nq100"], 3)
     out["vecgrid_p50_vs_lite3"] = round(out["vecgrid_pymilvus3"]["p50_ms_nq1"] / out["lite3"]["p50_ms_nq1"], 4)
     return out
 

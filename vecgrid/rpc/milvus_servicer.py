@@ -24,6 +24,7 @@ from typing import Any
 
 from vecgrid import __version__, errors
 from vecgrid.cluster.proxy import milvus_api, rerank
+from vecgrid.cluster.proxy.catalog_access import CollectionMeta
 from vecgrid.cluster.proxy.milvus_expr import compile_expression
 from vecgrid.cluster.proxy.proxy import Proxy
 from vecgrid.cluster.querycoord.coordinator import QueryCoord
@@ -372,18 +373,18 @@ class MilvusServicer:
         return await self._write(request, context, upsert=True)
 
     async def _write(self, request, context, *, upsert: bool) -> milvus_pb2.MutationResult:
-        coll = await self._collection(request, context)
+        coll = await self._meta(request, context)
         columns = codec.insert_columns(request.fields_data, request.num_rows)
         write = self.proxy.upsert if upsert else self.proxy.insert
         result = await write(coll.name, columns, request.partition_name or None)
         return milvus_pb2.MutationResult(
-            status=success(), IDs=codec.ids_message(result.ids, coll.primary_field),
+            status=success(), IDs=codec.ids_message(result.ids, coll.pk_field),
             succ_index=result.succ_index or range(len(result.ids)), err_index=result.err_index,
             insert_cnt=result.insert_cnt, upsert_cnt=result.upsert_cnt, delete_cnt=result.delete_cnt,
             timestamp=result.timestamp)
 
     async def Delete(self, request, context):
-        coll = await self._collection(request, context)
+        coll = await self._meta(request, context)
         if not request.expr.strip():
             raise errors.ParameterInvalid("delete needs an expression; use 'id in [...]' to name rows")
         expr = compile_expression(request.expr, coll.schema,
@@ -439,54 +440,68 @@ class MilvusServicer:
 
     # --- reads --------------------------------------------------------------------------------
 
-    async def _search(self, coll: CollectionInfo, request: Any, level: milvus_api.ReadLevel, names: list[str],
-                      partition_names: list[str]) -> tuple[list[list[dict[str, Any]]], codec.SearchArgs, str]:
-        """One ``SearchRequest`` (alone, or one of a hybrid search's): its hits, params and the field's metric."""
-        args = codec.search_args(request.search_params)
-        field = coll.field(args.anns_field) if args.anns_field else _only_vector_field(coll)
-        vectors = decode_placeholder_group(request.placeholder_group, coll.dim(field.name))
-        expr = compile_expression(request.dsl, coll.schema, params=codec.template_values(request.expr_template_values))
-        hits = await self.proxy.search(
-            coll.name, vectors, limit=args.limit, offset=args.offset, filter=expr, output_fields=names,
-            anns_field=field.name, search_params=args.params, partition_names=partition_names,
-            round_decimal=args.round_decimal, consistency=level.consistency,
-            guarantee_timestamp=level.guarantee_timestamp, group_by=args.group_by, group_size=args.group_size)
-        return hits, args, (await self.proxy.describe(coll.name)).metric(field)
+    async def _meta(self, request: Any, context: Any) -> CollectionMeta:
+        """The proxy's kept description of the request's collection (a read or write needs no catalog read)."""
+        _db(request, context)
+        if not request.collection_name:
+            raise errors.ParameterInvalid("collection name should not be empty")
+        return await self.proxy.describe(request.collection_name)
 
-    def _read_level(self, request: Any, coll: CollectionInfo) -> milvus_api.ReadLevel:
+    def _search_options(self, meta: CollectionMeta, request: Any, level: milvus_api.ReadLevel,
+                        names: list[str], partition_names: list[str]) -> tuple[Any, dict[str, Any], codec.SearchArgs]:
+        """One ``SearchRequest``'s (alone, or one of a hybrid search's) vectors, proxy options and params."""
+        args = codec.search_args(request.search_params)
+        field = meta.vector_field(args.anns_field)
+        vectors = decode_placeholder_group(request.placeholder_group, meta.dim(field))
+        expr = compile_expression(request.dsl, meta.schema, params=codec.template_values(request.expr_template_values))
+        options = dict(limit=args.limit, offset=args.offset, filter=expr, output_fields=names, anns_field=field.name,
+                       search_params=args.params, partition_names=partition_names, round_decimal=args.round_decimal,
+                       consistency=level.consistency, guarantee_timestamp=level.guarantee_timestamp)
+        if args.group_by is not None:
+            options.update(group_by=args.group_by, group_size=args.group_size)
+        return vectors, options, args
+
+    def _read_level(self, request: Any, meta: CollectionMeta) -> milvus_api.ReadLevel:
         return milvus_api.read_level(request.consistency_level, request.use_default_consistency,
-                                     request.guarantee_timestamp, coll.consistency_level)
+                                     request.guarantee_timestamp, meta.consistency_level)
 
     async def Search(self, request, context):
-        coll = await self._collection(request, context)
-        names = milvus_api.output_names(coll.schema, request.output_fields)
-        hits, args, _ = await self._search(coll, request, self._read_level(request, coll), names,
-                                           list(request.partition_names))
-        return milvus_pb2.SearchResults(status=success(), collection_name=coll.name,
-                                        results=codec.search_result_data(hits, coll.schema, names, args.limit))
+        meta = await self._meta(request, context)
+        names = milvus_api.output_names(meta.schema, request.output_fields)
+        vectors, options, args = self._search_options(meta, request, self._read_level(request, meta), names,
+                                                      list(request.partition_names))
+        if milvus_api.passes_through(meta.schema, options, names):
+            results = await self.proxy.search_result(meta, vectors, **options)
+            results.output_fields[:] = names
+            results.primary_field_name = meta.pk_field.name
+        else:
+            hits = await self.proxy.search(meta, vectors, **options)
+            results = codec.search_result_data(hits, meta.schema, names, args.limit)
+        return milvus_pb2.SearchResults(status=success(), collection_name=meta.name, results=results)
 
     async def HybridSearch(self, request, context):
-        coll = await self._collection(request, context)
+        meta = await self._meta(request, context)
         if not request.requests:
             raise errors.ParameterInvalid("hybrid search needs at least one search request")
         rank = codec.rank_args(request.rank_params)
         score = rerank.ranker(rank.strategy, rank.params, len(request.requests))
-        level = self._read_level(request, coll)
-        names = milvus_api.output_names(coll.schema, request.output_fields)
-        searched = await asyncio.gather(*(
-            self._search(coll, sub, level, names, list(request.partition_names) or list(sub.partition_names))
-            for sub in request.requests))
-        fused = rerank.fuse([hits for hits, _, _ in searched], [metric for _, _, metric in searched], score,
-                            rank.limit, rank.offset)
+        level = self._read_level(request, meta)
+        names = milvus_api.output_names(meta.schema, request.output_fields)
+        searches = [self._search_options(meta, sub, level, names,
+                                         list(request.partition_names) or list(sub.partition_names))
+                    for sub in request.requests]
+        hits = await asyncio.gather(*(self.proxy.search(meta, vectors, **options) for vectors, options, _ in searches))
+        metrics = [meta.metric(meta.vector_field(options["anns_field"])) for _, options, _ in searches]
+        fused = rerank.fuse(hits, metrics, score, rank.limit, rank.offset)
         if rank.round_decimal >= 0:
-            for hits in fused:
-                for hit in hits:
+            for query in fused:
+                for hit in query:
                     hit["distance"] = round(hit["distance"], rank.round_decimal)
-        return milvus_pb2.SearchResults(status=success(), collection_name=coll.name,
-                                        results=codec.search_result_data(fused, coll.schema, names, rank.limit))
+        return milvus_pb2.SearchResults(status=success(), collection_name=meta.name,
+                                        results=codec.search_result_data(fused, meta.schema, names, rank.limit))
 
     async def Query(self, request, context):
-        coll = await self._collection(request, context)
+        coll = await self._meta(request, context)
         args = codec.query_args(request.query_params)
         expr = compile_expression(request.expr, coll.schema,
                                   params=codec.template_values(request.expr_template_values))
@@ -504,7 +519,7 @@ class MilvusServicer:
             raise errors.ParameterInvalid("empty expression should be used with limit")
         names = milvus_api.output_names(coll.schema, asked)
         rows = await self.proxy.query(coll.name, output_fields=names, limit=args.limit, offset=args.offset, **reads)
-        pk = coll.primary_field.name
+        pk = coll.pk_field.name
         shown = names if pk in names else [pk, *names]
         return milvus_pb2.QueryResults(status=success(), collection_name=coll.name, primary_field_name=pk,
                                        fields_data=codec.rows_to_fields(rows, coll.schema, shown),

@@ -31,6 +31,7 @@ from vecgrid import errors
 from vecgrid.proto import catalog_service_pb2, catalog_service_pb2_grpc, common_pb2, schema_pb2
 from vecgrid.storage.catalog import Catalog, CollectionInfo, DEFAULT_DB_NAME
 from vecgrid.storage.catalog.index_rules import METRIC_TYPE_KEY
+from vecgrid.storage.tso import hybrid_now
 from vecgrid.storage.catalog.schema_rules import VECTOR_TYPES, field_dim
 
 Description = catalog_service_pb2.CollectionDescription
@@ -201,6 +202,8 @@ class CatalogSource(Protocol):
 
     async def timestamp(self) -> int: ...
 
+    async def recent_timestamp(self) -> int: ...
+
     async def close(self) -> None: ...
 
 
@@ -221,6 +224,11 @@ class LocalCatalog:
 
     async def timestamp(self) -> int:
         return await asyncio.to_thread(self.catalog.allocate_timestamp)  # may persist the oracle's window
+
+    async def recent_timestamp(self) -> int:
+        """A timestamp no later than the oracle's next (a Bounded read counts back from it): the wall clock's,
+        as the oracle of this process stamps physical time from it — no allocation, no thread."""
+        return hybrid_now()
 
     async def close(self) -> None:
         """The catalog belongs to its owner; nothing to release here."""
@@ -255,6 +263,10 @@ class RemoteCatalog:
         reply = await unary_call(self.stub.AllocTimestamp, catalog_service_pb2.AllocTimestampRequest(),
                                  timeout=self.timeout_s, what=f"AllocTimestamp at the coordinator {self.address}")
         return reply.timestamp
+
+    async def recent_timestamp(self) -> int:
+        """The coordinator's oracle (this host's clock may differ from the coordinator's)."""
+        return await self.timestamp()
 
     async def close(self) -> None:
         """The channel is the proxy's; it closes it."""

@@ -112,4 +112,4 @@ class ReadConsistency:
                 meta.id
             )  # a collection nobody serves fails here, before its channels are asked
             return Guarantee(0, await self._writes.guarantees(meta.channels)), level
-        return Guarantee(guarantee_timestamp(level, await self._catalog.timestamp())), level
+        return Guarantee(guarantee_timestamp(level, await self._catalog.recent_timestamp())), level

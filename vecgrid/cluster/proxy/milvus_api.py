@@ -65,3 +65,11 @@ def _value(v: plan_pb2.GenericValue) -> Any:
     return getattr(v, v.WhichOneof("val"))
 
 
+def passes_through(schema: schema_pb2.CollectionSchema, options: dict[str, Any], names: Sequence[str]) -> bool:
+    """Whether a search's merged ``SearchResultData`` from the leaders is already Milvus's answer (no
+    decode, no encode): a plain top-k search from the first hit whose output names are whole fields
+    (a dynamic key named alone is picked out of ``$meta`` by the proxy)."""
+    params = options.get("search_params") or {}
+    fields = {f.name for f in schema.fields}
+    return (not options.get("offset") and options.get("group_by") is None and "radius" not in params
+            and "range_filter" not in params and all(n in fields for n in names))

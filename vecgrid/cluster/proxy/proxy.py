@@ -40,7 +40,7 @@ from vecgrid.cluster.proxy.read_parts import Filter, ReadContext
 from vecgrid.cluster.proxy.rows import to_table
 from vecgrid.cluster.proxy.write_access import DataCoordAccess, LocalWrites, NoWrites, RemoteWrites, WriteSource
 from vecgrid.cluster.proxy.writer import MutationResult, Writer
-from vecgrid.proto import query_coord_pb2_grpc
+from vecgrid.proto import query_coord_pb2_grpc, schema_pb2
 from vecgrid.storage.catalog import Catalog
 
 __all__ = ["Proxy", "Shard", "guarantee_timestamp", "Filter", "MutationResult"]
@@ -152,6 +152,12 @@ class Proxy:
     ) -> list[list[dict[str, Any]]]:
         """The nearest rows of every query vector, best first: :func:`.task_search.search`."""
         return await task_search.search(self._reads, collection, vectors, **options)
+
+    async def search_result(self, collection: "str | CollectionMeta", vectors: Any,
+                            **options: Any) -> schema_pb2.SearchResultData:
+        """:meth:`search`'s hits as the merged ``SearchResultData`` the leaders answered (a plain top-k
+        search from the first hit, whole fields): what Milvus's own API passes on undecoded."""
+        return await task_search.search(self._reads, collection, vectors, raw=True, **options)
 
     async def stored_vectors(self, collection: "str | CollectionMeta", ids: Sequence[Any],
                              **options: Any) -> tuple[np.ndarray, list[Any]]:

@@ -23,7 +23,7 @@ from vecgrid.cluster.proxy.read_parts import (Filter, ReadContext, check_group_f
 from vecgrid.cluster.reduce import merge_search, off_loop
 from vecgrid.gpu import exprs
 from vecgrid.gpu.merge import MAX_TOPK, merge_topk
-from vecgrid.gpu.results import encode_placeholder_group, from_search_result_data
+from vecgrid.gpu.results import encode_placeholder_group, from_search_result_data, to_search_result_data
 from vecgrid.proto import common_pb2, plan_pb2, query_coord_pb2, schema_pb2
 
 
@@ -44,8 +44,13 @@ async def search(
     guarantee_timestamp: int | None = None,
     group_by: str | None = None,
     group_size: int = 1,
-) -> list[list[dict[str, Any]]]:
+    raw: bool = False,
+) -> list[list[dict[str, Any]]] | schema_pb2.SearchResultData:
     """The ``limit`` nearest rows (after skipping ``offset``) of every query vector, best first.
+
+    ``raw``: the merged ``SearchResultData`` as the leaders answered it, not decoded into dicts (what
+    Milvus's own API sends on): for a plain top-k search from the first hit (no offset, no range, no
+    grouping, no dynamic keys picked out of ``$meta``).
 
     ``vectors``: ``nq × dim`` (or one ``dim``) floats.  ``distance`` is the metric's value:
     squared L2 (smaller is closer) or IP / COSINE similarity (larger is closer).
@@ -79,6 +84,8 @@ async def search(
     partition_ids = meta.partition_ids(partition_names)
     guarantee, level = await ctx.guarantees.guarantee(consistency, guarantee_timestamp, meta)
     plain = bounds is None and group_by is None
+    if raw and not (plain and offset == 0 and keys is None):
+        raise ValueError("a raw search is a plain top-k search from the first hit, with whole fields")
 
     # rounds of a range or grouping search read one snapshot: the first round's, as each channel's leader
     # reports it (its tsafe when the round arrived), not the guarantee timestamp, which at Bounded lies
@@ -88,7 +95,7 @@ async def search(
     async def run(queries: np.ndarray, k: int) -> list[list[dict[str, Any]]]:
         return await _search_round(ctx, meta, field, queries, k, metric, params, expr, out_ids, partition_ids,
                                    round_decimal, guarantee, level, snapshot=snapshot,
-                                   offset=offset if plain else 0, limit=limit if plain else k, keys=keys)
+                                   offset=offset if plain else 0, limit=limit if plain else k, keys=keys, raw=raw)
 
     if plain:
         return await run(xq, topk)
@@ -128,7 +135,8 @@ async def _search_round(
     offset: int,
     limit: int,
     keys: frozenset[str] | None = None,
-) -> list[list[dict[str, Any]]]:
+    raw: bool = False,
+) -> Any:
     req_id = next_request_id()
     placeholder = encode_placeholder_group(xq)
     plan = _search_plan(field.fieldID, topk, metric, expr, params, round_decimal, out_ids)
@@ -152,18 +160,26 @@ async def _search_round(
         for part in parts:
             snapshot.update(part.channels_mvcc)
 
-    def reduce() -> list[list[dict[str, Any]]]:
-        if len(parts) == 1 and parts[0].sliced_num_count <= 1:
-            return _hits_of(parts[0].sliced_blob, offset, limit, keys)   # merged by its leader already
+    def reduce() -> Any:
+        if len(parts) == 1 and parts[0].sliced_num_count <= 1:   # merged by its leader already
+            blob = parts[0].sliced_blob
+            return _result_data(blob) if raw else _hits_of(blob, offset, limit, keys)
         if not out_ids and all(p.sliced_num_count <= 1 for p in parts):
             # no fields: the channels' top-k merged as TopK, not encoded and decoded again
             tks = [from_search_result_data(p.sliced_blob) for p in parts]
             k = max([p.top_k for p in parts] + [0]) or topk
-            return _hits(merge_topk([t for t in tks if t.nq] or tks, k, metric), offset, limit, keys)
+            merged = merge_topk([t for t in tks if t.nq] or tks, k, metric)
+            return to_search_result_data(merged) if raw else _hits(merged, offset, limit, keys)
         inner = request(shards[0].channel, len(shards)).req   # what the channels were asked
         blob = merge_search(parts, inner, [s.channel for s in shards], meta.pk_field.name).sliced_blob
-        return _hits_of(blob, offset, limit, keys)
+        return _result_data(blob) if raw else _hits_of(blob, offset, limit, keys)
     return await off_loop(reduce, len(xq) * topk * len(parts))
+
+
+def _result_data(blob: bytes) -> schema_pb2.SearchResultData:
+    srd = schema_pb2.SearchResultData()
+    srd.ParseFromString(blob)
+    return srd
 
 
 def _search_plan(field_id: int, topk: int, metric: str, expr: plan_pb2.Expr | None, params: Mapping[str, Any],
