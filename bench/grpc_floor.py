@@ -60,6 +60,11 @@ async def main(path: str, nprobe: int) -> None:
             )
         },
     )
+    await serve(handler)
+
+
+async def serve(handler: grpc.GenericRpcHandler) -> None:
+    """Serve ``handler`` on a free localhost port, print the port on one line, run until killed."""
     server = grpc.aio.server()
     server.add_generic_rpc_handlers((handler,))
     port = server.add_insecure_port("127.0.0.1:0")

@@ -5,7 +5,8 @@
 What each side does, as a pymilvus user does (the client script runs in the client's own venv,
 ``tests/milvus_clients.py``; one side after the other, each against a fresh collection):
 
-1. creates a collection (``id`` Int64 key, 128-d ``vector``), inserts ``--rows`` rows (default
+1. creates a collection (``id`` Int64 key, 128-d ``vector``: ``bench/scale.py``'s clustered vectors,
+   queries drawn near stored rows), inserts ``--rows`` rows (default
    200,000; ``--quick`` 20,000) in batches of 10,000 row dicts — timed: ``insert_rows_per_s``;
 2. flush, IVF_FLAT index (nlist 1024; ``--quick`` 128), load — timed: ``index_and_load_s``;
 3. searches at the collection's default consistency, k = 10, ``nprobe`` 8: single queries (p50, p99)
@@ -32,7 +33,6 @@ Run from the repository root.
 from __future__ import annotations
 
 import argparse
-import http.client
 import json
 import os
 import subprocess
@@ -45,7 +45,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rest import Rest, free_port, stop, until  # noqa: E402  (bench/ is first on sys.path)
+from rest import free_port, stop, wait_ready  # noqa: E402  (bench/ is first on sys.path)
+from scale import clustered_chunks  # noqa: E402
 from tests.milvus_clients import client_python  # noqa: E402
 from vecgrid.gpu.build import build_index_file  # noqa: E402
 
@@ -161,15 +162,7 @@ def start_vecgrid(tmp: str, procs: list[subprocess.Popen]) -> str:
                               "--http-port", str(http_port), "--milvus-port", str(milvus_port), "--coord-port", "0",
                               "--dashboard-port", "0"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     procs.append(serve)
-    rest = Rest(http_port)
-
-    def healthy():
-        try:
-            return rest.call("GET", "/health", expect=(200,))
-        except (OSError, RuntimeError, http.client.HTTPException):
-            rest.conn.close()
-            return None
-    until("vecgrid serve healthy", healthy, 180)
+    wait_ready(http_port, serve)
     return f"http://127.0.0.1:{milvus_port}"
 
 
@@ -177,9 +170,9 @@ def run(quick: bool, rows: int | None) -> dict:
     rows = rows or (20_000 if quick else 200_000)
     nlist = 128 if quick else 1024
     single, batches, budget_s = (100, 10, 20.0) if quick else (500, 30, 60.0)
-    rng = np.random.default_rng(7)
-    x = rng.standard_normal((rows, DIM), dtype=np.float32)
-    xq = rng.standard_normal((1000, DIM), dtype=np.float32)
+    x = np.concatenate([chunk for _, chunk in clustered_chunks(rows)])
+    rng = np.random.default_rng(7)   # queries near stored rows, as a user's are
+    xq = (x[rng.choice(rows, 1000, replace=False)] + 0.5 * rng.standard_normal((1000, DIM))).astype(np.float32)
     import faiss
     exact = faiss.IndexFlatL2(DIM)
     exact.add(x)

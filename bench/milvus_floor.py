@@ -21,6 +21,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from grpc_floor import serve  # noqa: E402  (bench/ is on sys.path: the script's own folder)
 from vecgrid.gpu.build import read_index_file  # noqa: E402
 from vecgrid.proto import common_pb2, milvus_pb2, schema_pb2  # noqa: E402
 
@@ -61,12 +62,7 @@ async def main(path: str, nprobe: int) -> None:
         name: grpc.unary_unary_rpc_method_handler(fn, request_deserializer=req.FromString,
                                                   response_serializer=reply.SerializeToString)
         for name, (fn, req, reply) in methods.items()})
-    server = grpc.aio.server()
-    server.add_generic_rpc_handlers((handler,))
-    port = server.add_insecure_port("127.0.0.1:0")
-    await server.start()
-    print(port, flush=True)
-    await server.wait_for_termination()
+    await serve(handler)
 
 
 if __name__ == "__main__":

@@ -48,7 +48,8 @@ from vecgrid.http.app import build_api, make_app
 from vecgrid.http.services.accounts import (auth_enabled, cluster_secret, ensure_first_admin, grpc_rights_checker,
                                             token_secret)
 from vecgrid.http.services import RestContext
-from vecgrid.rpc.auth import RightsChecker, ServerAuth
+from vecgrid.common.auth import RightsChecker
+from vecgrid.rpc.auth import ServerAuth
 from vecgrid.rpc.catalog_servicer import catalog_service
 from vecgrid.rpc.milvus_servicer import serve_milvus
 from vecgrid.rpc.channel_stream_servicer import channel_stream_service

@@ -17,10 +17,12 @@
 from __future__ import annotations
 
 import collections
+import hashlib
 import os
 import secrets
+import time
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Awaitable, Callable, Iterable
 
 import grpc
 
@@ -129,3 +131,36 @@ class _SyncAuth(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientIntercep
 def authorized_channel(channel: grpc.Channel) -> grpc.Channel:
     """A blocking channel whose calls carry this process's credentials (the channel itself when none)."""
     return grpc.intercept_channel(channel, _SyncAuth()) if _sent is not None else channel
+
+
+#: ``(authorization value, peer) -> rights``, or ``None`` for invalid credentials
+RightsChecker = Callable[[str, str], Awaitable["frozenset[str] | None"]]
+
+
+class KeptRights:
+    """The rights of credentials checked lately (gRPC servers, Milvus's REST v2): a success is kept for
+    ``ttl_s``, so a password is not hashed on every call; a failure is not kept (it goes through the
+    login limiter every time).  At most ``entries`` are kept, under their SHA-256.
+
+    State: the kept entries, owned by the server's event loop."""
+
+    def __init__(self, check: RightsChecker, ttl_s: float = 30.0, entries: int = 1024) -> None:
+        self.check = check
+        self.ttl_s = ttl_s
+        self.entries = entries
+        self._kept: dict[bytes, tuple[float, frozenset[str]]] = {}
+
+    async def rights(self, value: str, peer: str = "") -> frozenset[str] | None:
+        key = hashlib.sha256(value.encode()).digest()
+        now = time.monotonic()
+        hit = self._kept.get(key)
+        if hit is not None and hit[0] > now:
+            return hit[1]
+        rights = await self.check(value, peer)
+        if rights is not None:
+            if len(self._kept) >= self.entries:
+                self._kept = {k: v for k, v in self._kept.items() if v[0] > now}
+                if len(self._kept) >= self.entries:
+                    self._kept.clear()
+            self._kept[key] = (now + self.ttl_s, rights)
+        return rights

@@ -13,18 +13,18 @@ A call without valid credentials fails with ``UNAUTHENTICATED``; one beyond the 
 ``PERMISSION_DENIED``; neither runs the method.  Health and reflection stay open (load balancers and
 container health checks ask them; they answer no data).
 
-State: the cache of checked credentials, owned by the server's event loop.
+State: the kept rights of checked credentials (:class:`~vecgrid.common.auth.KeptRights`), owned by the
+server's event loop.
 """
 
 from __future__ import annotations
 
 import hmac
-import time
-from typing import Awaitable, Callable
+from typing import Callable
 
 import grpc
 
-from vecgrid.common.auth import AUTHORIZATION, BEARER_SCHEME, CLUSTER_SCHEME
+from vecgrid.common.auth import AUTHORIZATION, BEARER_SCHEME, CLUSTER_SCHEME, KeptRights, RightsChecker
 from vecgrid.common.feathers_errors import FeathersError
 
 #: services any caller may use
@@ -41,11 +41,7 @@ LOAD_METHODS = ("LoadCollection", "LoadPartitions", "ReleaseCollection", "Releas
 MILVUS_SERVICE = "milvus.proto.milvus.MilvusService"
 MILVUS_READ_METHODS = ("Connect",)
 MILVUS_ADMIN_METHODS = ("CreateDatabase", "DropDatabase", "AlterDatabase")
-CREDENTIALS_TTL_S = 30.0
-CACHE_ENTRIES = 1024
 
-#: ``(authorization value, peer) -> rights``, or ``None`` for invalid credentials
-RightsChecker = Callable[[str, str], Awaitable["frozenset[str] | None"]]
 
 
 def right_of(service: str, method: str) -> str:
@@ -94,7 +90,7 @@ class ServerAuth(grpc.aio.ServerInterceptor):
     def __init__(self, cluster_secret: str, check_user: RightsChecker | None) -> None:
         self._cluster = (CLUSTER_SCHEME + cluster_secret).encode()
         self._check_user = check_user
-        self._checked: dict[str, tuple[float, frozenset[str]]] = {}
+        self._rights = KeptRights(self._user_rights)
 
     async def intercept_service(self, continuation, details):
         handler = await continuation(details)
@@ -110,7 +106,7 @@ class ServerAuth(grpc.aio.ServerInterceptor):
                             "or Bearer <access token>)")
         if hmac.compare_digest(value.encode(), self._cluster):
             return handler
-        rights = await self._rights(value)
+        rights = await self._rights.rights(value, "")  # grpc.aio gives interceptors no peer address
         if rights is None:
             return _refusal(handler, grpc.StatusCode.UNAUTHENTICATED, "invalid credentials")
         need = right_of(service, method)
@@ -119,21 +115,10 @@ class ServerAuth(grpc.aio.ServerInterceptor):
             return _refusal(handler, grpc.StatusCode.PERMISSION_DENIED, f"{service}.{method} needs {what}")
         return handler
 
-    async def _rights(self, value: str) -> frozenset[str] | None:
-        now = time.monotonic()
-        hit = self._checked.get(value)
-        if hit is not None and hit[0] > now:
-            return hit[1]
+    async def _user_rights(self, value: str, peer: str) -> frozenset[str] | None:
         if self._check_user is None or value.startswith(CLUSTER_SCHEME):
             return None
-        rights = await self._check_user(value, "")  # grpc.aio gives interceptors no peer address
-        if rights is not None:  # only successes are kept: failures go through the login limiter each time
-            if len(self._checked) >= CACHE_ENTRIES:
-                self._checked = {k: v for k, v in self._checked.items() if v[0] > now}
-                if len(self._checked) >= CACHE_ENTRIES:
-                    self._checked.clear()
-            self._checked[value] = (now + CREDENTIALS_TTL_S, rights)
-        return rights
+        return await self._check_user(value, peer)
 
 
 def token_rights_checker(verify_access_token: Callable[[str], dict]) -> RightsChecker:

@@ -22,7 +22,8 @@ account's email), HTTP basic auth, or ``Bearer <access token>`` (a vecgrid token
 ``POST /authentication``).  They are checked as the gRPC servers check them
 (:func:`~vecgrid.http.services.accounts.grpc_rights_checker`: the same login limiter and revocations);
 reads need the ``read`` right, writes, loads and definitions ``write``.  A successful check is kept for
-:data:`CREDENTIALS_TTL_S` (as the gRPC servers keep it), so a password is not hashed on every call.
+30 s (:class:`~vecgrid.common.auth.KeptRights`, as the gRPC servers keep it), so a password is not hashed
+on every call.
 
 State: the kept credentials (:class:`Credentials`), owned by the app's event loop.
 """
@@ -31,21 +32,17 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import hashlib
-import time
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
 from vecgrid import errors
-from vecgrid.common.auth import BEARER_SCHEME
+from vecgrid.common.auth import BEARER_SCHEME, KeptRights, RightsChecker
 from vecgrid.common.feathers_errors import FeathersError
 from vecgrid.http.base import BaseHandler, decode_json
 from vecgrid.storage.catalog import CollectionInfo
 from vecgrid.storage.catalog.schema_rules import DEFAULT_DB_NAME
 
 READ, WRITE = "read", "write"
-CREDENTIALS_TTL_S = 30.0
-CACHE_ENTRIES = 1024
 #: Milvus's header that says whether the client reads int64 JSON numbers (absent: yes, Milvus's
 #: ``proxy.http.acceptTypeAllowInt64`` default); ``false`` makes Int64 values decimal strings
 ALLOW_INT64_HEADER = "Accept-Type-Allow-Int64"
@@ -126,9 +123,6 @@ class Body:
 
 # --- credentials -----------------------------------------------------------------------------------
 
-RightsChecker = Callable[[str, str], Awaitable["frozenset[str] | None"]]
-
-
 def authorization_value(header: str | None) -> str | None:
     """A Milvus REST ``Authorization`` header as the rights checker takes it: ``Bearer user:password`` and
     ``Basic base64`` become ``base64(user:password)``; ``Bearer <token>`` stays."""
@@ -146,29 +140,15 @@ def authorization_value(header: str | None) -> str | None:
 
 
 class Credentials:
-    """The rights of ``Authorization`` values: checked by ``checker``, successes kept for a while."""
+    """The rights of ``Authorization`` headers: Milvus's forms as the rights checker takes them, checked
+    and kept as the gRPC servers keep theirs (:class:`~vecgrid.common.auth.KeptRights`)."""
 
     def __init__(self, checker: RightsChecker) -> None:
-        self.checker = checker
-        self._kept: dict[bytes, tuple[float, frozenset[str]]] = {}
+        self._kept = KeptRights(checker)
 
     async def rights(self, header: str | None, peer: str) -> frozenset[str] | None:
         value = authorization_value(header)
-        if value is None:
-            return None
-        key = hashlib.sha256(value.encode()).digest()
-        now = time.monotonic()
-        hit = self._kept.get(key)
-        if hit is not None and hit[0] > now:
-            return hit[1]
-        rights = await self.checker(value, peer)
-        if rights is not None:   # failures go through the login limiter every time
-            if len(self._kept) >= CACHE_ENTRIES:
-                self._kept = {k: v for k, v in self._kept.items() if v[0] > now}
-                if len(self._kept) >= CACHE_ENTRIES:
-                    self._kept.clear()
-            self._kept[key] = (now + CREDENTIALS_TTL_S, rights)
-        return rights
+        return None if value is None else await self._kept.rights(value, peer)
 
 
 # --- the actions -----------------------------------------------------------------------------------
