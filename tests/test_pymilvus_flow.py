@@ -55,7 +55,8 @@ client.delete("quick", filter="year > 2190")
 out["count_after_deletes"] = client.query("quick", output_fields=["count(*)"],
                                           consistency_level="Strong")[0]["count(*)"]
 client.upsert("quick", [{"id": 5, "vector": rows[5]["vector"], "color": "gold", "year": 1999}])
-assert client.get("quick", ids=[5], output_fields=["color", "year"])[0] == {"id": 5, "color": "gold", "year": 1999}
+assert client.get("quick", ids=[5], output_fields=["color", "year"], consistency_level="Strong")[0] == \
+    {"id": 5, "color": "gold", "year": 1999}
 
 pages = []
 iterator = client.query_iterator("quick", batch_size=50, filter="id >= 0", output_fields=["year"])
@@ -161,6 +162,24 @@ client.drop_collection("multi")
 client.alter_alias("articles", "shelf")
 assert client.describe_alias("shelf")["collection_name"] == "articles"
 client.drop_alias("shelf")
+# --- databases: a collection of another database is that database's only -------------------------------
+client.create_database("lab")
+assert sorted(client.list_databases()) == ["default", "lab"]
+lab = MilvusClient(sys.argv[1], db_name="lab")
+lab.create_collection("quick", dimension=2, metric_type="L2")   # the same name as default's "quick"
+lab.insert("quick", [{"id": 1, "vector": [0.0, 1.0]}, {"id": 2, "vector": [5.0, 5.0]}])
+assert [h["id"] for h in lab.search("quick", [[0.0, 1.0]], limit=2, consistency_level="Strong")[0]] == [1, 2]
+assert lab.query("quick", output_fields=["count(*)"], consistency_level="Strong")[0]["count(*)"] == 2
+assert client.query("quick", output_fields=["count(*)"], consistency_level="Strong")[0]["count(*)"] > 100
+try:
+    client.drop_database("lab")
+    raise AssertionError("dropped a database holding a collection")
+except Exception as e:
+    out["drop_full_database"] = str(e)
+lab.drop_collection("quick")
+client.drop_database("lab")
+assert client.list_databases() == ["default"]
+
 client.rename_collection("articles", "papers")
 assert sorted(client.list_collections()) == ["papers", "quick"]
 client.drop_collection("papers")
@@ -182,6 +201,7 @@ async def test_pymilvus_runs_the_documentation_flow(embedded, client):
     assert out["iterator_pages"] == [50, 50, 50, 39]
     assert out["articles_hits"] == 40
     assert "via alias = shelf" in out["drop_via_alias"]
+    assert "not empty" in out["drop_full_database"]
     assert out["compaction_state"] in ("Executing", "Completed")
     assert "UNIMPLEMENTED" in out["list_users"] or "nimplemented" in out["list_users"]
     # RRF (k = 60): text ranks 3, 2, 4, 1, 5 by L2 to (3, 0); image holds the odd ids, best by IP to (0, 1):

@@ -57,6 +57,21 @@ class MilvusServiceStub:
                 request_serializer=vecgrid_dot_proto_dot_milvus__pb2.AllocTimestampRequest.SerializeToString,
                 response_deserializer=vecgrid_dot_proto_dot_milvus__pb2.AllocTimestampResponse.FromString,
                 _registered_method=True)
+        self.ListDatabases = channel.unary_unary(
+                '/milvus.proto.milvus.MilvusService/ListDatabases',
+                request_serializer=vecgrid_dot_proto_dot_milvus__pb2.ListDatabasesRequest.SerializeToString,
+                response_deserializer=vecgrid_dot_proto_dot_milvus__pb2.ListDatabasesResponse.FromString,
+                _registered_method=True)
+        self.CreateDatabase = channel.unary_unary(
+                '/milvus.proto.milvus.MilvusService/CreateDatabase',
+                request_serializer=vecgrid_dot_proto_dot_milvus__pb2.CreateDatabaseRequest.SerializeToString,
+                response_deserializer=vecgrid_dot_proto_dot_common__pb2.Status.FromString,
+                _registered_method=True)
+        self.DropDatabase = channel.unary_unary(
+                '/milvus.proto.milvus.MilvusService/DropDatabase',
+                request_serializer=vecgrid_dot_proto_dot_milvus__pb2.DropDatabaseRequest.SerializeToString,
+                response_deserializer=vecgrid_dot_proto_dot_common__pb2.Status.FromString,
+                _registered_method=True)
         self.CreateCollection = channel.unary_unary(
                 '/milvus.proto.milvus.MilvusService/CreateCollection',
                 request_serializer=vecgrid_dot_proto_dot_milvus__pb2.CreateCollectionRequest.SerializeToString,
@@ -278,6 +293,24 @@ class MilvusServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def AllocTimestamp(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListDatabases(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CreateDatabase(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DropDatabase(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -539,6 +572,21 @@ def add_MilvusServiceServicer_to_server(servicer, server):
                     servicer.AllocTimestamp,
                     request_deserializer=vecgrid_dot_proto_dot_milvus__pb2.AllocTimestampRequest.FromString,
                     response_serializer=vecgrid_dot_proto_dot_milvus__pb2.AllocTimestampResponse.SerializeToString,
+            ),
+            'ListDatabases': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListDatabases,
+                    request_deserializer=vecgrid_dot_proto_dot_milvus__pb2.ListDatabasesRequest.FromString,
+                    response_serializer=vecgrid_dot_proto_dot_milvus__pb2.ListDatabasesResponse.SerializeToString,
+            ),
+            'CreateDatabase': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateDatabase,
+                    request_deserializer=vecgrid_dot_proto_dot_milvus__pb2.CreateDatabaseRequest.FromString,
+                    response_serializer=vecgrid_dot_proto_dot_common__pb2.Status.SerializeToString,
+            ),
+            'DropDatabase': grpc.unary_unary_rpc_method_handler(
+                    servicer.DropDatabase,
+                    request_deserializer=vecgrid_dot_proto_dot_milvus__pb2.DropDatabaseRequest.FromString,
+                    response_serializer=vecgrid_dot_proto_dot_common__pb2.Status.SerializeToString,
             ),
             'CreateCollection': grpc.unary_unary_rpc_method_handler(
                     servicer.CreateCollection,
@@ -846,6 +894,87 @@ class MilvusService:
             '/milvus.proto.milvus.MilvusService/AllocTimestamp',
             vecgrid_dot_proto_dot_milvus__pb2.AllocTimestampRequest.SerializeToString,
             vecgrid_dot_proto_dot_milvus__pb2.AllocTimestampResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListDatabases(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/milvus.proto.milvus.MilvusService/ListDatabases',
+            vecgrid_dot_proto_dot_milvus__pb2.ListDatabasesRequest.SerializeToString,
+            vecgrid_dot_proto_dot_milvus__pb2.ListDatabasesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateDatabase(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/milvus.proto.milvus.MilvusService/CreateDatabase',
+            vecgrid_dot_proto_dot_milvus__pb2.CreateDatabaseRequest.SerializeToString,
+            vecgrid_dot_proto_dot_common__pb2.Status.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DropDatabase(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/milvus.proto.milvus.MilvusService/DropDatabase',
+            vecgrid_dot_proto_dot_milvus__pb2.DropDatabaseRequest.SerializeToString,
+            vecgrid_dot_proto_dot_common__pb2.Status.FromString,
             options,
             channel_credentials,
             insecure,

@@ -9,8 +9,9 @@ answer with Milvus's status codes.  Filters are Milvus expressions
 (:func:`~vecgrid.cluster.proxy.milvus_expr.compile_expression`).
 
 The service declares only these methods (``vecgrid/proto/milvus.proto``): any other answers gRPC
-``UNIMPLEMENTED``, which pymilvus takes as "not supported" for optional calls.  It serves the
-``default`` database; a call naming another one (``db_name`` or the ``dbname`` metadata) is refused.
+``UNIMPLEMENTED``, which pymilvus takes as "not supported" for optional calls.  A call works in the
+database it names (``db_name``, else the ``dbname`` metadata pymilvus sends; ``default`` when none),
+through the coordinator's proxy for that database (:meth:`~vecgrid.cluster.proxy.proxy.Proxy.in_database`).
 
 State: ``_next_identifier``, owned by the server's event loop.
 """
@@ -46,13 +47,10 @@ _INDEX_META_KEYS = ("index_type", "metric_type", "params")
 
 
 def _db(request: Any, context: Any) -> str:
-    """The request's database: its ``db_name``, else the ``dbname`` metadata; only ``default`` is served."""
+    """The request's database: its ``db_name``, else the ``dbname`` metadata; ``""`` for the default."""
     name = getattr(request, "db_name", "") or next(
         (v for k, v in (context.invocation_metadata() or ()) if k == "dbname"), "")
-    if name not in ("", DEFAULT_DB_NAME):
-        raise errors.DatabaseNotFound(f"database not found[database={name}]: vecgrid's MilvusService serves "
-                                      f"the {DEFAULT_DB_NAME!r} database")
-    return DEFAULT_DB_NAME
+    return "" if name == DEFAULT_DB_NAME else name
 
 
 def _unix_ms_of(hybrid_ts: int) -> int:
@@ -79,7 +77,9 @@ class MilvusServicer:
     # --- connection and server ----------------------------------------------------------------
 
     async def Connect(self, request, context):
-        _db(request, context)
+        db = _db(request, context)
+        if db:   # Milvus refuses a connection to a database that does not exist
+            await asyncio.to_thread(self.catalog.describe_database, db)
         self._next_identifier += 1
         info = common_pb2.ServerInfo(build_tags=milvus_api.API_VERSION, deploy_mode=self.coord.deploy_mode,
                                      reserved={"server": "vecgrid", "vecgrid_version": __version__})
@@ -93,6 +93,20 @@ class MilvusServicer:
             return common.health(*self.coord.health_reasons())
         except errors.MilvusError as err:
             return common.unhealthy(err)
+
+    async def ListDatabases(self, request, context):
+        dbs = await asyncio.to_thread(self.catalog.list_databases)
+        return milvus_pb2.ListDatabasesResponse(status=success(), db_names=[d.name for d in dbs],
+                                                created_timestamp=[d.created_time for d in dbs])
+
+    async def CreateDatabase(self, request, context):
+        await self.coord.ddl.create_database(request.db_name, codec.kv(request.properties) or None)
+        return success()
+
+    async def DropDatabase(self, request, context):
+        await self.coord.ddl.drop_database(request.db_name)
+        self.proxy.invalidate_collections()
+        return success()
 
     async def AllocTimestamp(self, request, context):
         ts = await asyncio.to_thread(self.catalog.allocate_timestamp)
@@ -375,7 +389,8 @@ class MilvusServicer:
     async def _write(self, request, context, *, upsert: bool) -> milvus_pb2.MutationResult:
         coll = await self._meta(request, context)
         columns = codec.insert_columns(request.fields_data, request.num_rows)
-        write = self.proxy.upsert if upsert else self.proxy.insert
+        proxy = self._proxy(request, context)
+        write = proxy.upsert if upsert else proxy.insert
         result = await write(coll.name, columns, request.partition_name or None)
         return milvus_pb2.MutationResult(
             status=success(), IDs=codec.ids_message(result.ids, coll.pk_field),
@@ -390,18 +405,20 @@ class MilvusServicer:
         expr = compile_expression(request.expr, coll.schema,
                                   params=codec.template_values(request.expr_template_values))
         keys = milvus_api.primary_keys_of(expr)
+        proxy = self._proxy(request, context)
         if keys is not None:
-            result = await self.proxy.delete(coll.name, ids=keys, partition=request.partition_name or None)
+            result = await proxy.delete(coll.name, ids=keys, partition=request.partition_name or None)
         else:
-            result = await self.proxy.delete(coll.name, filter=expr, partition=request.partition_name or None)
+            result = await proxy.delete(coll.name, filter=expr, partition=request.partition_name or None)
         # Milvus 2.4 answers a delete with its count, no keys (pymilvus returns keys as the pre-2.3.2 answer)
         return milvus_pb2.MutationResult(status=success(), delete_cnt=result.delete_cnt, timestamp=result.timestamp)
 
     async def Flush(self, request, context):
         db = _db(request, context)
-        out = milvus_pb2.FlushResponse(status=success(), db_name=db)
+        out = milvus_pb2.FlushResponse(status=success(), db_name=db or DEFAULT_DB_NAME)
+        proxy = self.proxy.in_database(db)
         for name in request.collection_names:
-            segments = await self.proxy.flush(name)
+            segments = await proxy.flush(name)
             out.coll_segIDs[name].data.extend(segments)
             out.flush_coll_segIDs[name].data.extend(segments)
             out.coll_seal_times[name] = int(time.time())
@@ -426,7 +443,7 @@ class MilvusServicer:
             coll = await self._collection(request, context)
         else:
             coll = await asyncio.to_thread(self.catalog.get_collection, request.collectionID)
-        job = await self.proxy.writes.start_compaction(self.proxy.db_name, coll.name)
+        job = await self.proxy.writes.start_compaction(_db(request, context), coll.name)
         return milvus_pb2.ManualCompactionResponse(status=success(), compactionID=job["compaction_id"],
                                                    compactionPlanCount=job["executing_plans"] + job["completed_plans"]
                                                    + job["failed_plans"])
@@ -440,12 +457,15 @@ class MilvusServicer:
 
     # --- reads --------------------------------------------------------------------------------
 
+    def _proxy(self, request: Any, context: Any) -> Proxy:
+        """The proxy of the request's database."""
+        return self.proxy.in_database(_db(request, context))
+
     async def _meta(self, request: Any, context: Any) -> CollectionMeta:
         """The proxy's kept description of the request's collection (a read or write needs no catalog read)."""
-        _db(request, context)
         if not request.collection_name:
             raise errors.ParameterInvalid("collection name should not be empty")
-        return await self.proxy.describe(request.collection_name)
+        return await self._proxy(request, context).describe(request.collection_name)
 
     def _search_options(self, meta: CollectionMeta, request: Any, level: milvus_api.ReadLevel,
                         names: list[str], partition_names: list[str]) -> tuple[Any, dict[str, Any], codec.SearchArgs]:
@@ -512,13 +532,13 @@ class MilvusServicer:
         if codec.COUNT_STAR in (n.strip().lower() for n in asked):
             if len(asked) > 1:
                 raise errors.ParameterInvalid("count(*) cannot be queried with other output fields")
-            count = await self.proxy.count(coll.name, **reads)
+            count = await self.proxy.count(coll, **reads)
             return milvus_pb2.QueryResults(status=success(), collection_name=coll.name,
                                            fields_data=[codec.count_result(count)], output_fields=[codec.COUNT_STAR])
         if expr is None and args.limit is None:
             raise errors.ParameterInvalid("empty expression should be used with limit")
         names = milvus_api.output_names(coll.schema, asked)
-        rows = await self.proxy.query(coll.name, output_fields=names, limit=args.limit, offset=args.offset, **reads)
+        rows = await self.proxy.query(coll, output_fields=names, limit=args.limit, offset=args.offset, **reads)
         pk = coll.pk_field.name
         shown = names if pk in names else [pk, *names]
         return milvus_pb2.QueryResults(status=success(), collection_name=coll.name, primary_field_name=pk,

@@ -25,6 +25,7 @@ described (it then is not read again).
 from __future__ import annotations
 
 import asyncio
+import copy
 from typing import Any, Sequence
 
 import numpy as np
@@ -93,6 +94,8 @@ class Proxy:
         self._reads = ReadContext(self._meta, self.guarantees, self.router)
         self._metas: dict[tuple[str, str], CollectionMeta] = {}
         self._meta_epoch = 0   # bumped by invalidate_collections: a describe begun before it is not kept
+        self._base = self      # whose descriptions and epoch these are (see in_database)
+        self._databases: dict[str, Proxy] = {}
 
     async def __aenter__(self) -> "Proxy":
         return self
@@ -100,7 +103,23 @@ class Proxy:
     async def __aexit__(self, *exc: Any) -> None:
         await self.close()
 
+    def in_database(self, db_name: str) -> "Proxy":
+        """This proxy for the collections of database ``db_name`` (``""``: the default): the same
+        connections, router, write path and kept descriptions (keyed by database), made once."""
+        base = self._base
+        if db_name == base.db_name:
+            return base
+        sibling = base._databases.get(db_name)
+        if sibling is None:
+            sibling = copy.copy(base)
+            sibling.db_name = db_name
+            sibling._reads = ReadContext(sibling._meta, sibling.guarantees, sibling.router)
+            base._databases[db_name] = sibling
+        return sibling
+
     async def close(self) -> None:
+        if self._base is not self:
+            return   # the connections are the base proxy's
         await self.router.close()
         await self.writes.close()
         await self.catalog.close()
@@ -111,26 +130,27 @@ class Proxy:
     async def describe(self, collection: str, *, fresh: bool = False) -> CollectionMeta:
         """The collection's description, kept from an earlier call unless ``fresh`` (see the class doc)."""
         key = (self.db_name, collection)
+        base = self._base
         if not fresh:
-            kept = self._metas.get(key)
+            kept = base._metas.get(key)
             if kept is not None:
                 return kept
-        epoch = self._meta_epoch
+        epoch = base._meta_epoch
         try:
             meta = await self.catalog.describe(collection, self.db_name)
         except errors.CollectionNotFound:
-            if epoch == self._meta_epoch:
-                self._metas.pop(key, None)
+            if epoch == base._meta_epoch:
+                base._metas.pop(key, None)
             raise
-        if epoch == self._meta_epoch:   # no definition changed while it was read
-            self._metas[key] = meta
+        if epoch == base._meta_epoch:   # no definition changed while it was read
+            base._metas[key] = meta
         return meta
 
     def invalidate_collections(self) -> None:
         """Forget every kept description: a collection, partition or index definition changed (Milvus's
         InvalidateCollectionMetaCache, for every collection at once: a rename changes two names)."""
-        self._meta_epoch += 1
-        self._metas.clear()
+        self._base._meta_epoch += 1
+        self._base._metas.clear()
 
     async def _meta(self, collection: "str | CollectionMeta") -> CollectionMeta:
         """A read's collection: a name is described; a caller that has just described it (the REST service,

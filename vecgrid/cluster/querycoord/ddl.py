@@ -167,6 +167,15 @@ class Ddl:
         self.coord.lifecycle.check_healthy()
         return await asyncio.to_thread(self.catalog.rename_collection, db_name or DEFAULT_DB_NAME, name, new_name)
 
+    async def create_database(self, name: str, properties: Mapping[str, object] | None = None) -> None:
+        self.coord.lifecycle.check_healthy()
+        await asyncio.to_thread(self.catalog.create_database, name, properties)
+
+    async def drop_database(self, name: str) -> bool:
+        """Drop an empty database (the catalog refuses ``default`` and one that holds collections)."""
+        self.coord.lifecycle.check_healthy()
+        return await asyncio.to_thread(self.catalog.drop_database, name)
+
     async def create_alias(self, db_name: str, alias: str, collection: str) -> None:
         self.coord.lifecycle.check_healthy()
         await asyncio.to_thread(self.catalog.create_alias, db_name or DEFAULT_DB_NAME, alias, collection)
