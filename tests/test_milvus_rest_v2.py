@@ -192,6 +192,18 @@ async def test_documentation_flow(v2):
                                            "searchParams": {"metricType": "L2", "params": {"nprobe": 8}}})
     assert hits[0]["id"] == 9
 
+    # aliases: a second name, resolved where a collection name is read; not dropped through
+    assert await v2.ok("aliases/create", {"aliasName": "v2_shelf", "collectionName": "v2_quick"}) == {}
+    assert await v2.ok("aliases/describe", {"aliasName": "v2_shelf"}) == {
+        "aliasName": "v2_shelf", "collectionName": "v2_quick", "dbName": "default"}
+    assert await v2.ok("aliases/list", {"collectionName": "v2_quick"}) == ["v2_shelf"]
+    assert (await v2.ok("collections/describe", {"collectionName": "v2_quick"}))["aliases"] == ["v2_shelf"]
+    hits = await v2.ok("entities/search", {"collectionName": "v2_shelf", "data": [rows[9]["vector"]], "limit": 1})
+    assert hits[0]["id"] == 9
+    await v2.fails("collections/drop", {"collectionName": "v2_shelf"}, 1100)
+    assert await v2.ok("aliases/drop", {"aliasName": "v2_shelf"}) == {}
+    assert await v2.ok("aliases/list", {}) == []
+
     # rename, properties, stats, drop
     assert await v2.ok("collections/rename", {"collectionName": "v2_quick", "newCollectionName": "v2_renamed"}) == {}
     assert await v2.ok("collections/has", {"collectionName": "v2_quick"}) == {"has": False}

@@ -2,7 +2,8 @@
 with JSON bodies and Milvus's ``{"code": 0, "data": ...}`` envelope, so that the curl examples of
 Milvus's documentation run against vecgrid with the host changed (``docs/rest-api.md``).
 
-One module per group (:mod:`.collections`, :mod:`.entities`, :mod:`.partitions`, :mod:`.indexes`),
+One module per group (:mod:`.collections`, :mod:`.entities`, :mod:`.partitions`, :mod:`.indexes`,
+:mod:`.aliases`),
 each a table ``ACTIONS`` of action name -> (right, coroutine); one handler (:mod:`.handler`) decodes
 the body, checks credentials and the database, runs the action and encodes the envelope and Milvus's
 error codes.  The actions are thin: each makes the call the MilvusService (gRPC) makes for the same
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from vecgrid.http.milvus_v2 import collections, entities, indexes, partitions
+from vecgrid.http.milvus_v2 import aliases, collections, entities, indexes, partitions
 from vecgrid.http.milvus_v2.handler import Action, Credentials, MilvusV2Handler, V2
 from vecgrid.http.services.accounts import auth_enabled, grpc_rights_checker
 
@@ -31,6 +32,7 @@ GROUPS: dict[str, dict[str, Action]] = {
     "entities": entities.ACTIONS,
     "partitions": partitions.ACTIONS,
     "indexes": indexes.ACTIONS,
+    "aliases": aliases.ACTIONS,
 }
 PATH = r"/v2/vectordb/(%s)/(\w+)" % "|".join(GROUPS)
 
