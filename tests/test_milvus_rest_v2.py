@@ -317,3 +317,50 @@ async def test_auth(embedded, tmp_path):
         client.close()
         server.stop()
         store.close()
+
+
+async def test_databases(v2):
+    """A collection of another database is that database's only; a database holding one is not dropped."""
+    assert await v2.ok("databases/create", {"dbName": "v2lab"}) == {}
+    assert sorted(await v2.ok("databases/list", {})) == ["default", "v2lab"]
+    assert (await v2.ok("databases/describe", {"dbName": "v2lab"}))["dbName"] == "v2lab"
+    lab = {"dbName": "v2lab", "collectionName": "labbed"}
+    assert await v2.ok("collections/create", {**lab, "dimension": DIM, "metricType": "L2",
+                                              "params": {"consistencyLevel": "Strong"}}) == {}
+    assert await v2.ok("entities/insert", {**lab, "data": rows_of(5)}) == {"insertCount": 5, "insertIds": [0, 1, 2, 3, 4]}
+    hits = await v2.ok("entities/search", {**lab, "data": [rows_of(5)[3]["vector"]], "limit": 1})
+    assert hits[0]["id"] == 3
+    assert await v2.ok("entities/query", {**lab, "outputFields": ["count(*)"]}) == [{"count(*)": 5}]
+    assert "labbed" in await v2.ok("collections/list", {"dbName": "v2lab"})
+    assert "labbed" not in await v2.ok("collections/list", {})
+    await v2.fails("collections/describe", {"collectionName": "labbed"}, 100)
+    assert "not empty" in await v2.fails("databases/drop", {"dbName": "v2lab"}, 1100)
+    assert await v2.ok("collections/drop", lab) == {}
+    assert await v2.ok("databases/drop", {"dbName": "v2lab"}) == {}
+    await v2.fails("collections/list", {"dbName": "v2lab"}, 800)
+
+
+async def test_hybrid_search(v2):
+    """Two vector fields, searched apart and fused with RRF and the weighted ranker (as MilvusService)."""
+    schema = {"autoID": False, "enableDynamicField": True, "fields": [
+        {"fieldName": "id", "dataType": "Int64", "isPrimary": True},
+        {"fieldName": "text_vec", "dataType": "FloatVector", "elementTypeParams": {"dim": "2"}},
+        {"fieldName": "image_vec", "dataType": "FloatVector", "elementTypeParams": {"dim": "2"}}]}
+    await v2.ok("collections/create", {"collectionName": "v2_multi", "schema": schema,
+                                       "params": {"consistencyLevel": "Strong"}, "indexParams": [
+        {"fieldName": "text_vec", "metricType": "L2", "indexName": "t", "params": {"index_type": "FLAT"}},
+        {"fieldName": "image_vec", "metricType": "IP", "indexName": "i", "params": {"index_type": "FLAT"}}]})
+    await v2.ok("entities/insert", {"collectionName": "v2_multi", "data": [
+        {"id": i, "text_vec": [float(i), 0.0], "image_vec": [1.0, i / 10], "tag": i % 2} for i in range(30)]})
+    searches = [{"data": [[3.0, 0.0]], "annsField": "text_vec", "limit": 5},
+                {"data": [[0.0, 1.0]], "annsField": "image_vec", "limit": 5, "filter": "tag == 1"}]
+    fused = await v2.ok("entities/hybrid_search", {"collectionName": "v2_multi", "search": searches,
+                                                   "rerank": {"strategy": "rrf", "params": {"k": 60}}, "limit": 4,
+                                                   "outputFields": ["tag"]})
+    assert [(h["id"], h["tag"]) for h in fused] == [(29, 1), (3, 1), (2, 0), (27, 1)]
+    fused = await v2.ok("entities/hybrid_search", {"collectionName": "v2_multi", "search": searches, "limit": 3,
+                                                   "rerank": {"strategy": "weighted", "params": {"weights": [1, 0]}}})
+    assert [h["id"] for h in fused] == [3, 2, 4]
+    await v2.fails("entities/hybrid_search", {"collectionName": "v2_multi", "search": searches, "rerank": {
+        "strategy": "weighted", "params": {"weights": [1]}}}, 1100)
+    await v2.ok("collections/drop", {"collectionName": "v2_multi"})

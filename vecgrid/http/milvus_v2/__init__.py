@@ -3,7 +3,7 @@ with JSON bodies and Milvus's ``{"code": 0, "data": ...}`` envelope, so that the
 Milvus's documentation run against vecgrid with the host changed (``docs/rest-api.md``).
 
 One module per group (:mod:`.collections`, :mod:`.entities`, :mod:`.partitions`, :mod:`.indexes`,
-:mod:`.aliases`),
+:mod:`.aliases`, :mod:`.databases`),
 each a table ``ACTIONS`` of action name -> (right, coroutine); one handler (:mod:`.handler`) decodes
 the body, checks credentials and the database, runs the action and encodes the envelope and Milvus's
 error codes.  The actions are thin: each makes the call the MilvusService (gRPC) makes for the same
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from vecgrid.http.milvus_v2 import aliases, collections, entities, indexes, partitions
+from vecgrid.http.milvus_v2 import aliases, collections, databases, entities, indexes, partitions
 from vecgrid.http.milvus_v2.handler import Action, Credentials, MilvusV2Handler, V2
 from vecgrid.http.services.accounts import auth_enabled, grpc_rights_checker
 
@@ -33,6 +33,7 @@ GROUPS: dict[str, dict[str, Action]] = {
     "partitions": partitions.ACTIONS,
     "indexes": indexes.ACTIONS,
     "aliases": aliases.ACTIONS,
+    "databases": databases.ACTIONS,
 }
 PATH = r"/v2/vectordb/(%s)/(\w+)" % "|".join(GROUPS)
 

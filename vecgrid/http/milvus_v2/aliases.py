@@ -19,7 +19,7 @@ action = registry(ACTIONS)
 @action("create", WRITE)
 async def create(call: Call) -> dict[str, Any]:
     b, v2 = call.body, call.v2
-    await v2.coord.ddl.create_alias(DEFAULT_DB_NAME, b.name("aliasName"), b.name())
+    await v2.coord.ddl.create_alias(v2.db, b.name("aliasName"), b.name())
     v2.definitions_changed()
     return {}
 
@@ -27,14 +27,14 @@ async def create(call: Call) -> dict[str, Any]:
 @action("alter", WRITE)
 async def alter(call: Call) -> dict[str, Any]:
     b, v2 = call.body, call.v2
-    await v2.coord.ddl.alter_alias(DEFAULT_DB_NAME, b.name("aliasName"), b.name())
+    await v2.coord.ddl.alter_alias(v2.db, b.name("aliasName"), b.name())
     v2.definitions_changed()
     return {}
 
 
 @action("drop", WRITE)
 async def drop(call: Call) -> dict[str, Any]:
-    await call.v2.coord.ddl.drop_alias(DEFAULT_DB_NAME, call.body.name("aliasName"))
+    await call.v2.coord.ddl.drop_alias(call.v2.db, call.body.name("aliasName"))
     call.v2.definitions_changed()
     return {}
 
@@ -42,11 +42,11 @@ async def drop(call: Call) -> dict[str, Any]:
 @action("describe", READ)
 async def describe(call: Call) -> dict[str, str]:
     alias = call.body.name("aliasName")
-    collection = await asyncio.to_thread(call.v2.catalog.describe_alias, DEFAULT_DB_NAME, alias)
-    return {"aliasName": alias, "collectionName": collection, "dbName": DEFAULT_DB_NAME}
+    collection = await asyncio.to_thread(call.v2.catalog.describe_alias, call.v2.db, alias)
+    return {"aliasName": alias, "collectionName": collection, "dbName": call.v2.db or DEFAULT_DB_NAME}
 
 
 @action("list", READ)
 async def list_aliases(call: Call) -> list[str]:
     collection = call.body.get("collectionName", str, "")
-    return [alias for alias, _ in await asyncio.to_thread(call.v2.catalog.list_aliases, DEFAULT_DB_NAME, collection)]
+    return [alias for alias, _ in await asyncio.to_thread(call.v2.catalog.list_aliases, call.v2.db, collection)]

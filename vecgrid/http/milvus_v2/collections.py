@@ -166,7 +166,7 @@ async def create(call: Call) -> dict[str, Any]:
         properties[TTL_PROPERTY] = go_string(params["ttlSeconds"])
     shards = go_int(params["shardsNum"], "shardsNum") if "shardsNum" in params else 1
     coll = await v2.coord.ddl.create_collection(
-        DEFAULT_DB_NAME, name, schema, shards_num=shards, properties=properties or None, indexes=indexes,
+        v2.db, name, schema, shards_num=shards, properties=properties or None, indexes=indexes,
         load=LoadOptions() if load else None, consistency_level=consistency_level(params.get("consistencyLevel")))
     v2.definitions_changed()
     if load:
@@ -215,18 +215,18 @@ async def describe(call: Call) -> dict[str, Any]:
 
 @action("list", READ)
 async def list_collections(call: Call) -> list[str]:
-    return [c.name for c in await asyncio.to_thread(call.v2.catalog.list_collections, DEFAULT_DB_NAME)]
+    return [c.name for c in await asyncio.to_thread(call.v2.catalog.list_collections, call.v2.db)]
 
 
 @action("has", READ)
 async def has(call: Call) -> dict[str, bool]:
-    return {"has": await asyncio.to_thread(call.v2.catalog.has_collection, DEFAULT_DB_NAME, call.body.name())}
+    return {"has": await asyncio.to_thread(call.v2.catalog.has_collection, call.v2.db, call.body.name())}
 
 
 @action("drop", WRITE)
 async def drop(call: Call) -> dict[str, Any]:
     try:
-        await call.v2.coord.ddl.drop_collection(DEFAULT_DB_NAME, call.body.name())
+        await call.v2.coord.ddl.drop_collection(call.v2.db, call.body.name())
     except errors.CollectionNotFound:
         pass   # Milvus drops what is not there without an error (as the MilvusService)
     call.v2.definitions_changed()
@@ -238,9 +238,9 @@ async def rename(call: Call) -> dict[str, Any]:
     b = call.body
     name, new_name = b.name(), b.name("newCollectionName")
     new_db = b.get("newDbName", str, "")
-    if new_db not in ("", DEFAULT_DB_NAME):
-        raise errors.DatabaseNotFound(f"vecgrid serves the {DEFAULT_DB_NAME!r} database", database=new_db)
-    await call.v2.coord.ddl.rename_collection(DEFAULT_DB_NAME, name, new_name)
+    if new_db not in ("", DEFAULT_DB_NAME, call.v2.db):
+        raise errors.ParameterInvalid("vecgrid renames a collection within its database", database=new_db)
+    await call.v2.coord.ddl.rename_collection(call.v2.db, name, new_name)
     call.v2.definitions_changed()
     return {}
 
@@ -250,7 +250,7 @@ async def alter_properties(call: Call) -> dict[str, Any]:
     b = call.body
     name = b.name()
     properties = {k: go_string(v) for k, v in b.get("properties", dict, {}, required=True).items()}
-    await call.v2.coord.ddl.alter_collection(DEFAULT_DB_NAME, name, properties=properties)
+    await call.v2.coord.ddl.alter_collection(call.v2.db, name, properties=properties)
     call.v2.definitions_changed()
     return {}
 

@@ -19,12 +19,14 @@ decimal strings.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import numpy as np
 
 from vecgrid import errors
 from vecgrid.cluster.proxy.milvus_api import ReadLevel, output_names, primary_keys_of, read_level
+from vecgrid.cluster.proxy import rerank
 from vecgrid.cluster.proxy.milvus_expr import compile_expression
 from vecgrid.gpu import exprs
 from vecgrid.http.milvus_v2.collections import consistency_level
@@ -213,6 +215,39 @@ async def search(call: Call) -> list[dict[str, Any]]:
         group_by=group_by, group_size=b.get("groupSize", int, 0) or 1)
     rows = [{**h["entity"], "id": h["id"], "distance": np.float32(h["distance"])}
             for per_query in hits for h in per_query]
+    return _shaped(rows, meta.schema, b, id_key=True)
+
+
+@action("hybrid_search", READ)
+async def hybrid_search(call: Call) -> list[dict[str, Any]]:
+    """``search``: one search per entry (``data``, ``annsField``, ``filter``, ``limit``, ``offset``,
+    ``metricType``, ``params``), fused by ``rerank`` (``{"strategy": "rrf" | "weighted", "params": {"k" |
+    "weights"}}``) into the best ``limit`` after ``offset``, as the MilvusService's HybridSearch does."""
+    b, proxy = call.body, call.v2.proxy
+    meta = await proxy.describe(b.name())
+    items = b.get("search", list, required=True)
+    if not all(isinstance(item, dict) for item in items):
+        raise bad_format("search must be an array of search objects")
+    subs = [Body(item, b.allow_int64) for item in items]
+    spec = b.get("rerank", dict, required=True)
+    score = rerank.ranker(str(spec.get("strategy", "")), spec.get("params") or {}, len(subs))
+    level = _level(b, meta)
+    names = output_names(meta.schema, b.strings("outputFields"))
+
+    def params(s: Body) -> dict[str, Any]:
+        out = dict(s.get("params", dict, {}))
+        if s.get("metricType", str, ""):
+            out["metric_type"] = s.get("metricType", str, "")
+        return out
+    searched = await asyncio.gather(*(proxy.search(
+        meta, _vectors(s.get("data", list, required=True)), limit=s.get("limit", int, DEFAULT_LIMIT),
+        offset=s.get("offset", int, 0), filter=_filter(s, meta), output_fields=names,
+        anns_field=s.get("annsField", str, "") or None, search_params=params(s),
+        partition_names=b.strings("partitionNames"), consistency=level.consistency,
+        guarantee_timestamp=level.guarantee_timestamp) for s in subs))
+    metrics = [meta.metric(meta.vector_field(s.get("annsField", str, "") or None)) for s in subs]
+    fused = rerank.fuse(searched, metrics, score, b.get("limit", int, DEFAULT_LIMIT), b.get("offset", int, 0))
+    rows = [{**h["entity"], "id": h["id"], "distance": np.float32(h["distance"])} for query in fused for h in query]
     return _shaped(rows, meta.schema, b, id_key=True)
 
 

@@ -8,7 +8,7 @@ request can get wrong before anything runs is answered with the codes of Milvus'
   format request");
 * a required key missing or empty (gin's ``binding:"required"``): **1802** ("missing required
   parameters");
-* a ``dbName`` (or ``DB-Name`` header) other than ``default``: **800** (database not found);
+* a ``dbName`` (or ``DB-Name`` header) that names no database: **800** (database not found);
 * with auth on, no valid credentials: HTTP **401** with **1800** ("user hasn't authenticated"), and a
   role without the action's right: HTTP **403** with **1401** ("privilege not permitted"), as Milvus's
   authentication middleware and privilege interceptor answer them.
@@ -186,9 +186,20 @@ class V2:
     """What the actions call: the REST app's context (coordinator, proxy, catalog), and the lookups they
     share."""
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Any, db: str = "") -> None:
         self.ctx = ctx
         self.coord = ctx.coord
+        self.db = db   # the request's database ("" for the default)
+        self._databases: dict[str, V2] = {}
+
+    def in_database(self, db: str) -> "V2":
+        """The actions' calls for database ``db`` (``""`` or ``default``: the default one)."""
+        db = "" if db == DEFAULT_DB_NAME else db
+        if db == self.db:
+            return self
+        if db not in self._databases:
+            self._databases[db] = V2(self.ctx, db)
+        return self._databases[db]
 
     @property
     def catalog(self):
@@ -198,10 +209,10 @@ class V2:
     def proxy(self):
         if self.ctx.proxy is None:
             raise errors.ServiceUnimplemented("entities need the coordinator's proxy, which this app was built without")
-        return self.ctx.proxy
+        return self.ctx.proxy.in_database(self.db)
 
     async def collection(self, name: str) -> CollectionInfo:
-        return await asyncio.to_thread(self.catalog.describe_collection, DEFAULT_DB_NAME, name)
+        return await asyncio.to_thread(self.catalog.describe_collection, self.db, name)
 
     def definitions_changed(self) -> None:
         """A collection, partition or index definition changed: the proxy forgets the kept descriptions
@@ -254,10 +265,12 @@ class MilvusV2Handler(BaseHandler):
                 raise RestError(PRIVILEGE_NOT_PERMITTED, f"privilege not permitted[{group}/{name} needs the "
                                                          f"'{action.right}' right]", 403)
         body = self._body()
-        db = body.get("dbName", str, "") or self.request.headers.get(DB_NAME_HEADER, "")
-        if db not in ("", DEFAULT_DB_NAME):
-            raise errors.DatabaseNotFound(f"vecgrid serves the {DEFAULT_DB_NAME!r} database", database=db)
-        return await action.run(Call(self.v2, body))
+        # the databases group names the database it creates, drops or describes: it runs in the default one
+        db = "" if group == "databases" else body.get("dbName", str, "") or self.request.headers.get(DB_NAME_HEADER, "")
+        v2 = self.v2.in_database(db)
+        if v2.db:   # an unknown database: Milvus's database-not-found (800) before anything runs
+            await asyncio.to_thread(v2.catalog.describe_database, v2.db)
+        return await action.run(Call(v2, body))
 
     def _body(self) -> Body:
         raw = self.request.body

@@ -17,7 +17,7 @@ from vecgrid.http.milvus_v2.collections import index_request
 from vecgrid.http.milvus_v2.handler import READ, WRITE, Action, Call, registry
 from vecgrid.proto import common_pb2
 from vecgrid.storage.catalog.index_rules import INDEX_TYPE_KEY, METRIC_TYPE_KEY
-from vecgrid.storage.catalog.schema_rules import DEFAULT_DB_NAME, kv_dict
+from vecgrid.storage.catalog.schema_rules import kv_dict
 
 ACTIONS: dict[str, Action] = {}
 action = registry(ACTIONS)
@@ -31,7 +31,7 @@ async def create(call: Call) -> dict[str, Any]:
                 for i, item in enumerate(b.get("indexParams", list, required=True))]
     try:
         for req in requests:
-            await v2.coord.ddl.create_index(DEFAULT_DB_NAME, name, req)
+            await v2.coord.ddl.create_index(v2.db, name, req)
     finally:
         v2.definitions_changed()
     return {}
@@ -66,6 +66,6 @@ async def describe(call: Call) -> list[dict[str, Any]]:
 @action("drop", WRITE)
 async def drop(call: Call) -> dict[str, Any]:
     b, v2 = call.body, call.v2
-    await v2.coord.ddl.drop_named_index(DEFAULT_DB_NAME, b.name(), index_name=b.name("indexName"))
+    await v2.coord.ddl.drop_named_index(v2.db, b.name(), index_name=b.name("indexName"))
     v2.definitions_changed()
     return {}
