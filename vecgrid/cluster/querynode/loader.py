@@ -59,11 +59,12 @@ from vecgrid.cluster.querynode.segments import ALL_PARTITIONS, DeleteLog, Sealed
 from vecgrid.gpu.device import trim_host_heap
 from vecgrid.proto import data_coord_pb2, query_coord_pb2, schema_pb2
 from vecgrid.storage.backend import CorruptSegmentError, FileInfo, Storage, open_storage
+from vecgrid.storage.mapped import disk_backed
 from vecgrid.storage.segment_files import TIMESTAMP_FIELD
 
 DATA_GROUP_FIELD_ID = 0         # FieldBinlog.fieldID of the one column group of data.parquet
-# index types whose index keeps no exact copy of the vectors: the raw vectors are kept as a column
-# so that queries can return them
+# index types whose index keeps no exact copy of the vectors: the raw vectors are kept as a column (on
+# disk, mapped: vecgrid.storage.mapped) so that queries can return them
 LOSSY_INDEX_TYPES = frozenset({"IVF_SQ8", "IVF_PQ", "GPU_IVF_PQ"})
 
 _keys = itertools.count(1)
@@ -382,7 +383,9 @@ class SegmentBuilder:
         fid = f.fieldID
         cols = dict(columns.scalars)
         if spec.index_type in LOSSY_INDEX_TYPES:
-            cols[fid] = columns.vectors[fid]  # the index cannot give the vectors back exactly
+            # the index cannot give the vectors back exactly; output fields read them, searches never: on
+            # disk, mapped, not in the node's memory
+            cols[fid] = disk_backed(columns.vectors[fid])
         try:
             engine = load_segment(data, columns.pks, columns=cols, timestamps=columns.timestamps, deletes=deletes,
                                   schema=coll.schema, segment_id=sid, field_id=fid,
