@@ -240,10 +240,11 @@ def test_compose_resolves_the_services_gpu_workers_and_storage(gpu_config):
     assert [(p["target"], p["published"], p.get("host_ip")) for p in scheduler["ports"]] == [
         (8787, "8787", "127.0.0.1")]
 
-    # published beyond this host: only the authenticated public ports (REST and the client gRPC port)
+    # published beyond this host: only the authenticated public ports (REST, the client gRPC port and
+    # Milvus's MilvusService)
     public = {(name, p["target"]) for name, service in services.items() for p in service.get("ports", [])
               if p.get("host_ip") not in ("127.0.0.1", "::1")}
-    assert public == {("coord", 19121), ("coord", 19531)}, public
+    assert public == {("coord", 19121), ("coord", 19531), ("coord", 19530)}, public
     # the vecgrid page and worker gauges on the scheduler's own dashboard
     assert scheduler["command"][scheduler["command"].index("--preload") + 1] == "vecgrid.dashboard"
 
@@ -329,9 +330,9 @@ def test_every_command_parses_and_every_variable_is_a_settings_key(flavour, gpu_
         settings = Settings.load(env={"VECGRID_COMMON_DATA_DIR": DATA_DIR, **env}, overrides=_overrides(args))
         if args.command == "coord":
             assert settings.common.data_dir == DATA_DIR and settings.common.host == name
-            assert settings.http.port == 19121 and settings.querycoord.port == 19531
+            assert settings.http.port == 19121 and settings.querycoord.port == 19531 and settings.proxy.port == 19530
             published = {p["target"] for p in service["ports"]}
-            assert published == {settings.http.port, settings.querycoord.port}
+            assert published == {settings.http.port, settings.querycoord.port, settings.proxy.port}
         else:
             assert settings.querynode.port == 21123
             assert service["healthcheck"]["test"][-1] == f":{settings.querynode.port}"
