@@ -880,7 +880,9 @@ def search_segments(segments: Sequence[LoadedSegment | GrowingSegment], queries:
             return segments[i].search(xq, k, assign=shared[i], **kw) if i in shared else \
                 segments[i].search(xq, k, **kw)
 
-        threads = min(fan_out_width(segments, len(xq), k, expr=expr, params=params), _omp_threads())
+        threads = _omp_threads()   # the cores this search leased: only fewer queries than those can fan out
+        if len(xq) < threads:
+            threads = min(fan_out_width(segments, len(xq), k, expr=expr, params=params), threads)
         if threads > 1 and len(xq) < threads:
             pending.update(_fan_out(host, search_host, threads, lambda i: _scan_work(segments[i], 1, k, expr,
                                                                                    params)))

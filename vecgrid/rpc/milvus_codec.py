@@ -21,15 +21,10 @@ from vecgrid import errors
 from vecgrid.gpu.columns import FieldColumn
 from vecgrid.gpu.results import column_to_field_data, field_data_to_column
 from vecgrid.proto import common_pb2, schema_pb2
-from vecgrid.storage.catalog.schema_rules import DYNAMIC_FIELD_NAME
+from vecgrid.storage.catalog.schema_rules import DYNAMIC_FIELD_NAME, kv_dict
 
 D = schema_pb2.DataType
 COUNT_STAR = "count(*)"
-
-
-def kv(pairs: Iterable[common_pb2.KeyValuePair]) -> dict[str, str]:
-    """``KeyValuePair``\\ s as a dict (a later key wins, as in Milvus's ``funcutil.KeyValuePair2Map``)."""
-    return {p.key: p.value for p in pairs}
 
 
 def pairs(mapping: Mapping[str, Any]) -> list[common_pb2.KeyValuePair]:
@@ -63,7 +58,7 @@ def search_args(search_params: Iterable[common_pb2.KeyValuePair]) -> SearchArgs:
     """pymilvus's ``search_params``: ``topk``, ``offset``, ``anns_field``, ``metric_type``, ``params``
     (JSON: ``nprobe``, ``ef``, ``radius``, ``range_filter``...), ``round_decimal``, ``group_by_field``,
     ``group_size``; ``ignore_growing`` and ``hints`` are accepted and change nothing here."""
-    p = kv(search_params)
+    p = kv_dict(search_params)
     if "topk" not in p:
         raise errors.ParameterInvalid("topk not found in search_params")
     params: dict[str, Any] = {}
@@ -98,7 +93,7 @@ class RankArgs:
 def rank_args(rank_params: Iterable[common_pb2.KeyValuePair]) -> RankArgs:
     """A hybrid search's ``rank_params`` as pymilvus sends them: ``strategy`` (rrf, weighted), ``params``
     (JSON: ``k`` or ``weights``), ``limit``, ``offset``, ``round_decimal``."""
-    p = kv(rank_params)
+    p = kv_dict(rank_params)
     try:
         params = json.loads(p.get("params") or "{}")
     except ValueError:
@@ -119,7 +114,7 @@ class QueryArgs:
 def query_args(query_params: Iterable[common_pb2.KeyValuePair]) -> QueryArgs:
     """``limit`` and ``offset`` of ``query_params`` (``reduce_stop_for_best`` and iterator hints change
     nothing: results come in primary-key order already)."""
-    p = kv(query_params)
+    p = kv_dict(query_params)
     limit = _int(p["limit"], "limit") if p.get("limit") not in (None, "") else None
     offset = _int(p.get("offset", "0") or "0", "offset")
     if offset and limit is None:

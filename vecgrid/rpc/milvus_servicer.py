@@ -29,7 +29,7 @@ from vecgrid.cluster.proxy.catalog_access import CollectionMeta
 from vecgrid.cluster.proxy.milvus_expr import compile_expression
 from vecgrid.cluster.proxy.proxy import Proxy
 from vecgrid.cluster.querycoord.coordinator import QueryCoord
-from vecgrid.cluster.querycoord.ddl import LOADED, LOADING, IndexRequest, load_state
+from vecgrid.cluster.querycoord.ddl import LOADED, LOADING, NOT_LOAD, IndexRequest, load_state
 from vecgrid.cluster.querycoord.job.jobs import LoadRequest
 from vecgrid.gpu.results import decode_placeholder_group
 from vecgrid.proto import common_pb2, milvus_pb2, milvus_pb2_grpc, schema_pb2
@@ -39,7 +39,8 @@ from vecgrid.rpc.server import GrpcServer
 from vecgrid.rpc.service import milvus_servicer
 from vecgrid.rpc.status import success
 from vecgrid.storage.catalog import CollectionInfo
-from vecgrid.storage.catalog.schema_rules import DEFAULT_DB_NAME
+from vecgrid.storage.catalog.schema_rules import DEFAULT_DB_NAME, kv_dict
+from vecgrid.storage.tso import parse_ts
 
 SERVICE = milvus_pb2.DESCRIPTOR.services_by_name["MilvusService"]
 _LOAD_STATES = {LOADED: common_pb2.LoadStateLoaded, LOADING: common_pb2.LoadStateLoading}
@@ -51,10 +52,6 @@ def _db(request: Any, context: Any) -> str:
     name = getattr(request, "db_name", "") or next(
         (v for k, v in (context.invocation_metadata() or ()) if k == "dbname"), "")
     return "" if name == DEFAULT_DB_NAME else name
-
-
-def _unix_ms_of(hybrid_ts: int) -> int:
-    return hybrid_ts >> 18
 
 
 @milvus_servicer(SERVICE, milvus_pb2_grpc.MilvusServiceServicer)
@@ -100,7 +97,7 @@ class MilvusServicer:
                                                 created_timestamp=[d.created_time for d in dbs])
 
     async def CreateDatabase(self, request, context):
-        await self.coord.ddl.create_database(request.db_name, codec.kv(request.properties) or None)
+        await self.coord.ddl.create_database(request.db_name, kv_dict(request.properties) or None)
         return success()
 
     async def DropDatabase(self, request, context):
@@ -126,7 +123,7 @@ class MilvusServicer:
                                           f"schema's name [{schema.name}]")
         await self.coord.ddl.create_collection(
             db, request.collection_name, schema, shards_num=request.shards_num or 1,
-            properties=codec.kv(request.properties) or None, consistency_level=request.consistency_level)
+            properties=kv_dict(request.properties) or None, consistency_level=request.consistency_level)
         self.proxy.invalidate_collections()
         return success()
 
@@ -144,7 +141,7 @@ class MilvusServicer:
         return milvus_pb2.DescribeCollectionResponse(
             status=success(), schema=schema, collectionID=coll.id, collection_name=coll.name,
             virtual_channel_names=list(coll.vchannels), physical_channel_names=list(coll.pchannels),
-            created_timestamp=coll.create_time, created_utc_timestamp=_unix_ms_of(coll.create_time),
+            created_timestamp=coll.create_time, created_utc_timestamp=parse_ts(coll.create_time)[0],
             shards_num=coll.shards_num, consistency_level=coll.consistency_level,
             properties=codec.pairs(coll.properties), db_name=coll.db_name, db_id=coll.db_id,
             num_partitions=len(coll.partitions),
@@ -170,7 +167,7 @@ class MilvusServicer:
         return milvus_pb2.ShowCollectionsResponse(
             status=success(), collection_names=[c.name for c in colls], collection_ids=[c.id for c in colls],
             created_timestamps=[c.create_time for c in colls],
-            created_utc_timestamps=[_unix_ms_of(c.create_time) for c in colls],
+            created_utc_timestamps=[parse_ts(c.create_time)[0] for c in colls],
             inMemory_percentages=percents, query_service_available=[p >= 100 for p in percents])
 
     async def DropCollection(self, request, context):
@@ -192,7 +189,7 @@ class MilvusServicer:
 
     async def AlterCollection(self, request, context):
         db = _db(request, context)
-        await self.coord.ddl.alter_collection(db, request.collection_name, properties=codec.kv(request.properties))
+        await self.coord.ddl.alter_collection(db, request.collection_name, properties=kv_dict(request.properties))
         self.proxy.invalidate_collections()
         return success()
 
@@ -289,14 +286,14 @@ class MilvusServicer:
         parts = list(coll.partitions)
         if request.partition_names:
             parts = [coll.partition(name) for name in request.partition_names]
-        loaded = load_state(self.coord, coll.id).state != "LoadStateNotLoad"
+        loaded = load_state(self.coord, coll.id).state != NOT_LOAD
         states = {s.partitionID: s.inMemory_percentage
                   for s in (self.coord.partition_states(coll.id, []) if loaded else [])}
         return milvus_pb2.ShowPartitionsResponse(
             status=success(), partition_names=[p.partitionName for p in parts],
             partitionIDs=[p.partitionID for p in parts],
             created_timestamps=[p.partition_created_timestamp for p in parts],
-            created_utc_timestamps=[_unix_ms_of(p.partition_created_timestamp) for p in parts],
+            created_utc_timestamps=[parse_ts(p.partition_created_timestamp)[0] for p in parts],
             inMemory_percentages=[states.get(p.partitionID, 0) for p in parts])
 
     async def LoadPartitions(self, request, context):
@@ -327,7 +324,7 @@ class MilvusServicer:
 
     async def CreateIndex(self, request, context):
         db = _db(request, context)
-        params = codec.kv(request.extra_params)
+        params = kv_dict(request.extra_params)
         index_params: dict[str, Any] = {}
         if params.get("params"):
             try:
@@ -426,17 +423,8 @@ class MilvusServicer:
         return out
 
     async def GetFlushState(self, request, context):
-        flushed = await asyncio.to_thread(self._segments_flushed, list(request.segmentIDs))
+        flushed = await asyncio.to_thread(self.catalog.segments_flushed, list(request.segmentIDs))
         return milvus_pb2.GetFlushStateResponse(status=success(), flushed=flushed)
-
-    def _segments_flushed(self, segment_ids: list[int]) -> bool:
-        for sid in segment_ids:
-            try:
-                if self.catalog.get_segment(sid).state not in (common_pb2.Flushed, common_pb2.Dropped):
-                    return False
-            except errors.SegmentNotFound:
-                continue   # compacted away and purged: flushed long ago
-        return True
 
     async def ManualCompaction(self, request, context):
         if request.collection_name:

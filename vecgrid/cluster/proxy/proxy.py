@@ -95,7 +95,7 @@ class Proxy:
         self._metas: dict[tuple[str, str], CollectionMeta] = {}
         self._meta_epoch = 0   # bumped by invalidate_collections: a describe begun before it is not kept
         self._base = self      # whose descriptions and epoch these are (see in_database)
-        self._databases: dict[str, Proxy] = {}
+        self._databases: dict[str, Proxy] = {}   # the base's views by database; the event loop's, as _metas
 
     async def __aenter__(self) -> "Proxy":
         return self

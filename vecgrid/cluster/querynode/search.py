@@ -26,7 +26,7 @@ import numpy as np
 from google.protobuf.message import DecodeError
 
 from vecgrid import errors
-from vecgrid.cluster.cores import faiss_threads
+from vecgrid.cluster.cores import available_cores, faiss_threads
 from vecgrid.cluster.querynode.collections import Collection, field_dim
 from vecgrid.cluster.querynode.output_fields import fetch_columns, resolve_output_fields
 from vecgrid.cluster.querynode.segments import SealedSegment
@@ -94,7 +94,9 @@ def _search_vectors(coll: Collection, segments: Sequence[SealedSegment], plan_by
         metric = engines[0].metric
     if engines:
         # one core per query, or one per segment for a few queries over large host segments
-        wanted = max(len(xq), fan_out_width(engines, len(xq), plan.topk, expr=plan.expr, params=plan.search_params))
+        wanted = len(xq)
+        if wanted < available_cores():
+            wanted = max(wanted, fan_out_width(engines, len(xq), plan.topk, expr=plan.expr, params=plan.search_params))
         with faiss_threads(wanted):
             topk = engine_search(engines, xq, plan.topk, expr=plan.expr, timestamp=timestamp,
                                  params=plan.search_params, metric=metric or None,

@@ -190,7 +190,7 @@ class V2:
         self.ctx = ctx
         self.coord = ctx.coord
         self.db = db   # the request's database ("" for the default)
-        self._databases: dict[str, V2] = {}
+        self._databases: dict[str, V2] = {}   # views by database, made on the app's event loop only
 
     def in_database(self, db: str) -> "V2":
         """The actions' calls for database ``db`` (``""`` or ``default``: the default one)."""

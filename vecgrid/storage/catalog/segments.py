@@ -203,6 +203,17 @@ class SegmentMeta(CatalogBase):
         ]
         return sorted(out, key=lambda s: s.ID)
 
+    def segments_flushed(self, segment_ids: Iterable[int]) -> bool:
+        """Whether every segment is flushed (Milvus's GetFlushState): Flushed, or Dropped or purged since
+        (compacted into others, which were flushed first)."""
+        for sid in segment_ids:
+            try:
+                if self.get_segment(sid).state not in (S.Flushed, S.Dropped):
+                    return False
+            except errors.SegmentNotFound:
+                continue
+        return True
+
     def flushed_rows(self, collection_id: int, partition_id: int | None = None) -> int:
         """Rows of the collection's (or partition's) Flushed data segments: Milvus's ``num_entities``
         (deletes not applied; rows still growing in the log not counted until a flush)."""
