@@ -107,3 +107,26 @@ async def test_a_restarted_scheduler_gets_the_subscriptions_and_the_plugin_again
     await membership._safe_reconcile()
     assert client.plugins == [plugin, plugin] and nodes.get(2) is None
     await membership.stop()
+
+
+async def test_a_restarted_scheduler_is_noticed_while_the_client_still_reconnects(store):
+    """The client's reconnect backs off for seconds after the scheduler went away, while ``Client.run``
+    already reaches the new scheduler that only some workers have rejoined: a node missing there then is
+    not taken for gone (it was, and its segments were loaded a second time on the other node)."""
+    client = FakeClient()
+    nodes = NodeManager()
+    membership = DaskMembership(client, nodes, NodeIdRegistry(store), reconcile_interval_s=3600)
+    membership.plugin = plugin = object()
+    await membership.start()
+    nodes.add(NodeInfo(node_id=2, name="w1", address="127.0.0.1:1", worker="tcp://127.0.0.1:9"))
+
+    client.scheduler_id, client.status = "Scheduler-2", "connecting"
+    await membership._safe_reconcile()
+    assert nodes.get(2) is not None                     # in the grace, although the client is not back
+    assert client.plugins == [plugin] and client.subscriptions == 2   # nothing sent to a reconnecting client
+
+    client.status = "running"
+    await membership._safe_reconcile()
+    assert client.plugins == [plugin, plugin] and client.subscriptions == 4
+    assert nodes.get(2) is not None
+    await membership.stop()

@@ -87,10 +87,17 @@ class DaskMembership:
         return (await self.client.scheduler.identity(n_workers=0)).get("id")
 
     async def _follow_scheduler(self) -> None:
-        if self.client.status == "running" and await self._scheduler_id_now() != self._scheduler_id:
-            log.warning("the Dask scheduler was restarted: subscribing and registering the query node plugin again")
-            self._rejoin_until = time.monotonic() + REJOIN_GRACE_S
-            await self._join_scheduler()
+        """Notice a restarted scheduler and join it.  The client's own reconnect can lag the scheduler by
+        seconds (its connect backs off exponentially) while ``Client.run`` already reaches the new one,
+        whose workers are still coming back: the grace starts when the new scheduler answers, whatever the
+        client's status, and is renewed every round until the client is back and has joined it."""
+        if await self._scheduler_id_now() == self._scheduler_id:
+            return
+        self._rejoin_until = time.monotonic() + REJOIN_GRACE_S
+        if self.client.status != "running":
+            return  # still reconnecting: subscribing now would be lost; the next round joins
+        log.warning("the Dask scheduler was restarted: subscribing and registering the query node plugin again")
+        await self._join_scheduler()
 
     def _spawn(self, coro, name: str) -> None:
         task = asyncio.create_task(coro, name=name)
