@@ -8,6 +8,7 @@ import pytest
 from distributed import Client, Event, LocalCluster
 
 from vecgrid import dashboard
+from vecgrid.dashboard import metrics as dashboard_metrics, page
 from tests.conftest import poll_until
 
 SNAPSHOT = {"node_id": 7, "name": "w0", "address": "127.0.0.1:1", "hostname": "h", "state": "Healthy",
@@ -55,7 +56,7 @@ async def test_state_from_heartbeats_metadata_and_the_coordinators_tasks():
         # another client's tasks are not vecgrid's
         assert dashboard.dask_tasks(scheduler, {"dask_client": "someone-else"}) == []
 
-        html = dashboard.render(state, dashboard.Rates())
+        html = page.render(state, page.Rates())
         assert "&lt;b&gt;books&lt;/b&gt;" in html and "<b>books</b>" not in html   # names are escaped
         assert "_default: InGPU 100 %" in html and "3,072 MiB / 61,440 MiB" in html
         assert "load-segment" in html and "segment_grow" in html
@@ -72,11 +73,11 @@ def test_the_page_shows_rows_inserted_per_second_and_the_datacoords_work():
     cluster_state = {"querycoord": {"state": "Healthy", "node_id": 1, "address": "a"}, "nodes": [], "collections": [],
                      "tasks": {}, "tasks_waiting": 0, "wal_appends": 10, "inserted_rows": {"insert": 100, "upsert": 0},
                      "datacoord": activity, "dask_client": None, "time": 100.0}
-    rates = dashboard.Rates()
-    first = dashboard.render({"cluster": cluster_state, "nodes": [], "time": 100.0}, rates)
+    rates = page.Rates()
+    first = page.render({"cluster": cluster_state, "nodes": [], "time": 100.0}, rates)
     assert "rows inserted (inserts and upserts)</td><td>–" in first        # no rate before a second refresh
     later = {**cluster_state, "inserted_rows": {"insert": 350, "upsert": 50}, "wal_appends": 12, "time": 102.0}
-    html = dashboard.render({"cluster": later, "nodes": [], "time": 102.0}, rates)
+    html = page.render({"cluster": later, "nodes": [], "time": 102.0}, rates)
     assert "rows inserted (inserts and upserts)</td><td>150.0/s" in html   # (400 - 100) rows in 2 s
     assert "WAL appends (write batches and time ticks)</td><td>1.0/s" in html
     assert "compaction plans</td><td>2" in html and "index builds</td><td>3" in html
@@ -101,13 +102,13 @@ def test_a_node_whose_snapshot_fails_is_shown_with_why_not_dropped(caplog):
 
     data = {"cluster": None, "time": 1.0,
             "nodes": [{"worker": "tcp://a", **SNAPSHOT}, {"worker": "tcp://b", **snap}]}
-    html = dashboard.render(data, dashboard.Rates())
+    html = page.render(data, page.Rates())
     assert "could not be read" in html and "AttributeError" in html and "w0" in html
 
     scheduler = SimpleNamespace(get_metadata=lambda key, default=None: None, clients={}, workers={
         "tcp://a": SimpleNamespace(metrics={dashboard.WORKER_METRIC: SNAPSHOT}),
         "tcp://b": SimpleNamespace(metrics={dashboard.WORKER_METRIC: snap})})
-    families = {f.name: f for f in dashboard.WorkerCollector(scheduler).collect()}
+    families = {f.name: f for f in dashboard_metrics.WorkerCollector(scheduler).collect()}
     failed = {s.labels["worker"]: s.value for s in families["vecgrid_worker_snapshot_failed"].samples}
     assert failed == {"tcp://a": 0, "tcp://b": 1}
     assert [s.labels["worker"] for s in families["vecgrid_worker_segments"].samples] == ["tcp://a"]

@@ -1,91 +1,13 @@
-"""vecgrid's page on the Dask dashboard, served by the scheduler's own dashboard.
+"""The Bokeh document of the vecgrid page (``/individual-vecgrid``): built per browser tab, refreshed
+every second from :func:`vecgrid.dashboard.state`.
 
-Load it into a stock scheduler with ``dask scheduler --preload vecgrid.dashboard`` (``vecgrid
-serve`` does the same for its in-process scheduler).  Importing this module, which Dask does
-before it builds its HTTP server, registers:
-
-- the Bokeh page ``/individual-vecgrid`` (listed in the dashboard's "More…" menu as
-  "Individual Vecgrid"): query nodes, collections with load % and partition states, segments per
-  node, the QueryCoord's tasks in flight and the Dask tasks its client has not finished yet (by
-  key prefix), the DataCoord's work in flight (flushes, compaction plans, index builds, each index's
-  indexed and pending rows), search rates, rows inserted per second and WAL appends per second;
-- the route ``/vecgrid/api/state`` (appended to ``distributed.scheduler.http.routes``): the same
-  data as JSON;
-- with ``dask_setup``: a Prometheus collector that adds ``vecgrid_worker_*`` gauges to the
-  scheduler's own ``/metrics``.
-
-The data arrives without an RPC of vecgrid's: every QueryNode worker plugin puts a snapshot of its
-node in ``worker.metrics["vecgrid"]`` (the scheduler receives it with each heartbeat, in
-``WorkerState.metrics``), and the coordinator publishes the cluster's state as scheduler metadata
-under ``("vecgrid", "cluster")``.  Of the rest of vecgrid this imports only :mod:`vecgrid.http.base`
-(Tornado, orjson and the Feathers errors), the base handler of every vecgrid route: the scheduler
-needs nothing else of vecgrid (and bokeh, which the dashboard needs anyway).
-
-State: the page's rate memory belongs to its Bokeh document (run on the scheduler's loop); the
-collector reads the scheduler on the thread serving ``/metrics``, the scheduler's loop.
+State: a document's rate memory belongs to that document, run on the scheduler's loop.
 """
 
 from __future__ import annotations
 
 import html
-import time
 from typing import Any
-
-import dask
-
-from vecgrid.http.base import BaseHandler
-
-ROUTE_MODULE = "vecgrid.dashboard"
-PAGE = "/individual-vecgrid"
-METADATA_KEY = ["vecgrid", "cluster"]
-WORKER_METRIC = "vecgrid"
-
-
-def state(scheduler: Any) -> dict[str, Any]:
-    """What the page shows: the coordinator's snapshot and every worker's node snapshot."""
-    cluster = scheduler.get_metadata(METADATA_KEY, default=None)
-    nodes = []
-    for address, ws in sorted(scheduler.workers.items()):
-        snap = ws.metrics.get(WORKER_METRIC)
-        if snap is not None:
-            nodes.append({"worker": address, **snap})
-    return {"cluster": cluster, "nodes": nodes, "dask_tasks": dask_tasks(scheduler, cluster), "time": time.time()}
-
-
-#: task states that are still in flight
-IN_FLIGHT = ("released", "waiting", "no-worker", "queued", "processing")
-
-
-def dask_tasks(scheduler: Any, cluster: dict | None) -> list[dict[str, Any]]:
-    """The coordinator's Dask tasks not finished yet (segment loads, channel watches, index builds,
-    compactions...), counted by key prefix and state: ``[{"prefix", "state", "count"}]``."""
-    client = scheduler.clients.get((cluster or {}).get("dask_client"))
-    if client is None:
-        return []
-    counts: dict[tuple[str, str], int] = {}
-    for ts in list(client.wants_what):
-        if ts.state in IN_FLIGHT:
-            key = (ts.prefix.name, ts.state)
-            counts[key] = counts.get(key, 0) + 1
-    return [{"prefix": p, "state": st, "count": n} for (p, st), n in sorted(counts.items())]
-
-
-# --- HTTP route -----------------------------------------------------------------------------------
-
-class StateHandler(BaseHandler):
-    """``GET /vecgrid/api/state``: :func:`state` as JSON (Dask passes its scheduler as ``dask_server``)."""
-
-    def initialize(self, dask_server: Any) -> None:
-        self.server = dask_server
-
-    def get(self) -> None:
-        self.send_json(state(self.server))
-
-
-routes = [(r"/vecgrid/api/state", StateHandler, {})]
-
-
-# --- the Bokeh page -------------------------------------------------------------------------------
 
 def _mib(n: float | None) -> str:
     if n is None:
@@ -206,6 +128,8 @@ def _datacoord(activity: dict[str, Any] | None) -> list[str]:
 def vecgrid_doc(scheduler: Any, extra: dict, doc: Any) -> None:
     from bokeh.models import Div
 
+    from vecgrid.dashboard import state
+
     rates = Rates()
     div = Div(text=render(state(scheduler), rates), sizing_mode="stretch_width")
 
@@ -215,68 +139,3 @@ def vecgrid_doc(scheduler: Any, extra: dict, doc: Any) -> None:
     doc.title = "Dask: vecgrid"
     doc.add_root(div)
     doc.add_periodic_callback(refresh, 1000)
-
-
-def _register() -> None:
-    from distributed.dashboard.scheduler import applications
-
-    applications.setdefault(PAGE, vecgrid_doc)
-    current = list(dask.config.get("distributed.scheduler.http.routes"))
-    if ROUTE_MODULE not in current:
-        dask.config.set({"distributed.scheduler.http.routes": current + [ROUTE_MODULE]})
-
-
-_register()
-
-
-# --- Prometheus on the scheduler's /metrics -------------------------------------------------------
-
-class WorkerCollector:
-    """``vecgrid_worker_*`` gauges from the heartbeats' node snapshots (one per process; it follows
-    the newest scheduler, as Dask's own collectors do)."""
-
-    instance: "WorkerCollector | None" = None
-
-    def __init__(self, scheduler: Any) -> None:
-        self.scheduler = scheduler
-
-    def describe(self) -> list:
-        return []
-
-    def collect(self) -> Any:
-        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
-
-        labels = ["worker", "node_id"]
-        segments = GaugeMetricFamily("vecgrid_worker_segments", "Sealed segments the worker's query node serves",
-                                     labels=labels)
-        entities = GaugeMetricFamily("vecgrid_worker_entities", "Rows of those segments", labels=labels)
-        growing = GaugeMetricFamily("vecgrid_worker_growing_rows", "Rows in the node's growing segments", labels=labels)
-        gpu = GaugeMetricFamily("vecgrid_worker_gpu_memory_bytes", "GPU memory reserved (used) and budgeted (capacity)",
-                                labels=[*labels, "kind"])
-        searches = CounterMetricFamily("vecgrid_worker_search_requests", "Searches served", labels=[*labels, "status"])
-        failed = GaugeMetricFamily("vecgrid_worker_snapshot_failed",
-                                   "1 when the worker's query node could not report its state", labels=labels)
-        for n in state(self.scheduler)["nodes"]:
-            key = [n["worker"], str(n["node_id"])]
-            failed.add_metric(key, 1 if "error" in n else 0)
-            if "error" in n:
-                continue
-            segments.add_metric(key, n["segment_num"])
-            entities.add_metric(key, n["entity_num"])
-            growing.add_metric(key, n["growing_rows"])
-            gpu.add_metric([*key, "used"], n["gpu_memory_used_bytes"])
-            gpu.add_metric([*key, "capacity"], n["gpu_memory_capacity_bytes"])
-            for status, count in sorted(n["search"]["requests"].items()):
-                searches.add_metric([*key, status], count)
-        return [segments, entities, growing, gpu, searches, failed]
-
-
-def dask_setup(scheduler: Any) -> None:
-    """Dask's preload hook: point the ``/metrics`` collector at this scheduler."""
-    import prometheus_client
-
-    if WorkerCollector.instance is None:
-        WorkerCollector.instance = WorkerCollector(scheduler)
-        prometheus_client.REGISTRY.register(WorkerCollector.instance)
-    else:
-        WorkerCollector.instance.scheduler = scheduler
