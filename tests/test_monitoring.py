@@ -5,11 +5,9 @@ scheduler's own ``/metrics`` with vecgrid's worker gauges, and the vecgrid page 
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import os
 import re
-import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tornado.httpclient import AsyncHTTPClient
 
 from vecgrid.deploy import EmbeddedCluster
+from tests.browser import chromium_page, is_png_of_a_page, keep_screenshot
 from tests.conftest import REPO, poll_until
 from tests.proxy_support import create_collection, rows_for
 from tests.querycoord_support import Coord, fast_settings
@@ -160,70 +159,14 @@ async def test_dashboard_state_route_shows_the_collection_and_both_nodes(env):
 
 # --- the page in a browser ------------------------------------------------------------------------------
 
-def find_chromium() -> str:
-    """Debian's ``chromium``: found, or installed with apt-get when this process may; else skip."""
-    for name in ("chromium", "chromium-browser"):
-        found = shutil.which(name)
-        if found:
-            return found
-    if shutil.which("apt-get") is None or os.geteuid() != 0:
-        pytest.skip("no chromium on PATH and no root apt-get to install Debian's chromium package")
-    done = subprocess.run(["apt-get", "install", "-y", "chromium"], capture_output=True, text=True, timeout=600)
-    found = shutil.which("chromium")
-    if found is None:
-        pytest.skip(f"apt-get install chromium failed (rc {done.returncode}): {done.stderr[-500:]}")
-    return found
-
-
-# every text of the page, shadow roots included (Bokeh draws its widgets in shadow DOM)
-DEEP_TEXT = """(() => { const out = []; const walk = (n) => {
-  if (n.shadowRoot) walk(n.shadowRoot);
-  for (const c of n.childNodes) { if (c.nodeType === 3) out.push(c.textContent); else walk(c); } };
-  walk(document); return out.join(' '); })()"""
-
-
-class DevTools:
-    """Just enough of the Chrome DevTools protocol over Tornado's websocket client."""
-
-    def __init__(self, ws) -> None:
-        self.ws, self.next_id = ws, 0
-
-    async def call(self, method: str, **params):
-        self.next_id += 1
-        self.ws.write_message(json.dumps({"id": self.next_id, "method": method, "params": params}))
-        while True:
-            msg = await self.ws.read_message()
-            assert msg is not None, "chromium closed the DevTools connection"
-            reply = json.loads(msg)
-            if reply.get("id") == self.next_id:
-                assert "error" not in reply, reply
-                return reply["result"]
-
-
 async def test_dashboard_page_in_headless_chromium(env, tmp_path):
-    from tornado.websocket import websocket_connect
-
-    chromium = find_chromium()
     dashboard = env.cluster.addresses.dashboard.rsplit("/status", 1)[0]
-    profile = tmp_path / "profile"
-    browser = subprocess.Popen([chromium, "--headless=new", "--no-sandbox", "--disable-gpu",
-                                "--disable-dev-shm-usage", "--remote-debugging-port=0", f"--user-data-dir={profile}",
-                                "--window-size=1400,1000", "about:blank"],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        port_file = profile / "DevToolsActivePort"
-        await poll_until(lambda: port_file.exists() and len(port_file.read_text().splitlines()) >= 2, 60, 0.2,
-                         "chromium's DevTools port")
-        port = int(port_file.read_text().splitlines()[0])
-        targets = json.loads((await AsyncHTTPClient().fetch(f"http://127.0.0.1:{port}/json/list")).body)
-        page = next(t for t in targets if t["type"] == "page")
-        devtools = DevTools(await websocket_connect(page["webSocketDebuggerUrl"], max_message_size=64 << 20))
+    async with chromium_page(tmp_path / "profile") as devtools:
         await devtools.call("Page.navigate", url=dashboard + "/individual-vecgrid")
         names = [n.address for n in env.cluster.coord.nodes.all()]
 
         async def rendered():
-            text = (await devtools.call("Runtime.evaluate", expression=DEEP_TEXT, returnByValue=True))["result"]
-            text = text.get("value") or ""
+            text = await devtools.text()
             # "/s": a rate, so the page has refreshed itself at least once
             ok = (NAME in text and re.search(r"_default: (InGPU|PartialInGPU|InMemory) 100 %", text) and "/s" in text
                   and all(name in text for name in names))
@@ -231,17 +174,9 @@ async def test_dashboard_page_in_headless_chromium(env, tmp_path):
 
         text = await poll_until(rendered, 60, 0.5, "the vecgrid page with the collection and both nodes")
         assert "Query nodes" in text and "Segments per node" in text
-        shot = await devtools.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)
-        png = base64.b64decode(shot["data"])
-        assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000  # a page, not a blank image
-        # the README's picture: written when missing or asked for, so that a test run leaves the tree clean
-        readme_png = Path(REPO) / "docs" / "dashboard.png"
-        if not readme_png.exists() or os.environ.get("VECGRID_UPDATE_SCREENSHOT") == "1":
-            readme_png.parent.mkdir(exist_ok=True)
-            readme_png.write_bytes(png)
-    finally:
-        browser.terminate()
-        browser.wait(30)
+        png = await devtools.screenshot()
+        assert is_png_of_a_page(png)
+        keep_screenshot(png, "dashboard.png")   # the README's picture
 
 
 # --- /health ------------------------------------------------------------------------------------------
