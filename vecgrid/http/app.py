@@ -16,7 +16,7 @@ import tornado.web
 
 import vecgrid
 from vecgrid.cluster.querycoord.coordinator import QueryCoord
-from vecgrid.http import milvus_v2
+from vecgrid.http import console, milvus_v2
 from vecgrid.http.base import BaseHandler
 from vecgrid.http.feathers.application import Application
 from vecgrid.http.feathers.rest import make_tornado_app
@@ -66,7 +66,8 @@ def make_app(ctx: RestContext, api: Application | None = None) -> tornado.web.Ap
     metrics = RestMetrics(ctx.coord, ctx.datacoord)
     api = api if api is not None else build_api(ctx)
     plain = [(r"/health", HealthHandler, {"coord": ctx.coord}), (r"/version", VersionHandler),
-             (r"/metrics", MetricsHandler, {"metrics": metrics}), *milvus_v2.routes(ctx, api)]
+             (r"/metrics", MetricsHandler, {"metrics": metrics}), *milvus_v2.routes(ctx, api),
+             *console.routes]
     options: dict = {"log_function": metrics.log_request}
     if settings is not None:
         options["max_body_bytes"] = int(settings.max_body_mb * 1024 * 1024)
