@@ -16,7 +16,7 @@ import tornado.web
 
 import vecgrid
 from vecgrid.cluster.querycoord.coordinator import QueryCoord
-from vecgrid.http import console, milvus_v2
+from vecgrid.http import console, docs_page, milvus_v2
 from vecgrid.http.base import BaseHandler
 from vecgrid.http.feathers.application import Application
 from vecgrid.http.feathers.rest import make_tornado_app
@@ -67,10 +67,10 @@ def make_app(ctx: RestContext, api: Application | None = None) -> tornado.web.Ap
     api = api if api is not None else build_api(ctx)
     plain = [(r"/health", HealthHandler, {"coord": ctx.coord}), (r"/version", VersionHandler),
              (r"/metrics", MetricsHandler, {"metrics": metrics}), *milvus_v2.routes(ctx, api),
-             *console.routes]
+             *console.routes, *docs_page.routes()]
     options: dict = {"log_function": metrics.log_request}
     if settings is not None:
         options["max_body_bytes"] = int(settings.max_body_mb * 1024 * 1024)
         origins = settings.cors_origins.strip()
         options["cors_origins"] = "*" if origins == "*" else [o.strip() for o in origins.split(",") if o.strip()]
-    return make_tornado_app(api, plain_handlers=plain, **options)
+    return make_tornado_app(api, plain_handlers=plain, openapi=[docs_page.SERVER_OPENAPI], **options)

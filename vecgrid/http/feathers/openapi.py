@@ -21,9 +21,13 @@ What a registration may declare for its document (``app.use(path, service, optio
     })
 
 ``docs[method]`` keys: ``summary``, ``description``, ``data`` (JSON Schema of the request body),
-``result`` (JSON Schema of the result), ``empty`` (the method may return nothing: 204), ``errors``
-(more status codes it answers, each with the Feathers error body), ``authenticated``.  A service
-class may carry the same as ``OPENAPI = {"schema": ..., "docs": ...}``; the registration wins.  The
+``result`` (JSON Schema of the result), ``example`` (a request body that works: the method's
+example in viewers), ``empty`` (the method may return nothing: 204), ``errors`` (more status codes
+it answers, each with the Feathers error body), ``authenticated``.  A service class (or instance)
+may carry the same as ``OPENAPI = {"schema": ..., "data_schema": ..., "multi": ..., "tag": "...",
+"docs": ...}``; the registration wins.  ``tag`` describes the service in the document's ``tags``.
+An app-wide or service hook marks the methods it guards with a token by an attribute
+``openapi_authenticated(service, method) -> bool`` (``authenticate('jwt')`` hooks are known as such).  The
 document only describes: nothing validates bodies against ``schema`` (a service that promises typed
 records must validate its data itself, e.g. in a before hook).
 
@@ -43,10 +47,29 @@ path and verb as ``create``, and OpenAPI allows one operation per path and verb.
 ``POST`` is one operation for ``create`` and every custom method: its ``X-Service-Method`` header
 parameter is an enum of the custom method names, *required* when the service has no ``create``,
 optional when it has (absent = ``create``, answered 201; present = that method, answered 200, or 204
-where it may return nothing).  Its body and 200 result are ``anyOf`` the methods' declared schemas,
-and the ``x-feathers-methods`` extension of the operation gives each method's own ``data``, ``result``
-and ``empty`` exactly, for tools and readers who need the method-by-method contract.  No invented
-paths (such as one literal path per method): every documented request is one a Feathers client sends.
+where it may return nothing).  What a viewer and a fuzzer each need from it:
+
+* the body is ``anyOf`` the methods' declared schemas, each with the method's name as its ``title``
+  (Swagger UI labels the alternatives by title), and the 200 result ``anyOf`` their results;
+* the request body has one named example per method (``docs[method]["example"]``, else a minimal
+  body), each summarised with the header to send: Swagger UI's example list is how a reader picks
+  "search" and gets a body that works once the header says ``search``;
+* the description has a section per method (its header, summary and body fields), readable in any
+  viewer;
+* the ``x-feathers-methods`` extension gives each method's ``data``, ``result`` and ``empty``
+  exactly.  OpenAPI cannot tie a header value to one of the body alternatives, so a body of one
+  method sent with another's header is refused (400) though the ``anyOf`` allows it: a fuzzer that
+  wants only accepted requests takes :func:`method_document`, the same document narrowed to one
+  custom method (its header fixed, its body and result alone) — what ``tests/test_rest_fuzz.py``
+  runs Schemathesis on.
+
+No invented paths (such as one literal path per method): every documented request is one a Feathers
+client sends.
+
+Routes that are not services (``/health``, ``/metrics``, the docs page...) are added by the
+transport from the ``OPENAPI`` declarations of their handlers: ``extra`` is ``{"paths": {...},
+"schemas": {...}, "tags": [...]}`` merged into the document as written (see
+:func:`vecgrid.http.feathers.rest.make_tornado_app`).
 
 Every error response is the Feathers error body (``name``, ``message``, ``code``, ``className``,
 optional ``data`` and ``errors``): the ``default`` response of every operation, with 400 (query or
@@ -99,23 +122,59 @@ _OPERATORS = "`$in`, `$nin` (arrays), `$lt`, `$lte`, `$gt`, `$gte`, `$ne`, `$eq`
 
 
 def openapi_document(app: Application, *, title: str = "Feathers API", version: str = "1.0.0",
-                     description: str | None = None) -> dict[str, Any]:
-    """The OpenAPI 3.1 document of every service registered in ``app``."""
+                     description: str | None = None, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The OpenAPI 3.1 document of every service registered in ``app``, plus ``extra``'s paths,
+    schemas and tags (routes that are not services)."""
     builder = _Builder()
     for registered in app.services.values():
         builder.add_service(registered)
     info: dict[str, Any] = {"title": title, "version": version}
     if description:
         info["description"] = description
+    extra = copy.deepcopy(dict(extra or {}))
+    paths = {**builder.paths, **extra.get("paths", {})}
     components: dict[str, Any] = {
-        "schemas": {"FeathersError": ERROR_SCHEMA, **builder.schemas},
+        "schemas": {"FeathersError": ERROR_SCHEMA, **builder.schemas, **extra.get("schemas", {})},
         "responses": {"FeathersError": _error_response("A Feathers error"), **builder.error_responses},
     }
-    if builder.uses_bearer:
+    uses_bearer = builder.uses_bearer or any(
+        "security" in op for item in extra.get("paths", {}).values() for op in item.values() if isinstance(op, dict))
+    if uses_bearer:
         components["securitySchemes"] = {BEARER: {
             "type": "http", "scheme": "bearer", "bearerFormat": "JWT",
-            "description": "An access token from `POST /authentication`: `Authorization: Bearer <token>`"}}
-    return {"openapi": OPENAPI_VERSION, "info": info, "paths": builder.paths, "components": components}
+            "description": "An access token from `POST /authentication` (log in): `Authorization: Bearer <token>`"}}
+    document: dict[str, Any] = {"openapi": OPENAPI_VERSION, "info": info}
+    tags = builder.tags + [t for t in extra.get("tags", []) if t["name"] not in {b["name"] for b in builder.tags}]
+    if tags:
+        document["tags"] = tags
+    document.update({"paths": paths, "components": components})
+    return document
+
+
+def method_document(document: Mapping[str, Any], path: str, method: str) -> dict[str, Any]:
+    """``document`` narrowed to custom ``method`` of the service at ``path`` (an OpenAPI path): its
+    collection ``POST`` with the header fixed to ``method`` and the method's own body and result, no
+    other operation; for fuzzers, as OpenAPI cannot tie a header value to a body (module doc)."""
+    out = copy.deepcopy(dict(document))
+    operation = out["paths"][path]["post"]
+    contract = operation["x-feathers-methods"][method]
+    for param in operation["parameters"]:
+        if param.get("in") == "header" and param["name"] == METHOD_HEADER:
+            param["required"] = True
+            param["schema"] = {"type": "string", "enum": [method]}
+    operation["operationId"] = f"{method}:{path}"
+    operation["requestBody"] = {"required": False, "content": {"application/json": {"schema": contract["data"]}}}
+    responses = {k: v for k, v in operation["responses"].items() if k != "201"}
+    responses["200"] = {"description": f"`{method}`'s result",
+                        "content": {"application/json": {"schema": contract["result"]}}}
+    if not contract["empty"]:
+        responses.pop("204", None)
+    operation["responses"] = responses
+    item = {"post": operation}
+    if "parameters" in out["paths"][path]:
+        item["parameters"] = out["paths"][path]["parameters"]
+    out["paths"] = {path: item}
+    return out
 
 
 def _error_response(description: str) -> dict[str, Any]:
@@ -153,7 +212,9 @@ class _ServiceDocs:
     def __init__(self, registered: RegisteredService) -> None:
         service = registered.service
         declared = dict(getattr(service, "OPENAPI", None) or {})
-        declared.update({k: v for k, v in registered.options.items() if k in ("schema", "data_schema", "docs")})
+        declared.update({k: v for k, v in registered.options.items()
+                         if k in ("schema", "data_schema", "docs", "multi", "tag")})
+        self.tag_description: str | None = declared.get("tag")
         options = getattr(service, "options", None)
         self.adapter = isinstance(options, Mapping) and {"id", "paginate", "multi", "query_schema"} <= set(options)
         options = options if self.adapter else {}
@@ -161,8 +222,8 @@ class _ServiceDocs:
         self.paginate = options.get("paginate")
         # Multi PATCH/DELETE are documented where allowed: an adapter's option, else a "multi"
         # registration option, else (unknown) documented, their refusal being a 405.
-        self.multi_known = self.adapter or "multi" in registered.options
-        self.multi = options.get("multi", registered.options.get("multi", False))
+        self.multi_known = self.adapter or "multi" in declared
+        self.multi = options.get("multi", declared.get("multi", False))
         schema = options.get("query_schema")
         fields = getattr(schema, "fields", schema)
         self.query_fields: dict[str, str] | None = dict(fields) if fields is not None else None
@@ -187,6 +248,9 @@ class _ServiceDocs:
             for hook in before.get("all", []) + before.get(method, []):
                 if getattr(hook, "__code__", None) is _AUTHENTICATE_CODE:
                     return True
+                marked = getattr(hook, "openapi_authenticated", None)
+                if marked is not None and marked(registered.service, method):
+                    return True
         return False
 
     def allows_multi(self, method: str) -> bool:
@@ -201,6 +265,7 @@ class _Builder:
         self.schemas: dict[str, Any] = {}
         self.uses_bearer = False
         self.error_responses: dict[str, Any] = {}
+        self.tags: list[dict[str, Any]] = []
 
     def error_response_ref(self, code: int) -> dict[str, str]:
         name = f"Error{code}"
@@ -226,6 +291,7 @@ class _Builder:
         collection: dict[str, Any] = {}
         item: dict[str, Any] = {}
         tag = registered.path
+        self.tags.append({"name": tag, **({"description": info.tag_description} if info.tag_description else {})})
         methods = registered.methods
         op = _Operation(self, info, registered.path, tag, record)
 
@@ -435,24 +501,32 @@ class _Operation:
         return self._secure(operation, [method])
 
     def post(self, has_create: bool, custom: list[str]) -> dict[str, Any]:
+        multi_create = self.info.adapter and self.info.allows_multi("create")
         if has_create and not custom:
-            operation = self._base("create", "Create a record (an array body creates several under multi)")
+            operation = self._base("create", "Create a record" + (" (an array body creates several)" if multi_create
+                                                                  else ""))
         else:
-            names = (["create"] if has_create else []) + custom
-            operation = self._base(custom[0] if not has_create and len(custom) == 1 else "create",
-                                   "Call " + ", ".join(f"`{n}`" for n in names))
+            first = "create" if has_create else custom[0]
+            operation = self._base(first, "Call " + ", ".join(f"`{n}`" for n in ([first] if has_create else custom)))
+            operation["summary"] += " · custom methods: " + ", ".join(custom)
             operation["operationId"] = "post:" + self.path
         methods = (["create"] if has_create else []) + custom
         bodies: list[dict] = []
+        examples: dict[str, Any] = {}
         success: dict[str, Any] = {}
         if has_create:
             operation["parameters"] = self.query_parameters(filters=("$select",), conditions=False)
             data = self.body_schema("create", self.data_schema(partial=False))
-            if self.info.adapter and self.info.allows_multi("create") and data != {}:
+            if multi_create and data != {}:
                 data = {"anyOf": [data, {"type": "array", "items": data}]}
+            if custom and data != {}:
+                data = {"title": "create", **data}
             bodies.append(data)
+            example = self.info.docs("create").get("example")
+            if example is not None:
+                examples["create"] = {"summary": "create (no X-Service-Method header)", "value": example}
             created = self.record
-            if self.info.adapter and self.info.allows_multi("create"):
+            if multi_create:
                 created = {"anyOf": [self.record, {"type": "array", "items": self.record}]} if self.record else {}
             success["201"] = self._json(self.result("create", created),
                                         "`create`: the created record(s), with id")
@@ -464,23 +538,57 @@ class _Operation:
             operation.setdefault("parameters", []).append(header)
             extension = {}
             results = []
+            sections = []
             for name in custom:
                 docs = self.info.docs(name)
                 data = copy.deepcopy(docs.get("data", {}))
                 result = copy.deepcopy(docs.get("result", {}))
-                bodies.append(data)
+                bodies.append({"title": name, **data} if data != {} else {})
                 results.append(result)
                 extension[name] = {"data": data, "result": result, "empty": self.may_be_empty(name)}
-                if docs.get("summary") or docs.get("description"):
-                    extension[name]["description"] = docs.get("description") or docs.get("summary")
+                text = docs.get("description") or docs.get("summary")
+                if text:
+                    extension[name]["description"] = text
+                examples[name] = {"summary": f"{name} (header {METHOD_HEADER}: {name})",
+                                  "value": copy.deepcopy(docs["example"]) if "example" in docs
+                                  else _minimal_body(data)}
+                sections.append(_method_section(name, docs, data))
             operation["x-feathers-methods"] = extension
             success["200"] = self._json(_any_of(results), "a custom method's result")
-            text = "; ".join(f"`{METHOD_HEADER}: {n}` calls `{n}(data, params)`" for n in custom)
             operation["description"] = "\n\n".join(
-                filter(None, [operation.get("description"), "Custom methods: " + text + " (answered 200, "
-                              "or 204 when the method returns nothing). `x-feathers-methods` gives each "
-                              "method's body and result."]))
-        operation["requestBody"] = {"required": has_create and not custom,
-                                    "content": {"application/json": {"schema": _any_of(bodies)}}}
+                filter(None, [operation.get("description"),
+                              f"**Custom methods**: send `{METHOD_HEADER}: <name>` (answered 200, or 204 when the "
+                              "method returns nothing); pick the method's example below for a body that works. "
+                              "`x-feathers-methods` gives each method's body and result.", *sections]))
+        content: dict[str, Any] = {"schema": _any_of(bodies)}
+        if examples:
+            content["examples"] = examples
+        operation["requestBody"] = {"required": has_create and not custom, "content": {"application/json": content}}
         operation["responses"] = self._responses(methods, success, item=False)
         return self._secure(operation, methods)
+
+
+def _minimal_body(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """A body holding a placeholder for each required key of an object schema (``{}`` when none)."""
+    placeholders = {"string": "", "integer": 0, "number": 0, "boolean": False, "array": [], "object": {}}
+    out: dict[str, Any] = {}
+    for key in schema.get("required", []):
+        prop = (schema.get("properties") or {}).get(key, {})
+        kind = prop.get("type")
+        out[key] = prop["examples"][0] if prop.get("examples") else placeholders.get(kind if isinstance(kind, str)
+                                                                                    else "string", "")
+    return out
+
+
+def _method_section(name: str, docs: Mapping[str, Any], data: Mapping[str, Any]) -> str:
+    """Markdown of one custom method: its header, summary and body keys (required ones marked)."""
+    lines = [f"### `{name}` — `{METHOD_HEADER}: {name}`"]
+    if docs.get("summary"):
+        lines.append(docs["summary"])
+    required = set(data.get("required", []))
+    props = data.get("properties") or {}
+    if props:
+        lines.append("Body: " + ", ".join(f"`{k}`" + (" (required)" if k in required else "") for k in props))
+    elif data == {}:
+        lines.append("Body: any JSON (undocumented)")
+    return "\n\n".join(lines)

@@ -200,32 +200,52 @@ class OpenAPIHandler(CorsHandler):
 
     SUPPORTED_METHODS = ("GET", "HEAD", "OPTIONS")
 
-    def initialize(self, app: Application) -> None:
+    def initialize(self, app: Application, extra: dict[str, Any] | None = None) -> None:
         self.app = app
+        self.extra = extra
 
     def get(self) -> None:
         settings = self.app.settings
         self.send_json(openapi_document(self.app, title=settings.get("title", "Feathers API"),
                                         version=str(settings.get("version", "1.0.0")),
-                                        description=settings.get("description")))
+                                        description=settings.get("description"), extra=self.extra))
 
     def head(self) -> None:
         self.get()
 
 
+def plain_openapi(handlers: list, more: list[dict[str, Any]] = ()) -> dict[str, Any]:
+    """The ``OPENAPI`` declarations of the plain handlers' classes and ``more``, merged (a
+    declaration shared by several routes counts once)."""
+    out: dict[str, Any] = {"paths": {}, "schemas": {}, "tags": []}
+    seen: set[int] = set()
+    declarations = [getattr(r[1], "OPENAPI", None) if isinstance(r, tuple) and len(r) > 1 else None
+                    for r in handlers] + list(more)
+    for declared in declarations:
+        if not declared or id(declared) in seen:
+            continue
+        seen.add(id(declared))
+        for path, item in declared.get("paths", {}).items():
+            out["paths"].setdefault(path, {}).update(item)
+        out["schemas"].update(declared.get("schemas", {}))
+        out["tags"] += [t for t in declared.get("tags", []) if t not in out["tags"]]
+    return out
+
+
 def make_tornado_app(app: Application, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
                      cors_origins: str | list[str] = "*", plain_handlers: list | None = None,
-                     **tornado_settings: Any) -> tornado.web.Application:
+                     openapi: list[dict[str, Any]] = (), **tornado_settings: Any) -> tornado.web.Application:
     """The Tornado application serving every service of ``app`` through one handler.
 
     ``plain_handlers`` are Tornado routes matched first (``/health``, ``/metrics``: endpoints
     that are not services); then ``GET /openapi.json``, the OpenAPI 3.1 document of the
-    services (``app.settings`` ``title``/``version``/``description`` fill its ``info``);
-    every other path is the services'.
+    services (``app.settings`` ``title``/``version``/``description`` fill its ``info``) and of
+    the plain handlers whose class declares ``OPENAPI = {"paths": ..., "schemas": ..., "tags": ...}``
+    or that ``openapi`` declares in the same form; every other path is the services'.
     """
     handler_args = {"app": app, "max_body_bytes": max_body_bytes}
     routes = list(plain_handlers or []) + [
-        (r"/openapi\.json", OpenAPIHandler, {"app": app}),
+        (r"/openapi\.json", OpenAPIHandler, {"app": app, "extra": plain_openapi(plain_handlers or [], openapi)}),
         (r"/.*", FeathersHandler, handler_args),
     ]
     return tornado.web.Application(routes, feathers_cors_origins=cors_origins, **tornado_settings)
