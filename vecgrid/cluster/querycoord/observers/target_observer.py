@@ -59,7 +59,7 @@ class TargetObserver(Periodic):
             if leaders is not None:
                 await self._sync(cid, target, leaders)
                 ctx.targets.promote(cid, target)
-                log.info("collection %d: target version %d is current", cid, target.version)
+                log.debug("collection %d: target version %d is current", cid, target.version)
         current = ctx.targets.current(cid)
         if current is not None and ctx.targets.next(cid) is None:
             lagging = [(r, ch, leader, view) for r, ch, leader, view in self._leaders(cid, current)
