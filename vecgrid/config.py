@@ -54,6 +54,8 @@ class CommonSettings:
     # Prefix of channel names, as Milvus's `msgChannel.chanNamePrefix.cluster`.
     cluster_prefix: str = "by-dev"
     log_level: str = "info"
+    # "text" or "json" (one object a line), for every logger of the processes a command starts.
+    log_format: str = "text"
     # How often a coordinator refreshes its cached CheckHealth answer (Milvus: 30 s).
     healthcheck_interval_s: float = 30.0
     healthcheck_timeout_s: float = 10.0
