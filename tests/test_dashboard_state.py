@@ -105,10 +105,18 @@ def test_a_node_whose_snapshot_fails_is_shown_with_why_not_dropped(caplog):
     html = page.render(data, page.Rates())
     assert "could not be read" in html and "AttributeError" in html and "w0" in html
 
-    scheduler = SimpleNamespace(get_metadata=lambda key, default=None: None, clients={}, workers={
-        "tcp://a": SimpleNamespace(metrics={dashboard.WORKER_METRIC: SNAPSHOT}),
+    # the scheduler's /metrics: the REST port's vecgrid_querynode_* families, the collection named from the
+    # published state; the failing node only in snapshot_failed
+    served = {**SNAPSHOT, "collections": {"1": {"segments": 4, "rows": 1000}}, "growing_rows_by_collection": {"1": 5}}
+    published = {"collections": [{"collection_id": 1, "name": "books"}]}
+    scheduler = SimpleNamespace(get_metadata=lambda key, default=None: published, clients={}, workers={
+        "tcp://a": SimpleNamespace(metrics={dashboard.WORKER_METRIC: served}),
         "tcp://b": SimpleNamespace(metrics={dashboard.WORKER_METRIC: snap})})
     families = {f.name: f for f in dashboard_metrics.WorkerCollector(scheduler).collect()}
-    failed = {s.labels["worker"]: s.value for s in families["vecgrid_worker_snapshot_failed"].samples}
-    assert failed == {"tcp://a": 0, "tcp://b": 1}
-    assert [s.labels["worker"] for s in families["vecgrid_worker_segments"].samples] == ["tcp://a"]
+    failed = {s.labels["node_id"]: s.value for s in families["vecgrid_querynode_snapshot_failed"].samples}
+    assert failed == {"7": 0, "9": 1}
+    for name, value in (("vecgrid_querynode_segments", 4), ("vecgrid_querynode_entities", 1000),
+                        ("vecgrid_querynode_growing_rows", 5)):
+        assert [(s.labels, s.value) for s in families[name].samples] == [
+            ({"node_id": "7", "collection": "books"}, value)], name
+    assert {s.labels["node_id"] for s in families["vecgrid_querynode_gpu_memory_bytes"].samples} == {"7"}

@@ -53,10 +53,13 @@ def _compose_binary() -> str:
     return str(binary)
 
 
-def compose_config(*files: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+def compose_config(*files: Path, env: dict[str, str] | None = None,
+                   profiles: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
     args = [_compose_binary()]
     for f in files:
         args += ["-f", str(f)]
+    for profile in profiles:
+        args += ["--profile", profile]
     environ = {k: v for k, v in os.environ.items() if not k.startswith(("MINIO_", "VECGRID_", "COMPOSE_"))}
     environ["DOCKER_CONFIG"] = os.path.join(tempfile.gettempdir(), "vecgrid-no-docker-config")  # none of this host's set-up
     return subprocess.run(args + ["config", "--format", "json"], capture_output=True, text=True, timeout=120,
@@ -73,6 +76,13 @@ def gpu_config() -> dict:
 @pytest.fixture(scope="module")
 def cpu_config() -> dict:
     result = compose_config(COMPOSE, COMPOSE_CPU)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+@pytest.fixture(scope="module")
+def monitoring_config() -> dict:
+    result = compose_config(COMPOSE, profiles=("monitoring",))
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
 
@@ -461,3 +471,67 @@ def test_prometheus_scrapes_the_compose_services(gpu_config):
     targets = set(re.findall(r'"([\w.-]+):(\d+)"', text))
     assert {host for host, _ in targets} <= set(gpu_config["services"]), targets
     assert ("coord", "19121") in targets and ("scheduler", "8787") in targets
+
+
+# --- the monitoring profile: Prometheus and Grafana -----------------------------------------------------------
+
+def _bind_mounts(service: dict) -> dict[str, Path]:
+    """Container path -> host path of a service's bind mounts (read-only ones only: nothing to write there)."""
+    binds = [v for v in service.get("volumes", []) if v["type"] == "bind"]
+    assert all(v.get("read_only") for v in binds), binds
+    return {v["target"]: Path(v["source"]) for v in binds}
+
+
+@pytest.mark.slow
+def test_the_monitoring_profile_runs_prometheus_and_grafana_with_the_shipped_files(gpu_config, monitoring_config):
+    import yaml
+
+    services = monitoring_config["services"]
+    assert set(services) - set(gpu_config["services"]) == {"prometheus", "grafana"}
+    assert "prometheus" not in gpu_config["services"]         # a plain `up` runs neither
+    for name in ("prometheus", "grafana"):
+        service = services[name]
+        assert service["profiles"] == ["monitoring"] and service["restart"], name
+        assert service["healthcheck"]["test"][0] == "CMD" and "curl" not in service["healthcheck"]["test"], name
+        assert ":" in service["image"] and not service["image"].endswith(":latest"), name   # pinned
+        # this host only, as the scheduler's dashboard
+        assert [p.get("host_ip") for p in service["ports"]] == ["127.0.0.1"], name
+    public = {(name, p["target"]) for name, service in services.items() for p in service.get("ports", [])
+              if p.get("host_ip") not in ("127.0.0.1", "::1")}
+    assert public == {("coord", 19121), ("coord", 19531), ("coord", 19530)}, public
+
+    # Prometheus reads the shipped scrape config, which scrapes the coordinator's and the scheduler's /metrics
+    prometheus = services["prometheus"]
+    config_path = next(a.split("=", 1)[1] for a in prometheus["command"] if a.startswith("--config.file="))
+    mounts = _bind_mounts(prometheus)
+    assert mounts[config_path] == DOCKER / "grafana" / "prometheus.yml"
+    scrape = yaml.safe_load(mounts[config_path].read_text())
+    targets = {t for job in scrape["scrape_configs"] for c in job["static_configs"] for t in c["targets"]}
+    assert targets == {"coord:19121", "scheduler:8787"}
+    assert all(job["metrics_path"] == "/metrics" for job in scrape["scrape_configs"])
+    listen = next(a.split("=", 1)[1] for a in prometheus["command"] if a.startswith("--web.listen-address="))
+    assert listen == f":{prometheus['ports'][0]['target']}"
+
+    # Grafana: the data source is that Prometheus, the provider loads the board from where it is mounted
+    grafana = services["grafana"]
+    mounts = _bind_mounts(grafana)
+    provisioned = {target.split("/")[-2]: host for target, host in mounts.items()
+                   if target.startswith("/etc/grafana/provisioning/")}
+    assert provisioned == {"datasources": DOCKER / "grafana" / "datasource.yml",
+                           "dashboards": DOCKER / "grafana" / "dashboards.yml"}
+    (source,) = yaml.safe_load(provisioned["datasources"].read_text())["datasources"]
+    assert source["type"] == "prometheus" and source["isDefault"]
+    assert source["url"] == f"http://prometheus:{prometheus['ports'][0]['target']}"
+    (provider,) = yaml.safe_load(provisioned["dashboards"].read_text())["providers"]
+    board = next(host for target, host in mounts.items() if target.startswith(provider["options"]["path"] + "/"))
+    assert board == DOCKER / "grafana" / "vecgrid-dashboard.json"
+    assert json.loads(board.read_text())["uid"] == "vecgrid-overview"
+    assert grafana["depends_on"]["prometheus"]["condition"] == "service_healthy"
+    # signs in with a password, vecgrid's admin's unless its own is set; no anonymous access, no sign-up
+    env = grafana["environment"]
+    assert env["GF_SECURITY_ADMIN_PASSWORD"] == COMPOSE_ENV["VECGRID_ADMIN_PASSWORD"]
+    assert env["GF_AUTH_ANONYMOUS_ENABLED"] == "false" and env["GF_USERS_ALLOW_SIGN_UP"] == "false"
+    own = compose_config(COMPOSE, profiles=("monitoring",), env={**COMPOSE_ENV, "GRAFANA_ADMIN_PASSWORD": "g-secret"})
+    assert own.returncode == 0, own.stderr
+    assert json.loads(own.stdout)["services"]["grafana"]["environment"]["GF_SECURITY_ADMIN_PASSWORD"] == "g-secret"
+    assert {"prometheus-data", "grafana-data"} <= set(monitoring_config["volumes"])

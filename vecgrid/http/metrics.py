@@ -1,27 +1,32 @@
 """``GET /metrics``: the coordinator's Prometheus metrics (text format, prometheus_client).
 
-Names follow Milvus's (``pkg/metrics``) with the ``vecgrid`` namespace:
+Names follow Milvus's (``pkg/metrics``) with the ``vecgrid`` namespace, in Prometheus's conventions where
+the two differ: counters end in ``_total`` (never ``_count_total``), gauges name what they count (no
+``_num``), no ``_created`` series.  docs/operations.md maps every name to Milvus's.
 
-- REST: ``vecgrid_http_request_duration_seconds{service,method,code}``, observed when Tornado
-  logs a finished request.
-- QueryCoord, read from its meta at scrape time: ``vecgrid_querycoord_collection_num``,
-  ``..._querynode_num``, ``..._task_num{type}``, ``..._load_req_count{status}``,
-  ``..._load_latency_seconds`` (request to 100 % loaded).
-- Per query node (label ``node_id``): ``vecgrid_querynode_segment_num`` from the distribution the
-  QueryCoord polls; ``..._growing_rows``, ``..._entity_num``, ``..._search_latency_seconds``,
-  ``..._search_requests_total{status}`` and ``..._gpu_memory_bytes{kind=used|capacity}`` from the
-  ``"vecgrid"`` part of each node's GetMetrics answer, which the scrape gathers with the
-  QueryCoord's own GetMetrics fan-out (a node that does not answer is left out this time and
-  counted in ``vecgrid_querycoord_querynode_unreachable``).
+- REST: ``vecgrid_http_request_duration_seconds{service,method,code}``, observed when Tornado logs a finished
+  request; :meth:`RestMetrics.labels` gives ``service`` and ``method`` from one vocabulary.
+- QueryCoord, read from its meta at scrape time: ``vecgrid_querycoord_collections``,
+  ``..._querynodes``, ``..._querynodes_unreachable``, ``..._tasks{type}``,
+  ``..._load_requests_total{collection,status}``, ``..._load_latency_seconds{collection}`` and
+  ``..._load_requests_in_flight{collection}`` (:class:`~vecgrid.cluster.querycoord.monitor.LoadStats`: each
+  request is counted and timed once, when its outcome is known).
+- Per query node: the ``vecgrid_querynode_*`` families of :func:`vecgrid.common.node_metrics.node_families`
+  (the Dask scheduler's ``/metrics`` exports the same ones from the heartbeats) from the ``"vecgrid"``
+  part of each node's GetMetrics answer, which the scrape gathers with the QueryCoord's own GetMetrics
+  fan-out (a node that does not answer is left out this time and counted in
+  ``vecgrid_querycoord_querynodes_unreachable``).
 - WAL: ``vecgrid_wal_bytes`` (bytes on disk under the WAL root) and
   ``vecgrid_wal_append_latency_seconds`` (append until durable).
 - Writes: ``vecgrid_proxy_inserted_rows_total{op=insert|upsert}``, rows of the inserts and upserts the
   coordinator's write path acknowledged (Milvus's ``proxy_insert_vectors_count``).
 - DataCoord, when the app has one: ``vecgrid_datacoord_pending_index_rows{collection,index}`` and
   ``vecgrid_datacoord_index_rows{collection,index}`` (rows of flushed segments without / with a build of
-  the index), ``vecgrid_datacoord_flush_num`` (explicit flushes running),
-  ``vecgrid_datacoord_compaction_plan_num`` (compaction plans running, Milvus's
-  ``datacoord_compaction_task_num``) and ``vecgrid_datacoord_index_build_num`` (index builds running).
+  the index), ``vecgrid_datacoord_flushes_in_flight``, ``vecgrid_datacoord_compaction_plans_in_flight``
+  (Milvus's ``datacoord_compaction_task_num``) and ``vecgrid_datacoord_index_builds_in_flight``.
+
+``/metrics`` asks for no credentials, as Milvus's metrics port does: it carries counts and collection
+names, no rows.
 
 State: the registry and its histogram are prometheus_client objects (thread-safe); the collector
 reads the QueryCoord on the event loop that serves the scrape, where the QueryCoord's state lives,
@@ -42,58 +47,25 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.registry import Collector
 
 from vecgrid.cluster.querycoord.monitor import cluster_snapshot, read_catalog_names
+from vecgrid.common.node_metrics import (add_histogram, collection_label, collection_labels, node_families,
+                                         prometheus_conventions)
 from vecgrid.errors import MilvusError
 from vecgrid.http.base import BaseHandler
 from vecgrid.http.feathers.application import STANDARD_METHODS
+from vecgrid.http.feathers.rest import FeathersHandler
+from vecgrid.http.milvus_v2.handler import MilvusV2Handler
 
 access_log = logging.getLogger("tornado.access")
 log = logging.getLogger(__name__)
 
+#: the Feathers method of each HTTP verb, on a collection (no id) and on an item
 _VERB_METHODS = {"GET": ("find", "get"), "HEAD": ("find", "get"), "POST": ("create", "create"),
                  "PUT": ("update", "update"), "PATCH": ("patch", "patch"), "DELETE": ("remove", "remove")}
-
-
-def histogram_family(name: str, doc: str, labels: list[str]) -> HistogramMetricFamily:
-    return HistogramMetricFamily(name, doc, labels=labels)
-
-
-def add_histogram(family: HistogramMetricFamily, labels: list[str], snap: dict[str, Any]) -> None:
-    """Add one :class:`~vecgrid.common.histogram.CumulativeHistogram` snapshot to ``family``."""
-    buckets = [(repr(float(bound)), count) for bound, count in snap["buckets"]]
-    buckets.append(("+Inf", snap["count"]))
-    family.add_metric(labels, buckets, snap["sum"])
-
-
-def node_families(reports: list[dict[str, Any]]) -> list[Any]:
-    """The per-node families from the nodes' ``"vecgrid"`` snapshots (GetMetrics or heartbeats)."""
-    # growing rows from the node itself: a polled distribution is replaced only when the node's
-    # lastModifyTs moves, which inserts into growing segments do not do
-    growing = GaugeMetricFamily("vecgrid_querynode_growing_rows", "Rows in a node's growing segments",
-                                labels=["node_id"])
-    entities = GaugeMetricFamily("vecgrid_querynode_entity_num", "Rows of the sealed segments a node serves",
-                                 labels=["node_id"])
-    gpu = GaugeMetricFamily("vecgrid_querynode_gpu_memory_bytes",
-                            "GPU memory vecgrid has reserved for segments (used) and its budget (capacity)",
-                            labels=["node_id", "kind"])
-    memory = GaugeMetricFamily("vecgrid_querynode_memory_bytes",
-                               "Host memory reserved for segments (used) and its budget (capacity)",
-                               labels=["node_id", "kind"])
-    requests = CounterMetricFamily("vecgrid_querynode_search_requests", "Search requests a node served",
-                                   labels=["node_id", "status"])
-    latency = histogram_family("vecgrid_querynode_search_latency_seconds",
-                               "Latency of the searches a node served", ["node_id"])
-    for r in reports:
-        node = str(r["node_id"])
-        entities.add_metric([node], r["entity_num"])
-        growing.add_metric([node], r["growing_rows"])
-        gpu.add_metric([node, "used"], r["gpu_memory_used_bytes"])
-        gpu.add_metric([node, "capacity"], r["gpu_memory_capacity_bytes"])
-        memory.add_metric([node, "used"], r["memory_used_bytes"])
-        memory.add_metric([node, "capacity"], r["memory_capacity_bytes"])
-        for status, count in sorted(r["search"]["requests"].items()):
-            requests.add_metric([node, status], count)
-        add_histogram(latency, [node], r["search"]["latency"])
-    return [growing, entities, gpu, memory, requests, latency]
+#: ``service`` of a request no route serves (Feathers' 404), and ``method`` of a verb or custom method
+#: the route does not offer: one bucket each, whatever the path or header says
+UNMATCHED, UNSUPPORTED = "(unmatched)", "(unsupported)"
+#: ``method`` of a CORS preflight (OPTIONS), which no Feathers method answers
+PREFLIGHT = "preflight"
 
 
 def directory_bytes(root: str) -> int:
@@ -140,35 +112,24 @@ class QueryCoordCollector(Collector):
 
     def collect(self) -> Iterable[Any]:
         snap = cluster_snapshot(self.coord, self.names, self.activity)
-        yield GaugeMetricFamily("vecgrid_querycoord_collection_num", "Collections loaded or loading",
+        labels = collection_labels({cid: name for cid, name in self.coord.load_stats.names.items()}
+                                   | {cid: name for cid, (name, _) in self.names.items() if name != str(cid)})
+        yield GaugeMetricFamily("vecgrid_querycoord_collections", "Collections loaded or loading",
                                 value=len(snap["collections"]))
-        yield GaugeMetricFamily("vecgrid_querycoord_querynode_num", "Query nodes registered",
-                                value=len(snap["nodes"]))
-        yield GaugeMetricFamily("vecgrid_querycoord_querynode_unreachable",
+        yield GaugeMetricFamily("vecgrid_querycoord_querynodes", "Query nodes registered", value=len(snap["nodes"]))
+        yield GaugeMetricFamily("vecgrid_querycoord_querynodes_unreachable",
                                 "Registered query nodes whose GetMetrics failed at this scrape", value=self.unreachable)
-        tasks = GaugeMetricFamily("vecgrid_querycoord_task_num", "QueryCoord tasks in flight", labels=["type"])
+        tasks = GaugeMetricFamily("vecgrid_querycoord_tasks", "QueryCoord tasks in flight", labels=["type"])
         for kind, count in sorted(snap["tasks"].items()):
             tasks.add_metric([kind], count)
         yield tasks
-        loads = CounterMetricFamily("vecgrid_querycoord_load_req_count", "Load requests by outcome",
-                                    labels=["status"])
-        for status, count in sorted(snap["load"]["requests"].items()):
-            loads.add_metric([status], count)
-        yield loads
-        latency = histogram_family("vecgrid_querycoord_load_latency_seconds",
-                                   "From a load request to its collection 100 % loaded", [])
-        add_histogram(latency, [], snap["load"]["latency"])
-        yield latency
-        segments = GaugeMetricFamily("vecgrid_querynode_segment_num", "Sealed segments a node serves",
-                                     labels=["node_id"])
-        for n in snap["nodes"]:
-            segments.add_metric([str(n["node_id"])], n["segments"])
-        yield segments
-        yield from node_families(self.node_reports)
+        yield from load_families(snap["load"], labels)
+        yield from node_families(self.node_reports, labels)
         yield GaugeMetricFamily("vecgrid_wal_bytes", "Bytes of the write-ahead log on disk", value=self.wal_bytes)
         appenders = getattr(self.coord, "appenders", None)
         if appenders is not None:
-            append = histogram_family("vecgrid_wal_append_latency_seconds", "WAL appends until durable", [])
+            append = HistogramMetricFamily("vecgrid_wal_append_latency_seconds", "WAL appends until durable",
+                                           labels=[])
             add_histogram(append, [], appenders.append_latency.snapshot())
             yield append
         inserted = CounterMetricFamily("vecgrid_proxy_inserted_rows",
@@ -178,6 +139,26 @@ class QueryCoordCollector(Collector):
         yield inserted
         if snap["datacoord"] is not None:
             yield from datacoord_families(snap["datacoord"])
+
+
+def load_families(load: dict[str, Any], labels: dict[int, str]) -> list[Any]:
+    """The load families from :meth:`~vecgrid.cluster.querycoord.monitor.LoadStats.snapshot`: the counter and
+    the histogram count each request once, when its outcome is known, so their counts agree."""
+    requests = CounterMetricFamily("vecgrid_querycoord_load_requests", "Load requests by collection and outcome",
+                                   labels=["collection", "status"])
+    latency = HistogramMetricFamily("vecgrid_querycoord_load_latency_seconds",
+                                    "From a load request to its outcome (100 % loaded, released or refused)",
+                                    labels=["collection"])
+    in_flight = GaugeMetricFamily("vecgrid_querycoord_load_requests_in_flight",
+                                  "Load requests accepted whose collection is not 100 % loaded yet",
+                                  labels=["collection"])
+    for cid, entry in load.items():
+        collection = collection_label(labels, cid)
+        for status, count in sorted(entry["requests"].items()):
+            requests.add_metric([collection, status], count)
+        add_histogram(latency, [collection], entry["latency"])
+        in_flight.add_metric([collection], entry["in_flight"])
+    return [requests, latency, in_flight]
 
 
 def datacoord_families(activity: dict[str, Any]) -> list[Any]:
@@ -191,11 +172,11 @@ def datacoord_families(activity: dict[str, Any]) -> list[Any]:
         pending.add_metric(labels, index["pending_index_rows"])
         indexed.add_metric(labels, index["indexed_rows"])
     return [pending, indexed,
-            GaugeMetricFamily("vecgrid_datacoord_flush_num", "Explicit flushes running",
+            GaugeMetricFamily("vecgrid_datacoord_flushes_in_flight", "Explicit flushes running",
                               value=activity["flushes_in_flight"]),
-            GaugeMetricFamily("vecgrid_datacoord_compaction_plan_num", "Compaction plans running",
+            GaugeMetricFamily("vecgrid_datacoord_compaction_plans_in_flight", "Compaction plans running",
                               value=activity["compaction_plans_in_flight"]),
-            GaugeMetricFamily("vecgrid_datacoord_index_build_num", "Index builds running",
+            GaugeMetricFamily("vecgrid_datacoord_index_builds_in_flight", "Index builds running",
                               value=activity["index_builds_in_flight"])]
 
 
@@ -203,6 +184,7 @@ class RestMetrics:
     """The REST app's registry: one per app, so that several apps in one process do not mix."""
 
     def __init__(self, coord: Any = None, datacoord: Any = None) -> None:
+        prometheus_conventions()
         self.registry = CollectorRegistry()
         self.requests = Histogram("vecgrid_http_request_duration_seconds",
                                   "REST request latency by service, method and status",
@@ -218,18 +200,29 @@ class RestMetrics:
 
     @staticmethod
     def labels(handler: tornado.web.RequestHandler) -> tuple[str, str]:
-        """``(service path, Feathers method)``; plain endpoints are their path and HTTP verb."""
-        match = getattr(handler, "_match", None)
+        """``(service, method)`` of a finished request, from one vocabulary:
+
+        - a Feathers service: its path (``users``, ``collections/:collection/entities``) and the Feathers
+          method the request called (find, get, create, update, patch, remove or a custom method), or
+          ``(unsupported)`` for one the service does not offer, ``preflight`` for a CORS OPTIONS;
+        - Milvus's RESTful API v2: ``v2/vectordb/<group>`` and the action (``describe``, ``search``...), or
+          ``(unsupported)`` for an action the group does not have;
+        - a plain endpoint (``/health``, ``/version``, ``/metrics``, ``/openapi.json``): its path without the
+          slash and ``get`` (``preflight`` for OPTIONS, ``(unsupported)`` for another verb);
+        - a path no route serves: ``(unmatched)`` for both, so that paths never make new series.
+        """
         verb = handler.request.method or ""
-        if match is None:
-            known = isinstance(handler, MetricsHandler) or handler.request.path in ("/health", "/version")
-            return (handler.request.path if known else "(unknown)"), verb
-        custom = handler.request.headers.get("X-Service-Method")
-        if verb == "POST" and custom is not None:
-            return match.service.path, custom if custom in match.service.custom_methods else "(unknown)"
-        collection, item = _VERB_METHODS.get(verb, (verb, verb))
-        method = item if match.id is not None else collection
-        return match.service.path, method if method in STANDARD_METHODS else verb
+        if isinstance(handler, FeathersHandler):
+            return _feathers_labels(handler, verb)
+        if isinstance(handler, MilvusV2Handler):
+            group, action = (list(handler.path_args) + ["", ""])[:2]
+            known = action in handler.groups.get(group, {})
+            return f"v2/vectordb/{group}", action if known and verb == "POST" else UNSUPPORTED
+        if isinstance(handler, BaseHandler) and not handler.path_args and not handler.path_kwargs:
+            # a plain route: a fixed path (OpenAPIHandler, /health, /version, /metrics)
+            method = "get" if verb in ("GET", "HEAD") else PREFLIGHT if verb == "OPTIONS" else UNSUPPORTED
+            return handler.request.path.strip("/"), method
+        return UNMATCHED, UNMATCHED
 
     def log_request(self, handler: tornado.web.RequestHandler) -> None:
         """Tornado's ``log_function``: the metric, then Tornado's usual access log line."""
@@ -237,6 +230,24 @@ class RestMetrics:
         status = handler.get_status()
         log = access_log.info if status < 400 else access_log.warning if status < 500 else access_log.error
         log("%d %s %.2fms", status, handler._request_summary(), 1000.0 * handler.request.request_time())
+
+
+def _feathers_labels(handler: FeathersHandler, verb: str) -> tuple[str, str]:
+    match = handler._match
+    if verb == "OPTIONS":   # prepare() does not look the path up for a preflight
+        match = handler.app.lookup(handler.request.path)
+        return (match.service.path, PREFLIGHT) if match is not None else (UNMATCHED, UNMATCHED)
+    if match is None:
+        return UNMATCHED, UNMATCHED
+    service = match.service
+    custom = handler.request.headers.get("X-Service-Method")
+    if verb == "POST" and custom is not None:
+        return service.path, custom if custom in service.custom_methods else UNSUPPORTED
+    if verb not in _VERB_METHODS:
+        return service.path, UNSUPPORTED
+    on_collection, on_item = _VERB_METHODS[verb]
+    method = on_item if match.id is not None and verb != "POST" else on_collection
+    return service.path, method if method in STANDARD_METHODS and service.exposes(method) else UNSUPPORTED
 
 
 class MetricsHandler(BaseHandler):

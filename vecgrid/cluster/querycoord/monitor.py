@@ -9,10 +9,20 @@ given, its work in flight (``datacoord``: flushes, compaction plans, index build
 pending rows — :meth:`~vecgrid.cluster.datacoord.component.DataCoord.activity`, read by the caller before
 the snapshot, as the names are: the DataCoord sits on the QueryCoord's layer and is passed in, not imported).
 
-:class:`LoadStats` counts load requests by outcome (Milvus's ``querycoord_load_req_count``) and
-times loads from request to 100 % (``querycoord_load_latency``): a load's clock stops the first
-time a snapshot sees its collection fully loaded, so the latency's resolution is the publishing
-period.
+:class:`LoadStats` counts load requests by collection and outcome (Milvus's ``querycoord_load_req_count``)
+and times them (``querycoord_load_latency``), both once per request, when its outcome is known, so that the
+success and fail counts of a collection always add up to its latency histogram's count:
+
+- a request the QueryCoord refuses (validation, a collection not found...) is a ``fail`` when refused, with
+  0 s of latency: its clock starts when the QueryCoord answers the request and stops at once;
+- an accepted request is pending until a snapshot sees its collection at 100 % (a ``success``, timed from
+  the answer to that snapshot, so the latency's resolution is the publishing period) or no longer sees it
+  loaded or loading (released, or its load failed and was undone: a ``fail``, timed likewise);
+- several requests for one collection each have their own clock; the pending ones are
+  ``LoadStats.in_flight`` (the ``..._load_requests_in_flight`` gauge).
+
+(Milvus counts a request when it answers it and times only the loads that completed, so its two numbers
+drift apart; vecgrid's counter lags its answer by the time the load takes instead.)
 
 State: everything here is read and written on the coordinator's event loop, where the
 QueryCoord's meta lives; :class:`LoadStats` is owned by that loop too.
@@ -39,31 +49,45 @@ LOAD_BUCKETS = (0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.
 
 
 class LoadStats:
-    """Load request counters and the load latency histogram."""
+    """Load request counters and the load latency histogram, per collection id (see the module docstring)."""
 
     def __init__(self) -> None:
-        self.requests = {"success": 0, "fail": 0}
-        self.latency = CumulativeHistogram(LOAD_BUCKETS)
-        self._started: dict[int, float] = {}
+        self.requests: dict[int, dict[str, int]] = {}
+        self.latency: dict[int, CumulativeHistogram] = {}
+        self.names: dict[int, str] = {}                  # the last name seen of each collection counted here
+        self._pending: dict[int, list[float]] = {}       # accepted requests' start times, per collection
 
     def requested(self, collection_id: int, ok: bool) -> None:
-        self.requests["success" if ok else "fail"] += 1
         if ok:
-            self._started.setdefault(collection_id, time.monotonic())
+            self._pending.setdefault(collection_id, []).append(time.monotonic())
         else:
-            self._started.pop(collection_id, None)
+            self._finish(collection_id, "fail", 0.0)
 
     def seen(self, percentages: dict[int, int]) -> None:
-        """Stop the clock of every pending load now at 100 %; forget loads of released collections."""
-        for cid in list(self._started):
+        """End every pending request whose collection is now at 100 % (success) or no longer loaded (fail)."""
+        now = time.monotonic()
+        for cid in list(self._pending):
             pct = percentages.get(cid)
-            if pct is None:
-                del self._started[cid]
-            elif pct >= 100:
-                self.latency.observe(time.monotonic() - self._started.pop(cid))
+            if pct is not None and pct < 100:
+                continue
+            for started in self._pending.pop(cid):
+                self._finish(cid, "fail" if pct is None else "success", now - started)
+
+    def _finish(self, collection_id: int, status: str, seconds: float) -> None:
+        counts = self.requests.setdefault(collection_id, {"success": 0, "fail": 0})
+        counts[status] += 1
+        self.latency.setdefault(collection_id, CumulativeHistogram(LOAD_BUCKETS)).observe(seconds)
+
+    def collection_ids(self) -> set[int]:
+        return set(self.requests) | set(self._pending)
 
     def snapshot(self) -> dict[str, Any]:
-        return {"requests": dict(self.requests), "latency": self.latency.snapshot()}
+        """Per collection id (as a string, the JSON key): ``requests``, ``latency`` and ``in_flight``."""
+        return {str(cid): {"requests": dict(self.requests.get(cid, {"success": 0, "fail": 0})),
+                           "latency": self.latency[cid].snapshot() if cid in self.latency
+                           else CumulativeHistogram(LOAD_BUCKETS).snapshot(),
+                           "in_flight": len(self._pending.get(cid, ()))}
+                for cid in sorted(self.collection_ids())}
 
 
 def task_type(task: Any) -> str:
@@ -94,7 +118,11 @@ def catalog_names(catalog: Any, collection_ids: list[int]) -> dict[int, tuple[st
 
 
 async def read_catalog_names(coord: Any) -> dict[int, tuple[str, dict[int, str]]]:
-    return await asyncio.to_thread(catalog_names, coord.catalog, list(coord.collections.ids()))
+    """Names of the collections loaded or loading; those of collections only :class:`LoadStats` counts
+    come from its cache (a name read once stays: a dropped collection keeps its series' label)."""
+    stats = coord.load_stats
+    wanted = set(coord.collections.ids()) | {cid for cid in stats.collection_ids() if cid not in stats.names}
+    return await asyncio.to_thread(catalog_names, coord.catalog, sorted(wanted))
 
 
 def cluster_snapshot(coord: Any, names: dict[int, tuple[str, dict[int, str]]],
@@ -130,6 +158,9 @@ def cluster_snapshot(coord: Any, names: dict[int, tuple[str, dict[int, str]]],
             "partitions": states, "segments_per_node": segments_per_node,
         })
     coord.load_stats.seen(percentages)
+    for cid, (name, _) in names.items():
+        if name != str(cid):   # the catalog knew it (catalog_names says the id of one dropped)
+            coord.load_stats.names[cid] = name
     tasks: dict[str, int] = {}
     for task in coord.scheduler.tasks():
         kind = task_type(task)

@@ -7,7 +7,10 @@ dashboard page draws it), and the node's ``GetMetrics`` answer carries it under 
 
 Search counters follow Milvus's ``querynode_sq_req_count{status}`` and
 ``querynode_sq_req_latency`` (a histogram): the buckets are cumulative counts, as Prometheus
-wants them, so the coordinator can re-export them unchanged.
+wants them, so the coordinator can re-export them unchanged.  Every search is counted once, with its
+outcome, in the same call that observes its latency: the success and fail counts always add up to
+the histogram's count.  Segments, sealed rows and growing rows are also given per collection id
+(``collections``, ``growing_rows_by_collection``) for the ``collection`` label of ``/metrics``.
 
 State: a :class:`NodeStats` belongs to one node; its counters are guarded by its own lock
 (searches are observed on the node's event loop, snapshots may be taken from another thread).
@@ -46,18 +49,17 @@ class NodeStats:
         self.search_bytes_rate = RateWindow()
 
     def observe_search(self, seconds: float, ok: bool, nq: int = 0, request_bytes: int = 0) -> None:
+        # the count and the latency under one lock: a snapshot never sees one without the other
         with self._lock:
             self.requests["success" if ok else "fail"] += 1
             self.nq_total += nq
-        self.latency.observe(seconds)
+            self.latency.observe(seconds)
         self.nq_rate.add(nq)
         self.search_bytes_rate.add(request_bytes)
 
     def snapshot(self) -> dict[str, Any]:
         with self._lock:
-            out: dict[str, Any] = {"requests": dict(self.requests), "nq_total": self.nq_total}
-        out["latency"] = self.latency.snapshot()
-        return out
+            return {"requests": dict(self.requests), "nq_total": self.nq_total, "latency": self.latency.snapshot()}
 
 
 log = logging.getLogger(__name__)
@@ -92,7 +94,10 @@ def node_snapshot(node: Any) -> dict[str, Any]:
     devices = node.devices()
     gpus = [d for d in devices.devices if d.is_gpu]
     host = devices.host
-    growing = sum(int(d.leader_view().num_of_growing_rows) for d in list(node.delegators.values()))
+    growing_by_collection: dict[str, int] = {}
+    for d in list(node.delegators.values()):
+        key = str(d.collection_id)
+        growing_by_collection[key] = growing_by_collection.get(key, 0) + int(d.leader_view().num_of_growing_rows)
     return {
         "node_id": node.node_id,
         "name": node.name,
@@ -109,7 +114,8 @@ def node_snapshot(node: Any) -> dict[str, Any]:
         "host_memory_total_bytes": _host_memory_total(),
         "segment_num": len(segments),
         "entity_num": sum(int(s.num_rows) for s in segments),
-        "growing_rows": growing,
+        "growing_rows": sum(growing_by_collection.values()),
+        "growing_rows_by_collection": growing_by_collection,
         "channels": sorted(node.delegators),
         "collections": per_collection,
         "placement": placement,
