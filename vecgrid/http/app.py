@@ -73,4 +73,5 @@ def make_app(ctx: RestContext, api: Application | None = None) -> tornado.web.Ap
         options["max_body_bytes"] = int(settings.max_body_mb * 1024 * 1024)
         origins = settings.cors_origins.strip()
         options["cors_origins"] = "*" if origins == "*" else [o.strip() for o in origins.split(",") if o.strip()]
-    return make_tornado_app(api, plain_handlers=plain, openapi=[docs_page.SERVER_OPENAPI], **options)
+    return make_tornado_app(api, plain_handlers=plain, openapi=[docs_page.SERVER_OPENAPI, milvus_v2.OPENAPI],
+                            **options)

@@ -177,6 +177,36 @@ class AuthenticationService:
     def setup(self, app: Any, path: str) -> None:
         self.app = app
 
+    @property
+    def OPENAPI(self) -> dict[str, Any]:  # noqa: N802 - the declaration's name (openapi module doc)
+        """The document's view: ``create`` is logging in, ``remove`` logging out."""
+        user = {"type": "object", "description": "the user, without its password"}
+        result = {"type": "object", "required": ["accessToken", "authentication", "user"], "properties": {
+            "accessToken": {"type": "string", "description": "send it as `Authorization: Bearer <accessToken>`"},
+            "authentication": {"type": "object", "required": ["strategy"], "properties": {
+                "strategy": {"enum": ["local", "jwt"]}, "accessToken": {"type": "string"},
+                "payload": {"type": "object", "description": "the token's claims (iat, exp, aud, sub, jti)"}}},
+            "user": user}}
+        local = {"title": "local", "type": "object", "required": ["strategy", self.username_field, self.password_field],
+                 "properties": {"strategy": {"const": "local"}, self.username_field: {"type": "string"},
+                                self.password_field: {"type": "string", "writeOnly": True}}}
+        jwt_body = {"title": "jwt", "type": "object", "required": ["strategy", "accessToken"],
+                    "properties": {"strategy": {"const": "jwt"}, "accessToken": {"type": "string"}}}
+        strategies = [s for s in ("local", "jwt") if s in self.strategies]
+        bodies = {"local": local, "jwt": jwt_body}
+        return {"tag": "Log in (get an access token) and log out", "multi": ["remove"], "docs": {
+            "create": {"summary": f"Log in: local strategy ({self.username_field} + {self.password_field}) or jwt",
+                       "description": "`local` checks the credentials and issues an access token; `jwt` checks a "
+                                      "token and answers it with its user. Repeated failures per user or client "
+                                      "address answer 429 with Retry-After.",
+                       "data": {"oneOf": [bodies[s] for s in strategies]},
+                       "example": {"strategy": "local", self.username_field: "admin@example.com",
+                                   self.password_field: "your password"},
+                       "result": result, "errors": [401, 429]},
+            "remove": {"summary": "Log out: the bearer token (or the token given as id) is refused from now on",
+                       "result": result, "errors": [401], "authenticated": True},
+        }}
+
     # -- tokens --------------------------------------------------------------------------
     def create_access_token(self, subject: Any, *, now: int | None = None) -> str:
         iat = int(time.time()) if now is None else now

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from vecgrid.http.milvus_v2 import aliases, collections, databases, entities, indexes, partitions
+from vecgrid.http.milvus_v2 import aliases, collections, databases, docs, entities, indexes, partitions
 from vecgrid.http.milvus_v2.handler import Action, Credentials, MilvusV2Handler, V2
 from vecgrid.http.services.accounts import auth_enabled, grpc_rights_checker
 
@@ -36,6 +36,8 @@ GROUPS: dict[str, dict[str, Action]] = {
     "databases": databases.ACTIONS,
 }
 PATH = r"/v2/vectordb/(%s)/(\w+)" % "|".join(GROUPS)
+#: the routes' OpenAPI declaration (:mod:`.docs`), which ``make_app`` hands to the transport
+OPENAPI = docs.openapi(GROUPS)
 
 
 def routes(ctx: "RestContext", api: "Application") -> list[tuple[str, Any, dict[str, Any]]]:

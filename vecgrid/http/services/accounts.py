@@ -119,6 +119,20 @@ class UsersService(MetaStoreService):
     """``users``: accounts in the metadata store; emails unique; passwords never leave."""
 
     RIGHTS = {"find": "admin", "get": "self", "create": "admin", "patch": "self", "remove": "admin"}
+    OPENAPI = {
+        "tag": "Accounts (admins manage them; a user reads itself and changes its own password)",
+        "schema": {"type": "object", "required": ["email", "roles"], "properties": {
+            "id": {"type": "integer"}, "email": {"type": "string"},
+            "roles": {"type": "array", "items": {"enum": sorted(ROLE_RIGHTS)}}}},
+        "data_schema": {"type": "object", "additionalProperties": False, "required": ["email", "password"],
+                        "properties": {"email": {"type": "string", "format": "email", "maxLength": 254},
+                                       "password": {"type": "string", "minLength": 1, "writeOnly": True},
+                                       "roles": {"type": "array", "minItems": 1,
+                                                 "items": {"enum": sorted(ROLE_RIGHTS)},
+                                                 "description": "default [\"reader\"]"}}},
+        "docs": {"create": {"example": {"email": "reader@example.com", "password": "a long passphrase",
+                                        "roles": ["reader"]}}},
+    }
 
     def __init__(self, store: "MetaStore") -> None:
         super().__init__(store, USERS_PREFIX, paginate={"default": 10, "max": 50}, unique=["email"],
@@ -177,6 +191,8 @@ def authorization_hook(enabled: bool):
         raise Forbidden(f"Your roles do not allow {ctx.method} on {ctx.path}",
                         data={"needs": right or "a right the service does not declare"})
 
+    # for the OpenAPI document: the methods this hook asks a token for (bearer security, 401)
+    hook.openapi_authenticated = lambda service, method: enabled and rights_of(service, method) != "public"
     return hook
 
 

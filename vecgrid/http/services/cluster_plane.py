@@ -26,6 +26,7 @@ from vecgrid.http.feathers.application import Application
 from vecgrid.http.milvus_errors import not_found
 from vecgrid.http.feathers.query import QuerySchema, matches, select_fields, sort_records, split_query
 from vecgrid.http.services import RestContext
+from vecgrid.http.services.doc_schemas import NAME, POSITIVE, answer, obj
 from vecgrid.proto import common_pb2, query_coord_pb2, rg_pb2
 
 MAX_SAFE_INTEGER = 2 ** 53 - 1
@@ -214,6 +215,13 @@ class NodesService(_Service):
     SuspendNode / ResumeNode as ``patch {state}``."""
 
     RIGHTS = {"find": "read", "get": "read", "patch": "admin"}
+    OPENAPI = {"tag": "Query nodes (ListQueryNode, distribution, Suspend/ResumeNode)", "multi": False, "docs": {
+        "find": {"summary": "List the query nodes: device, memory, segments, channels, state"},
+        "get": {"summary": "A query node with its distribution"},
+        "patch": {"summary": "Suspend or resume a node", "data": obj({"state": {"enum": [NODE_SUSPENDED, NODE_NORMAL]}},
+                                                                    ("state",)),
+                  "example": {"state": NODE_SUSPENDED}},
+    }}
 
     async def find(self, params: dict) -> list[dict]:
         query = dict(params.get("query") or {})
@@ -310,6 +318,29 @@ class ResourceGroupsService(_Service):
     TransferReplica.  ``config`` is Milvus's ResourceGroupConfig with camelCase keys and node labels as
     an object; ``patch {config}`` replaces the parts it names."""
 
+    _CONFIG = obj({"requests": obj({"nodeNum": {"type": "integer", "minimum": 0}}),
+                   "limits": obj({"nodeNum": {"type": "integer", "minimum": 0}}),
+                   "transferFrom": {"type": "array", "items": NAME}, "transferTo": {"type": "array", "items": NAME},
+                   "nodeFilter": obj({"nodeLabels": {"type": "object", "additionalProperties": {"type": "string"}}})})
+    _TRANSFER = {"source": NAME, "target": NAME}
+    OPENAPI = {"tag": "Resource groups; custom transferNode and transferReplica", "multi": False, "docs": {
+        "create": {"summary": "Create a resource group", "errors": [409],
+                   "data": obj({"name": NAME, "config": _CONFIG}, ("name",)),
+                   "example": {"name": "rg1", "config": {"requests": {"nodeNum": 0}, "limits": {"nodeNum": 1}}}},
+        "patch": {"summary": "Change a group's config (the parts named replace the current ones)",
+                  "data": obj({"config": _CONFIG}, ("config",))},
+        "transferNode": {"summary": "Move numNode query nodes from one group to another", "errors": [404],
+                         "data": obj({**_TRANSFER, "numNode": POSITIVE}, ("source", "target", "numNode")),
+                         "example": {"source": "__default_resource_group", "target": "rg1", "numNode": 1}},
+        "transferReplica": {"summary": "Move numReplica replicas of a collection from one group to another",
+                            "errors": [404],
+                            "data": obj({**_TRANSFER, "collection": {"type": ["string", "integer"],
+                                                                     "description": "a name or an id"},
+                                         "db": NAME, "numReplica": POSITIVE},
+                                        ("source", "target", "collection", "numReplica")),
+                            "example": {"source": "__default_resource_group", "target": "rg1",
+                                        "collection": "demo", "numReplica": 1}},
+    }}
     RIGHTS = {"find": "read", "get": "read", "create": "admin", "patch": "admin", "remove": "admin",
               "transferNode": "admin", "transferReplica": "admin"}
 
@@ -430,6 +461,17 @@ def _transfer_fields(item: str, kind: str) -> dict[str, str]:
             "toAllNodes": "boolean"}
 
 
+_INTEGER_DOC = {"type": ["integer", "string"], "pattern": r"^-?[0-9]{1,18}$",
+                "description": "an integer (or its decimal string)"}
+
+
+def _transfer_docs(item: str, kind: dict[str, Any]) -> dict[str, Any]:
+    """The schema properties of a transfer body (:func:`_transfer_fields`): ``item`` or ``all``,
+    ``target`` unless ``toAllNodes``."""
+    return {"source": _INTEGER_DOC, "target": _INTEGER_DOC, item: kind, "all": {"type": "boolean"},
+            "copy": {"type": "boolean"}, "toAllNodes": {"type": "boolean"}}
+
+
 def _transfer_target(body: _Data, item: str) -> tuple[int, bool, bool]:
     """(target, transfer_all, to_all_nodes) of a transfer body; 400 when it does not say what or where."""
     problems = {}
@@ -449,6 +491,12 @@ class SegmentsService(_Service):
     ``?collection=&partition=&node=&state=``; TransferSegment as the custom ``transfer``."""
 
     RIGHTS = {"find": "read", "get": "read", "transfer": "admin"}
+    OPENAPI = {"tag": "Segments (GetSegmentInfo); custom transfer (TransferSegment)", "docs": {
+        "transfer": {"summary": "Move (or copy) a segment, or all, from a node to another (or to all)",
+                     "errors": [404], "data": obj(_transfer_docs("segment", {"type": ["integer", "string"]}),
+                                                  ("source",)),
+                     "example": {"source": 1, "target": 2, "all": True}},
+    }}
 
     async def find(self, params: dict) -> list[dict]:
         query = dict(params.get("query") or {})
@@ -497,6 +545,11 @@ class ChannelsService(_Service):
     TransferChannel as the custom ``transfer``."""
 
     RIGHTS = {"find": "read", "transfer": "admin"}
+    OPENAPI = {"tag": "DML channels and their shard leaders; custom transfer (TransferChannel)", "docs": {
+        "transfer": {"summary": "Move (or copy) a channel, or all, from a node to another (or to all)",
+                     "errors": [404], "data": obj(_transfer_docs("channel", NAME), ("source",)),
+                     "example": {"source": 1, "target": 2, "all": True}},
+    }}
 
     async def find(self, params: dict) -> list[dict]:
         query = dict(params.get("query") or {})
@@ -533,6 +586,25 @@ class BalanceService(_Service):
     (CheckQueryNodeDistribution: whether ``target`` holds everything ``source`` serves)."""
 
     RIGHTS = {"get": "read", "create": "admin", "suspend": "admin", "resume": "admin", "check": "read"}
+    _STATUS = answer({"id": {"const": BALANCE_STATUS}, "active": {"type": "boolean"}}, ("id", "active"))
+    _NO_DATA = {"type": "object", "maxProperties": 0, "description": "no data (or none at all)"}
+    OPENAPI = {"tag": "Balance: status, LoadBalance, Suspend/ResumeBalance, CheckQueryNodeDistribution",
+               "multi": False, "docs": {
+        "get": {"summary": "The balance status (id `status`)", "result": _STATUS},
+        "create": {"summary": "LoadBalance: move a collection's segments off a node (answers when done)",
+                   "data": obj({"collection": {"type": ["string", "integer"]}, "db": NAME, "source": _INTEGER_DOC,
+                                "targets": {"type": "array", "items": _INTEGER_DOC},
+                                "segments": {"type": "array", "items": _INTEGER_DOC}}, ("collection", "source")),
+                   "example": {"collection": "demo", "source": 1}},
+        "suspend": {"summary": "Suspend automatic balancing", "data": _NO_DATA, "example": {}, "result": _STATUS},
+        "resume": {"summary": "Resume automatic balancing", "data": _NO_DATA, "example": {}, "result": _STATUS},
+        "check": {"summary": "Whether target holds everything source serves",
+                  "data": obj({"source": _INTEGER_DOC, "target": _INTEGER_DOC}, ("source", "target")),
+                  "example": {"source": 1, "target": 2},
+                  "result": answer({"source": {"type": "integer"}, "target": {"type": "integer"},
+                                    "consistent": {"type": "boolean"}, "reason": {"type": ["string", "null"]}},
+                                   ("source", "target", "consistent"))},
+    }}
 
     def _status(self) -> dict[str, Any]:
         return {"id": BALANCE_STATUS, "active": self.coord.balance_active()}
@@ -586,6 +658,12 @@ class CheckersService(_Service):
     """``checkers``: ListCheckers; ``patch(id, {activated})`` = Activate/DeactivateChecker."""
 
     RIGHTS = {"find": "read", "patch": "admin"}
+    OPENAPI = {"tag": "QueryCoord's checkers (ListCheckers, Activate/DeactivateChecker)", "multi": False, "docs": {
+        "patch": {"summary": "Activate or deactivate a checker",
+                  "data": obj({"activated": {"type": "boolean"}}, ("activated",)), "example": {"activated": True},
+                  "result": answer({"id": {"type": "integer"}, "name": {"type": "string"},
+                                    "activated": {"type": "boolean"}}, ("id", "name", "activated"))},
+    }}
 
     async def find(self, params: dict) -> list[dict]:
         query = dict(params.get("query") or {})

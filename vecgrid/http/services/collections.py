@@ -31,6 +31,8 @@ from vecgrid.common.feathers_errors import BadRequest, Conflict
 from vecgrid.http.services.collection_common import (READ, WRITE, body, check_keys, describe, index_json,
                                                      json_int, load_json, positive_int, schema_from_json,
                                                      schema_to_json, string_list)
+from vecgrid.http.services.doc_schemas import (CONSISTENCY, INDEX, INDEX_RECORD, INT64, LOAD_STATE, NAME, NAMES,
+                                               POSITIVE, SCHEMA, answer, obj)
 from vecgrid.proto import common_pb2, query_coord_pb2, schema_pb2
 from vecgrid.storage.catalog import CollectionInfo
 from vecgrid.storage.catalog.schema_rules import DEFAULT_DB_NAME, normalize_properties
@@ -125,11 +127,83 @@ def with_progress(index: dict[str, Any]) -> dict[str, Any]:
     return {**index, "progress": index["indexedRows"] * 100 // total if total else 100}
 
 
+SUMMARY = answer({"name": {"type": "string"}, "id": INT64, "rowCount": {"type": "integer"},
+                  "rowCountError": {"type": "string"}, **LOAD_STATE}, ("name", "id", "rowCount", "loadState"))
+DESCRIPTION = answer({
+    "name": {"type": "string"}, "id": INT64, "description": {"type": "string"}, "schema": {"type": "object"},
+    "shards": {"type": "integer"}, "channels": NAMES, "consistencyLevel": {"type": "string"},
+    "properties": {"type": "object"}, "createdAt": INT64, "rowCount": {"type": "integer"},
+    "partitions": {"type": "array", "items": answer({"name": {"type": "string"}, "id": INT64})},
+    "indexes": {"type": "array", "items": INDEX_RECORD}, "flushes": {"type": "array"},
+    "compactions": {"type": "array"}, "replicas": {"type": "integer"}, "resourceGroups": NAMES,
+    "partitionStates": {"type": "array"}, **LOAD_STATE},
+    ("name", "id", "schema", "partitions", "indexes", "loadState"))
+
+
 class CollectionsService:
     """The ``collections`` service over the coordinator's catalog, DDL, loads and proxy (module doc)."""
 
     RIGHTS = {"find": READ, "get": READ, "create": WRITE, "patch": WRITE, "remove": WRITE, "load": WRITE,
               "release": WRITE, "flush": WRITE, "compact": WRITE, "rename": WRITE}
+    OPENAPI = {"tag": "Collections of the default database: create (quick or full form), describe, alter, drop; "
+                      "custom load, release, flush, compact, rename",
+               "multi": False, "docs": {
+        "find": {"summary": "List the collections (name, id, rowCount, loadState, loadPercent)",
+                 "result": {"type": "array", "items": SUMMARY}},
+        "get": {"summary": "Describe a collection: schema, shards, partitions, indexes, load state, replicas",
+                "result": DESCRIPTION},
+        "create": {"summary": "Create a collection: the quick form (dimension) or a full schema", "errors": [409],
+                   "description": "Give either `dimension` (the quick form: an `id` primary key, a `vector` field, "
+                                  "the dynamic field on and an AUTOINDEX with `metric`) or `schema` (with optional "
+                                  "`indexes`). `load: true` loads it before answering.",
+                   "data": {**obj({
+                       "name": NAME, "dimension": {**POSITIVE, "description": "the quick form's vector size"},
+                       "metric": {"type": "string", "examples": ["COSINE", "L2", "IP"]},
+                       "idType": {"enum": ["Int64", "VarChar", "int64", "varchar"]}, "autoId": {"type": "boolean"},
+                       "primaryField": NAME, "vectorField": NAME, "maxLength": POSITIVE,
+                       "schema": SCHEMA, "indexes": {"type": "array", "items": INDEX}, "shards": POSITIVE,
+                       "properties": {"type": "object"}, "description": {"type": "string"},
+                       "consistencyLevel": CONSISTENCY, "load": {"type": "boolean"},
+                       "replicas": {**POSITIVE, "description": "with load: true"},
+                       "resourceGroups": {**NAMES, "description": "with load: true"}}, ("name",)),
+                       "oneOf": [{"required": ["dimension"]}, {"required": ["schema"]}]},
+                   "example": {"name": "demo", "dimension": 4, "metric": "L2", "load": True},
+                   "result": DESCRIPTION},
+        "patch": {"summary": "Alter a collection: description, properties, or its load's replicas / resource groups",
+                  "data": obj({"description": {"type": "string"}, "properties": {"type": "object"},
+                               "replicas": POSITIVE, "resourceGroups": NAMES}),
+                  "result": DESCRIPTION},
+        "remove": {"summary": "Drop a collection (released first); answers its summary as it was",
+                   "result": SUMMARY},
+        "load": {"summary": "Load a collection (or some partitions); wait: true answers once loaded",
+                 "errors": [404],
+                 "data": obj({"name": NAME, "replicas": POSITIVE, "resourceGroups": NAMES, "partitions": NAMES,
+                              "fields": NAMES, "refresh": {"type": "boolean"}, "wait": {"type": "boolean"},
+                              "timeout": {"type": "number", "exclusiveMinimum": 0}}, ("name",)),
+                 "example": {"name": "demo", "wait": True},
+                 "result": answer({"name": {"type": "string"}, **LOAD_STATE}, ("name", "loadState"))},
+        "release": {"summary": "Release a collection (or some partitions)", "errors": [404],
+                    "data": obj({"name": NAME, "partitions": NAMES}, ("name",)),
+                    "example": {"name": "demo"},
+                    "result": answer({"name": {"type": "string"}, **LOAD_STATE}, ("name", "loadState"))},
+        "flush": {"summary": "Seal and publish the growing segments; wait: false answers at once with the flush's id",
+                  "errors": [404],
+                  "data": obj({"name": NAME, "wait": {"type": "boolean"}}, ("name",)),
+                  "example": {"name": "demo"},
+                  "result": answer({"name": {"type": "string"}, "segmentIds": {"type": "array", "items": INT64},
+                                    "flushId": INT64, "state": {"type": "string"}, "progress": {"type": "number"}},
+                                   ("name",))},
+        "compact": {"summary": "Compact the sealed segments; wait: false answers at once with the compaction's id",
+                    "errors": [404],
+                    "data": obj({"name": NAME, "wait": {"type": "boolean"}}, ("name",)),
+                    "example": {"name": "demo"},
+                    "result": answer({"name": {"type": "string"}, "compactionId": INT64,
+                                      "state": {"type": "string"}, "progress": {"type": "number"}}, ("name",))},
+        "rename": {"summary": "Rename a collection", "errors": [404, 409],
+                   "data": obj({"name": NAME, "newName": NAME}, ("name", "newName")),
+                   "example": {"name": "demo", "newName": "demo2"},
+                   "result": DESCRIPTION},
+    }}
 
     def __init__(self, ctx) -> None:
         self.ctx = ctx

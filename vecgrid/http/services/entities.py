@@ -219,17 +219,28 @@ class EntitiesService:
     RIGHTS = {"find": "read", "get": "read", "search": "read", "count": "read",
               "create": "write", "update": "write", "patch": "write", "remove": "write"}
     METHODS = ["find", "get", "create", "update", "patch", "remove", "search", "count"]
-    OPENAPI = {"docs": {
+    _ENTITY = {"type": "object", "description": "an entity: its fields by name (Int64 beyond 2^53 as strings), "
+                                               "keys of the dynamic field beside them"}
+    OPENAPI = {"tag": "Entities of a collection: a Feathers adapter with vector search and exact counts",
+               "multi": ["create", "remove"], "docs": {
         "find": {"summary": "Query entities with the Feathers query syntax",
+                 "result": {"type": "object", "required": ["total", "limit", "skip", "data"], "properties": {
+                     "total": {"type": "integer"}, "limit": {"type": "integer"}, "skip": {"type": "integer"},
+                     "data": {"type": "array", "items": _ENTITY}}},
                  "description": "Pages of {total, limit, skip, data} ($limit default 100, max 16384); $sort on "
                                 "scalar fields and keys of the dynamic field; $select names output fields "
                                 "(vectors only when named); "
                                 "$consistency; the cursor form ?<pk>[$gt]=<last>&$sort[<pk>]=1 pages without limit."},
-        "create": {"summary": "Insert one entity or an array of entities (answers X-Vecgrid-Ts)"},
-        "update": {"summary": "Replace an entity (upsert of the whole record)"},
-        "patch": {"summary": "Merge fields into an entity (read, merge, upsert)"},
+        "get": {"summary": "An entity by primary key", "result": _ENTITY},
+        "create": {"summary": "Insert one entity or an array of entities (answers X-Vecgrid-Ts)",
+                   "data": {"anyOf": [_ENTITY, {"type": "array", "items": _ENTITY}]},
+                   "example": [{"id": 1, "vector": [0.1, 0.2, 0.3, 0.4], "color": "red"}],
+                   "result": {"anyOf": [_ENTITY, {"type": "array", "items": _ENTITY}]}},
+        "update": {"summary": "Replace an entity (upsert of the whole record)", "data": _ENTITY, "result": _ENTITY},
+        "patch": {"summary": "Merge fields into an entity (read, merge, upsert)", "data": _ENTITY},
         "remove": {"summary": "Delete entities, answering them as they were"},
         "search": {"summary": "Vector search: one hit list per query, in query order", "errors": [404, 409],
+                   "example": {"vectors": [[0.1, 0.2, 0.3, 0.4]], "limit": 3, "select": ["color"]},
                    "data": {"type": "object", "additionalProperties": False, "properties": {
                        "vectors": {"type": "array", "items": {"type": "array", "items": {"type": "number"}}},
                        "vectors_b64": {"type": "string", "contentEncoding": "base64"},
@@ -248,6 +259,7 @@ class EntitiesService:
                        "type": "object", "required": ["id", "distance"],
                        "properties": {"id": {"type": ["integer", "string"]}, "distance": {"type": "number"}}}}}},
         "count": {"summary": "Exact count, or counts per distinct value of a scalar field", "errors": [409],
+                  "example": {"filter": {"color": "red"}},
                   "data": {"type": "object", "additionalProperties": False, "properties": {
                       "filter": {"type": "object"}, "groupBy": {"type": "string"},
                       "partitions": {"type": "array", "items": {"type": "string"}},

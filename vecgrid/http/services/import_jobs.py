@@ -25,6 +25,7 @@ from vecgrid.common.feathers_errors import Forbidden, NotFound
 from vecgrid.http.services.collection_common import (READ, WRITE, body, check_keys, json_int, positive_int,
                                                      string_list)
 from vecgrid.cluster.datanode.bulk_import import ImportOptions
+from vecgrid.http.services.doc_schemas import NAME, NAMES, POSITIVE, answer, obj
 from vecgrid.storage.catalog.schema_rules import DEFAULT_DB_NAME, DEFAULT_PARTITION_NAME
 from vecgrid.storage.layout import DataDir
 
@@ -48,6 +49,25 @@ def job_json(job: ImportJob) -> dict[str, Any]:
 
 class ImportJobsService:
     RIGHTS = {"find": READ, "get": READ, "create": WRITE, "remove": WRITE}
+    _JOB = answer({"id": {"type": "string"}, "collection": {"type": "string"}, "partition": {"type": "string"},
+                   "files": NAMES, "state": {"enum": ["Pending", "Importing", "Completed", "Failed", "Cancelled"]},
+                   "progress": {"type": "number"}, "totalRows": {"type": "integer"},
+                   "importedRows": {"type": "integer"}, "errors": {"type": "array"}},
+                  ("id", "collection", "files", "state", "progress"))
+    OPENAPI = {"tag": "Bulk imports of files under the import roots (Parquet, .npy, JSON rows)", "multi": False,
+               "docs": {
+        "find": {"summary": "List the import jobs (?collection= narrows them)", "result": {"type": "array", "items": _JOB}},
+        "get": {"summary": "An import job's state and progress", "result": _JOB},
+        "create": {"summary": "Start an import job (answers at once, state Pending)", "errors": [403],
+                   "data": obj({"collection": NAME, "files": NAMES, "partition": {"type": "string"},
+                                "options": obj({"primaryKey": {"type": "string"}, "metric": {"type": "string"},
+                                                "index": {"type": "string"}, "indexParams": {"type": "object"},
+                                                "shards": POSITIVE, "segmentRows": POSITIVE,
+                                                "segmentMb": POSITIVE})},
+                               ("collection", "files")),
+                   "example": {"collection": "demo", "files": ["./data/imports/rows.parquet"]}, "result": _JOB},
+        "remove": {"summary": "Cancel a pending or running job (nothing of it is published)", "result": _JOB},
+    }}
 
     def __init__(self, jobs: ImportJobs) -> None:
         self.jobs = jobs

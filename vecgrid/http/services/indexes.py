@@ -17,11 +17,21 @@ from vecgrid import errors
 from vecgrid.common.feathers_errors import BadRequest, Conflict
 from vecgrid.http.services.collection_common import READ, WRITE, body, describe, index_json, route_collection
 from vecgrid.http.services.collections import index_requests, with_progress
+from vecgrid.http.services.doc_schemas import INDEX, INDEX_RECORD
 from vecgrid.storage.catalog import CollectionInfo
 
 
 class IndexesService:
     RIGHTS = {"find": READ, "get": READ, "create": WRITE, "remove": WRITE}
+    OPENAPI = {"tag": "Indexes of a collection (one per field), with build progress", "multi": False, "docs": {
+        "find": {"summary": "List the collection's indexes with their build progress",
+                 "result": {"type": "array", "items": INDEX_RECORD}},
+        "get": {"summary": "An index by its name or its field's name", "result": INDEX_RECORD},
+        "create": {"summary": "Create the index of a field", "errors": [409], "data": INDEX,
+                   "example": {"field": "vector", "type": "IVF_FLAT", "metric": "L2", "params": {"nlist": 16}},
+                   "result": INDEX_RECORD},
+        "remove": {"summary": "Drop an index (refused while the collection is loaded)", "result": INDEX_RECORD},
+    }}
 
     def __init__(self, ctx) -> None:
         self.ctx = ctx

@@ -18,6 +18,7 @@ from vecgrid.cluster.querycoord.job.jobs import LoadRequest
 from vecgrid.common.feathers_errors import BadRequest, Conflict
 from vecgrid.http.services.collection_common import (READ, WRITE, body, check_keys, describe, json_int, load_json,
                                                      positive_int, route_collection, string_list)
+from vecgrid.http.services.doc_schemas import LOAD_STATE, NAME, NAMES, POSITIVE, answer, obj
 from vecgrid.proto import query_coord_pb2
 from vecgrid.storage.catalog import CollectionInfo
 
@@ -27,6 +28,26 @@ DEFAULT_LOAD_WAIT_S = 300.0
 
 class PartitionsService:
     RIGHTS = {"find": READ, "get": READ, "create": WRITE, "remove": WRITE, "load": WRITE, "release": WRITE}
+    _RECORD = answer({"name": {"type": "string"}, "id": {"type": ["integer", "string"]}, "collection": {"type": "string"},
+                      "rowCount": {"type": "integer"}, "rowCountError": {"type": "string"},
+                      "placement": {"type": "string"}, **LOAD_STATE}, ("name", "id", "collection", "rowCount"))
+    _LOADED = answer({"collection": {"type": "string"}, "partitions": NAMES, **LOAD_STATE},
+                     ("collection", "partitions", "loadState"))
+    OPENAPI = {"tag": "Partitions of a collection; custom load and release", "multi": False, "docs": {
+        "find": {"summary": "List the collection's partitions", "result": {"type": "array", "items": _RECORD}},
+        "get": {"summary": "A partition by name", "result": _RECORD},
+        "create": {"summary": "Create a partition", "errors": [409], "data": obj({"name": NAME}, ("name",)),
+                   "example": {"name": "p1"}, "result": _RECORD},
+        "remove": {"summary": "Drop a partition by name", "result": _RECORD},
+        "load": {"summary": "Load partitions (wait: true answers once loaded)", "errors": [404],
+                 "data": obj({"partitions": {**NAMES, "minItems": 1}, "replicas": POSITIVE, "resourceGroups": NAMES,
+                              "refresh": {"type": "boolean"}, "wait": {"type": "boolean"},
+                              "timeout": {"type": "number", "exclusiveMinimum": 0}}, ("partitions",)),
+                 "example": {"partitions": ["_default"], "wait": True}, "result": _LOADED},
+        "release": {"summary": "Release partitions", "errors": [404],
+                    "data": obj({"partitions": {**NAMES, "minItems": 1}}, ("partitions",)),
+                    "example": {"partitions": ["_default"]}, "result": _LOADED},
+    }}
 
     def __init__(self, ctx) -> None:
         self.ctx = ctx
