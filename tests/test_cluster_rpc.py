@@ -168,10 +168,10 @@ async def test_rest_metrics_in_prometheus_text(embedded):
     response = await http.fetch(embedded.addresses.http + "/metrics")
     assert response.headers["Content-Type"].startswith("text/plain")
     families = {f.name: f for f in text_string_to_metric_families(response.body.decode())}
-    assert families["vecgrid_querycoord_querynode_num"].samples[0].value == 2
+    assert families["vecgrid_querycoord_querynodes"].samples[0].value == 2
     counts = {(s.labels["service"], s.labels["method"], s.labels["code"]): s.value
               for s in families["vecgrid_http_request_duration_seconds"].samples if s.name.endswith("_count")}
-    assert counts[("users", "find", "200")] >= 1 and counts[("(unknown)", "GET", "404")] >= 1
+    assert counts[("users", "find", "200")] >= 1 and counts[("(unmatched)", "(unmatched)", "404")] >= 1
 
 
 async def test_health_service_and_reflection(embedded):

@@ -23,6 +23,7 @@ from vecgrid.http.feathers.rest import make_tornado_app
 from vecgrid.http.metrics import MetricsHandler, RestMetrics, load_families
 from vecgrid.http.milvus_v2.handler import MilvusV2Handler
 from tests.conftest import REPO
+from tests.metrics_support import conventions_broken
 
 NODE = {"node_id": 3, "name": "w3", "address": "127.0.0.1:3", "gpu_memory_used_bytes": 1, "gpu_memory_capacity_bytes": 2,
         "memory_used_bytes": 3, "memory_capacity_bytes": 4,
@@ -40,19 +41,6 @@ def exposition(*families) -> str:
     registry = CollectorRegistry()
     registry.register(Fixed())
     return generate_latest(registry).decode()
-
-
-def conventions_broken(text: str) -> list[str]:
-    """Every vecgrid sample or family in ``text`` that breaks the naming rules."""
-    wrong = [line for line in text.splitlines() if "_count_total" in line or "_created" in line]
-    for family in text_string_to_metric_families(text):
-        if not family.name.startswith("vecgrid_"):
-            continue
-        if family.type == "counter":
-            wrong += [s.name for s in family.samples if not s.name.endswith("_total")]
-        if family.type == "gauge" and family.name.endswith(("_num", "_count", "_total")):
-            wrong.append(family.name)
-    return wrong
 
 
 def by_labels(text: str, name: str) -> dict[tuple, float]:
@@ -166,7 +154,7 @@ class RestLabelsTest(AsyncHTTPTestCase):
 
     def counts(self) -> dict[tuple[str, str, str], float]:
         text = self.fetch("/metrics").body.decode()
-        assert "_created" not in text
+        assert conventions_broken(text) == []
         return {(s.labels["service"], s.labels["method"], s.labels["code"]): s.value
                 for f in text_string_to_metric_families(text) for s in f.samples
                 if s.name == "vecgrid_http_request_duration_seconds_count"}
@@ -203,6 +191,7 @@ def test_the_grafana_board_uses_only_the_names_the_docs_list():
     table and the naming rules in step without one."""
     board = json.loads((REPO / "docker" / "grafana" / "vecgrid-dashboard.json").read_text())
     exprs = [t["expr"] for p in board["panels"] for t in p.get("targets", [])]
+    exprs += [v["query"]["query"] for v in board["templating"]["list"] if isinstance(v.get("query"), dict)]
     wanted = {m for e in exprs for m in re.findall(r"\b(vecgrid_[a-z0-9_]+)", e)}
     documented = set(re.findall(r"`(vecgrid_[a-z0-9_]+)", (REPO / "docs" / "operations.md").read_text()))
     bases = {re.sub(r"_(bucket|count|sum)$", "", m) for m in wanted}

@@ -20,6 +20,7 @@ from tornado.httpclient import AsyncHTTPClient
 from vecgrid.deploy import EmbeddedCluster
 from tests.browser import chromium_page, is_png_of_a_page, keep_screenshot
 from tests.conftest import REPO, poll_until
+from tests.metrics_support import conventions_broken
 from tests.proxy_support import create_collection, rows_for
 from tests.querycoord_support import Coord, fast_settings
 
@@ -65,26 +66,45 @@ def samples(family, suffix: str = "") -> dict[tuple, float]:
     return {tuple(sorted(s.labels.items())): s.value for s in family.samples if s.name == family.name + suffix}
 
 
+async def scrape_text(url: str) -> str:
+    response = await AsyncHTTPClient().fetch(url)
+    assert response.headers["Content-Type"].startswith("text/plain")
+    return response.body.decode()
+
+
+def by_collection(family, suffix: str = "") -> dict[str, float]:
+    """A family's samples summed per ``collection`` label."""
+    out: dict[str, float] = {}
+    for labels, value in samples(family, suffix).items():
+        collection = dict(labels)["collection"]
+        out[collection] = out.get(collection, 0) + value
+    return out
+
+
 async def test_coordinator_metrics_have_the_querycoord_node_and_wal_families(env):
     url = env.cluster.addresses.http + "/metrics"
 
     async def settled():
         families = await scrape(url)
-        timed = samples(families["vecgrid_querycoord_load_latency_seconds"], "_count")[()] >= 1
-        sealed = sum(samples(families["vecgrid_querynode_entity_num"]).values()) == 300
-        growing = sum(samples(families["vecgrid_querynode_growing_rows"]).values()) == 100
+        timed = samples(families["vecgrid_querycoord_load_latency_seconds"], "_count").get(
+            (("collection", NAME),), 0) >= 1
+        sealed = by_collection(families["vecgrid_querynode_entities"]) == {NAME: 300}
+        growing = by_collection(families["vecgrid_querynode_growing_rows"]) == {NAME: 100}
         return families if timed and sealed and growing else None
 
-    # the load's clock stops when the published snapshot first sees it at 100 %; the growing copies of the
+    # the load's clock stops when a snapshot first sees it at 100 %; the growing copies of the
     # flushed rows go when the delegators take the sealed segments
     families = await poll_until(settled, 60, 0.3, "the load timed, 300 sealed rows and 100 growing ones")
-    assert samples(families["vecgrid_querycoord_querynode_num"]) == {(): 2}
-    assert samples(families["vecgrid_querycoord_collection_num"]) == {(): 1}
-    assert samples(families["vecgrid_querycoord_load_req_count"], "_total") == {
-        (("status", "success"),): 1, (("status", "fail"),): 0}
-    assert "vecgrid_querycoord_task_num" in families
-    assert samples(families["vecgrid_querycoord_querynode_unreachable"]) == {(): 0}
+    assert samples(families["vecgrid_querycoord_querynodes"]) == {(): 2}
+    assert samples(families["vecgrid_querycoord_collections"]) == {(): 1}
+    assert samples(families["vecgrid_querycoord_load_requests"], "_total") == {
+        (("collection", NAME), ("status", "success")): 1, (("collection", NAME), ("status", "fail")): 0}
+    assert samples(families["vecgrid_querycoord_load_requests_in_flight"]) == {(("collection", NAME),): 0}
+    assert "vecgrid_querycoord_tasks" in families
+    assert samples(families["vecgrid_querycoord_querynodes_unreachable"]) == {(): 0}
     nodes = [str(n) for n in env.node_ids]
+    info = samples(families["vecgrid_querynode_info"])
+    assert {dict(k)["node_id"] for k in info} == set(nodes) and set(info.values()) == {1}
     searches = samples(families["vecgrid_querynode_search_requests"], "_total")
     assert {dict(k)["node_id"] for k in searches} == set(nodes)
     # one search per shard leader: two channels, so the delegators served at least two
@@ -95,8 +115,10 @@ async def test_coordinator_metrics_have_the_querycoord_node_and_wal_families(env
     assert {(dict(k)["node_id"], dict(k)["kind"]) for k in gpu} == {(n, k) for n in nodes for k in ("used", "capacity")}
     memory = samples(families["vecgrid_querynode_memory_bytes"])
     assert all(v > 0 for k, v in memory.items() if dict(k)["kind"] == "capacity")
-    segments = samples(families["vecgrid_querynode_segment_num"])
-    assert set(segments) == {(("node_id", n),) for n in nodes} and sum(segments.values()) >= 1
+    # the nodes' own segment counts, per collection: the distribution the coordinator polled catches up
+    segments = by_collection(families["vecgrid_querynode_segments"])
+    assert set(segments) == {NAME} and segments[NAME] >= 1
+    assert {dict(k)["node_id"] for k in samples(families["vecgrid_querynode_segments"])} <= set(nodes)
     assert samples(families["vecgrid_wal_bytes"])[()] > 0
     assert samples(families["vecgrid_wal_append_latency_seconds"], "_count")[()] >= 1
     # exactly the 400 rows the fixture inserted, none upserted
@@ -106,23 +128,83 @@ async def test_coordinator_metrics_have_the_querycoord_node_and_wal_families(env
     index = (("collection", NAME), ("index", "vec"))
     pending = samples(families["vecgrid_datacoord_pending_index_rows"])[index]
     assert pending + samples(families["vecgrid_datacoord_index_rows"])[index] == 300
-    for name in ("vecgrid_datacoord_flush_num", "vecgrid_datacoord_compaction_plan_num",
-                 "vecgrid_datacoord_index_build_num"):
+    for name in ("vecgrid_datacoord_flushes_in_flight", "vecgrid_datacoord_compaction_plans_in_flight",
+                 "vecgrid_datacoord_index_builds_in_flight"):
         assert samples(families[name])[()] >= 0
+    # the whole text: no _created, no _count_total, counters end in _total, no _num gauges
+    assert conventions_broken(await scrape_text(url)) == []
 
 
-async def test_scheduler_metrics_keep_dasks_and_add_vecgrids_worker_gauges(env):
+async def test_load_and_search_counts_agree_with_their_latency_counts_on_a_scripted_workload(env):
+    """Issue 26: load requests counted 5 against 4 timed.  Two more loads of the loaded collection, one of a
+    partition it does not have and one of a collection that does not exist (refused), three searches: every
+    request counted once, with its outcome, and timed once."""
+    from vecgrid.proto import query_coord_pb2
+
+    url = env.cluster.addresses.http + "/metrics"
+    coord = Coord(env.cluster.addresses.grpc, env.cluster.coord)
+    before = await scrape(url)
+    searched_before = sum(samples(before["vecgrid_querynode_search_latency_seconds"], "_count").values())
+    for _ in range(2):
+        await coord.ok("LoadCollection", query_coord_pb2.LoadCollectionRequest(collectionID=env.collection_id))
+    refused = [query_coord_pb2.LoadPartitionsRequest(collectionID=env.collection_id, partitionIDs=[987654321]),
+               query_coord_pb2.LoadCollectionRequest(collectionID=987654321)]
+    for request in refused:
+        reply = await coord.call(type(request).__name__.removesuffix("Request"), request)
+        assert reply.code != 0, reply
+    rows = rows_for(list(range(3)), DIM)
+    async with asyncio.timeout(30):
+        for i in range(3):
+            await env.cluster.proxy.search(NAME, rows["vec"][i:i + 1], limit=1)
+
+    async def ended():
+        families = await scrape(url)
+        pending = sum(samples(families["vecgrid_querycoord_load_requests_in_flight"]).values())
+        return families if pending == 0 else None
+
+    families = await poll_until(ended, 30, 0.2, "every load request ended")
+    requests = samples(families["vecgrid_querycoord_load_requests"], "_total")
+    assert requests[(("collection", NAME), ("status", "success"))] == 3
+    assert requests[(("collection", NAME), ("status", "fail"))] == 1
+    assert requests[(("collection", "987654321"), ("status", "fail"))] == 1
+    counted = by_collection(families["vecgrid_querycoord_load_requests"], "_total")
+    timed = by_collection(families["vecgrid_querycoord_load_latency_seconds"], "_count")
+    assert counted == timed == {NAME: 4, "987654321": 1}
+    # searches: per node, success + fail = the latency histogram's count; the three new ones among them
+    counts = samples(families["vecgrid_querynode_search_requests"], "_total")
+    latency = samples(families["vecgrid_querynode_search_latency_seconds"], "_count")
+    for node in env.node_ids:
+        key = (("node_id", str(node)),)
+        assert sum(v for k, v in counts.items() if dict(k)["node_id"] == str(node)) == latency[key], node
+    assert sum(latency.values()) >= searched_before + 3
+
+
+async def test_scheduler_metrics_keep_dasks_and_add_the_rest_ports_node_families(env):
     dashboard = env.cluster.addresses.dashboard.rsplit("/status", 1)[0]
+    nodes = {str(n) for n in env.node_ids}
 
-    async def both_workers():
+    async def both_nodes():
         families = await scrape(dashboard + "/metrics")
-        found = samples(families["vecgrid_worker_segments"]) if "vecgrid_worker_segments" in families else {}
-        # a heartbeat sent before the coordinator registered the node says node -1
-        return families if {dict(k)["node_id"] for k in found} == {str(n) for n in env.node_ids} else None
+        found = samples(families["vecgrid_querynode_info"]) if "vecgrid_querynode_info" in families else {}
+        # a heartbeat sent before the coordinator registered the node says node -1, which has no series
+        entities = by_collection(families["vecgrid_querynode_entities"]) if found else {}
+        return families if {dict(k)["node_id"] for k in found} == nodes and entities == {NAME: 300} else None
 
-    families = await poll_until(both_workers, 30, 0.5, "both registered nodes' vecgrid gauges on the scheduler")
+    families = await poll_until(both_nodes, 30, 0.5, "both registered nodes' vecgrid series on the scheduler")
     assert "dask_scheduler_workers" in families    # Dask's own, untouched
-    assert set(samples(families["vecgrid_worker_gpu_memory_bytes"])) and "vecgrid_worker_search_requests" in families
+    assert {dict(k)["node_id"] for k in samples(families["vecgrid_querynode_gpu_memory_bytes"])} == nodes
+    assert "vecgrid_querynode_search_requests" in families
+    assert samples(families["vecgrid_querynode_snapshot_failed"]) == {(("node_id", n),): 0 for n in nodes}
+    # one name per series: the scheduler's port has the REST port's node families, under the same labels
+    rest = await scrape(env.cluster.addresses.http + "/metrics")
+    node_families = {name for name in rest if name.startswith("vecgrid_querynode_")}
+    assert node_families <= set(families)
+    for name in node_families:
+        assert {s.name for s in families[name].samples} <= {s.name for s in rest[name].samples} | {name}, name
+        assert {tuple(sorted(s.labels)) for s in families[name].samples} == {
+            tuple(sorted(s.labels)) for s in rest[name].samples}, name
+    assert not [name for name in families if name.startswith("vecgrid_worker_")]
+    assert conventions_broken(await scrape_text(dashboard + "/metrics")) == []
 
 
 async def test_dashboard_state_route_shows_the_collection_and_both_nodes(env):
@@ -215,6 +297,7 @@ async def test_grafana_dashboard_queries_only_metrics_the_cluster_exports(env):
     coordinator or scheduler, under the names the panels use."""
     dashboard = json.loads((REPO / "docker" / "grafana" / "vecgrid-dashboard.json").read_text())
     exprs = [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
+    exprs += [v["query"]["query"] for v in dashboard["templating"]["list"] if isinstance(v.get("query"), dict)]
     wanted = {m for e in exprs for m in re.findall(r"\b((?:vecgrid|dask)_[a-z0-9_]+)", e)}
     scheduler = env.cluster.addresses.dashboard.rsplit("/status", 1)[0]
     # one REST call of its own: the request histogram has series only once a request was served, and
@@ -264,7 +347,7 @@ async def test_stock_dask_scheduler_serves_the_page_with_the_preload(tmp_path):
         page = (await AsyncHTTPClient().fetch(base + "/individual-vecgrid")).body.decode()
         assert "bokeh" in page.lower()
         families = await scrape(base + "/metrics")
-        assert "dask_scheduler_workers" in families and "vecgrid_worker_segments" in families
+        assert "dask_scheduler_workers" in families and "vecgrid_querynode_segments" in families
     finally:
         proc.terminate()
         proc.wait(30)
