@@ -18,6 +18,7 @@ from tornado.testing import AsyncHTTPTestCase
 from vecgrid.cluster.querycoord.monitor import LoadStats
 from vecgrid.cluster.querynode.monitor import NodeStats
 from vecgrid.common.node_metrics import collection_labels, node_families
+from vecgrid.http.base import BaseHandler
 from vecgrid.http.feathers.application import Application
 from vecgrid.http.feathers.rest import make_tornado_app
 from vecgrid.http.metrics import MetricsHandler, RestMetrics, load_families
@@ -142,6 +143,13 @@ class Books:
         return {"published": True}
 
 
+class FileHandler(BaseHandler):
+    """A plain route with a path argument, as the console's and the docs' files."""
+
+    def get(self, name: str) -> None:
+        self.send_json({"name": name})
+
+
 class RestLabelsTest(AsyncHTTPTestCase):
     def get_app(self) -> tornado.web.Application:
         self.metrics = RestMetrics()
@@ -149,8 +157,9 @@ class RestLabelsTest(AsyncHTTPTestCase):
         api.use("books", Books(), {"methods": ["find", "get", "create", "publish"]})
         v2_route = (r"/v2/vectordb/(collections)/(\w+)", MilvusV2Handler,
                     {"v2": None, "groups": {"collections": {"describe": None}}, "credentials": None})
+        files = (r"/files/(.*)", FileHandler)
         return make_tornado_app(api, plain_handlers=[(r"/metrics", MetricsHandler, {"metrics": self.metrics}),
-                                                     v2_route], log_function=self.metrics.log_request)
+                                                     v2_route, files], log_function=self.metrics.log_request)
 
     def counts(self) -> dict[tuple[str, str, str], float]:
         text = self.fetch("/metrics").body.decode()
@@ -172,12 +181,15 @@ class RestLabelsTest(AsyncHTTPTestCase):
         self.fetch("/v2/vectordb/collections/whatever", method="POST", body=b"{}")
         self.fetch("/openapi.json")
         self.fetch("/metrics")
+        for name in ("a.js", "b/c.css"):
+            self.fetch(f"/files/{name}")
         counts = self.counts()
         labels = {(service, method) for service, method, _ in counts}
         assert labels == {("books", "find"), ("books", "get"), ("books", "create"), ("books", "publish"),
                           ("books", "(unsupported)"), ("books", "preflight"), ("(unmatched)", "(unmatched)"),
                           ("v2/vectordb/collections", "describe"), ("v2/vectordb/collections", "(unsupported)"),
-                          ("openapi.json", "get"), ("metrics", "get")}, labels
+                          ("openapi.json", "get"), ("metrics", "get"), ("files", "get")}, labels
+        assert counts[("files", "get", "200")] == 2
         assert counts[("books", "(unsupported)", "405")] == 2   # the unknown custom method and DELETE
         assert counts[("(unmatched)", "(unmatched)", "404")] == 1
         verbs = {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}

@@ -207,8 +207,9 @@ class RestMetrics:
           ``(unsupported)`` for one the service does not offer, ``preflight`` for a CORS OPTIONS;
         - Milvus's RESTful API v2: ``v2/vectordb/<group>`` and the action (``describe``, ``search``...), or
           ``(unsupported)`` for an action the group does not have;
-        - a plain endpoint (``/health``, ``/version``, ``/metrics``, ``/openapi.json``): its path without the
-          slash and ``get`` (``preflight`` for OPTIONS, ``(unsupported)`` for another verb);
+        - a plain endpoint (``/health``, ``/version``, ``/metrics``, ``/openapi.json``, ``/console/...``,
+          ``/docs/...``, ``/``): the first segment of its path (``/`` for the root) and ``get``
+          (``preflight`` for OPTIONS, ``(unsupported)`` for another verb);
         - a path no route serves: ``(unmatched)`` for both, so that paths never make new series.
         """
         verb = handler.request.method or ""
@@ -218,10 +219,11 @@ class RestMetrics:
             group, action = (list(handler.path_args) + ["", ""])[:2]
             known = action in handler.groups.get(group, {})
             return f"v2/vectordb/{group}", action if known and verb == "POST" else UNSUPPORTED
-        if isinstance(handler, BaseHandler) and not handler.path_args and not handler.path_kwargs:
-            # a plain route: a fixed path (OpenAPIHandler, /health, /version, /metrics)
+        if isinstance(handler, BaseHandler):
+            # a plain route: every one starts with a fixed segment (the files under /console/ and
+            # /docs/static/ count as their route's)
             method = "get" if verb in ("GET", "HEAD") else PREFLIGHT if verb == "OPTIONS" else UNSUPPORTED
-            return handler.request.path.strip("/"), method
+            return handler.request.path.strip("/").split("/")[0] or "/", method
         return UNMATCHED, UNMATCHED
 
     def log_request(self, handler: tornado.web.RequestHandler) -> None:
