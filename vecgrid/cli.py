@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -45,7 +46,7 @@ import signal
 import socket
 import sys
 import time
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from vecgrid import __version__, errors
 from vecgrid.common.feathers_errors import FeathersError
@@ -58,10 +59,21 @@ EXIT_RUNTIME = 1
 EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE
 DEFAULT_COORD = "127.0.0.1:19531"
 CLIENT_COMMANDS = ("load", "release", "search", "status", "insert", "delete", "flush", "compact", "create-index",
-                   "drop-index")
+                   "drop-index", "describe-index")
+#: ``vecgrid index SUB`` runs as the client command (``create-index`` and ``drop-index`` stay its aliases)
+INDEX_COMMANDS = {"create": "create-index", "describe": "describe-index", "drop": "drop-index"}
+#: the groups that call the coordinator's REST API
+REST_COMMANDS = ("collection", "partition")
+LOG_FORMATS = ("text", "json")
+TEXT_LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+#: loggers at WARNING unless --log-level debug: Dask's and Tornado's INFO lines (an access line per
+#: request), bokeh's, and faiss's loader (which CPU build it picked, several lines per process)
+QUIET_LOGGERS = ("distributed", "tornado.access", "bokeh", "faiss.loader")
 #: seconds between two reads of a job's progress
 POLL_S = 0.2
 INSERT_BATCH_ROWS = 10_000
+#: seconds a REST call of ``vecgrid users --http`` may take
+REST_TIMEOUT_S = 60.0
 
 
 class UsageError(Exception):
@@ -81,6 +93,9 @@ def _parser() -> _Parser:
     common.add_argument("--data-dir", help="where metadata, WAL and segments live (common.data_dir)")
     common.add_argument("--host", help="address to bind and advertise (common.host)")
     common.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
+    common.add_argument("--log-format", choices=LOG_FORMATS,
+                        help="text lines or one JSON object a line, for every logger of every process it starts "
+                             "(common.log_format)")
 
     coord_ports = _Parser(add_help=False)
     coord_ports.add_argument("--coord-port", type=int, help="QueryCoord gRPC port (0 = free port)")
@@ -112,20 +127,35 @@ def _parser() -> _Parser:
     imp.add_argument("--segment-rows", type=int, default=1_000_000)
     imp.add_argument("--segment-mb", type=int, default=512)
 
-    client = _Parser(add_help=False)
+    credentials = _Parser(add_help=False)
+    credentials.add_argument("--user", metavar="EMAIL",
+                             help="when auth is on: log in as this user (password from VECGRID_PASSWORD or a prompt)")
+    credentials.add_argument("--token-file", metavar="FILE",
+                             help="when auth is on: a file holding an access token (or set VECGRID_TOKEN)")
+    credentials.add_argument("--tls-ca", metavar="FILE",
+                             help="call the cluster over TLS, trusting this CA (PEM; or common.tls_ca)")
+
+    client = _Parser(add_help=False, parents=[credentials])
     client.add_argument("--coord", default=DEFAULT_COORD, metavar="HOST:PORT",
                         help=f"the coordinator's gRPC address (default {DEFAULT_COORD})")
     client.add_argument("--db", default="", help="database (default: the default database)")
     client.add_argument("--config", metavar="FILE", help="TOML settings file (for common.log_level)")
     client.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
-    client.add_argument("--user", metavar="EMAIL",
-                        help="when auth is on: log in as this user (password from VECGRID_PASSWORD or a prompt)")
-    client.add_argument("--token-file", metavar="FILE",
-                        help="when auth is on: a file holding an access token (or set VECGRID_TOKEN)")
+    client.add_argument("--log-format", choices=LOG_FORMATS, help="text or JSON log lines (common.log_format)")
     client.add_argument("--http", metavar="URL",
                         help="the REST address --user logs in at (default: http(s)://<coordinator host>:19121)")
-    client.add_argument("--tls-ca", metavar="FILE",
-                        help="call the cluster over TLS, trusting this CA (PEM; or common.tls_ca)")
+    # collection and partition commands: the REST API, as any REST client calls it
+    rest_client = _Parser(add_help=False, parents=[credentials])
+    rest_client.add_argument("--http", "--rest", metavar="URL", dest="http",
+                             help="the coordinator's REST address (default: http(s)://127.0.0.1:<http.port>, "
+                                  "port 19121 unless the settings say otherwise)")
+    rest_client.add_argument("--config", metavar="FILE", help="TOML settings file (http.port, common.tls_ca)")
+    rest_client.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
+    rest_client.add_argument("--log-format", choices=LOG_FORMATS, help="text or JSON log lines (common.log_format)")
+    rest_client.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS",
+                             help="give up on an answer after this long (default 600)")
+    as_json = _Parser(add_help=False)
+    as_json.add_argument("--json", action="store_true", help="print one JSON object (or array) instead of text")
 
     load = sub.add_parser("load", parents=[client], help="load a collection and wait until it is fully served")
     load.add_argument("name", metavar="NAME")
@@ -183,21 +213,65 @@ def _parser() -> _Parser:
     compact = sub.add_parser("compact", parents=[client, no_wait],
                              help="compact a collection now; shows its progress until it is published")
     compact.add_argument("name", metavar="NAME")
-    index = sub.add_parser("create-index", parents=[client, no_wait],
-                           help="index a vector field; shows the build progress until every flushed row is indexed")
-    index.add_argument("name", metavar="NAME")
-    index.add_argument("--field", required=True, help="the vector field")
-    index.add_argument("--type", default="", dest="index_type", help="index type (default AUTOINDEX)")
-    index.add_argument("--metric", default="", help="metric type (default: the index's default)")
-    index.add_argument("--params", default="{}", help='index parameters as JSON, e.g. {"nlist": 128}')
-    index.add_argument("--index-name", default="", help="the index's name (default: the field's)")
-    index.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS",
-                       help="give up waiting for the builds after this long (default 600)")
-    drop_index = sub.add_parser("drop-index", parents=[client],
-                                help="drop a field's index (the collection must not be loaded)")
-    drop_index.add_argument("name", metavar="NAME")
-    drop_index.add_argument("--field", default="", help="the indexed field")
-    drop_index.add_argument("--index-name", default="", help="the index's name")
+    index_create_help = "index a vector field; shows the build progress until every flushed row is indexed"
+    index_drop_help = "drop a field's index (the collection must not be loaded)"
+    _index_create_args(sub.add_parser("create-index", parents=[client, no_wait, as_json],
+                                      help=f"{index_create_help} (as 'vecgrid index create')"))
+    _index_drop_args(sub.add_parser("drop-index", parents=[client, as_json],
+                                    help=f"{index_drop_help} (as 'vecgrid index drop')"))
+    indexes = sub.add_parser("index", help="create, describe and drop the indexes of a collection")
+    index_sub = indexes.add_subparsers(dest="index_command", required=True, parser_class=_Parser)
+    _index_create_args(index_sub.add_parser("create", parents=[client, no_wait, as_json], help=index_create_help))
+    index_describe = index_sub.add_parser("describe", parents=[client, as_json],
+                                          help="a collection's indexes: type, metric, parameters, build progress")
+    index_describe.add_argument("name", metavar="NAME")
+    index_describe.add_argument("--field", default="", help="only the index of this field")
+    index_describe.add_argument("--index-name", default="", help="only the index of this name")
+    _index_drop_args(index_sub.add_parser("drop", parents=[client, as_json], help=index_drop_help))
+
+    collections = sub.add_parser("collection", help="create, describe, list, rename and drop collections (REST)")
+    coll_sub = collections.add_subparsers(dest="collection_command", required=True, parser_class=_Parser)
+    coll_create = coll_sub.add_parser("create", parents=[rest_client, as_json],
+                                      help="create a collection: --dim N (the quick form) or --schema FILE.json")
+    coll_create.add_argument("name", metavar="NAME")
+    form = coll_create.add_mutually_exclusive_group(required=True)
+    form.add_argument("--dim", type=int, metavar="N", help="the quick form: a vector field of N dimensions")
+    form.add_argument("--schema", metavar="FILE.json",
+                      help="the full form: the REST create body ({\"schema\": {...}, \"indexes\": [...], ...}) "
+                           "or a schema alone ({\"fields\": [...]})")
+    coll_create.add_argument("--metric", type=str.upper, choices=["L2", "IP", "COSINE"],
+                             help="quick form: the metric of its AUTOINDEX (default COSINE)")
+    coll_create.add_argument("--pk-field", metavar="NAME", help="quick form: the primary key's name (default id)")
+    coll_create.add_argument("--vector-field", metavar="NAME", help="quick form: the vector field's name (default vector)")
+    coll_create.add_argument("--id-type", choices=["int64", "varchar"],
+                             help="quick form: the primary key's type (default int64)")
+    coll_create.add_argument("--max-length", type=int, metavar="N", help="quick form: a varchar key's longest length")
+    coll_create.add_argument("--auto-id", action="store_true", help="quick form: the cluster assigns primary keys")
+    coll_create.add_argument("--shards", type=int, metavar="N", help="DML channels (default 1)")
+    coll_create.add_argument("--description", help="the collection's description")
+    coll_create.add_argument("--load", action="store_true", help="load it before answering")
+    coll_sub.add_parser("list", parents=[rest_client, as_json], help="the collections with rows and load state")
+    coll_describe = coll_sub.add_parser("describe", parents=[rest_client, as_json],
+                                        help="schema, partitions, indexes, load state of a collection")
+    coll_describe.add_argument("name", metavar="NAME")
+    coll_drop = coll_sub.add_parser("drop", parents=[rest_client, as_json],
+                                    help="drop a collection (released first) and its data")
+    coll_drop.add_argument("name", metavar="NAME")
+    coll_rename = coll_sub.add_parser("rename", parents=[rest_client, as_json], help="rename a collection")
+    coll_rename.add_argument("name", metavar="NAME")
+    coll_rename.add_argument("new_name", metavar="NEW_NAME")
+
+    partitions = sub.add_parser("partition", help="create, list and drop the partitions of a collection (REST)")
+    part_sub = partitions.add_subparsers(dest="partition_command", required=True, parser_class=_Parser)
+    part_create = part_sub.add_parser("create", parents=[rest_client, as_json], help="create a partition")
+    part_list = part_sub.add_parser("list", parents=[rest_client, as_json],
+                                    help="a collection's partitions with rows, load state and placement")
+    part_drop = part_sub.add_parser("drop", parents=[rest_client, as_json],
+                                    help="drop a partition (released first) and its data")
+    for p in (part_create, part_list, part_drop):
+        p.add_argument("collection", metavar="COLLECTION")
+    for p in (part_create, part_drop):
+        p.add_argument("partition", metavar="PARTITION")
 
     worker = sub.add_parser("worker", parents=[common], help="run a worker that serves as a QueryNode")
     worker.add_argument("--scheduler", required=True, help="Dask scheduler address")
@@ -207,17 +281,25 @@ def _parser() -> _Parser:
     worker.add_argument("--resources", default="", help="e.g. GPU=1")
     worker.add_argument("--node-port", type=int, help="QueryNode gRPC port (querynode.port, 0 = free port)")
 
-    users = sub.add_parser("users", help="manage REST users in the data dir's metadata store")
+    # Users: in the data dir's metadata store (no coordinator needed: the first admin), or, with --http, through
+    # a running coordinator's REST users service as an admin (--user / --token-file).
+    users_where = _Parser(add_help=False, parents=[common, credentials])
+    users_where.add_argument("--http", "--rest", metavar="URL", dest="http",
+                             help="manage the users of the coordinator at this REST address, logged in as an admin "
+                                  "(--user or --token-file), instead of the data dir's store")
+    users = sub.add_parser("users", help="manage REST users (the data dir's store, or a coordinator with --http)")
     users_sub = users.add_subparsers(dest="users_command", required=True, parser_class=_Parser)
-    users_add = users_sub.add_parser("add", parents=[common], help="add a user (password from a prompt or stdin)")
+    users_add = users_sub.add_parser("add", parents=[users_where, as_json],
+                                     help="add a user (password from a prompt or stdin)")
     users_add.add_argument("email")
     users_add.add_argument("--role", action="append", dest="roles", choices=["admin", "writer", "reader"],
                            help="role of the user; repeat for several (default: reader)")
     users_add.add_argument("--password-stdin", action="store_true", help="read the password from stdin")
-    users_sub.add_parser("list", parents=[common], help="print the users as JSON lines (no passwords)")
-    users_remove = users_sub.add_parser("remove", parents=[common], help="remove a user")
+    users_sub.add_parser("list", parents=[users_where, as_json],
+                         help="print the users as JSON lines, or one JSON array with --json (no passwords)")
+    users_remove = users_sub.add_parser("remove", parents=[users_where, as_json], help="remove a user")
     users_remove.add_argument("email")
-    users_passwd = users_sub.add_parser("passwd", parents=[common], help="set a user's password")
+    users_passwd = users_sub.add_parser("passwd", parents=[users_where, as_json], help="set a user's password")
     users_passwd.add_argument("email")
     users_passwd.add_argument("--password-stdin", action="store_true", help="read the password from stdin")
 
@@ -234,11 +316,31 @@ def _parser() -> _Parser:
     return parser
 
 
+def _index_create_args(index: _Parser) -> None:
+    """``vecgrid index create`` and its alias ``vecgrid create-index``."""
+    index.add_argument("name", metavar="NAME")
+    index.add_argument("--field", required=True, help="the vector field")
+    index.add_argument("--type", default="", dest="index_type", help="index type (default AUTOINDEX)")
+    index.add_argument("--metric", default="", help="metric type (default: the index's default)")
+    index.add_argument("--params", default="{}", help='index parameters as JSON, e.g. {"nlist": 128}')
+    index.add_argument("--index-name", default="", help="the index's name (default: the field's)")
+    index.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS",
+                       help="give up waiting for the builds after this long (default 600)")
+
+
+def _index_drop_args(drop_index: _Parser) -> None:
+    """``vecgrid index drop`` and its alias ``vecgrid drop-index``."""
+    drop_index.add_argument("name", metavar="NAME")
+    drop_index.add_argument("--field", default="", help="the indexed field")
+    drop_index.add_argument("--index-name", default="", help="the index's name")
+
+
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "common.data_dir": getattr(args, "data_dir", None),
         "common.host": getattr(args, "host", None),
         "common.log_level": getattr(args, "log_level", None),
+        "common.log_format": getattr(args, "log_format", None),
         "querycoord.port": getattr(args, "coord_port", None),
         "http.port": getattr(args, "http_port", None),
         "proxy.port": getattr(args, "milvus_port", None),
@@ -262,14 +364,99 @@ def parse_resources(text: str) -> dict[str, float]:
     return resources
 
 
-def _configure_logging(level: str) -> None:
+class JsonLogFormatter(logging.Formatter):
+    """One JSON object a line: ``time`` (UTC, ISO 8601), ``level``, ``logger``, ``message``, and ``exc`` /
+    ``stack`` when the record carries a traceback (kept inside the one line)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        from datetime import datetime, timezone
+
+        line: dict[str, Any] = {
+            "time": datetime.fromtimestamp(record.created, timezone.utc).isoformat(timespec="milliseconds"),
+            "level": record.levelname, "logger": record.name, "message": record.getMessage()}
+        if record.exc_info:
+            line["exc"] = self.formatException(record.exc_info)
+        elif record.exc_text:
+            line["exc"] = record.exc_text
+        if record.stack_info:
+            line["stack"] = self.formatStack(record.stack_info)
+        return json.dumps(line, default=str)
+
+
+def _log_formatter(log_format: str) -> logging.Formatter:
+    return JsonLogFormatter() if log_format == "json" else logging.Formatter(TEXT_LOG_FORMAT)
+
+
+def _configure_logging(level: str, log_format: str = "text") -> None:
+    """One format for every logger of this process: ours on the root, and the same formatter on the stream
+    handlers that Dask's logging config gave ``distributed``, ``bokeh`` and ``tornado`` (they do not
+    propagate, so without it their lines keep Dask's format)."""
     import distributed  # noqa: F401 - importing it applies Dask's logging config, which we then override
 
-    logging.basicConfig(level=getattr(logging, level.upper(), logging.INFO),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    if level.lower() != "debug":
-        for noisy in ("distributed", "tornado.access", "bokeh"):
-            logging.getLogger(noisy).setLevel(logging.WARNING)
+    formatter = _log_formatter(log_format)
+    root = logging.getLogger()
+    if not root.handlers:  # as basicConfig: a host that configured logging (pytest) keeps its handlers
+        handler = logging.StreamHandler()
+        handler.setFormatter(formatter)
+        root.addHandler(handler)
+        root.setLevel(getattr(logging, level.upper(), logging.INFO))
+    for logger in list(logging.root.manager.loggerDict.values()):
+        for handler in getattr(logger, "handlers", ()):
+            if type(handler) is logging.StreamHandler:
+                handler.setFormatter(formatter)
+    for name, quiet in _quiet_levels(level).items():
+        logging.getLogger(name).setLevel(quiet)
+
+
+@contextlib.contextmanager
+def _worker_logging(settings: Settings) -> Iterator[None]:
+    """Log settings for the worker processes that ``vecgrid serve`` / ``worker`` start, while they run.
+
+    A worker process applies Dask's logging config when it imports ``distributed``, before any line of it
+    is logged; its config comes from the environment it inherits.  ``DASK_DISTRIBUTED__LOGGING`` (a
+    literal that Dask's config reads) hands it a ``logging.config.dictConfig`` with this process's
+    level and format, so its lines, Dask's own included, look like the parent's."""
+    key = "DASK_DISTRIBUTED__LOGGING"
+    before = os.environ.get(key)
+    os.environ[key] = repr(_dict_config(settings.common.log_level, settings.common.log_format))
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = before
+
+
+def _quiet_levels(level: str) -> dict[str, str]:
+    """The levels of the chatty libraries' loggers: WARNING, or with ``debug`` Dask's INFO and every
+    request's access line (Tornado's own default would hide them: Dask sets ``tornado`` to CRITICAL)."""
+    if level.lower() == "debug":
+        return {"distributed": "INFO", "tornado.access": "DEBUG"}
+    return {name: "WARNING" for name in QUIET_LOGGERS}
+
+
+def _dict_config(level: str, log_format: str) -> dict[str, Any]:
+    """What :func:`_configure_logging` sets up, as a ``logging.config.dictConfig`` for another process."""
+    formatter = {"()": f"{__name__}.JsonLogFormatter"} if log_format == "json" else {"format": TEXT_LOG_FORMAT}
+    quiet = {name: {"level": quiet} for name, quiet in _quiet_levels(level).items()}
+    return {"version": 1, "disable_existing_loggers": False, "formatters": {"vecgrid": formatter},
+            "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "vecgrid",
+                                    "stream": "ext://sys.stderr"}},
+            "root": {"level": level.upper(), "handlers": ["stderr"]}, "loggers": quiet}
+
+
+def _banner(text: str, dashboard: str) -> str:
+    """The start-up banner with the vecgrid page of the Dask dashboard under the dashboard's line."""
+    from vecgrid.http.health import DASHBOARD_PAGE, dashboard_page
+
+    page = dashboard_page(dashboard)
+    if not page or DASHBOARD_PAGE in text:
+        return text
+    lines = text.splitlines()
+    at = next((i + 1 for i, line in enumerate(lines) if line.lstrip().startswith("Dask dashboard")), len(lines))
+    lines.insert(at, f"  vecgrid page    : {page}")
+    return "\n".join(lines)
 
 
 async def _until_signalled() -> None:
@@ -286,7 +473,7 @@ async def _serve(settings: Settings) -> None:
     cluster = EmbeddedCluster(settings)
     await cluster.start()
     try:
-        print(describe(cluster.addresses, "embedded cluster"), flush=True)
+        print(_banner(describe(cluster.addresses, "embedded cluster"), cluster.addresses.dashboard), flush=True)
         print("Press Ctrl-C to stop.", flush=True)
         await _until_signalled()
         print("vecgrid: stopping", flush=True)
@@ -301,7 +488,7 @@ async def _coord(settings: Settings) -> None:
     try:
         await coordinator.start(settings.dask.scheduler)
         coordinator.addresses.query_nodes = [(n.node_id, n.address) for n in coordinator.coord.nodes.all()]
-        print(describe(coordinator.addresses, "coordinator"), flush=True)
+        print(_banner(describe(coordinator.addresses, "coordinator"), coordinator.addresses.dashboard), flush=True)
         await _until_signalled()
     finally:
         await coordinator.stop()
@@ -320,6 +507,17 @@ def _read_password(args: argparse.Namespace) -> str:
     return password
 
 
+def _check_users_args(args: argparse.Namespace) -> None:
+    """``vecgrid users`` works on the data dir's store or, with ``--http``, through a coordinator: not both."""
+    if args.http and args.data_dir:
+        raise UsageError("give --data-dir (the store itself) or --http (a running coordinator), not both")
+    remote_only = [flag for flag, value in (("--user", args.user), ("--token-file", args.token_file),
+                                            ("--tls-ca", args.tls_ca)) if value]
+    if remote_only and not args.http:
+        verb = "go" if len(remote_only) > 1 else "goes"
+        raise UsageError(f"{', '.join(remote_only)} {verb} with --http URL (the coordinator's users service)")
+
+
 async def _users(settings: Settings, args: argparse.Namespace) -> None:
     """``vecgrid users``: the users service on the data dir's store, called as server code."""
     from vecgrid.http.feathers.application import Application
@@ -332,18 +530,67 @@ async def _users(settings: Settings, args: argparse.Namespace) -> None:
         mount_users(api, store)
         users = api.service("users")
         if args.users_command == "add":
-            user = await add_user(api, args.email, _read_password(args), args.roles or ["reader"])
-            print(json.dumps({k: v for k, v in user.items() if k != "password"}), flush=True)
+            _print_users(args, await add_user(api, args.email, _read_password(args), args.roles or ["reader"]))
         elif args.users_command == "list":
-            page = await users.find({"paginate": False})
-            for user in page:
-                print(json.dumps({k: v for k, v in user.items() if k != "password"}), flush=True)
+            _print_users(args, await users.find({"paginate": False}))
         elif args.users_command == "remove":
-            await users.remove((await find_user(api, args.email))["id"])
+            _print_users(args, await users.remove((await find_user(api, args.email))["id"]))
         else:
-            await users.patch((await find_user(api, args.email))["id"], {"password": _read_password(args)})
+            _print_users(args, await users.patch((await find_user(api, args.email))["id"],
+                                                 {"password": _read_password(args)}))
     finally:
         store.close()
+
+
+def _users_rest(settings: Settings, args: argparse.Namespace) -> None:
+    """``vecgrid users ... --http URL``: the coordinator's REST ``users`` service, as an admin (only an admin
+    manages other users; any user may change their own password)."""
+    from vecgrid.common.feathers_errors import NotFound
+
+    password = _read_password(args) if args.users_command in ("add", "passwd") else ""
+    app = _rest_app(args, settings)
+    try:
+        users = app.service("users")
+
+        def find(email: str) -> dict[str, Any]:
+            found = _records(users.find({"query": {"email": email}}))
+            if not found:
+                raise NotFound(f"no user with email {email!r}")
+            return found[0]
+
+        if args.users_command == "add":
+            _print_users(args, users.create({"email": args.email, "password": password,
+                                             "roles": args.roles or ["reader"]}))
+        elif args.users_command == "list":
+            listed: list[dict[str, Any]] = []
+            while True:
+                page = users.find({"query": {"$skip": len(listed)}})
+                records = _records(page)
+                listed += records
+                if not isinstance(page, dict) or not records or len(listed) >= int(page.get("total", 0)):
+                    break
+            _print_users(args, listed)
+        elif args.users_command == "remove":
+            _print_users(args, users.remove(find(args.email)["id"]))
+        else:
+            _print_users(args, users.patch(find(args.email)["id"], {"password": password}))
+    finally:
+        app.close()
+
+
+def _print_users(args: argparse.Namespace, answer: Any) -> None:
+    """``add`` prints the user and ``list`` one user a line as JSON (as they always did), ``--json`` one
+    object or array; ``remove`` and ``passwd`` say what they did."""
+    public = [{k: v for k, v in user.items() if k != "password"}
+              for user in (answer if isinstance(answer, list) else [answer])]
+    if args.json:
+        print(json.dumps(public if args.users_command == "list" else public[0]), flush=True)
+    elif args.users_command in ("add", "list"):
+        for user in public:
+            print(json.dumps(user), flush=True)
+    else:
+        done = "removed" if args.users_command == "remove" else "has a new password"
+        print(f"user {public[0].get('email', args.email)} {done}", flush=True)
 
 
 def _import(settings: Settings, args: argparse.Namespace) -> int:
@@ -804,11 +1051,13 @@ def _health_text(health: dict[str, Any]) -> list[str]:
     for c in health["components"]:
         mark = "ok" if c["healthy"] else "UNHEALTHY"
         lines.append(f"  {c['name']:<16} {mark:<10} {c['state']:<12} {c['reason']}".rstrip())
+    lines += [f"dashboard: {c['dashboard_page']}" for c in health["components"] if c.get("dashboard_page")]
     return lines
 
 
-def _access_token(args: argparse.Namespace, settings: Settings, ca_file: str) -> str | None:
-    """The caller's access token: ``--token-file``, ``VECGRID_TOKEN``, or a login as ``--user``."""
+def _access_token(args: argparse.Namespace, ca_file: str, url: str) -> str | None:
+    """The caller's access token: ``--token-file``, ``VECGRID_TOKEN``, or a login as ``--user`` at the REST
+    address ``url``."""
     if args.token_file:
         try:
             with open(args.token_file) as f:
@@ -826,8 +1075,7 @@ def _access_token(args: argparse.Namespace, settings: Settings, ca_file: str) ->
     import ssl
 
     password = os.environ.get("VECGRID_PASSWORD") or getpass.getpass(f"password for {args.user}: ")
-    scheme = "https" if ca_file else "http"
-    url = (args.http or f"{scheme}://{args.coord.rsplit(':', 1)[0]}:{settings.http.port}").rstrip("/")
+    url = url.rstrip("/")
     body = json.dumps({"strategy": "local", "email": args.user, "password": password}).encode()
     req = urllib.request.Request(f"{url}/authentication", data=body, headers={"Content-Type": "application/json"})
     try:
@@ -853,7 +1101,8 @@ async def _client(args: argparse.Namespace, inputs: Any, settings: Settings) -> 
         use_tls(Path(ca_file).read_bytes() if ca_file else None)
     except OSError as e:
         raise UsageError(f"cannot read the TLS CA {ca_file!r}: {e.strerror}") from None
-    token = _access_token(args, settings, ca_file)
+    scheme = "https" if ca_file else "http"
+    token = _access_token(args, ca_file, args.http or f"{scheme}://{args.coord.rsplit(':', 1)[0]}:{settings.http.port}")
     send_authorization(BEARER_SCHEME + token if token else None)
     async with Proxy(args.coord, db_name=args.db) as proxy:
         if args.command == "load":
@@ -874,6 +1123,9 @@ async def _client(args: argparse.Namespace, inputs: Any, settings: Settings) -> 
             await _create_index(proxy, args, inputs)
         elif args.command == "drop-index":
             await _drop_index(proxy, args)
+        elif args.command == "describe-index":
+            indexes = await _describe_index(proxy, args)
+            print(json.dumps(indexes, indent=2) if args.json else _indexes_text(args.name, indexes), flush=True)
         else:
             report = await _status_report(proxy, args)
             report["health"] = await _health(args.rest or _default_rest(args.coord, settings))
@@ -881,6 +1133,236 @@ async def _client(args: argparse.Namespace, inputs: Any, settings: Settings) -> 
                 print(json.dumps(report, indent=2), flush=True)
             else:
                 print(_status_text(report), flush=True)
+
+
+async def _describe_index(proxy: Any, args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Each index of the collection (or the one named by ``--field`` / ``--index-name``): its definition from
+    the catalog (DescribeCollection of the catalog service) and its build progress (GetIndexBuildProgress)."""
+    from vecgrid.storage.catalog.index_rules import INDEX_TYPE_KEY, METRIC_TYPE_KEY
+    from vecgrid.storage.catalog.schema_rules import kv_dict
+
+    meta = await proxy.describe(args.name)
+    built = {i["index_name"]: i for i in await proxy.writes.index_progress(proxy.db_name, meta.name)}
+    fields = {f.fieldID: f.name for f in meta.schema.fields}
+    indexes = []
+    for info in meta.pb.indexes:
+        field = fields.get(info.fieldID, "")
+        if (args.field and field != args.field) or (args.index_name and info.index_name != args.index_name):
+            continue
+        params = kv_dict(info.index_params)
+        progress = built.get(info.index_name, {})
+        indexes.append({"collection": meta.name, "index_name": info.index_name, "field": field,
+                        "type": params.pop(INDEX_TYPE_KEY, ""), "metric": params.pop(METRIC_TYPE_KEY, ""),
+                        "params": {k: _param_value(v) for k, v in params.items()},
+                        **{k: progress[k] for k in ("state", "progress", "indexed_rows", "total_rows",
+                                                    "pending_index_rows", "fail_reason") if k in progress}})
+    if (args.field or args.index_name) and not indexes:
+        named = " and ".join(f"{what} {value!r}" for what, value in (("field", args.field),
+                                                                      ("name", args.index_name)) if value)
+        raise errors.IndexNotFound(f"collection {meta.name!r} has no index with {named}", collection=meta.name)
+    return indexes
+
+
+def _param_value(text: str) -> Any:
+    """An index parameter as the catalog keeps it (a string) back to its JSON value: 128, {"nlist": 128}."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _indexes_text(collection: str, indexes: list[dict[str, Any]]) -> str:
+    if not indexes:
+        return f"collection {collection} has no index"
+    lines = []
+    for i in indexes:
+        params = json.dumps(i["params"], separators=(",", ":")) if i["params"] else ""
+        lines.append(f"index {i['index_name']} on {collection}.{i['field']}: {i['type']} {i['metric']} {params}".rstrip())
+        if "state" in i:
+            lines.append(f"  {i['state']} {i['progress']} % ({i['indexed_rows']:,}/{i['total_rows']:,} rows indexed, "
+                         f"{i['pending_index_rows']:,} pending)")
+        if i.get("fail_reason"):
+            lines.append(f"  last failure: {i['fail_reason']}")
+    return "\n".join(lines)
+
+
+# --- collection and partition commands: the REST API ----------------------------------------------------
+
+_ID_TYPES = {"int64": "Int64", "varchar": "VarChar"}
+
+
+def _collection_body(args: argparse.Namespace) -> dict[str, Any]:
+    """The REST create body of ``vecgrid collection create``, checked before anything connects."""
+    quick = {"--metric": args.metric, "--pk-field": args.pk_field, "--vector-field": args.vector_field,
+             "--id-type": args.id_type, "--max-length": args.max_length, "--auto-id": args.auto_id or None}
+    body: dict[str, Any] = {"name": args.name}
+    if args.schema is not None:
+        given = [flag for flag, value in quick.items() if value is not None]
+        if given:
+            raise UsageError(f"{', '.join(given)} belong to the quick form (--dim), not to --schema")
+        body.update(_schema_file(args.schema, args.name))
+    else:
+        if args.dim < 1:
+            raise UsageError(f"--dim must be 1 or more, got {args.dim}")
+        if args.max_length is not None and (args.id_type != "varchar" or args.max_length < 1):
+            raise UsageError("--max-length N (1 or more) goes with --id-type varchar")
+        body["dimension"] = args.dim
+        body.update({key: value for key, value in (
+            ("metric", args.metric), ("primaryField", args.pk_field), ("vectorField", args.vector_field),
+            ("idType", _ID_TYPES.get(args.id_type or "")), ("maxLength", args.max_length),
+            ("autoId", True if args.auto_id else None)) if value is not None})
+    if args.shards is not None:
+        if args.shards < 1:
+            raise UsageError(f"--shards must be 1 or more, got {args.shards}")
+        body["shards"] = args.shards
+    if args.description is not None:
+        body["description"] = args.description
+    if args.load:
+        body["load"] = True
+    return body
+
+
+def _schema_file(path: str, name: str) -> dict[str, Any]:
+    """``--schema FILE.json``: the REST create body (``{"schema": {...}, "indexes": [...], ...}``) or a schema
+    alone (``{"fields": [...]}``)."""
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except OSError as e:
+        raise UsageError(f"cannot read --schema {path}: {e.strerror}") from None
+    except ValueError as e:
+        raise UsageError(f"--schema {path} is not JSON ({e})") from None
+    if not isinstance(doc, dict):
+        raise UsageError(f"--schema {path} must hold a JSON object: the REST create body or a schema")
+    if "fields" in doc:
+        doc = {"schema": doc}
+    if not isinstance(doc.get("schema"), dict):
+        raise UsageError(f'--schema {path} has no "schema" object (nor "fields"): see docs/rest-api.md, Collections')
+    if doc.get("name", name) != name:
+        raise UsageError(f"--schema {path} names collection {doc['name']!r}, not {name!r}")
+    return {k: v for k, v in doc.items() if k != "name"}
+
+
+def _rest_url(args: argparse.Namespace, settings: Settings, ca_file: str) -> str:
+    return (args.http or f"{'https' if ca_file else 'http'}://127.0.0.1:{settings.http.port}").rstrip("/")
+
+
+def _rest_app(args: argparse.Namespace, settings: Settings) -> Any:
+    """A Feathers client of the coordinator's REST API (:mod:`vecgrid.client`), with the caller's token."""
+    import ssl
+    import urllib.request
+
+    from vecgrid.client import rest
+
+    ca_file = args.tls_ca or settings.common.tls_ca
+    opener = None
+    if ca_file:
+        try:
+            context = ssl.create_default_context(cafile=ca_file)
+        except (OSError, ssl.SSLError) as e:
+            raise UsageError(f"cannot read the TLS CA {ca_file!r}: {e}") from None
+        opener = urllib.request.build_opener(urllib.request.HTTPSHandler(context=context))
+    url = _rest_url(args, settings, ca_file)
+    token = _access_token(args, ca_file, url)
+    headers = {"Authorization": f"Bearer {token}"} if token else None
+    return rest(url).urllib(opener, headers=headers, timeout=getattr(args, "timeout", REST_TIMEOUT_S))
+
+
+def _records(found: Any) -> list[dict[str, Any]]:
+    """A find's records, paginated (``{total, data}``) or not."""
+    return found["data"] if isinstance(found, dict) else list(found)
+
+
+def _load_text(record: dict[str, Any]) -> str:
+    state = str(record.get("loadState", "")).removeprefix("LoadState")
+    return f"{state} {record.get('loadPercent', 0)} %" if state == "Loading" else state
+
+
+def _collections_text(found: list[dict[str, Any]]) -> str:
+    if not found:
+        return "no collections"
+    lines = [f"{'NAME':<24} {'ID':<20} {'ROWS':>12}  LOAD"]
+    lines += [f"{c['name']:<24} {c['id']!s:<20} {c.get('rowCount', 0):>12,}  {_load_text(c)}" for c in found]
+    return "\n".join(lines)
+
+
+def _collection_text(c: dict[str, Any]) -> str:
+    schema = c.get("schema", {})
+    lines = [f"collection {c['name']} (id {c['id']})"]
+    if c.get("description"):
+        lines.append(f"  description : {c['description']}")
+    lines += [f"  rows        : {c.get('rowCount', 0):,}",
+              f"  load        : {_load_text(c)}" + (f", {c['replicas']} replica(s) in {', '.join(c['resourceGroups'])}"
+                                                     if c.get("replicas") else ""),
+              f"  shards      : {c.get('shards', '')}   consistency: {c.get('consistencyLevel', '')}",
+              "  fields      :"]
+    for f in schema.get("fields", []):
+        marks = [f"{k}={v}" for k, v in f.get("params", {}).items()]
+        marks += ["primary key"] if f.get("isPrimary") else []
+        marks += ["auto id"] if f.get("autoId") else []
+        lines.append(f"    {f['name']:<20} {f['type']:<14} {' '.join(marks)}".rstrip())
+    if schema.get("enableDynamicField"):
+        lines.append("    (dynamic field: other keys of a row are kept and filterable)")
+    lines.append(f"  partitions  : {', '.join(p['name'] for p in c.get('partitions', []))}")
+    lines.append("  indexes     :" + ("" if c.get("indexes") else " none"))
+    for i in c.get("indexes", []):
+        params = json.dumps(i["params"], separators=(",", ":")) if i.get("params") else ""
+        what = " ".join(part for part in (i["type"], i["metric"], params, i["state"]) if part)
+        lines.append(f"    {i['name']:<20} on {i['field']}: {what} {i.get('progress', 0)} %")
+    return "\n".join(lines)
+
+
+def _partitions_text(collection: str, found: list[dict[str, Any]]) -> str:
+    lines = [f"partitions of {collection}:", f"  {'NAME':<24} {'ID':<20} {'ROWS':>12}  LOAD"]
+    lines += [f"  {p['name']:<24} {p['id']!s:<20} {p.get('rowCount', 0):>12,}  {_load_text(p)}"
+              + (f" ({p['placement']})" if p.get("placement", "NotLoaded") != "NotLoaded" else "") for p in found]
+    return "\n".join(lines)
+
+
+def _rest_command(args: argparse.Namespace, settings: Settings, body: dict[str, Any] | None) -> None:
+    """``vecgrid collection ...`` / ``partition ...``: one REST call, its answer as text or JSON."""
+    app = _rest_app(args, settings)
+    try:
+        if args.command == "collection":
+            answer, text = _collection_call(app, args, body)
+        else:
+            answer, text = _partition_call(app, args)
+    finally:
+        app.close()
+    print(json.dumps(answer, indent=2) if args.json else text, flush=True)
+
+
+def _collection_call(app: Any, args: argparse.Namespace, body: dict[str, Any] | None) -> tuple[Any, str]:
+    collections = app.service("collections", methods=["rename"])
+    which = args.collection_command
+    if which == "create":
+        created = collections.create(body)
+        return created, f"created {_collection_text(created)}"
+    if which == "list":
+        found = _records(collections.find())
+        return found, _collections_text(found)
+    if which == "describe":
+        described = collections.get(args.name)
+        return described, _collection_text(described)
+    if which == "drop":
+        dropped = collections.remove(args.name)
+        return dropped, f"collection {dropped['name']} dropped ({dropped.get('rowCount', 0):,} rows)"
+    renamed = collections.rename({"name": args.name, "newName": args.new_name})
+    return renamed, f"collection {args.name} renamed to {renamed['name']}"
+
+
+def _partition_call(app: Any, args: argparse.Namespace) -> tuple[Any, str]:
+    partitions = app.service("collections/:collection/partitions")
+    route = {"route": {"collection": args.collection}}
+    which = args.partition_command
+    if which == "create":
+        created = partitions.create({"name": args.partition}, route)
+        return created, f"partition {created['name']} of collection {args.collection} created (id {created['id']})"
+    if which == "list":
+        found = _records(partitions.find(route))
+        return found, _partitions_text(args.collection, found)
+    dropped = partitions.remove(args.partition, route)
+    return dropped, f"partition {dropped['name']} of collection {args.collection} dropped ({dropped.get('rowCount', 0):,} rows)"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -895,7 +1377,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(argv: Sequence[str] | None) -> int:
     try:
         args = _parser().parse_args(argv)
+        if args.command == "index":
+            args.command = INDEX_COMMANDS[args.index_command]
         settings = Settings.load(getattr(args, "config", None), overrides=_overrides(args))
+        if settings.common.log_format not in LOG_FORMATS:
+            raise ConfigError(f"common.log_format must be text or json, not {settings.common.log_format!r}")
         if args.command == "worker":
             parse_resources(args.resources)
         inputs = {"search": _search_inputs, "insert": _insert_inputs, "delete": _delete_inputs,
@@ -905,19 +1391,30 @@ def _run(argv: Sequence[str] | None) -> int:
             raise UsageError(f"--replicas must be 1 or more, got {args.replicas}")
         if args.command == "drop-index" and not (args.field or args.index_name):
             raise UsageError("name the index: --field F, --index-name N or both")
+        if args.command == "collection" and args.collection_command == "create":
+            inputs = _collection_body(args)
+        if args.command == "collection" and args.collection_command == "rename" and args.new_name == args.name:
+            raise UsageError(f"collection {args.name!r} already has that name")
+        if args.command == "users":
+            _check_users_args(args)
     except (UsageError, ConfigError) as e:
         print(f"vecgrid: error: {e}", file=sys.stderr)
         return EXIT_USAGE
-    _configure_logging(settings.common.log_level)
+    _configure_logging(settings.common.log_level, settings.common.log_format)
     try:
         if args.command == "import":
             return _import(settings, args)
         if args.command in CLIENT_COMMANDS:
             asyncio.run(_client(args, inputs, settings))
+        elif args.command in REST_COMMANDS:
+            _rest_command(args, settings, inputs)
         elif args.command == "serve":
-            asyncio.run(_serve(settings))
+            with _worker_logging(settings):
+                asyncio.run(_serve(settings))
         elif args.command == "coord":
             asyncio.run(_coord(settings))
+        elif args.command == "users" and args.http:
+            _users_rest(settings, args)
         elif args.command == "users":
             asyncio.run(_users(settings, args))
         elif args.command == "certs":
@@ -928,7 +1425,8 @@ def _run(argv: Sequence[str] | None) -> int:
             from vecgrid.http.feathers.conformance import serve as serve_conformance_app
             asyncio.run(serve_conformance_app(args.port, args.host))
         else:
-            asyncio.run(_worker(settings, args))
+            with _worker_logging(settings):
+                asyncio.run(_worker(settings, args))
     except KeyboardInterrupt:
         pass
     except UsageError as e:
@@ -937,9 +1435,16 @@ def _run(argv: Sequence[str] | None) -> int:
     except BrokenPipeError:
         raise  # not an error of the command: main ends quietly
     except (OSError, TimeoutError, ConfigError, errors.MilvusError, FeathersError) as e:
-        print(f"vecgrid: error: {e}", file=sys.stderr)
+        print(f"vecgrid: error: {_error_text(e)}", file=sys.stderr)
         return _exit_status(e)
     return 0
+
+
+def _error_text(error: Exception) -> str:
+    """The one error line: a REST answer's per-field ``errors`` go with its message."""
+    if isinstance(error, FeathersError) and isinstance(error.errors, dict) and error.errors:
+        return f"{error}: " + "; ".join(f"{field} {why}" for field, why in error.errors.items())
+    return str(error)
 
 
 def _exit_status(error: Exception) -> int:

@@ -6,7 +6,9 @@ Components, each ``{"name", "healthy", "state", "reason", ...}``:
   DataCoord's problems, through the QueryCoord's health observer);
 - ``querynode-<id>``, one per registered node: registered in state Normal and without a problem in
   the QueryCoord's cached CheckHealth round (``common.healthcheck_interval_s``; nothing new is asked);
-- ``scheduler``: the coordinator's Dask client is running and the scheduler answers ``identity``;
+- ``scheduler``: the coordinator's Dask client is running and the scheduler answers ``identity``; its
+  ``dashboard_page`` is the vecgrid page of the scheduler's Dask dashboard (``<dashboard>/individual-vecgrid``,
+  served where the scheduler runs with the ``vecgrid.dashboard`` preload), "" without a dashboard;
 - ``metadata-store``: a read of the metadata store returns;
 - ``wal``: the WAL's root exists and is writable.
 
@@ -26,6 +28,25 @@ import os
 from typing import Any
 
 HEALTH_PROBE_KEY = "vecgrid/health/probe"
+#: the vecgrid page's route on the Dask dashboard (``vecgrid.dashboard.PAGE``: http may not import dashboard)
+DASHBOARD_PAGE = "/individual-vecgrid"
+
+
+def dashboard_page(dashboard_link: str | None) -> str:
+    """The vecgrid page of the Dask dashboard whose link (``Client.dashboard_link``, ``.../status``) is given."""
+    if not dashboard_link:
+        return ""
+    base = dashboard_link.rstrip("/")
+    return base.removesuffix("/status") + DASHBOARD_PAGE
+
+
+def _dashboard_link(client: Any) -> str | None:
+    """The Dask client's dashboard link; None when the scheduler has no dashboard (the link reads the
+    scheduler's cached identity, which then lacks the service)."""
+    try:
+        return client.dashboard_link
+    except (AttributeError, KeyError, TypeError):
+        return None
 
 
 def _component(name: str, healthy: bool, state: str, reason: str = "", **extra: Any) -> dict[str, Any]:
@@ -81,7 +102,8 @@ async def cluster_health(coord: Any) -> dict[str, Any]:
             raise RuntimeError(f"the coordinator's Dask client is {client.status}")
         await client.scheduler.identity()
 
-    components.append(await _probe("scheduler", timeout_s, scheduler) | {"address": client.scheduler.address})
+    components.append(await _probe("scheduler", timeout_s, scheduler) | {
+        "address": client.scheduler.address, "dashboard_page": dashboard_page(_dashboard_link(client))})
     components.append(await _probe("metadata-store", timeout_s,
                                    lambda: asyncio.to_thread(coord.store.get, HEALTH_PROBE_KEY)))
     wal_root = coord.appenders.wal.root
