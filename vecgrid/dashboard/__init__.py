@@ -21,7 +21,14 @@ under ``("vecgrid", "cluster")``.  Of the rest of vecgrid this imports only :mod
 (Tornado, orjson and the Feathers errors), the base handler of every vecgrid route: the scheduler
 needs nothing else of vecgrid (and bokeh, which the dashboard needs anyway).
 
-State: the page's rate memory belongs to its Bokeh document (run on the scheduler's loop); the
+Closing a tab: Bokeh's keep-alive (every 500 ms on Dask's dashboard) drops a client whose socket it
+finds closing (``BokehTornado.client_lost`` detaches the session), and Tornado calls the handler's
+``on_close`` afterwards, which reads the detached session and raises ``AssertionError`` (logged by
+``tornado.application`` as an uncaught exception) whenever the ping falls between the two.
+:func:`_tolerate_a_client_already_lost` makes that ``on_close`` a no-op for such a client: there is
+nothing left to release (the session lost its subscriber; Bokeh's cleanup discards it as usual).
+
+State: the page's charts and rate memory belong to its Bokeh document (run on the scheduler's loop); the
 collector reads the scheduler on the thread serving ``/metrics``, the scheduler's loop.
 """
 
@@ -84,11 +91,31 @@ class StateHandler(BaseHandler):
 routes = [(r"/vecgrid/api/state", StateHandler, {})]
 
 
+def _tolerate_a_client_already_lost() -> None:
+    """Wrap Bokeh's ``WSHandler.on_close`` once (see the module docstring): skip a connection whose
+    session the keep-alive already detached."""
+    from bokeh.server.views.ws import WSHandler
+
+    original = WSHandler.on_close
+    if getattr(original, "_vecgrid_wrapped", False):
+        return
+
+    def on_close(self: Any) -> None:
+        connection = self.connection
+        if connection is not None and getattr(connection, "_session", True) is None:
+            return   # Bokeh's keep-alive called client_lost already: the session is detached
+        original(self)
+
+    on_close._vecgrid_wrapped = True  # type: ignore[attr-defined]
+    WSHandler.on_close = on_close  # type: ignore[method-assign]
+
+
 def _register() -> None:
     from distributed.dashboard.scheduler import applications
 
     from vecgrid.dashboard.page import vecgrid_doc
 
+    _tolerate_a_client_already_lost()
     applications.setdefault(PAGE, vecgrid_doc)
     current = list(dask.config.get("distributed.scheduler.http.routes"))
     if ROUTE_MODULE not in current:

@@ -1,7 +1,9 @@
 """The Bokeh document of the vecgrid page (``/individual-vecgrid``): built per browser tab, refreshed
-every second from :func:`vecgrid.dashboard.state`.
+every second from :func:`vecgrid.dashboard.state`: a header, the live charts
+(:class:`vecgrid.dashboard.plots.VecgridPlots`) and, below them, the tables rendered here as HTML.
 
-State: a document's rate memory belongs to that document, run on the scheduler's loop.
+State: a document's charts and rate memory belong to that document (created in :func:`vecgrid_doc`,
+kept on it, dropped with its session), run on the scheduler's loop.
 """
 
 from __future__ import annotations
@@ -46,18 +48,27 @@ def _fmt_rate(r: float | None) -> str:
     return "–" if r is None else f"{r:.1f}/s"
 
 
+def render_header(data: dict[str, Any]) -> str:
+    """The page's title and the coordinator's line (or why there is none)."""
+    cluster = data["cluster"]
+    if not cluster:
+        return "<h2>vecgrid</h2><p><b>No coordinator has published the cluster's state on this scheduler yet.</b></p>"
+    qc = cluster["querycoord"]
+    age = data["time"] - cluster["time"]
+    return (f"<h2>vecgrid</h2><p>QueryCoord {html.escape(str(qc['address']))}, coordinator state "
+            f"{html.escape(qc['state'])}; state published {age:.1f} s ago</p>")
+
+
 def render(data: dict[str, Any], rates: Rates) -> str:
-    """The page's HTML from :func:`state`'s answer."""
+    """The page's header and tables as HTML, from :func:`state`'s answer."""
+    return render_header(data) + render_tables(data, rates)
+
+
+def render_tables(data: dict[str, Any], rates: Rates) -> str:
+    """The tables below the charts."""
     now = data["time"]
     cluster = data["cluster"] or {}
-    parts = [STYLE, "<h2>vecgrid</h2>"]
-    if not cluster:
-        parts.append("<p><b>No coordinator has published the cluster's state on this scheduler yet.</b></p>")
-    else:
-        qc = cluster["querycoord"]
-        age = now - cluster["time"]
-        parts.append(f"<p>QueryCoord {html.escape(str(qc['address']))} ({html.escape(qc['state'])}), "
-                     f"state published {age:.1f} s ago</p>")
+    parts = [STYLE]
     coord_nodes = {n["node_id"]: n for n in cluster.get("nodes", [])}
     rows = []
     nodes = [n for n in data["nodes"] if "error" not in n]
@@ -71,14 +82,16 @@ def render(data: dict[str, Any], rates: Rates) -> str:
                       if n["device"] == "GPU" else "–"),
                      n["segment_num"], n["entity_num"], n["growing_rows"], len(n["channels"]),
                      _fmt_rate(rates.rate(f"search/{n['worker']}", total, now))])
-    parts.append(_table("Query nodes", ["node", "name", "gRPC", "device", "state", "coordinator",
-                                        "memory used / budget",
-                                        "GPU memory used / budget", "segments", "rows", "growing rows", "channels",
-                                        "searches"], rows))
+    # "node state" is the node's own lifecycle (Healthy...), "coordinator view" the QueryCoord's state of it
+    # (Normal, Stopping...); "worker" is the Dask worker's name, not a node id
+    parts.append(_table("Query nodes", ["node id", "worker", "gRPC address", "device", "node state",
+                                        "coordinator view", "memory used / budget",
+                                        "GPU memory used / budget", "sealed segments", "rows", "growing rows",
+                                        "channels", "searches/s"], rows))
     failed = [[n["node_id"], n.get("name", ""), n["worker"], n["error"]] for n in data["nodes"] if "error" in n]
     if failed:  # a node whose snapshot fails is shown with why, not left out (Dask drops the metric's error)
-        parts.append(_table("Query nodes whose state could not be read", ["node", "name", "worker", "error"],
-                            failed))
+        parts.append(_table("Query nodes whose state could not be read",
+                            ["node id", "worker", "Dask worker address", "error"], failed))
     rows = []
     seg_rows = []
     for c in cluster.get("collections", []):
@@ -91,7 +104,8 @@ def render(data: dict[str, Any], rates: Rates) -> str:
         for node_id, count in sorted(c["segments_per_node"].items()):
             seg_rows.append([c["name"], node_id, count])
     parts.append(_table("Collections", ["collection", "id", "loaded", "replicas", "replica nodes", "partitions"], rows))
-    parts.append(_table("Segments per node", ["collection", "node", "sealed segments"], seg_rows))
+    parts.append(_table("Segments per node (coordinator view)", ["collection", "node id", "sealed segments"],
+                        seg_rows))
     tasks = [[kind, count] for kind, count in sorted(cluster.get("tasks", {}).items())]
     parts.append(_table(f"QueryCoord tasks in flight ({cluster.get('tasks_waiting', 0)} waiting for a slot)",
                         ["type", "count"], tasks))
@@ -125,17 +139,50 @@ def _datacoord(activity: dict[str, Any] | None) -> list[str]:
                                              "pending rows", "indexed"], rows)]
 
 
+class VecgridPage:
+    """One tab's page: header, charts and tables, refreshed by :meth:`update` (Dask's component shape:
+    ``root`` and ``update()``)."""
+
+    def __init__(self, scheduler: Any) -> None:
+        from bokeh.layouts import column
+        from bokeh.models import Div
+
+        from vecgrid.dashboard.plots import VecgridPlots
+
+        self.scheduler = scheduler
+        self.rates = Rates()
+        self.header = Div(text="", sizing_mode="stretch_width")
+        self.plots = VecgridPlots()
+        self.tables = Div(text="", sizing_mode="stretch_width")
+        self.root = column(self.header, self.plots.root, self.tables, sizing_mode="stretch_width")
+        self.update()
+
+    def update(self) -> None:
+        from distributed.utils import log_errors
+
+        from vecgrid.dashboard import state
+
+        with log_errors():
+            data = state(self.scheduler)
+            self.header.text = render_header(data)
+            self.plots.update(data)
+            self.tables.text = render_tables(data, self.rates)
+
+
+REFRESH_MS = 1000
+
+
 def vecgrid_doc(scheduler: Any, extra: dict, doc: Any) -> None:
-    from bokeh.models import Div
+    """The page's document, as Dask builds its own: the component refreshed by a periodic callback that
+    holds it weakly (:func:`distributed.dashboard.components.add_periodic_callback`), Dask's template
+    (its navigation bar) and theme."""
+    from distributed.dashboard.components import add_periodic_callback
+    from distributed.dashboard.components.scheduler import BOKEH_THEME, env
 
-    from vecgrid.dashboard import state
-
-    rates = Rates()
-    div = Div(text=render(state(scheduler), rates), sizing_mode="stretch_width")
-
-    def refresh() -> None:
-        div.text = render(state(scheduler), rates)
-
+    page = VecgridPage(scheduler)
     doc.title = "Dask: vecgrid"
-    doc.add_root(div)
-    doc.add_periodic_callback(refresh, 1000)
+    doc.add_root(page.root)
+    add_periodic_callback(doc, page, REFRESH_MS)
+    doc.template = env.get_template("simple.html")
+    doc.template_variables.update(extra)
+    doc.theme = BOKEH_THEME
