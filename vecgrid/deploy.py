@@ -45,6 +45,7 @@ from vecgrid.common.auth import CLUSTER_SCHEME, send_authorization
 from vecgrid.common.channels import use_tls
 from vecgrid.config import Settings
 from vecgrid.http.app import build_api, make_app
+from vecgrid.http.health import dashboard_page
 from vecgrid.http.services.accounts import (auth_enabled, cluster_secret, ensure_first_admin, grpc_rights_checker,
                                             token_secret)
 from vecgrid.http.services import RestContext
@@ -305,6 +306,7 @@ def describe(addresses: Addresses, mode: str) -> str:
         f"  REST            : {addresses.http}",
         f"  Dask scheduler  : {addresses.scheduler}",
         f"  Dask dashboard  : {addresses.dashboard}",
+        *([f"  vecgrid page    : {dashboard_page(addresses.dashboard)}"] if addresses.dashboard else []),
         f"  data dir        : {addresses.data_dir}",
     ]
     lines += [f"  QueryNode {node_id:<5} : {address}" for node_id, address in addresses.query_nodes]
