@@ -65,8 +65,11 @@ def test_load_requests_and_the_load_latency_count_each_request_once_when_it_ends
     stats.seen({1: 100})               # 1 loaded; 3 released before it was
     stats.requested(1, ok=True)        # a loaded collection loaded again: over at the next snapshot
     stats.seen({1: 100})
-    stats.names.update({1: "books"})
-    text = exposition(*load_families(stats.snapshot(), collection_labels(stats.names)))
+    stats.requested(8, ok=False)       # two ids that name no collection: one series
+    stats.requested(9, ok=False)
+    stats.names.update({1: "books", 8: None, 9: None})
+    labels = collection_labels({1: "books", 2: "2", 3: "3"}) | {8: "(none)", 9: "(none)"}
+    text = exposition(*load_families(stats.snapshot(), labels))
     assert conventions_broken(text) == []
     requests = by_labels(text, "vecgrid_querycoord_load_requests_total")
     assert requests == {(("collection", "books"), ("status", "success")): 3,
@@ -74,14 +77,17 @@ def test_load_requests_and_the_load_latency_count_each_request_once_when_it_ends
                         (("collection", "2"), ("status", "success")): 0,
                         (("collection", "2"), ("status", "fail")): 1,
                         (("collection", "3"), ("status", "success")): 0,
-                        (("collection", "3"), ("status", "fail")): 1}
+                        (("collection", "3"), ("status", "fail")): 1,
+                        (("collection", "(none)"), ("status", "success")): 0,
+                        (("collection", "(none)"), ("status", "fail")): 2}
     counts = by_labels(text, "vecgrid_querycoord_load_latency_seconds_count")
     for (collection,) in counts:
         assert counts[(collection,)] == sum(v for k, v in requests.items() if k[0] == collection), collection
     assert sum(by_labels(text, "vecgrid_querycoord_load_requests_in_flight").values()) == 0
     # one tick a clock read: the refusal took none; books's three requests 4, 3 and 1, collection 3's 2
     assert by_labels(text, "vecgrid_querycoord_load_latency_seconds_sum") == {
-        (("collection", "books"),): 8.0, (("collection", "2"),): 0.0, (("collection", "3"),): 2.0}
+        (("collection", "books"),): 8.0, (("collection", "2"),): 0.0, (("collection", "3"),): 2.0,
+        (("collection", "(none)"),): 0.0}
 
 
 def test_search_requests_and_the_search_latency_agree():

@@ -64,6 +64,8 @@ _VERB_METHODS = {"GET": ("find", "get"), "HEAD": ("find", "get"), "POST": ("crea
 #: ``service`` of a request no route serves (Feathers' 404), and ``method`` of a verb or custom method
 #: the route does not offer: one bucket each, whatever the path or header says
 UNMATCHED, UNSUPPORTED = "(unmatched)", "(unsupported)"
+#: ``collection`` of the load requests refused for ids that name no collection (one series for all)
+NO_COLLECTION = "(none)"
 #: ``method`` of a CORS preflight (OPTIONS), which no Feathers method answers
 PREFLIGHT = "preflight"
 
@@ -112,8 +114,12 @@ class QueryCoordCollector(Collector):
 
     def collect(self) -> Iterable[Any]:
         snap = cluster_snapshot(self.coord, self.names, self.activity)
-        labels = collection_labels({cid: name for cid, name in self.coord.load_stats.names.items()}
+        stats = self.coord.load_stats
+        labels = collection_labels({cid: name for cid, name in stats.names.items() if name is not None}
                                    | {cid: name for cid, (name, _) in self.names.items() if name != str(cid)})
+        for cid, name in stats.names.items():
+            if name is None:   # refused loads of ids that name no collection: one series for all of them
+                labels[cid] = NO_COLLECTION
         yield GaugeMetricFamily("vecgrid_querycoord_collections", "Collections loaded or loading",
                                 value=len(snap["collections"]))
         yield GaugeMetricFamily("vecgrid_querycoord_querynodes", "Query nodes registered", value=len(snap["nodes"]))
@@ -143,7 +149,20 @@ class QueryCoordCollector(Collector):
 
 def load_families(load: dict[str, Any], labels: dict[int, str]) -> list[Any]:
     """The load families from :meth:`~vecgrid.cluster.querycoord.monitor.LoadStats.snapshot`: the counter and
-    the histogram count each request once, when its outcome is known, so their counts agree."""
+    the histogram count each request once, when its outcome is known, so their counts agree.  Collections
+    that share a label (:data:`NO_COLLECTION`) are added up."""
+    merged: dict[str, dict[str, Any]] = {}
+    for cid, entry in load.items():
+        collection = collection_label(labels, cid)
+        into = merged.get(collection)
+        if into is None:
+            merged[collection] = {"requests": dict(entry["requests"]), "latency": entry["latency"],
+                                  "in_flight": entry["in_flight"]}
+            continue
+        for status, count in entry["requests"].items():
+            into["requests"][status] = into["requests"].get(status, 0) + count
+        into["latency"] = _add_histograms(into["latency"], entry["latency"])
+        into["in_flight"] += entry["in_flight"]
     requests = CounterMetricFamily("vecgrid_querycoord_load_requests", "Load requests by collection and outcome",
                                    labels=["collection", "status"])
     latency = HistogramMetricFamily("vecgrid_querycoord_load_latency_seconds",
@@ -152,13 +171,18 @@ def load_families(load: dict[str, Any], labels: dict[int, str]) -> list[Any]:
     in_flight = GaugeMetricFamily("vecgrid_querycoord_load_requests_in_flight",
                                   "Load requests accepted whose collection is not 100 % loaded yet",
                                   labels=["collection"])
-    for cid, entry in load.items():
-        collection = collection_label(labels, cid)
+    for collection, entry in merged.items():
         for status, count in sorted(entry["requests"].items()):
             requests.add_metric([collection, status], count)
         add_histogram(latency, [collection], entry["latency"])
         in_flight.add_metric([collection], entry["in_flight"])
     return [requests, latency, in_flight]
+
+
+def _add_histograms(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """Two snapshots of histograms with the same buckets, added up."""
+    return {"buckets": [[bound, x + y] for (bound, x), (_, y) in zip(a["buckets"], b["buckets"])],
+            "count": a["count"] + b["count"], "sum": a["sum"] + b["sum"]}
 
 
 def datacoord_families(activity: dict[str, Any]) -> list[Any]:

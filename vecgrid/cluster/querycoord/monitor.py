@@ -54,7 +54,9 @@ class LoadStats:
     def __init__(self) -> None:
         self.requests: dict[int, dict[str, int]] = {}
         self.latency: dict[int, CumulativeHistogram] = {}
-        self.names: dict[int, str] = {}                  # the last name seen of each collection counted here
+        # each counted collection's name as first read; None: not in the catalog (a load refused for an id
+        # that names no collection), not read again
+        self.names: dict[int, str | None] = {}
         self._pending: dict[int, list[float]] = {}       # accepted requests' start times, per collection
 
     def requested(self, collection_id: int, ok: bool) -> None:
@@ -119,7 +121,8 @@ def catalog_names(catalog: Any, collection_ids: list[int]) -> dict[int, tuple[st
 
 async def read_catalog_names(coord: Any) -> dict[int, tuple[str, dict[int, str]]]:
     """Names of the collections loaded or loading; those of collections only :class:`LoadStats` counts
-    come from its cache (a name read once stays: a dropped collection keeps its series' label)."""
+    come from its cache (a name read once stays: a dropped collection keeps its series' label; an id the
+    catalog did not know is not asked again)."""
     stats = coord.load_stats
     wanted = set(coord.collections.ids()) | {cid for cid in stats.collection_ids() if cid not in stats.names}
     return await asyncio.to_thread(catalog_names, coord.catalog, sorted(wanted))
@@ -158,9 +161,12 @@ def cluster_snapshot(coord: Any, names: dict[int, tuple[str, dict[int, str]]],
             "partitions": states, "segments_per_node": segments_per_node,
         })
     coord.load_stats.seen(percentages)
+    counted = coord.load_stats.collection_ids()
     for cid, (name, _) in names.items():
-        if name != str(cid):   # the catalog knew it (catalog_names says the id of one dropped)
+        if name != str(cid):   # the catalog knew it (catalog_names gives the id of one it does not know)
             coord.load_stats.names[cid] = name
+        elif cid in counted:
+            coord.load_stats.names.setdefault(cid, None)
     tasks: dict[str, int] = {}
     for task in coord.scheduler.tasks():
         kind = task_type(task)
