@@ -359,10 +359,14 @@ function collectionView(name, firstTab) {
   replace(main(), page);
 
   let sampled = false;
+  let wasLoaded = null;
   const overview = overviewPanel(name, tabs.overview, state, gen, (describe) => {
     renderTitle(describe);
     keysKnown();
     entities.refreshIfShown();
+    const loaded = /Loaded$/.test(describe.loadState);
+    if (wasLoaded === false && loaded) entities.reload(); // its last page was a 409 "not loaded"
+    wasLoaded = loaded;
     if (!sampled && /Loaded$/.test(describe.loadState) && describe.schema && describe.schema.enableDynamicField) {
       sampled = true;
       sampleKeys();
@@ -626,6 +630,7 @@ function entitiesPanel(name, el, state, onKeys, onSearchSimilar) {
     },
     // called once the description is known, when the tab was opened first
     refreshIfShown() { if (!shown && !el.hidden && state.describe) { shown = true; page(0); } },
+    reload() { if (shown) page(skip); },
   };
 }
 
