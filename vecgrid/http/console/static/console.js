@@ -265,7 +265,7 @@ async function logout() {
 // --- routing ---------------------------------------------------------------------------------------
 
 let generation = 0; // bumped by every view change: a refresh of an older view stops
-let current = null; // {kind, name, page} of the collection view shown
+let current = null; // the collection view shown ({name, page, show(tab)}), kept while only its tab changes
 
 // A refresh loop of the view of generation gen: step() does one refresh and answers the delay to the
 // next. Running it again (a Refresh button) replaces the pending turn rather than adding a loop.
