@@ -114,12 +114,12 @@ class QueryCoordCollector(Collector):
 
     def collect(self) -> Iterable[Any]:
         snap = cluster_snapshot(self.coord, self.names, self.activity)
+        # the node families' labels from the collections loaded, as the scheduler's port makes them; the
+        # load families' also name collections released or dropped since (LoadStats' cache), and give one
+        # series to all refused loads of ids that name no collection (collections of one label add up)
+        labels = collection_labels({cid: name for cid, (name, _) in self.names.items() if name != str(cid)})
         stats = self.coord.load_stats
-        labels = collection_labels({cid: name for cid, name in stats.names.items() if name is not None}
-                                   | {cid: name for cid, (name, _) in self.names.items() if name != str(cid)})
-        for cid, name in stats.names.items():
-            if name is None:   # refused loads of ids that name no collection: one series for all of them
-                labels[cid] = NO_COLLECTION
+        load_labels = {cid: name or NO_COLLECTION for cid, name in stats.names.items()} | labels
         yield GaugeMetricFamily("vecgrid_querycoord_collections", "Collections loaded or loading",
                                 value=len(snap["collections"]))
         yield GaugeMetricFamily("vecgrid_querycoord_querynodes", "Query nodes registered", value=len(snap["nodes"]))
@@ -129,7 +129,7 @@ class QueryCoordCollector(Collector):
         for kind, count in sorted(snap["tasks"].items()):
             tasks.add_metric([kind], count)
         yield tasks
-        yield from load_families(snap["load"], labels)
+        yield from load_families(snap["load"], load_labels)
         yield from node_families(self.node_reports, labels)
         yield GaugeMetricFamily("vecgrid_wal_bytes", "Bytes of the write-ahead log on disk", value=self.wal_bytes)
         appenders = getattr(self.coord, "appenders", None)
