@@ -5,6 +5,9 @@ services of ``rest-api.md`` (:mod:`vecgrid.http.services`) and serves it through
 single REST handler; ``/health``, ``/version`` and ``/metrics`` are plain handlers in front of it (they
 are not resources: no query syntax, no hooks), on the same :class:`~vecgrid.http.base.BaseHandler`,
 and so is Milvus's RESTful API v2 (``POST /v2/vectordb/...``, :mod:`vecgrid.http.milvus_v2`).
+``/docs`` is Swagger UI over ``/openapi.json`` and ``/`` links to it (:mod:`vecgrid.http.docs_page`);
+the document includes the plain routes by their declarations (``docs_page.SERVER_OPENAPI``,
+``milvus_v2.OPENAPI``).
 Unknown paths get the transport's Feathers 404.
 """
 

@@ -130,8 +130,13 @@ class UsersService(MetaStoreService):
                                        "roles": {"type": "array", "minItems": 1,
                                                  "items": {"enum": sorted(ROLE_RIGHTS)},
                                                  "description": "default [\"reader\"]"}}},
-        "docs": {"create": {"example": {"email": "reader@example.com", "password": "a long passphrase",
-                                        "roles": ["reader"]}}},
+        "docs": {"find": {"summary": "List the users (admins)"},
+                 "get": {"summary": "A user (admins, or the user itself)"},
+                 "create": {"summary": "Add a user (admins); roles default to [\"reader\"]", "errors": [409],
+                            "example": {"email": "reader@example.com", "password": "a long passphrase",
+                                        "roles": ["reader"]}},
+                 "patch": {"summary": "Change a user (admins; a user may change its own password)", "errors": [403]},
+                 "remove": {"summary": "Remove a user (admins)"}},
     }
 
     def __init__(self, store: "MetaStore") -> None:
