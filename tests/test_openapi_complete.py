@@ -65,6 +65,9 @@ class DocumentTest(AsyncHTTPTestCase):
             for action in actions:
                 operation = paths[f"/v2/vectordb/{group}/{action}"]["post"]
                 assert _body_schema(operation), (group, action)
+        # services that take no multi calls declare it: no collection PATCH / DELETE documented for them
+        assert not {"patch", "delete"} & set(paths["/collections"])
+        assert "delete" in paths["/collections/{collection}/entities"]   # multi remove of the adapter
         missing = [f"{verb.upper()} {path}" for path, item in paths.items() for verb, op in item.items()
                    if verb in BODY_VERBS and _body_schema(op) in (None, {})]
         assert not missing, missing
