@@ -1,14 +1,21 @@
 """What the vecgrid dashboard page reads from the scheduler, on an in-process Dask cluster: node snapshots
 from worker heartbeats, the coordinator's published state, and the coordinator client's Dask tasks in
-flight; and the page's HTML from it."""
+flight; the page's HTML tables and chart data from it (the pure parts: rates, latency quantiles from
+histogram deltas, the partition strip, the per-node bars); and a browser tab that closes without a
+traceback in the scheduler's log."""
 
 from __future__ import annotations
+
+import copy
+import logging
+import math
 
 import pytest
 from distributed import Client, Event, LocalCluster
 
 from vecgrid import dashboard
-from vecgrid.dashboard import metrics as dashboard_metrics, page
+from vecgrid.common.histogram import CumulativeHistogram
+from vecgrid.dashboard import metrics as dashboard_metrics, page, plots
 from tests.conftest import poll_until
 
 SNAPSHOT = {"node_id": 7, "name": "w0", "address": "127.0.0.1:1", "hostname": "h", "state": "Healthy",
@@ -59,6 +66,9 @@ async def test_state_from_heartbeats_metadata_and_the_coordinators_tasks():
         html = page.render(state, page.Rates())
         assert "&lt;b&gt;books&lt;/b&gt;" in html and "<b>books</b>" not in html   # names are escaped
         assert "_default: InGPU 100 %" in html and "3,072 MiB / 61,440 MiB" in html
+        # the node's own state and the coordinator's view of it, side by side under clear names
+        assert "<th>node id</th><th>worker</th>" in html and "<th>node state</th><th>coordinator view</th>" in html
+        assert "<td>7</td><td>w0</td><td>127.0.0.1:1</td><td>GPU</td><td>Healthy</td><td>Normal</td>" in html
         assert "load-segment" in html and "segment_grow" in html
 
         await release.set()
@@ -120,3 +130,194 @@ def test_a_node_whose_snapshot_fails_is_shown_with_why_not_dropped(caplog):
         assert [(s.labels, s.value) for s in families[name].samples] == [
             ({"node_id": "7", "collection": "books"}, value)], name
     assert {s.labels["node_id"] for s in families["vecgrid_querynode_gpu_memory_bytes"].samples} == {"7"}
+
+
+# --- the charts' data -----------------------------------------------------------------------------------
+
+def test_counter_rate_needs_an_earlier_reading_and_a_counter_that_did_not_go_back():
+    assert plots.counter_rate(None, 10.0, 5) is None
+    assert plots.counter_rate((10.0, 5), 12.0, 25) == 10.0
+    assert plots.counter_rate((10.0, 5), 10.0, 25) is None     # no time passed
+    assert plots.counter_rate((10.0, 50), 12.0, 25) is None    # a restarted counter
+
+
+def test_latency_quantiles_come_from_the_buckets_observed_in_the_interval():
+    hist = CumulativeHistogram((0.01, 0.1, 1.0))
+    for _ in range(100):
+        hist.observe(0.5)                 # slow searches before the interval
+    before = hist.snapshot()
+    assert plots.histogram_quantile(before, hist.snapshot(), 0.5) is None     # nothing observed since
+    for _ in range(98):
+        hist.observe(0.005)
+    hist.observe(0.05)
+    hist.observe(5.0)                     # above the last bound
+    after = hist.snapshot()
+    # only the interval's 100 searches count: 98 in (0, 0.01], 1 in (0.01, 0.1], 1 above 1.0
+    assert plots.histogram_quantile(before, after, 0.5) == pytest.approx(0.01 * 50 / 98)
+    assert plots.histogram_quantile(before, after, 0.99) == pytest.approx(0.1)
+    assert plots.histogram_quantile(before, after, 1.0) == 1.0               # the last finite bound
+    # the whole history, without an earlier snapshot: the slow searches dominate the median
+    assert plots.histogram_quantile(None, after, 0.5) == pytest.approx(0.1 + 0.9 * (100 - 99) / 100)
+
+
+def _node(node_id: int, t: float, searches: int, hist: CumulativeHistogram, **extra) -> dict:
+    snap = copy.deepcopy(SNAPSHOT)
+    snap.update(node_id=node_id, time=t, search={"requests": {"success": searches, "fail": 0}, "nq_total": searches,
+                                                  "latency": hist.snapshot()}, **extra)
+    return snap
+
+
+def test_a_nodes_points_come_from_new_snapshots_only():
+    hist = CumulativeHistogram()
+    reading, point = plots.node_point(None, _node(2, 100.0, 10, hist))
+    assert point is None                                              # the first snapshot: nothing to compare
+    same, point = plots.node_point(reading, _node(2, 100.0, 10, hist))
+    assert point is None and same == reading                          # a page refresh between two heartbeats
+    for _ in range(40):
+        hist.observe(0.02)
+    reading, point = plots.node_point(reading, _node(2, 102.0, 50, hist))
+    assert point["time"] == 102_000 and point["rate"] == 20.0
+    assert 10 < point["p50"] < 25 and 10 < point["p99"] <= 25         # ms, inside the (10, 25] ms bucket
+    _, point = plots.node_point(reading, _node(2, 103.0, 50, hist))
+    assert point["rate"] == 0 and math.isnan(point["p50"])            # no search: a gap, not a zero latency
+    restarted, point = plots.node_point(reading, _node(2, 104.0, 3, CumulativeHistogram()))
+    assert point is None and restarted.searches == 3                  # counters restarted: start again
+
+
+def test_partition_strip_has_one_cell_per_partition_coloured_by_state():
+    cluster = {"collections": [
+        {"name": "books", "partitions": [{"partition_id": 1, "name": "_default", "state": "InGPU", "load_percentage": 100},
+                                         {"partition_id": 2, "name": "", "state": "PartialInMemory",
+                                          "load_percentage": 40}]},
+        {"name": "films", "partitions": [{"partition_id": 3, "name": "p", "state": "Weird", "load_percentage": 0}]}]}
+    strip = plots.partition_strip(cluster)
+    assert strip["cell"] == ["books/_default", "books/2", "films/p"]   # a partition without a name shows its id
+    assert strip["colour"] == [plots.PARTITION_STATES["InGPU"], plots.PARTITION_STATES["PartialInMemory"],
+                               plots.UNKNOWN_STATE_COLOUR]
+    assert strip["text"][1] == "PartialInMemory 40 %"
+    assert plots.partition_strip(None)["cell"] == []
+
+
+def test_node_bars_show_memory_against_budget_and_no_gpu_for_a_cpu_node():
+    gpu = _node(3, 1.0, 0, CumulativeHistogram())
+    cpu = _node(2, 1.0, 0, CumulativeHistogram(), device="CPU", name="w1", gpu_memory_capacity_bytes=0)
+    bars = plots.node_bars([gpu, cpu, {"node_id": 9, "name": "w9", "error": "AttributeError: x"}])
+    assert bars["node"] == ["node 2", "node 3"] and bars["worker"] == ["w1", "w0"]   # by id; the failing one out
+    assert bars["memory_used"] == [1.0, 1.0] and bars["memory_budget"] == [8192.0, 8192.0]   # MiB
+    assert bars["gpu_used"] == [0.0, 3072.0] and bars["gpu_budget"] == [0.0, 61440.0]
+    assert bars["gpu_note"] == ["no GPU", ""]
+    assert bars["segments"] == [4, 4] and bars["rows"] == [1000, 1000] and bars["growing"] == [5, 5]
+
+
+def test_the_charts_fill_from_two_refreshes():
+    hist = CumulativeHistogram()
+    cluster = {"querycoord": {"state": "Healthy", "node_id": 1, "address": "a"}, "nodes": [],
+               "collections": [{"collection_id": 1, "name": "books", "load_percentage": 100, "replicas": [],
+                                "segments_per_node": {}, "partitions": [
+                                    {"partition_id": 1, "name": "_default", "state": "InGPU", "load_percentage": 100}]}],
+               "tasks": {"segment_grow": 2}, "tasks_waiting": 1, "wal_appends": 10,
+               "inserted_rows": {"insert": 100, "upsert": 0}, "dask_client": None, "time": 100.0}
+    charts = plots.VecgridPlots()
+    charts.update({"cluster": cluster, "nodes": [_node(2, 100.0, 0, hist), {"node_id": -1, "name": "x",
+                                                                              "worker": "w", "time": 1.0,
+                                                                              **{k: SNAPSHOT[k] for k in SNAPSHOT
+                                                                                 if k not in ("node_id", "time")}}],
+                   "dask_tasks": [{"prefix": "load-segment", "state": "processing", "count": 3}], "time": 100.5})
+    assert set(charts.node_sources) == {2}                            # a node not registered yet has no line
+    for _ in range(30):
+        hist.observe(0.004)
+    charts.update({"cluster": {**cluster, "inserted_rows": {"insert": 300, "upsert": 100}, "wal_appends": 14,
+                               "time": 102.0},
+                   "nodes": [_node(2, 101.0, 30, hist)], "dask_tasks": [], "time": 102.5})
+    node = charts.node_sources[2].data
+    assert charts.node_sources[2].name == "vecgrid-node-2"
+    assert list(node["rate"]) == [30.0] and list(node["p50"]) == [pytest.approx(2.5)]
+    assert list(charts.inserted_source.data["rows"]) == [150.0] and list(charts.inserted_source.data["wal"]) == [2.0]
+    assert list(charts.tasks_source.data["querycoord"]) == [2, 2] and list(charts.tasks_source.data["dask"]) == [3, 0]
+    assert list(charts.bars_source.data["node"]) == ["node 2"] and list(charts.memory.x_range.factors) == ["node 2"]
+    assert list(charts.partition_source.data["state"]) == ["InGPU"]
+    assert list(charts.partitions.x_range.factors) == ["books/_default"]
+
+
+def test_the_banner_prints_the_vecgrid_page():
+    from vecgrid.deploy import Addresses, describe
+
+    addresses = Addresses()
+    addresses.dashboard = "http://127.0.0.1:8787/status"
+    banner = describe(addresses, "embedded cluster")
+    assert "  Dask dashboard  : http://127.0.0.1:8787/status\n  vecgrid page    : " \
+           "http://127.0.0.1:8787/individual-vecgrid\n" in banner
+    assert "vecgrid page" not in describe(Addresses(), "coordinator")      # no dashboard, no page
+
+
+# --- a tab that closes ----------------------------------------------------------------------------------
+
+class Errors(logging.Handler):
+    """Every record at ERROR or above of the loggers a tab's close could log through (some of them do not
+    propagate to the root under Dask's logging config)."""
+
+    LOGGERS = ("", "tornado", "tornado.application", "tornado.general", "bokeh", "distributed", "asyncio")
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.records: dict[int, logging.LogRecord] = {}
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records[id(record)] = record
+
+    def __enter__(self) -> "Errors":
+        for name in self.LOGGERS:
+            logging.getLogger(name).addHandler(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for name in self.LOGGERS:
+            logging.getLogger(name).removeHandler(self)
+
+    def text(self) -> str:
+        return "\n".join(f"{r.name}: {r.getMessage()} {r.exc_info[1]!r}" if r.exc_info else
+                         f"{r.name}: {r.getMessage()}" for r in self.records.values())
+
+
+@pytest.mark.slow
+@pytest.mark.asyncio
+async def test_closing_a_tab_logs_no_traceback(tmp_path):
+    """Two tabs on the page; one closes normally, the other after Bokeh's keep-alive has already dropped its
+    client (what ``BokehTornado._keep_alive`` does when a ping finds the socket closing, before Tornado's
+    ``on_close``): Bokeh's ``on_close`` used to raise ``AssertionError`` there, logged as an uncaught
+    exception.  Both sessions end and nothing is logged at ERROR."""
+    from bokeh.server.tornado import BokehTornado
+
+    from tests.browser import chromium_page
+
+    async with LocalCluster(n_workers=1, processes=False, asynchronous=True,
+                            dashboard_address="127.0.0.1:0") as cluster:
+        scheduler = cluster.scheduler
+        url = f"http://127.0.0.1:{scheduler.http_server.port}{dashboard.PAGE}"
+        [bokeh] = [a for a in scheduler.http_application.applications if isinstance(a, BokehTornado)]
+        context = bokeh._applications[dashboard.PAGE]
+        with Errors() as errors:
+            async with chromium_page(tmp_path / "profile") as devtools:
+                async def open_tab() -> str:
+                    target = (await devtools.call("Target.createTarget", url=url))["targetId"]
+                    return target
+
+                first, second = await open_tab(), await open_tab()
+                await poll_until(lambda: len(bokeh._clients) == 2, 60, 0.2, "two tabs connected to the page")
+                await poll_until(lambda: all(s.document.roots for s in context.sessions), 30, 0.2, "both documents")
+                await devtools.call("Target.closeTarget", targetId=first)
+                await poll_until(lambda: len(bokeh._clients) == 1, 30, 0.1, "the first tab's connection closed")
+                [left] = list(bokeh._clients)
+                handler = left._socket
+
+                def keep_alive_first() -> None:  # the keep-alive's ping found the socket closing first
+                    bokeh.client_lost(left)
+                    type(handler).on_close(handler)
+
+                handler.on_close = keep_alive_first
+                await devtools.call("Target.closeTarget", targetId=second)
+                await poll_until(lambda: not bokeh._clients and handler.ws_connection is None, 30, 0.1,
+                                 "the second tab's connection closed")
+                # the closed tabs' sessions are discarded by Bokeh's cleanup (unused for a while)
+                await poll_until(lambda: not list(context.sessions), 60, 0.2, "both sessions discarded")
+        assert errors.text() == ""
