@@ -227,6 +227,9 @@ class DaskSettings:
     scheduler: str = ""
     workers: int = 2
     threads_per_worker: int = 2
+    # Embedded cluster only: run the query node in the coordinator's process (``workers`` must be 1), so a
+    # search is served where it arrives, without a second gRPC hop; a crash of either takes both down.
+    in_process: bool = False
     dashboard_port: int = 8787
     # How long the coordinator's Dask client waits for the scheduler, at start and to reconnect after
     # losing it; past it the client closes and /health reports the scheduler Unreachable.

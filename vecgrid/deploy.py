@@ -39,11 +39,11 @@ from vecgrid.cluster.proxy.writer import Writer
 from vecgrid.cluster.querycoord.coordinator import QueryCoord
 from vecgrid.cluster.querycoord.flush_handoff import FlushHandoff
 from vecgrid.cluster.querycoord.monitor import ClusterPublisher
-from vecgrid.cluster.querynode.dask_worker import QueryNodeNanny
+from vecgrid.cluster.querynode.dask_worker import QueryNodeNanny, QueryNodeWorker
 from vecgrid.cluster.querynode.session import PLUGIN_NAME, TOPIC
 from vecgrid.common.auth import CLUSTER_SCHEME, send_authorization
 from vecgrid.common.channels import use_tls
-from vecgrid.config import Settings
+from vecgrid.config import ConfigError, Settings
 from vecgrid.http.app import build_api, make_app
 from vecgrid.http.health import dashboard_page
 from vecgrid.http.services.accounts import (auth_enabled, cluster_secret, ensure_first_admin, grpc_rights_checker,
@@ -259,6 +259,9 @@ class EmbeddedCluster(Coordinator):
 
     async def start(self) -> None:  # type: ignore[override]
         s = self.settings
+        if s.dask.in_process and s.dask.workers != 1:
+            raise ConfigError(f"dask.in_process runs one query node in this process: dask.workers must be 1, "
+                              f"not {s.dask.workers}")
         ensure_ports_free(s.common.host, [(s.querycoord.port, "querycoord gRPC"),
                                           (s.proxy.port, "Milvus gRPC"),
                                           (s.http.port, "REST"),
@@ -268,11 +271,12 @@ class EmbeddedCluster(Coordinator):
         security = dask_security(s)
         self.cluster = await LocalCluster(
             security=security,
-            protocol="tls://" if security else None,
+            protocol="tls://" if security else "tcp://",  # not inproc: others reach the scheduler too
             n_workers=s.dask.workers,
             threads_per_worker=s.dask.threads_per_worker,
-            processes=True,
-            worker_class=QueryNodeNanny,  # the query nodes outlive a lost scheduler
+            processes=not s.dask.in_process,
+            # the query nodes outlive a lost scheduler
+            worker_class=QueryNodeWorker if s.dask.in_process else QueryNodeNanny,
             host=s.common.host,
             scheduler_port=0,
             dashboard_address=f"{s.common.host}:{s.dask.dashboard_port}",

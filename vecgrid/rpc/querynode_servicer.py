@@ -197,10 +197,14 @@ class QueryNodeServicer:
 
 
 async def serve_querynode(node: QueryNode, host: str, port: int, interceptors=(), tls=None) -> GrpcServer:
-    """Start the node's gRPC server; sets ``node.address`` to the bound ``host:port``."""
+    """Start the node's gRPC server; sets ``node.address`` to the bound ``host:port``.  Callers in this
+    process (the coordinator's proxy, when the node runs in its process) reach the servicer directly
+    (:mod:`vecgrid.common.in_process`) until the server stops."""
     server = GrpcServer("querynode gRPC")
+    servicer = QueryNodeServicer(node)
     bound = await server.start(host, port, [(query_coord_pb2_grpc.add_QueryNodeServicer_to_server,
-                                             QueryNodeServicer(node), SERVICE.full_name)], interceptors, tls)
+                                             servicer, SERVICE.full_name)], interceptors, tls)
     node.address = f"{host}:{bound}"
     node.settings.querynode.port = bound  # ShowConfigurations reports what the process really uses
+    server.serve_in_process(node.address, servicer)
     return server

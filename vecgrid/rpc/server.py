@@ -15,6 +15,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from vecgrid.common import in_process
 from vecgrid.common.limits import GRPC_MESSAGE_OPTIONS
 
 log = logging.getLogger(__name__)
@@ -60,6 +61,7 @@ class GrpcServer:
         self.health = health.aio.HealthServicer()
         self.port = 0
         self.service_names: list[str] = []
+        self._in_process: list[str] = []   # addresses registered with vecgrid.common.in_process
 
     async def start(self, host: str, port: int,
                     services: Iterable[tuple[Callable, object, str]],
@@ -92,7 +94,15 @@ class GrpcServer:
         await self.health.set("", health_pb2.HealthCheckResponse.SERVING)
         return bound
 
+    def serve_in_process(self, address: str, servicer: object) -> None:
+        """Let callers of this process reach ``servicer`` at ``address`` without gRPC, until :meth:`stop`."""
+        in_process.register(address, servicer)
+        self._in_process.append(address)
+
     async def stop(self, grace: float) -> None:
+        for address in self._in_process:
+            in_process.unregister(address)
+        self._in_process.clear()
         if self.server is None:
             return
         await self.health.enter_graceful_shutdown()

@@ -22,6 +22,7 @@ from typing import Any, Callable
 import grpc
 
 from vecgrid import errors
+from vecgrid.common import in_process
 from vecgrid.common.channels import aio_channel
 from vecgrid.cluster.gather import gather_all
 from vecgrid.cluster.proxy.catalog_access import unary_call
@@ -230,7 +231,11 @@ class LeaderRouter:
 
 
     def node(self, address: str) -> query_coord_pb2_grpc.QueryNodeStub:
-        """The stub of the node at ``address`` (one channel per node, kept until :meth:`close`)."""
+        """The stub of the node at ``address`` (one channel per node, kept until :meth:`close`); a node
+        serving in this process is called directly (:mod:`vecgrid.common.in_process`)."""
+        local = in_process.stub_at(address)
+        if local is not None:
+            return local
         entry = self._nodes.get(address)
         if entry is None:
             channel = aio_channel(address)
