@@ -18,14 +18,36 @@ Client commands, against a running coordinator (``--coord HOST:PORT``, default
     vecgrid delete NAME --ids 1,2,3 | --filter EXPR          by primary key, or what a Strong query finds
     vecgrid flush NAME [--no-wait]                           seal growing data into published segments
     vecgrid compact NAME [--no-wait]                         compact a collection now
-    vecgrid create-index NAME --field F [--type T] [--metric M] [--params JSON] [--no-wait]
+    vecgrid index create NAME --field F [--type T] [--metric M] [--params JSON] [--no-wait]
                                                              index a field; waits until its rows are indexed
-    vecgrid drop-index NAME --field F | --index-name N       drop an index (of a collection not loaded)
+                                                             (alias: vecgrid create-index)
+    vecgrid index describe NAME [--field F | --index-name N] type, metric, parameters and build progress
+    vecgrid index drop NAME --field F | --index-name N       drop an index of a collection not loaded
+                                                             (alias: vecgrid drop-index)
 
 Writes print progress on a terminal and a JSON summary as their last line, like ``vecgrid import``.
 Flush, compaction and index builds follow the coordinator's progress (GetFlushState, GetCompactionState,
 GetIndexBuildProgress of ``vecgrid.write.WriteService``) until done; ``--no-wait`` prints the started
 job instead.
+
+Definitions, through the coordinator's REST API (``--http URL``, default ``http://127.0.0.1:<http.port>``)
+with :mod:`vecgrid.client`, as any REST client calls it:
+
+    vecgrid collection create NAME --dim N [--metric L2|IP|COSINE] [--pk-field F] [--vector-field F] [--auto-id]
+    vecgrid collection create NAME --schema FILE.json        the REST create body (or a schema alone)
+    vecgrid collection list | describe NAME | drop NAME | rename NAME NEW_NAME
+    vecgrid partition create|drop COLLECTION PARTITION, vecgrid partition list COLLECTION
+    vecgrid users add|list|remove|passwd ... --http URL      the users service, as an admin (without
+                                                             --http: the data dir's store, no coordinator)
+
+They print text, or one JSON document with ``--json``.  Every client command takes the same credentials:
+``--user EMAIL`` (password from ``VECGRID_PASSWORD`` or a prompt) or ``--token-file`` / ``VECGRID_TOKEN``,
+and ``--tls-ca``.
+
+Logs go to stderr in one format for every logger of the processes a command starts (``--log-format
+text|json``, ``common.log_format``): Dask's, bokeh's and Tornado's handlers get the same formatter, and the
+worker processes of ``serve`` / ``worker`` read the same config from ``DASK_DISTRIBUTED__LOGGING`` when
+they import ``distributed``.  The banner goes to stdout.
 
 Every command reads the same settings (``--config FILE``, ``VECGRID_*`` variables,
 flags).  A user error — unknown flag, unreadable config, port in use — prints one
