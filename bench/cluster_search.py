@@ -1,6 +1,6 @@
 """Search speed as a user gets it: bulk import, insert, load, wait, search; the system places the data.
 
-    .venv/bin/python bench/cluster_search.py [--quick] [--balancer NAME] [--rows N] [--workers N]
+    .venv/bin/python bench/cluster_search.py [--quick] [--balancer NAME] [--rows N] [--workers N] [--in-process]
 
 What it does, as a user would (nothing is placed by hand):
 
@@ -8,7 +8,8 @@ What it does, as a user would (nothing is placed by hand):
    and bulk-imports it with ``vecgrid import`` (one shard, IVF_FLAT nlist 1024, four segments of a
    quarter of the rows; automatic compaction off, so that every run places the same four segments);
 2. starts ``vecgrid serve --workers 2`` (``--workers``) on that data dir (``--balancer`` sets
-   ``querycoord.balancer``; default: the configured default, ``LocalityAwareBalancer``);
+   ``querycoord.balancer``; default: the configured default, ``LocalityAwareBalancer``; ``--in-process``:
+   one worker, its query node in the coordinator's process, ``dask.in_process``);
 3. inserts 1,000 more rows through REST, loads the collection through REST and waits until it is
    loaded and its segments stay where they are for 7 s (the balance checker runs every 3 s);
 4. reports where the segments landed: ``segments_on_leader`` of ``segments``, per node;
@@ -167,7 +168,7 @@ async def time_sides(rest: Rest, floor_http: Rest, grpc_port: int, coord_port: i
     return out
 
 
-def run(rows: int, rounds: int, balancer: str | None, workers: int = 2) -> dict:
+def run(rows: int, rounds: int, balancer: str | None, workers: int = 2, in_process: bool = False) -> dict:
     rng = np.random.default_rng(7)
     vectors = rng.standard_normal((rows, DIM), dtype=np.float32)
     extra = rng.standard_normal((INSERTED, DIM), dtype=np.float32)
@@ -189,6 +190,8 @@ def run(rows: int, rounds: int, balancer: str | None, workers: int = 2) -> dict:
             env = dict(os.environ, VECGRID_DATACOORD_AUTO_COMPACTION="false")
             if balancer:
                 env["VECGRID_QUERYCOORD_BALANCER"] = balancer
+            if in_process:
+                env["VECGRID_DASK_IN_PROCESS"] = "true"
             serve = subprocess.Popen([str(BIN / "vecgrid"), "serve", "--data-dir", f"{tmp}/data", "--workers", str(workers),
                                       "--http-port", str(http_port), "--milvus-port", "0", "--coord-port", str(coord_port),
                                       "--dashboard-port", "0"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -245,12 +248,17 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, help="rounds per case (default 60; --quick 20; nq=1 runs five times as many)")
     ap.add_argument("--workers", type=int, default=2, help="worker processes of vecgrid serve (default 2)")
     ap.add_argument("--balancer", help="querycoord.balancer of the cluster (default: vecgrid's default)")
+    ap.add_argument("--in-process", action="store_true",
+                    help="one worker whose query node runs in the coordinator's process (dask.in_process)")
     args = ap.parse_args()
+    if args.in_process:
+        args.workers = 1
     rows = args.rows or (50_000 if args.quick else 200_000)
     rounds = args.rounds or (20 if args.quick else 60)
-    result = run(rows, rounds, args.balancer, args.workers)
+    result = run(rows, rounds, args.balancer, args.workers, args.in_process)
     result["balancer"] = args.balancer or "default"
     result["workers"] = args.workers
+    result["in_process"] = args.in_process
     print(json.dumps(result))
 
 

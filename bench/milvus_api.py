@@ -1,6 +1,6 @@
 """Milvus's own client against vecgrid and against Milvus Lite: the same pymilvus, the same data, one run.
 
-    .venv/bin/python bench/milvus_api.py [--quick] [--rows N]
+    .venv/bin/python bench/milvus_api.py [--quick] [--rows N] [--in-process]
 
 What each side does, as a pymilvus user does (the client script runs in the client's own venv,
 ``tests/milvus_clients.py``; one side after the other, each against a fresh collection):
@@ -14,8 +14,9 @@ What each side does, as a pymilvus user does (the client script runs in the clie
 
 The sides:
 
-* ``vecgrid_pymilvus25`` and ``lite25``: pymilvus 2.5.18 against ``vecgrid serve --workers 2`` and
-  against Milvus Lite 2.5.1 (its C++ server, a local file);
+* ``vecgrid_pymilvus25`` and ``lite25``: pymilvus 2.5.18 against ``vecgrid serve --workers 2`` (with
+  ``--in-process``: one worker whose query node runs in the coordinator's process, so a search crosses
+  one Python hop, as on the floor) and against Milvus Lite 2.5.1 (its C++ server, a local file);
 * ``vecgrid_pymilvus3`` and ``lite3``: pymilvus 3.0.2 against vecgrid and against Milvus Lite 3.2.2
   (pure Python on faiss and pyarrow);
 * ``floor_pymilvus25``: pymilvus 2.5.18 against ``bench/milvus_floor.py``, a bare Python MilvusService
@@ -156,17 +157,19 @@ def faiss_side(x: np.ndarray, xq: np.ndarray, gt: np.ndarray, nlist: int, single
             "qps_nq100": round(NQ * len(took) / sum(took), 1), "recall_at_10": round(found / (len(took) * NQ * K), 4)}
 
 
-def start_vecgrid(tmp: str, procs: list[subprocess.Popen]) -> str:
+def start_vecgrid(tmp: str, procs: list[subprocess.Popen], in_process: bool) -> str:
     http_port, milvus_port = free_port(), free_port()
-    serve = subprocess.Popen([str(BIN / "vecgrid"), "serve", "--data-dir", f"{tmp}/data", "--workers", "2",
+    env = dict(os.environ, VECGRID_DASK_IN_PROCESS="true") if in_process else None
+    serve = subprocess.Popen([str(BIN / "vecgrid"), "serve", "--data-dir", f"{tmp}/data",
+                              "--workers", "1" if in_process else "2",
                               "--http-port", str(http_port), "--milvus-port", str(milvus_port), "--coord-port", "0",
-                              "--dashboard-port", "0"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                              "--dashboard-port", "0"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     procs.append(serve)
     wait_ready(http_port, serve)
     return f"http://127.0.0.1:{milvus_port}"
 
 
-def run(quick: bool, rows: int | None) -> dict:
+def run(quick: bool, rows: int | None, in_process: bool = False) -> dict:
     rows = rows or (20_000 if quick else 200_000)
     nlist = 128 if quick else 1024
     single, batches, budget_s = (100, 10, 20.0) if quick else (500, 30, 60.0)
@@ -177,14 +180,15 @@ def run(quick: bool, rows: int | None) -> dict:
     exact = faiss.IndexFlatL2(DIM)
     exact.add(x)
     _, gt = exact.search(xq, K)
-    out: dict = {"rows": rows, "dim": DIM, "nlist": nlist, "nprobe": NPROBE, "k": K, "cores": os.cpu_count()}
+    out: dict = {"rows": rows, "dim": DIM, "nlist": nlist, "nprobe": NPROBE, "k": K, "cores": os.cpu_count(),
+                 "in_process": in_process}
     procs: list[subprocess.Popen] = []
     with tempfile.TemporaryDirectory() as tmp:
         files = [f"{tmp}/x.npy", f"{tmp}/q.npy", f"{tmp}/gt.npy"]
         for path, array in zip(files, (x, xq, gt)):
             np.save(path, array)
         try:
-            uri = start_vecgrid(tmp, procs)
+            uri = start_vecgrid(tmp, procs, in_process)
             out["vecgrid_pymilvus25"] = run_client("lite-2.5", uri, files, nlist, single, batches, budget_s)
             out["vecgrid_pymilvus3"] = run_client("lite-3", uri, files, nlist, single, batches, budget_s)
             index_path = f"{tmp}/floor.index"
@@ -215,8 +219,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="20,000 rows, nlist 128, fewer queries")
     ap.add_argument("--rows", type=int, help="rows (default 200,000; --quick 20,000)")
+    ap.add_argument("--in-process", action="store_true",
+                    help="vecgrid with one worker whose query node runs in the coordinator's process")
     args = ap.parse_args()
-    print(json.dumps(run(args.quick, args.rows)))
+    print(json.dumps(run(args.quick, args.rows, args.in_process)))
 
 
 if __name__ == "__main__":
