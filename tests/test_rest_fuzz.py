@@ -2,7 +2,9 @@
 ``GET /openapi.json``: every operation — the Feathers services, the plain routes (``/health``,
 ``/version``, ``/metrics``, ``/docs``) and every Milvus REST v2 action — gets a bounded run of generated
 requests as an admin.  None may be answered with a 5xx, and every answer must fit the response the
-document declares for its status (``response_schema_conformance``).
+document declares for its status (``response_schema_conformance``).  Then every operation whose
+document constrains something gets a few negative cases (bodies, parameters and headers that break
+it), which must be refused without a 5xx.
 
 Custom methods share their service's ``POST``; each is also run on its own through
 :func:`~vecgrid.http.feathers.openapi.method_document` (the header fixed to the method, its body
@@ -31,7 +33,8 @@ from vecgrid.deploy import EmbeddedCluster
 
 pytestmark = pytest.mark.slow
 
-EXAMPLES = 6   # cases per operation (derandomized: the same every run)
+EXAMPLES = 6            # positive cases per operation (derandomized: the same every run)
+NEGATIVE_EXAMPLES = 3   # cases that break the document, per operation that constrains something
 ADMIN, PASSWORD = "admin@x.io", "correct horse battery"
 LEFT_OUT = ("/users", "/authentication")
 # (verb, path, custom method or None) not fuzzed: see the module doc
@@ -91,24 +94,36 @@ def fuzz_the_app(base: str) -> tuple[dict[str, str], dict[str, int]]:
                     method_document(document, path, name)).get_all_operations()]
                 runs.append((f"POST {path} ({name})", operation))
         assert len(runs) >= 80, [label for label, _ in runs]
-        for label, operation in runs:
+        plans = [(label, op, GenerationMode.POSITIVE) for label, op in runs]
+        plans += [(f"negative {label}", op, GenerationMode.NEGATIVE) for label, op in runs if _negatable(op)]
+        for label, operation, mode in plans:
             counts[label] = 0
             try:
-                _run(operation, label, base, session, headers, counts, GenerationMode, checks)
+                _run(operation, label, base, session, headers, counts, mode, checks)
             except Exception as error:  # noqa: BLE001 - every operation is reported
                 failures[label] = repr(error)[:2000]
     return failures, counts
 
 
-def _run(operation, label, base, session, headers, counts, generation_mode, checks) -> None:
-    @hypothesis.settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=True,
-                         suppress_health_check=list(hypothesis.HealthCheck),
+def _negatable(operation) -> bool:
+    """Whether the document constrains something a negative case can break (not only a body of any
+    JSON: Hypothesis would search in vain)."""
+    body = operation.definition.raw.get("requestBody", {}).get("content", {}).get("application/json", {})
+    return bool(list(operation.query) or body.get("schema") not in (None, {}))
+
+
+def _run(operation, label, base, session, headers, counts, mode, checks) -> None:
+    positive = mode.value == "positive"
+
+    @hypothesis.settings(max_examples=EXAMPLES if positive else NEGATIVE_EXAMPLES, deadline=None, database=None,
+                         derandomize=True, suppress_health_check=list(hypothesis.HealthCheck),
                          phases=[hypothesis.Phase.explicit, hypothesis.Phase.generate])
-    @hypothesis.given(case=operation.as_strategy(generation_mode.POSITIVE))
+    @hypothesis.given(case=operation.as_strategy(mode))
     def run(case):
         counts[label] += 1
         case.call_and_validate(base_url=base, session=session, headers=headers,
-                               checks=[checks.not_a_server_error, checks.response_schema_conformance])
+                               checks=[checks.not_a_server_error, checks.response_schema_conformance] if positive
+                               else [checks.not_a_server_error])
 
     run()
 

@@ -336,7 +336,8 @@ class CollectionsService:
         fields = string_list(data, "fields", "load")
         rgs = string_list(data, "resourceGroups", "load")
         replicas = positive_int(data, "replicas", "load")
-        timeout = data.get("timeout", DEFAULT_LOAD_WAIT_S)
+        timeout = data.get("timeout")
+        timeout = DEFAULT_LOAD_WAIT_S if timeout is None else timeout   # null = not given, as for every key
         if timeout <= 0:
             raise BadRequest("Invalid load: timeout must be positive", errors={"timeout": "must be positive"})
         coll = await describe(self.catalog, data["name"])
