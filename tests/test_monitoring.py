@@ -235,6 +235,9 @@ async def test_dashboard_state_route_shows_the_collection_and_both_nodes(env):
     assert sum(n["entity_num"] for n in state["nodes"]) == 300
     assert sum(coll["segments_per_node"].values()) == sum(n["segment_num"] for n in state["nodes"]) >= 1
     assert state["cluster"]["dask_client"] == env.cluster.client.id
+    # what the page's charts are computed from: each node's cumulative search counters and latency buckets
+    assert all(n["search"]["latency"]["buckets"] and "success" in n["search"]["requests"] and n["time"] > 0
+               for n in state["nodes"])
     listed = json.loads((await AsyncHTTPClient().fetch(dashboard + "/individual-plots.json")).body)
     assert "/individual-vecgrid" in listed.values()
 
@@ -242,23 +245,94 @@ async def test_dashboard_state_route_shows_the_collection_and_both_nodes(env):
 # --- the page in a browser ------------------------------------------------------------------------------
 
 async def test_dashboard_page_in_headless_chromium(env, tmp_path):
+    """The live page after the load and a stream of searches and inserts: its charts' data sources (read from
+    the Bokeh document in the page) hold non-zero series for the nodes and the cluster, its tables are below,
+    the screenshot is a drawn page (kept as docs/dashboard.png), and closing the tab logs no traceback on
+    the scheduler (in this process)."""
+    import logging
+
+    from bokeh.server.tornado import BokehTornado
+
     dashboard = env.cluster.addresses.dashboard.rsplit("/status", 1)[0]
-    async with chromium_page(tmp_path / "profile") as devtools:
-        await devtools.call("Page.navigate", url=dashboard + "/individual-vecgrid")
-        names = [n.address for n in env.cluster.coord.nodes.all()]
+    scheduler = env.cluster.cluster.scheduler
+    [bokeh] = [a for a in scheduler.http_application.applications if isinstance(a, BokehTornado)]
+    errors: list[logging.LogRecord] = []
+    catcher = logging.Handler(logging.ERROR)
+    catcher.emit = errors.append   # some of these loggers do not propagate under Dask's logging config
+    loggers = [logging.getLogger(n) for n in ("", "tornado", "tornado.application", "bokeh", "asyncio")]
+    for logger in loggers:
+        logger.addHandler(catcher)
+    stop = asyncio.Event()
 
-        async def rendered():
+    async def workload():   # searches on both shard leaders and inserts, until the charts show them
+        rows = rows_for(list(range(2)), DIM)
+        next_id = 10_000
+        while not stop.is_set():
+            async with asyncio.timeout(30):
+                await env.cluster.proxy.search(NAME, rows["vec"], limit=1)
+                await env.cluster.proxy.insert(NAME, rows_for(list(range(next_id, next_id + 20)), DIM, seed=next_id))
+            next_id += 20
+            await asyncio.sleep(0.05)
+
+    # every chart source of the page by name: {name: {column: [values]}} (null for a missing one)
+    names = [f"vecgrid-node-{n}" for n in env.node_ids] + ["vecgrid-inserted", "vecgrid-tasks", "vecgrid-nodes",
+                                                           "vecgrid-partitions"]
+    read_sources = ("(() => { const doc = (window.Bokeh && Bokeh.documents[0]); if (!doc) return null; const out = {};"
+                    f" for (const name of {json.dumps(names)}) {{ const m = doc.get_model_by_name(name);"
+                    " if (!m) { out[name] = null; continue; }"
+                    " const entries = m.data instanceof Map ? [...m.data.entries()] : Object.entries(m.data);"
+                    " out[name] = Object.fromEntries(entries.map(([k, v]) => [k, Array.from(v)])); }"
+                    " return out; })()")
+    loaded = {"InGPU", "PartialInGPU", "InMemory"}
+    try:
+        async with chromium_page(tmp_path / "profile") as devtools:
+            await devtools.call("Page.navigate", url=dashboard + "/individual-vecgrid")
+            stream = asyncio.create_task(workload())
+            try:
+                async def charted():
+                    src = await devtools.evaluate(read_sources)
+                    if not src or any(src[name] is None for name in names) or stream.done():
+                        return None
+                    nodes, strip = src["vecgrid-nodes"], src["vecgrid-partitions"]
+                    ok = (any(max(src[f"vecgrid-node-{n}"]["rate"], default=0) > 0 for n in env.node_ids)
+                          # some seconds of history, so that the screenshot shows lines, not dots
+                          and all(len(src[f"vecgrid-node-{n}"]["rate"]) >= 8 for n in env.node_ids)
+                          and any(v is not None and v > 0 for n in env.node_ids
+                                  for v in src[f"vecgrid-node-{n}"]["p50"])
+                          and max(src["vecgrid-inserted"]["rows"], default=0) > 0
+                          and src["vecgrid-tasks"]["time"]
+                          and nodes["node"] == [f"node {n}" for n in env.node_ids]
+                          and all(v > 0 for v in nodes["memory_used"] + nodes["memory_budget"])
+                          and sum(nodes["rows"]) >= 300 and sum(nodes["segments"]) >= 1
+                          and strip["cell"] == [f"{NAME}/_default"] and strip["state"][0] in loaded)
+                    return src if ok else None
+
+                src = await poll_until(charted, 90, 0.5, "the charts with searches, inserts, memory and the strip")
+            finally:
+                stop.set()
+                await stream   # its failure fails the test
+            nodes = src["vecgrid-nodes"]
+            assert all(b >= u for b, u in zip(nodes["gpu_budget"], nodes["gpu_used"]))
+            assert nodes["gpu_note"] == ["" if b > 0 else "no GPU" for b in nodes["gpu_budget"]]
             text = await devtools.text()
-            # "/s": a rate, so the page has refreshed itself at least once
-            ok = (NAME in text and re.search(r"_default: (InGPU|PartialInGPU|InMemory) 100 %", text) and "/s" in text
-                  and all(name in text for name in names))
-            return text if ok else None
-
-        text = await poll_until(rendered, 60, 0.5, "the vecgrid page with the collection and both nodes")
-        assert "Query nodes" in text and "Segments per node" in text
-        png = await devtools.screenshot()
-        assert is_png_of_a_page(png)
-        keep_screenshot(png, "dashboard.png")   # the README's picture
+            # the tables below the charts, with their labels
+            assert all(a in text for a in [n.address for n in env.cluster.coord.nodes.all()])
+            assert re.search(r"_default: (InGPU|PartialInGPU|InMemory) 100 %", text)
+            for label in ("Query nodes", "node id", "worker", "node state", "coordinator view",
+                          "Segments per node", "partition state: InGPU"):   # (chart titles are drawn, not text)
+                assert label in text, label
+            png = await devtools.screenshot()
+            assert is_png_of_a_page(png)
+            keep_screenshot(png, "dashboard.png")   # the README's picture
+            target = (await devtools.call("Target.getTargetInfo"))["targetInfo"]["targetId"]
+            await devtools.call("Target.createTarget", url="about:blank")   # the browser outlives the tab
+            await devtools.call("Target.closeTarget", targetId=target)
+            await poll_until(lambda: not bokeh._clients, 30, 0.1, "the closed tab's connection gone")
+    finally:
+        for logger in loggers:
+            logger.removeHandler(catcher)
+    assert [f"{r.name}: {r.getMessage()}" for r in errors if r.name.startswith(("bokeh", "tornado"))
+            or (r.exc_info and isinstance(r.exc_info[1], AssertionError))] == []
 
 
 # --- /health ------------------------------------------------------------------------------------------

@@ -152,7 +152,7 @@ class VecgridPlots:
 
     def __init__(self, height: int = 230) -> None:
         from bokeh.layouts import column, gridplot
-        from bokeh.models import ColumnDataSource, Div, FactorRange, HoverTool, Legend
+        from bokeh.models import ColumnDataSource, DatetimeTickFormatter, Div, FactorRange, HoverTool, Legend
         from bokeh.plotting import figure
 
         self._figure = figure
@@ -168,6 +168,8 @@ class VecgridPlots:
             fig = figure(title=title, x_axis_type="datetime", height=height, sizing_mode="stretch_width",
                          tools="", toolbar_location=None, y_axis_label=y_label)
             fig.y_range.start = 0
+            fig.xaxis.formatter = DatetimeTickFormatter(milliseconds="%H:%M:%S", seconds="%H:%M:%S",
+                                                        minsec="%H:%M:%S", minutes="%H:%M", context=None)
             fig.add_layout(Legend(items=[], location="top_left", background_fill_alpha=0.6, label_text_font_size="11px",
                                   padding=4, spacing=0), "center")
             return fig
