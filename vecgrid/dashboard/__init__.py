@@ -5,10 +5,14 @@ serve`` does the same for its in-process scheduler).  Importing this module, whi
 before it builds its HTTP server, registers:
 
 - the Bokeh page ``/individual-vecgrid`` (:mod:`vecgrid.dashboard.page`, listed in the dashboard's "More…" menu as
-  "Individual Vecgrid"): query nodes, collections with load % and partition states, segments per
-  node, the QueryCoord's tasks in flight and the Dask tasks its client has not finished yet (by
-  key prefix), the DataCoord's work in flight (flushes, compaction plans, index builds, each index's
-  indexed and pending rows), search rates, rows inserted per second and WAL appends per second;
+  "Individual Vecgrid"), refreshed every second: live charts (:mod:`vecgrid.dashboard.plots`) of
+  searches/s and p50/p99 search latency per node, rows inserted/s and WAL appends/s, QueryCoord and
+  Dask tasks in flight, host and GPU memory per node against its budget, segments and rows per node
+  and a strip of every partition's state; below them tables of the query nodes (node id, worker,
+  node state, coordinator view), collections with load % and partition states, segments per node,
+  the QueryCoord's tasks in flight and the Dask tasks its client has not finished yet (by key prefix),
+  the DataCoord's work in flight (flushes, compaction plans, index builds, each index's indexed and
+  pending rows) and the cluster's rates;
 - the route ``/vecgrid/api/state`` (appended to ``distributed.scheduler.http.routes``): the same
   data as JSON;
 - with ``dask_setup``: a Prometheus collector (:mod:`vecgrid.dashboard.metrics`) that adds ``vecgrid_worker_*`` gauges to the
