@@ -186,9 +186,9 @@ def test_a_nodes_points_come_from_new_snapshots_only():
 
 def test_partition_strip_has_one_cell_per_partition_coloured_by_state():
     cluster = {"collections": [
-        {"name": "books", "partitions": [{"partition_id": 1, "name": "_default", "state": "InGPU", "load_percentage": 100},
-                                         {"partition_id": 2, "name": "", "state": "PartialInMemory",
-                                          "load_percentage": 40}]},
+        {"name": "books", "partitions": [
+            {"partition_id": 1, "name": "_default", "state": "InGPU", "load_percentage": 100},
+            {"partition_id": 2, "name": "", "state": "PartialInMemory", "load_percentage": 40}]},
         {"name": "films", "partitions": [{"partition_id": 3, "name": "p", "state": "Weird", "load_percentage": 0}]}]}
     strip = plots.partition_strip(cluster)
     assert strip["cell"] == ["books/_default", "books/2", "films/p"]   # a partition without a name shows its id
@@ -213,15 +213,14 @@ def test_the_charts_fill_from_two_refreshes():
     hist = CumulativeHistogram()
     cluster = {"querycoord": {"state": "Healthy", "node_id": 1, "address": "a"}, "nodes": [],
                "collections": [{"collection_id": 1, "name": "books", "load_percentage": 100, "replicas": [],
-                                "segments_per_node": {}, "partitions": [
-                                    {"partition_id": 1, "name": "_default", "state": "InGPU", "load_percentage": 100}]}],
+                                "segments_per_node": {}, "partitions": [{
+                                    "partition_id": 1, "name": "_default", "state": "InGPU",
+                                    "load_percentage": 100}]}],
                "tasks": {"segment_grow": 2}, "tasks_waiting": 1, "wal_appends": 10,
                "inserted_rows": {"insert": 100, "upsert": 0}, "dask_client": None, "time": 100.0}
     charts = plots.VecgridPlots()
-    charts.update({"cluster": cluster, "nodes": [_node(2, 100.0, 0, hist), {"node_id": -1, "name": "x",
-                                                                              "worker": "w", "time": 1.0,
-                                                                              **{k: SNAPSHOT[k] for k in SNAPSHOT
-                                                                                 if k not in ("node_id", "time")}}],
+    unregistered = {**SNAPSHOT, "node_id": -1, "name": "x", "time": 1.0}   # a heartbeat before registration
+    charts.update({"cluster": cluster, "nodes": [_node(2, 100.0, 0, hist), unregistered],
                    "dask_tasks": [{"prefix": "load-segment", "state": "processing", "count": 3}], "time": 100.5})
     assert set(charts.node_sources) == {2}                            # a node not registered yet has no line
     for _ in range(30):

@@ -155,9 +155,7 @@ class VecgridPlots:
         from bokeh.models import ColumnDataSource, DatetimeTickFormatter, Div, FactorRange, HoverTool, Legend
         from bokeh.plotting import figure
 
-        self._figure = figure
         self._ColumnDataSource = ColumnDataSource
-        self.height = height
         self.nodes: dict[int, NodeReading] = {}
         self.node_sources: dict[int, Any] = {}
         self.colours: dict[int, str] = {}
@@ -170,8 +168,8 @@ class VecgridPlots:
             fig.y_range.start = 0
             fig.xaxis.formatter = DatetimeTickFormatter(milliseconds="%H:%M:%S", seconds="%H:%M:%S",
                                                         minsec="%H:%M:%S", minutes="%H:%M", context=None)
-            fig.add_layout(Legend(items=[], location="top_left", background_fill_alpha=0.6, label_text_font_size="11px",
-                                  padding=4, spacing=0), "center")
+            fig.add_layout(Legend(items=[], location="top_left", background_fill_alpha=0.6,
+                                  label_text_font_size="11px", padding=4, spacing=0), "center")
             return fig
 
         self.searches = timeseries("Searches/s per node", "searches/s")
