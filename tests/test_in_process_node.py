@@ -141,3 +141,16 @@ async def test_in_process_with_more_than_one_worker_is_refused_before_anything_s
     with pytest.raises(ConfigError, match="dask.workers must be 1"):
         await cluster.start()
     assert cluster.cluster is None
+
+
+@pytest.mark.parametrize("argv, workers, in_process", [
+    (["serve"], 2, False),
+    (["serve", "--in-process"], 1, True),          # one node: --in-process implies --workers 1
+    (["serve", "--in-process", "--workers", "2"], 2, True),   # kept as asked: start() refuses it, exit 2
+])
+def test_serve_in_process_flag(argv, workers, in_process):
+    from vecgrid.cli import _overrides, _parser
+    from vecgrid.config import Settings
+
+    settings = Settings.load(env={}, overrides=_overrides(_parser().parse_args(argv)))
+    assert (settings.dask.workers, settings.dask.in_process) == (workers, in_process)

@@ -131,6 +131,9 @@ def _parser() -> _Parser:
 
     serve = sub.add_parser("serve", parents=[common, coord_ports], help="start the embedded cluster")
     serve.add_argument("--workers", type=int, help="number of worker processes (dask.workers)")
+    serve.add_argument("--in-process", action="store_const", const=True, dest="in_process",
+                       help="one query node in this process, no worker process: searches take no second "
+                            "hop (dask.in_process; implies --workers 1)")
     serve.add_argument("--dashboard-port", type=int, help="Dask dashboard port (0 = free port)")
 
     coord = sub.add_parser("coord", parents=[common, coord_ports], help="run the coordinator")
@@ -366,7 +369,9 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
         "querycoord.port": getattr(args, "coord_port", None),
         "http.port": getattr(args, "http_port", None),
         "proxy.port": getattr(args, "milvus_port", None),
-        "dask.workers": getattr(args, "workers", None),
+        "dask.workers": 1 if getattr(args, "in_process", None) and getattr(args, "workers", None) is None
+        else getattr(args, "workers", None),
+        "dask.in_process": getattr(args, "in_process", None),
         "dask.dashboard_port": getattr(args, "dashboard_port", None),
         "dask.scheduler": getattr(args, "scheduler", None),
         "querynode.port": getattr(args, "node_port", None),
@@ -1406,6 +1411,9 @@ def _run(argv: Sequence[str] | None) -> int:
             raise ConfigError(f"common.log_format must be text or json, not {settings.common.log_format!r}")
         if args.command == "worker":
             parse_resources(args.resources)
+        if args.command == "serve":
+            from vecgrid.deploy import EmbeddedCluster
+            EmbeddedCluster.check(settings)
         inputs = {"search": _search_inputs, "insert": _insert_inputs, "delete": _delete_inputs,
                   "create-index": _index_params}.get(
             args.command, lambda _: None)(args)

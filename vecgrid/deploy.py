@@ -257,11 +257,16 @@ class EmbeddedCluster(Coordinator):
         node.querynode.port = 0
         return node
 
+    @staticmethod
+    def check(settings: Settings) -> None:
+        """Refuse settings an embedded cluster cannot run (bad input: before anything starts)."""
+        if settings.dask.in_process and settings.dask.workers != 1:
+            raise ConfigError(f"dask.in_process runs one query node in this process: dask.workers must be 1, "
+                              f"not {settings.dask.workers}")
+
     async def start(self) -> None:  # type: ignore[override]
         s = self.settings
-        if s.dask.in_process and s.dask.workers != 1:
-            raise ConfigError(f"dask.in_process runs one query node in this process: dask.workers must be 1, "
-                              f"not {s.dask.workers}")
+        self.check(s)
         ensure_ports_free(s.common.host, [(s.querycoord.port, "querycoord gRPC"),
                                           (s.proxy.port, "Milvus gRPC"),
                                           (s.http.port, "REST"),
