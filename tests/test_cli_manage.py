@@ -58,16 +58,12 @@ def test_users_credentials_without_a_coordinator_are_bad_input(capsys, tmp_path)
     assert result.returncode == 2
 
 
-def test_the_banner_names_the_vecgrid_page_of_the_dask_dashboard():
-    from vecgrid.cli import _banner
+def test_the_dashboard_page_url_and_link():
     from vecgrid.http.health import _dashboard_link, dashboard_page
 
     assert dashboard_page("http://10.0.0.5:8787/status") == "http://10.0.0.5:8787/individual-vecgrid"
     assert dashboard_page("https://h/dask/status/") == "https://h/dask/individual-vecgrid"
     assert dashboard_page(None) == "" and dashboard_page("") == ""
-    banner = "vecgrid coordinator: 0 query node(s)\n  Dask dashboard  : http://h:8787/status\n  data dir        : /d"
-    assert _banner(banner, "http://h:8787/status").splitlines()[2] == "  vecgrid page    : http://h:8787/individual-vecgrid"
-    assert _banner(banner, "") == banner
 
     class NoDashboard:   # a scheduler without one: the cached identity lacks the service
         @property

@@ -473,19 +473,6 @@ def _dict_config(level: str, log_format: str) -> dict[str, Any]:
             "root": {"level": level.upper(), "handlers": ["stderr"]}, "loggers": quiet}
 
 
-def _banner(text: str, dashboard: str) -> str:
-    """The start-up banner with the vecgrid page of the Dask dashboard under the dashboard's line."""
-    from vecgrid.http.health import DASHBOARD_PAGE, dashboard_page
-
-    page = dashboard_page(dashboard)
-    if not page or DASHBOARD_PAGE in text:
-        return text
-    lines = text.splitlines()
-    at = next((i + 1 for i, line in enumerate(lines) if line.lstrip().startswith("Dask dashboard")), len(lines))
-    lines.insert(at, f"  vecgrid page    : {page}")
-    return "\n".join(lines)
-
-
 async def _until_signalled() -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -500,7 +487,7 @@ async def _serve(settings: Settings) -> None:
     cluster = EmbeddedCluster(settings)
     await cluster.start()
     try:
-        print(_banner(describe(cluster.addresses, "embedded cluster"), cluster.addresses.dashboard), flush=True)
+        print(describe(cluster.addresses, "embedded cluster"), flush=True)
         print("Press Ctrl-C to stop.", flush=True)
         await _until_signalled()
         print("vecgrid: stopping", flush=True)
@@ -515,7 +502,7 @@ async def _coord(settings: Settings) -> None:
     try:
         await coordinator.start(settings.dask.scheduler)
         coordinator.addresses.query_nodes = [(n.node_id, n.address) for n in coordinator.coord.nodes.all()]
-        print(_banner(describe(coordinator.addresses, "coordinator"), coordinator.addresses.dashboard), flush=True)
+        print(describe(coordinator.addresses, "coordinator"), flush=True)
         await _until_signalled()
     finally:
         await coordinator.stop()
