@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 
-import jsonschema_rs
 import pytest
 from tornado.testing import AsyncHTTPTestCase
 
@@ -18,6 +17,7 @@ from vecgrid.http.feathers.application import Application
 from vecgrid.http.feathers.authentication import authenticate
 from vecgrid.http.feathers.openapi import openapi_document
 from vecgrid.http.feathers.rest import make_tornado_app
+from tests.openapi_support import openapi_31_errors, assert_valid_openapi_31
 
 PEOPLE_FIELDS = {"name": "string", "age": "number", "created": "boolean", "id": "number"}
 
@@ -70,35 +70,6 @@ def small_app() -> Application:
     return app
 
 
-def _schema_objects(node, in_schema=False):
-    """Every Schema Object of the document (values under "schema" and the component schemas)."""
-    if isinstance(node, dict):
-        for key, value in node.items():
-            if key == "schema" and isinstance(value, dict):
-                yield value
-            elif key == "schemas" and isinstance(value, dict):
-                yield from value.values()
-            yield from _schema_objects(value)
-    elif isinstance(node, list):
-        for value in node:
-            yield from _schema_objects(value)
-
-
-def _openapi_31_errors(document: dict) -> list:
-    # imported here: schemathesis costs seconds to import, in every pytest process that collects this
-    from schemathesis.specs.openapi.definitions import OPENAPI_31_VALIDATOR
-
-    return list(OPENAPI_31_VALIDATOR.iter_errors(document))
-
-
-def assert_valid_openapi_31(document: dict) -> None:
-    errors = [e.message for e in _openapi_31_errors(document)]
-    assert not errors, errors
-    for schema in _schema_objects(document):
-        jsonschema_rs.meta.validate({"$schema": "https://json-schema.org/draft/2020-12/schema", **schema})
-    json.dumps(document, allow_nan=False)  # plain JSON
-
-
 @pytest.mark.parametrize("build", [small_app, build_app], ids=["small", "conformance"])
 def test_document_is_valid_openapi_31(build):
     assert_valid_openapi_31(openapi_document(build()))
@@ -108,7 +79,7 @@ def test_validator_rejects_a_broken_document():
     # The check above can fail: a response without a description is not OpenAPI 3.1.
     document = openapi_document(small_app())
     del document["paths"]["/people"]["get"]["responses"]["200"]["description"]
-    assert _openapi_31_errors(document)
+    assert openapi_31_errors(document)
 
 
 def test_operations_follow_the_rest_mapping():

@@ -13,7 +13,7 @@ import jsonschema_rs
 from tornado.testing import AsyncHTTPTestCase
 
 from tests.conftest import secured_settings
-from tests.test_openapi import assert_valid_openapi_31
+from tests.openapi_support import assert_valid_openapi_31
 from vecgrid.http import milvus_v2
 from vecgrid.http.app import make_app
 from vecgrid.http.feathers.openapi import METHOD_HEADER, method_document
