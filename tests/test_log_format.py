@@ -19,7 +19,7 @@ import urllib.request
 
 import pytest
 
-from vecgrid.cli import JsonLogFormatter, _dict_config
+from vecgrid.common.logs import JsonLogFormatter, dict_config
 from tests.cli_support import VECGRID
 from tests.conftest import poll_until
 
@@ -53,12 +53,12 @@ def test_a_json_line_keeps_a_traceback_and_newlines_inside_one_line():
 
 
 def test_the_worker_processes_get_the_same_level_and_format():
-    config = _dict_config("info", "json")
-    assert config["formatters"]["vecgrid"] == {"()": "vecgrid.cli.JsonLogFormatter"}
+    config = dict_config("info", "json")
+    assert config["formatters"]["vecgrid"] == {"()": "vecgrid.common.logs.JsonLogFormatter"}
     assert config["root"] == {"level": "INFO", "handlers": ["stderr"]}
     assert config["loggers"]["distributed"] == {"level": "WARNING"}
-    assert "format" in _dict_config("debug", "text")["formatters"]["vecgrid"]
-    assert _dict_config("debug", "text")["loggers"]["tornado.access"] == {"level": "DEBUG"}
+    assert "format" in dict_config("debug", "text")["formatters"]["vecgrid"]
+    assert dict_config("debug", "text")["loggers"]["tornado.access"] == {"level": "DEBUG"}
 
 
 # --- slow: a real vecgrid serve -----------------------------------------------------------------------------------

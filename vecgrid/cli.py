@@ -59,19 +59,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
-import logging
 import os
 import shlex
 import signal
 import socket
 import sys
 import time
-from typing import Any, Iterator, Sequence
+from typing import Any, Sequence
 
 from vecgrid import __version__, errors
 from vecgrid.common.feathers_errors import FeathersError
+from vecgrid.common.logs import LOG_FORMATS, configure_logging, worker_logging
 from vecgrid.config import ConfigError, Settings
 
 EXIT_USAGE = 2
@@ -86,11 +85,6 @@ CLIENT_COMMANDS = ("load", "release", "search", "status", "insert", "delete", "f
 INDEX_COMMANDS = {"create": "create-index", "describe": "describe-index", "drop": "drop-index"}
 #: the groups that call the coordinator's REST API
 REST_COMMANDS = ("collection", "partition")
-LOG_FORMATS = ("text", "json")
-TEXT_LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
-#: loggers at WARNING unless --log-level debug: Dask's and Tornado's INFO lines (an access line per
-#: request), bokeh's, and faiss's loader (which CPU build it picked, several lines per process)
-QUIET_LOGGERS = ("distributed", "tornado.access", "bokeh", "faiss.loader")
 #: seconds between two reads of a job's progress
 POLL_S = 0.2
 INSERT_BATCH_ROWS = 10_000
@@ -389,88 +383,6 @@ def parse_resources(text: str) -> dict[str, float]:
         except ValueError:
             raise UsageError(f"--resources expects NAME=AMOUNT[,NAME=AMOUNT], got {item!r}") from None
     return resources
-
-
-class JsonLogFormatter(logging.Formatter):
-    """One JSON object a line: ``time`` (UTC, ISO 8601), ``level``, ``logger``, ``message``, and ``exc`` /
-    ``stack`` when the record carries a traceback (kept inside the one line)."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        from datetime import datetime, timezone
-
-        line: dict[str, Any] = {
-            "time": datetime.fromtimestamp(record.created, timezone.utc).isoformat(timespec="milliseconds"),
-            "level": record.levelname, "logger": record.name, "message": record.getMessage()}
-        if record.exc_info:
-            line["exc"] = self.formatException(record.exc_info)
-        elif record.exc_text:
-            line["exc"] = record.exc_text
-        if record.stack_info:
-            line["stack"] = self.formatStack(record.stack_info)
-        return json.dumps(line, default=str)
-
-
-def _log_formatter(log_format: str) -> logging.Formatter:
-    return JsonLogFormatter() if log_format == "json" else logging.Formatter(TEXT_LOG_FORMAT)
-
-
-def _configure_logging(level: str, log_format: str = "text") -> None:
-    """One format for every logger of this process: ours on the root, and the same formatter on the stream
-    handlers that Dask's logging config gave ``distributed``, ``bokeh`` and ``tornado`` (they do not
-    propagate, so without it their lines keep Dask's format)."""
-    import distributed  # noqa: F401 - importing it applies Dask's logging config, which we then override
-
-    formatter = _log_formatter(log_format)
-    root = logging.getLogger()
-    if not root.handlers:  # as basicConfig: a host that configured logging (pytest) keeps its handlers
-        handler = logging.StreamHandler()
-        handler.setFormatter(formatter)
-        root.addHandler(handler)
-        root.setLevel(getattr(logging, level.upper(), logging.INFO))
-    for logger in list(logging.root.manager.loggerDict.values()):
-        for handler in getattr(logger, "handlers", ()):
-            if type(handler) is logging.StreamHandler:
-                handler.setFormatter(formatter)
-    for name, quiet in _quiet_levels(level).items():
-        logging.getLogger(name).setLevel(quiet)
-
-
-@contextlib.contextmanager
-def _worker_logging(settings: Settings) -> Iterator[None]:
-    """Log settings for the worker processes that ``vecgrid serve`` / ``worker`` start, while they run.
-
-    A worker process applies Dask's logging config when it imports ``distributed``, before any line of it
-    is logged; its config comes from the environment it inherits.  ``DASK_DISTRIBUTED__LOGGING`` (a
-    literal that Dask's config reads) hands it a ``logging.config.dictConfig`` with this process's
-    level and format, so its lines, Dask's own included, look like the parent's."""
-    key = "DASK_DISTRIBUTED__LOGGING"
-    before = os.environ.get(key)
-    os.environ[key] = repr(_dict_config(settings.common.log_level, settings.common.log_format))
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = before
-
-
-def _quiet_levels(level: str) -> dict[str, str]:
-    """The levels of the chatty libraries' loggers: WARNING, or with ``debug`` Dask's INFO and every
-    request's access line (Tornado's own default would hide them: Dask sets ``tornado`` to CRITICAL)."""
-    if level.lower() == "debug":
-        return {"distributed": "INFO", "tornado.access": "DEBUG"}
-    return {name: "WARNING" for name in QUIET_LOGGERS}
-
-
-def _dict_config(level: str, log_format: str) -> dict[str, Any]:
-    """What :func:`_configure_logging` sets up, as a ``logging.config.dictConfig`` for another process."""
-    formatter = {"()": f"{__name__}.JsonLogFormatter"} if log_format == "json" else {"format": TEXT_LOG_FORMAT}
-    quiet = {name: {"level": quiet} for name, quiet in _quiet_levels(level).items()}
-    return {"version": 1, "disable_existing_loggers": False, "formatters": {"vecgrid": formatter},
-            "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "vecgrid",
-                                    "stream": "ext://sys.stderr"}},
-            "root": {"level": level.upper(), "handlers": ["stderr"]}, "loggers": quiet}
 
 
 async def _until_signalled() -> None:
@@ -1417,7 +1329,7 @@ def _run(argv: Sequence[str] | None) -> int:
     except (UsageError, ConfigError) as e:
         print(f"vecgrid: error: {e}", file=sys.stderr)
         return EXIT_USAGE
-    _configure_logging(settings.common.log_level, settings.common.log_format)
+    configure_logging(settings.common.log_level, settings.common.log_format)
     try:
         if args.command == "import":
             return _import(settings, args)
@@ -1426,7 +1338,7 @@ def _run(argv: Sequence[str] | None) -> int:
         elif args.command in REST_COMMANDS:
             _rest_command(args, settings, inputs)
         elif args.command == "serve":
-            with _worker_logging(settings):
+            with worker_logging(settings.common.log_level, settings.common.log_format):
                 asyncio.run(_serve(settings))
         elif args.command == "coord":
             asyncio.run(_coord(settings))
@@ -1442,7 +1354,7 @@ def _run(argv: Sequence[str] | None) -> int:
             from vecgrid.http.feathers.conformance import serve as serve_conformance_app
             asyncio.run(serve_conformance_app(args.port, args.host))
         else:
-            with _worker_logging(settings):
+            with worker_logging(settings.common.log_level, settings.common.log_format):
                 asyncio.run(_worker(settings, args))
     except KeyboardInterrupt:
         pass
