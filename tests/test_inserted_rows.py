@@ -30,6 +30,9 @@ def test_acknowledged_inserts_and_upserts_are_counted_by_their_rows(setup):
     assert counted.snapshot() == {"insert": 50, "upsert": 5}
     setup.writer.delete_sync("plain", [0, 1])                                   # deletes insert nothing
     assert counted.snapshot() == {"insert": 50, "upsert": 5}
+    ids = {name: setup.colls[name].id for name in ("plain", "keys", "dyn")}                      # per collection
+    assert counted.by_collection() == {ids["plain"]: {"insert": 40, "upsert": 5},
+                                       ids["keys"]: {"insert": 7, "upsert": 0}, ids["dyn"]: {"insert": 3, "upsert": 0}}
 
 
 def test_a_refused_write_counts_nothing(setup):
@@ -40,3 +43,4 @@ def test_a_refused_write_counts_nothing(setup):
     with pytest.raises(errors.MilvusError):
         setup.writer.insert_sync("nope", rows_for([1], DIM))
     assert setup.appenders.inserted_rows.snapshot() == {"insert": 0, "upsert": 0}
+    assert setup.appenders.inserted_rows.by_collection() == {}

@@ -123,7 +123,7 @@ async def test_coordinator_metrics_have_the_querycoord_node_and_wal_families(env
     assert samples(families["vecgrid_wal_append_latency_seconds"], "_count")[()] >= 1
     # exactly the 400 rows the fixture inserted, none upserted
     assert samples(families["vecgrid_proxy_inserted_rows"], "_total") == {
-        (("op", "insert"),): 400, (("op", "upsert"),): 0}
+        (("collection", NAME), ("op", "insert")): 400, (("collection", NAME), ("op", "upsert")): 0}
     # the FLAT index: the 300 flushed rows are indexed or pending, nothing else
     index = (("collection", NAME), ("index", "vec"))
     pending = samples(families["vecgrid_datacoord_pending_index_rows"])[index]

@@ -18,7 +18,7 @@ the two differ: counters end in ``_total`` (never ``_count_total``), gauges name
   ``vecgrid_querycoord_querynodes_unreachable``).
 - WAL: ``vecgrid_wal_bytes`` (bytes on disk under the WAL root) and
   ``vecgrid_wal_append_latency_seconds`` (append until durable).
-- Writes: ``vecgrid_proxy_inserted_rows_total{op=insert|upsert}``, rows of the inserts and upserts the
+- Writes: ``vecgrid_proxy_inserted_rows_total{collection,op=insert|upsert}``, rows of the inserts and upserts the
   coordinator's write path acknowledged (Milvus's ``proxy_insert_vectors_count``).
 - DataCoord, when the app has one: ``vecgrid_datacoord_pending_index_rows{collection,index}`` and
   ``vecgrid_datacoord_index_rows{collection,index}`` (rows of flushed segments without / with a build of
@@ -139,9 +139,15 @@ class QueryCoordCollector(Collector):
             add_histogram(append, [], appenders.append_latency.snapshot())
             yield append
         inserted = CounterMetricFamily("vecgrid_proxy_inserted_rows",
-                                       "Rows of the inserts and upserts the write path acknowledged", labels=["op"])
-        for op, rows in sorted(snap["inserted_rows"].items()):
-            inserted.add_metric([op], rows)
+                                       "Rows of the inserts and upserts the write path acknowledged",
+                                       labels=["collection", "op"])
+        by_label: dict[tuple[str, str], int] = {}   # collections of one label (dropped, unknown) add up
+        for cid, counts in snap["inserted_rows_by_collection"].items():
+            for op, rows in counts.items():
+                key = (collection_label(load_labels, cid), op)
+                by_label[key] = by_label.get(key, 0) + rows
+        for key, rows in sorted(by_label.items()):
+            inserted.add_metric(list(key), rows)
         yield inserted
         if snap["datacoord"] is not None:
             yield from datacoord_families(snap["datacoord"])

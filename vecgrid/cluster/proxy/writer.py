@@ -150,7 +150,7 @@ class Writer:
                   for channel, part in parts}
         ts = self._append(builds)
         n = table.num_rows
-        self.appenders.inserted_rows.add(n, "upsert" if upsert else "insert")
+        self.appenders.inserted_rows.add(coll.id, n, "upsert" if upsert else "insert")
         ids = table.column(pk_name).to_pylist()
         if upsert:
             return MutationResult(upsert_cnt=n, ids=ids, timestamp=ts, succ_index=list(range(n)))

@@ -120,11 +120,12 @@ def catalog_names(catalog: Any, collection_ids: list[int]) -> dict[int, tuple[st
 
 
 async def read_catalog_names(coord: Any) -> dict[int, tuple[str, dict[int, str]]]:
-    """Names of the collections loaded or loading; those of collections only :class:`LoadStats` counts
-    come from its cache (a name read once stays: a dropped collection keeps its series' label; an id the
-    catalog did not know is not asked again)."""
+    """Names of the collections loaded or loading, and of those the write path inserted into; those of
+    collections only :class:`LoadStats` counts come from its cache (a name read once stays: a dropped
+    collection keeps its series' label; an id the catalog did not know is not asked again)."""
     stats = coord.load_stats
     wanted = set(coord.collections.ids()) | {cid for cid in stats.collection_ids() if cid not in stats.names}
+    wanted |= set(coord.appenders.inserted_rows.by_collection())
     return await asyncio.to_thread(catalog_names, coord.catalog, sorted(wanted))
 
 
@@ -177,6 +178,9 @@ def cluster_snapshot(coord: Any, names: dict[int, tuple[str, dict[int, str]]],
             "tasks_waiting": coord.scheduler.waiting, "load": coord.load_stats.snapshot(),
             "wal_appends": coord.appenders.append_latency.snapshot()["count"],
             "inserted_rows": coord.appenders.inserted_rows.snapshot(),
+            # by collection id (a string: the snapshot is published as JSON)
+            "inserted_rows_by_collection": {str(cid): counts for cid, counts
+                                            in coord.appenders.inserted_rows.by_collection().items()},
             "datacoord": datacoord,
             "dask_client": coord.client.id,   # whose Dask tasks are vecgrid's (the dashboard counts them)
             "time": time.time()}

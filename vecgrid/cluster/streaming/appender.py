@@ -121,22 +121,30 @@ class ChannelAppender:
 
 
 class InsertedRows:
-    """Rows the write path logged durably, by operation (``insert`` / ``upsert``), since the process
-    started: what the dashboard's rows/s and ``vecgrid_proxy_inserted_rows_total`` count.  The writer
-    adds a write's row count once its records are durable (one addition per request, not per row);
+    """Rows the write path logged durably, by collection and operation (``insert`` / ``upsert``), since the
+    process started: what the dashboard's rows/s and ``vecgrid_proxy_inserted_rows_total`` count.  The
+    writer adds a write's row count once its records are durable (one addition per request, not per row);
     ``_lock`` guards the counts (writers run in worker threads)."""
+
+    OPS = ("insert", "upsert")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._counts = {"insert": 0, "upsert": 0}
+        self._counts: dict[int, dict[str, int]] = {}   # collection id -> op -> rows
 
-    def add(self, rows: int, op: str = "insert") -> None:
+    def add(self, collection_id: int, rows: int, op: str = "insert") -> None:
         with self._lock:
-            self._counts[op] += rows
+            counts = self._counts.setdefault(collection_id, dict.fromkeys(self.OPS, 0))
+            counts[op] += rows
 
     def snapshot(self) -> dict[str, int]:
+        """Rows by operation, all collections together."""
         with self._lock:
-            return dict(self._counts)
+            return {op: sum(c[op] for c in self._counts.values()) for op in self.OPS}
+
+    def by_collection(self) -> dict[int, dict[str, int]]:
+        with self._lock:
+            return {cid: dict(counts) for cid, counts in self._counts.items()}
 
 
 class ChannelAppenders:
