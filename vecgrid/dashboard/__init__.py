@@ -15,8 +15,8 @@ before it builds its HTTP server, registers:
   pending rows) and the cluster's rates;
 - the route ``/vecgrid/api/state`` (appended to ``distributed.scheduler.http.routes``): the same
   data as JSON;
-- with ``dask_setup``: a Prometheus collector (:mod:`vecgrid.dashboard.metrics`) that adds ``vecgrid_worker_*`` gauges to the
-  scheduler's own ``/metrics``.
+- with ``dask_setup``: a Prometheus collector (:mod:`vecgrid.dashboard.metrics`) that adds the per-node
+  ``vecgrid_querynode_*`` families (the REST port's names) to the scheduler's own ``/metrics``.
 
 The data arrives without an RPC of vecgrid's: every QueryNode worker plugin puts a snapshot of its
 node in ``worker.metrics["vecgrid"]`` (the scheduler receives it with each heartbeat, in
