@@ -19,6 +19,9 @@ CHECKSUM_PROPERTY_PREFIX = "vecgrid.checksum."
 SERVER_ID_KEY = "serverid"
 #: ``FieldIndexInfo.index_params`` key carrying ``GPU`` or ``CPU`` in GetDataDistribution.
 PLACEMENT_PARAM = "vecgrid.placement"
+#: the route of the vecgrid page on the Dask dashboard (served by vecgrid.dashboard, named by the banner
+#: and /health)
+DASHBOARD_PAGE = "/individual-vecgrid"
 
 
 def checksums_from_properties(properties: Mapping[str, str]) -> dict[str, str]:

@@ -21,9 +21,10 @@ before it builds its HTTP server, registers:
 The data arrives without an RPC of vecgrid's: every QueryNode worker plugin puts a snapshot of its
 node in ``worker.metrics["vecgrid"]`` (the scheduler receives it with each heartbeat, in
 ``WorkerState.metrics``), and the coordinator publishes the cluster's state as scheduler metadata
-under ``("vecgrid", "cluster")``.  Of the rest of vecgrid this imports only :mod:`vecgrid.http.base`
-(Tornado, orjson and the Feathers errors), the base handler of every vecgrid route: the scheduler
-needs nothing else of vecgrid (and bokeh, which the dashboard needs anyway).
+under ``("vecgrid", "cluster")``.  Of the rest of vecgrid this imports only :mod:`vecgrid.common`
+(keys, the per-node metric families) and :mod:`vecgrid.http.base` (Tornado, orjson and the Feathers
+errors), the base handler of every vecgrid route: the scheduler needs nothing else of vecgrid (and
+bokeh, which the dashboard needs anyway).
 
 Closing a tab: Bokeh's keep-alive (every 500 ms on Dask's dashboard) drops a client whose socket it
 finds closing (``BokehTornado.client_lost`` detaches the session), and Tornado calls the handler's
@@ -43,10 +44,11 @@ from typing import Any
 
 import dask
 
+from vecgrid.common.keys import DASHBOARD_PAGE
 from vecgrid.http.base import BaseHandler
 
 ROUTE_MODULE = "vecgrid.dashboard"
-PAGE = "/individual-vecgrid"
+PAGE = DASHBOARD_PAGE
 METADATA_KEY = ["vecgrid", "cluster"]
 WORKER_METRIC = "vecgrid"
 

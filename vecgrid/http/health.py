@@ -27,9 +27,9 @@ import json
 import os
 from typing import Any
 
+from vecgrid.common.keys import DASHBOARD_PAGE
+
 HEALTH_PROBE_KEY = "vecgrid/health/probe"
-#: the vecgrid page's route on the Dask dashboard (``vecgrid.dashboard.PAGE``: http may not import dashboard)
-DASHBOARD_PAGE = "/individual-vecgrid"
 
 
 def dashboard_page(dashboard_link: str | None) -> str:
