@@ -97,3 +97,19 @@ def catalog_state(catalog, coord=None) -> list:
     if coord is not None:
         out.append(("loaded", [(cid, coord.collections.partition_ids(cid)) for cid in coord.collections.ids()]))
     return out
+
+
+def auth_on_api(cluster: Any, data_dir: Any) -> tuple[RestContext, Application]:
+    """The coordinator's REST app over a running embedded ``cluster`` with auth on and its own users in a
+    metadata store under ``data_dir``: ``(context, app)``."""
+    import copy
+
+    from vecgrid.http.app import build_api
+    from vecgrid.storage.layout import DataDir
+
+    settings = copy.deepcopy(cluster.settings)
+    settings.http.auth = "on"
+    settings.common.data_dir = str(data_dir)
+    ctx = RestContext(coord=cluster.coord, proxy=cluster.proxy, datacoord=cluster.datacoord,
+                      settings=settings, store=DataDir(data_dir).open_store())
+    return ctx, build_api(ctx)

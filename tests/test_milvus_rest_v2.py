@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import copy
 import json
 import random
 import time
@@ -19,10 +18,9 @@ import tornado.httpclient
 import tornado.httpserver
 import tornado.netutil
 
-from vecgrid.http.app import build_api, make_app
-from vecgrid.http.services import RestContext
+from vecgrid.http.app import make_app
 from vecgrid.http.services.accounts import add_user
-from vecgrid.storage.layout import DataDir
+from tests.rest_support import auth_on_api
 
 pytestmark = [pytest.mark.slow, pytest.mark.asyncio(loop_scope="module")]
 
@@ -284,13 +282,7 @@ async def test_errors(v2):
 async def test_auth(embedded, tmp_path):
     """With auth on: Milvus's ``Bearer user:password`` (a user's email), basic auth and vecgrid tokens;
     without credentials 401/1800, without the right 403/1401, before anything runs."""
-    settings = copy.deepcopy(embedded.settings)
-    settings.http.auth = "on"
-    settings.common.data_dir = str(tmp_path)
-    store = DataDir(tmp_path).open_store()
-    ctx = RestContext(coord=embedded.coord, proxy=embedded.proxy, datacoord=embedded.datacoord,
-                      settings=settings, store=store)
-    api = build_api(ctx)
+    ctx, api = auth_on_api(embedded, tmp_path)
     sockets = tornado.netutil.bind_sockets(0, "127.0.0.1")
     server = tornado.httpserver.HTTPServer(make_app(ctx, api))
     server.add_sockets(sockets)
@@ -316,7 +308,7 @@ async def test_auth(embedded, tmp_path):
     finally:
         client.close()
         server.stop()
-        store.close()
+        ctx.store.close()
 
 
 async def test_databases(v2):

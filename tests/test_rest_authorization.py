@@ -5,7 +5,6 @@ service does anything.  The list comes from the app's registry, so a service add
 
 from __future__ import annotations
 
-import copy
 import json
 
 import pytest
@@ -13,11 +12,10 @@ import tornado.httpclient
 import tornado.httpserver
 import tornado.netutil
 
-from vecgrid.http.app import build_api, make_app
+from vecgrid.http.app import make_app
 from vecgrid.http.feathers.application import STANDARD_METHODS
-from vecgrid.http.services import RestContext
 from vecgrid.http.services.accounts import RIGHTS_NAMES, add_user, rights_of
-from vecgrid.storage.layout import DataDir
+from tests.rest_support import auth_on_api
 
 pytestmark = [pytest.mark.slow, pytest.mark.asyncio(loop_scope="module")]
 
@@ -37,13 +35,7 @@ def http_form(path: str, method: str) -> tuple[str, str, dict]:
 
 
 async def test_every_method_refuses_before_doing_anything(embedded, tmp_path):
-    settings = copy.deepcopy(embedded.settings)
-    settings.http.auth = "on"
-    settings.common.data_dir = str(tmp_path)
-    store = DataDir(tmp_path).open_store()
-    ctx = RestContext(coord=embedded.coord, proxy=embedded.proxy, datacoord=embedded.datacoord,
-                      settings=settings, store=store)
-    api = build_api(ctx)
+    ctx, api = auth_on_api(embedded, tmp_path)
     calls: list[tuple[str, str]] = []
 
     for path, registered in api.services.items():
@@ -108,4 +100,4 @@ async def test_every_method_refuses_before_doing_anything(embedded, tmp_path):
         assert ("users", "find") in checked and len(checked) >= 5
     finally:
         server.stop()
-        store.close()
+        ctx.store.close()
