@@ -1,12 +1,16 @@
 """Search speed as a user gets it: bulk import, insert, load, wait, search; the system places the data.
 
-    .venv/bin/python bench/cluster_search.py [--quick] [--balancer NAME] [--rows N] [--workers N] [--in-process]
+    .venv/bin/python bench/cluster_search.py [--quick] [--balancer NAME] [--rows N] [--segments N]
+                                             [--workers N] [--in-process]
 
 What it does, as a user would (nothing is placed by hand):
 
 1. writes ``--rows`` × 128 float32 vectors (default 200,000; ``--quick`` 50,000) to a Parquet file
-   and bulk-imports it with ``vecgrid import`` (one shard, IVF_FLAT nlist 1024, four segments of a
-   quarter of the rows; automatic compaction off, so that every run places the same four segments);
+   and bulk-imports it with ``vecgrid import`` (one shard, IVF_FLAT nlist 1024), which cuts the
+   segments as it does for any user (``datacoord.segment_max_rows``: one segment up to a million
+   rows).  ``--segments N`` cuts N segments instead and turns automatic compaction off, so that
+   every run places the same N segments (the compactor would merge such small ones, in one run
+   during the load and in another after it);
 2. starts ``vecgrid serve --workers 2`` (``--workers``) on that data dir (``--balancer`` sets
    ``querycoord.balancer``; default: the configured default, ``LocalityAwareBalancer``; ``--in-process``:
    one worker, its query node in the coordinator's process, ``dask.in_process``);
@@ -17,10 +21,11 @@ What it does, as a user would (nothing is placed by hand):
    turn call by call in a new shuffled order every round, all from this process:
 
    * ``faiss``: an IVF_FLAT index over the same vectors (same nlist) in this process;
-   * ``faiss_segments``: four such indexes, one per imported segment's quarter of the rows, searched in
-     turn and merged in this process — the least any system that indexes per segment (vecgrid, Milvus)
-     pays for the collection as imported; at nq = 100 four indexes cost about twice one (four
-     coarse quantizers of nlist centroids each), which bounds ``proxy_qps_nq100_vs_grpc_floor``;
+   * ``faiss_segments``: one such index per imported segment's rows, searched in turn and merged
+     in this process — the least any system that indexes per segment (vecgrid, Milvus) pays for
+     the collection as imported; at nq = 100 four indexes cost about twice one (four coarse
+     quantizers of nlist centroids each, four times the lists to visit), which bounds
+     ``proxy_qps_nq100_vs_grpc_floor`` with ``--segments 4``;
    * ``grpc_floor``: ``bench/grpc_floor.py``, a bare Python gRPC server in its own process serving
      that index (the least any Python gRPC search server costs);
    * ``proxy``: vecgrid's :class:`~vecgrid.cluster.proxy.proxy.Proxy` in this process (as the CLI and
@@ -168,7 +173,8 @@ async def time_sides(rest: Rest, floor_http: Rest, grpc_port: int, coord_port: i
     return out
 
 
-def run(rows: int, rounds: int, balancer: str | None, workers: int = 2, in_process: bool = False) -> dict:
+def run(rows: int, rounds: int, balancer: str | None, workers: int = 2, in_process: bool = False,
+        segments: int | None = None) -> dict:
     rng = np.random.default_rng(7)
     vectors = rng.standard_normal((rows, DIM), dtype=np.float32)
     extra = rng.standard_normal((INSERTED, DIM), dtype=np.float32)
@@ -181,13 +187,16 @@ def run(rows: int, rounds: int, balancer: str | None, workers: int = 2, in_proce
             table = pa.table({"id": pa.array(np.arange(rows, dtype=np.int64)),
                               "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), DIM)})
             pq.write_table(table, f"{tmp}/vectors.parquet")
+            cut = ["--segment-rows", str(-(-rows // segments))] if segments else []
             subprocess.run([str(BIN / "vecgrid"), "import", f"{tmp}/vectors.parquet", "--collection", COLLECTION,
                             "--primary-key", "id", "--index", "IVF_FLAT", "--index-params",
-                            json.dumps({"nlist": nlist}), "--segment-rows", str(-(-rows // 4)),
-                            "--data-dir", f"{tmp}/data"], check=True, stdout=subprocess.DEVNULL)
+                            json.dumps({"nlist": nlist}), *cut, "--data-dir", f"{tmp}/data"],
+                           check=True, stdout=subprocess.DEVNULL)
             http_port, coord_port = free_port(), free_port()
-            # no automatic compaction: it may merge the four segments during one run's load and not another's
-            env = dict(os.environ, VECGRID_DATACOORD_AUTO_COMPACTION="false")
+            env = dict(os.environ)
+            if segments:
+                # no automatic compaction: it may merge the small segments during one run's load and not another's
+                env["VECGRID_DATACOORD_AUTO_COMPACTION"] = "false"
             if balancer:
                 env["VECGRID_QUERYCOORD_BALANCER"] = balancer
             if in_process:
@@ -218,10 +227,10 @@ def run(rows: int, rounds: int, balancer: str | None, workers: int = 2, in_proce
             index_path = f"{tmp}/floor.index"
             Path(index_path).write_bytes(build_index_file(vectors, "IVF_FLAT", "L2", {"nlist": nlist}, use_gpu=False))
             index, _ = read_index_file(index_path)
-            quarter = -(-rows // 4)
-            segment_indexes = [read_index_file(build_index_file(vectors[lo:lo + quarter], "IVF_FLAT", "L2",
+            per_segment = -(-rows // out["segments"])   # as imported: equal cuts
+            segment_indexes = [read_index_file(build_index_file(vectors[lo:lo + per_segment], "IVF_FLAT", "L2",
                                                                 {"nlist": nlist}, use_gpu=False))[0]
-                               for lo in range(0, rows, quarter)]
+                               for lo in range(0, rows, per_segment)]
             grpc_proc, grpc_port = start_floor("grpc_floor.py", index_path)
             procs.append(grpc_proc)
             http_proc, http_floor_port = start_floor("http_floor.py", index_path)
@@ -246,6 +255,8 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="50,000 rows and fewer rounds (a few minutes)")
     ap.add_argument("--rows", type=int, help="rows to import (default 200,000; --quick 50,000)")
     ap.add_argument("--rounds", type=int, help="rounds per case (default 60; --quick 20; nq=1 runs five times as many)")
+    ap.add_argument("--segments", type=int,
+                    help="import this many equal segments, automatic compaction off (default: as vecgrid import cuts)")
     ap.add_argument("--workers", type=int, default=2, help="worker processes of vecgrid serve (default 2)")
     ap.add_argument("--balancer", help="querycoord.balancer of the cluster (default: vecgrid's default)")
     ap.add_argument("--in-process", action="store_true",
@@ -255,10 +266,11 @@ def main() -> None:
         args.workers = 1
     rows = args.rows or (50_000 if args.quick else 200_000)
     rounds = args.rounds or (20 if args.quick else 60)
-    result = run(rows, rounds, args.balancer, args.workers, args.in_process)
+    result = run(rows, rounds, args.balancer, args.workers, args.in_process, args.segments)
     result["balancer"] = args.balancer or "default"
     result["workers"] = args.workers
     result["in_process"] = args.in_process
+    result["segments_asked"] = args.segments or "as imported"
     print(json.dumps(result))
 
 

@@ -10,7 +10,6 @@ import gc
 import numpy as np
 import pytest
 
-from vecgrid.cluster.querynode import search
 from vecgrid.proto import query_coord_pb2
 from tests.conftest import poll_until
 from tests.querynode_support import DIM, search_request
@@ -18,15 +17,16 @@ from tests.delegator_support import LEADER, WORKER, K, close, make_cluster
 
 
 class Hang:
-    """Replaces a node's SearchSegments handler: waits until cancelled, counting starts and cancels."""
+    """Replaces a node's search handler (``search_segments``, what its leaders call over gRPC, or
+    ``search_own_part``, a leader's own part): waits until cancelled, counting starts and cancels."""
 
-    def __init__(self, node) -> None:
-        self.node, self.real = node, node.search_segments
+    def __init__(self, node, handler: str = "search_segments") -> None:
+        self.node, self.handler, self.real = node, handler, getattr(node, handler)
         self.started = self.cancelled = 0
         self.running = asyncio.Event()
-        node.search_segments = self
+        setattr(node, handler, self)
 
-    async def __call__(self, req):
+    async def __call__(self, req, *args):
         self.started += 1
         self.running.set()
         try:
@@ -36,7 +36,7 @@ class Hang:
             raise
 
     def undo(self) -> None:
-        self.node.search_segments = self.real
+        setattr(self.node, self.handler, self.real)
 
 
 class UnretrievedExceptions:
@@ -54,7 +54,7 @@ class UnretrievedExceptions:
 
 async def test_a_cancelled_search_cancels_and_awaits_every_sub_call(tmp_path):
     c = await make_cluster(tmp_path, "L2")
-    local, remote = Hang(c.leader.node), Hang(c.worker.node)
+    local, remote = Hang(c.leader.node, "search_own_part"), Hang(c.worker.node)
     try:
         delegator = c.leader.node.delegator_for(c.ds.channels[0])
         xq = np.random.default_rng(3).standard_normal((2, DIM)).astype(np.float32)
@@ -73,10 +73,10 @@ async def test_a_cancelled_search_cancels_and_awaits_every_sub_call(tmp_path):
 
 
 async def test_sub_calls_failing_together_leave_no_unretrieved_exception(tmp_path, monkeypatch):
-    """The leader's two own sub-calls (its sealed segments, its growing rows) fail in the same loop
-    turn while the worker's hangs: the read fails naming the node, the worker's sub-call is cancelled,
-    and neither failure is left for the garbage collector to report.  (A guard: the old fan-out
-    passed this one too — ``asyncio.gather`` marks late failures retrieved.)"""
+    """The leader's own sub-call (its sealed segments and growing rows) fails while the worker's
+    hangs: the read fails naming the node, the worker's sub-call is cancelled, and no failure is
+    left for the garbage collector to report.  (A guard: the old fan-out passed this one too —
+    ``asyncio.gather`` marks late failures retrieved.)"""
     c = await make_cluster(tmp_path, "L2")
     remote = Hang(c.worker.node)
     unretrieved = UnretrievedExceptions()
@@ -87,7 +87,7 @@ async def test_sub_calls_failing_together_leave_no_unretrieved_exception(tmp_pat
         async def broken(*args, **kwargs):
             await remote.running.wait()      # both fail in one loop turn, the worker's call under way
             raise RuntimeError("injected search failure")
-        monkeypatch.setattr(search, "run_search", broken)
+        monkeypatch.setattr(c.leader.node, "search_own_part", broken)
         xq = np.random.default_rng(4).standard_normal((2, DIM)).astype(np.float32)
         req = search_request(c.ds, xq, K, from_shard_leader=False, scope=query_coord_pb2.All)
         req.req.guarantee_timestamp = ts

@@ -586,6 +586,18 @@ class QueryNode(Component):
         segments = self._select(coll, inner.partitionIDs, req.segmentIDs, req.scope, req.dml_channels)
         return await self.batcher.search(coll, segments, inner, req.dml_channels)
 
+    async def search_own_part(self, req: query_coord_pb2.SearchRequest,
+                              growing: Sequence[Any]) -> internal_pb2.SearchResults:
+        """A shard leader's own part of a search: the sealed segments ``req`` lists (none when it
+        lists none) and its channel's growing views, in one engine search: one top-k merge, one
+        encode and no second part for the leader to decode and merge."""
+        self.lifecycle.check_healthy()
+        inner = req.req
+        coll = self.collections.require(inner.collectionID)
+        sealed = self._select(coll, inner.partitionIDs, req.segmentIDs, req.scope, req.dml_channels) \
+            if len(req.segmentIDs) else []
+        return await self.batcher.search(coll, [*sealed, *growing], inner, req.dml_channels)
+
     async def search(self, req: query_coord_pb2.SearchRequest) -> internal_pb2.SearchResults:
         """Search: from a shard leader = :meth:`search_segments`; from a proxy = through delegators."""
         if req.from_shard_leader:

@@ -202,6 +202,12 @@ async def run_search(coll: Collection, segments: Sequence[Any], req: internal_pb
 
 # --- micro-batching --------------------------------------------------------------------------------
 
+def _batch_identity(segment: Any) -> Any:
+    """What makes two reads' segments the same for a batch: the object of a sealed segment; for a
+    read's view of a growing segment (a new object per read), its id and the rows it sees."""
+    return getattr(segment, "batch_identity", None) or id(segment)
+
+
 class _Batch:
     """Searches waiting to leave together: same segments (the first request's objects), plan,
     snapshot and outputs."""
@@ -242,7 +248,7 @@ class SearchBatcher:
              channels: Sequence[str]) -> tuple | None:
         if self.window_s <= 0 or req.is_advanced or not 0 < req.nq <= self.max_nq:
             return None
-        return (coll.id, tuple(map(id, segments)), bytes(req.serialized_expr_plan), req.mvcc_timestamp,
+        return (coll.id, tuple(map(_batch_identity, segments)), bytes(req.serialized_expr_plan), req.mvcc_timestamp,
                 tuple(req.output_fields_id), req.metricType, tuple(channels))
 
     async def search(self, coll: Collection, segments: Sequence[Any], req: internal_pb2.SearchRequest,

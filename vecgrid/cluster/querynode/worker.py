@@ -88,6 +88,9 @@ class WorkerHandlers(Protocol):
 
     async def search_segments(self, req: query_coord_pb2.SearchRequest) -> internal_pb2.SearchResults: ...
 
+    async def search_own_part(self, req: query_coord_pb2.SearchRequest,
+                              growing: Sequence[Any]) -> internal_pb2.SearchResults: ...
+
     async def query_segments(self, req: query_coord_pb2.QueryRequest) -> internal_pb2.RetrieveResults: ...
 
     def query_stream_segments(
@@ -117,6 +120,13 @@ class LocalWorker:
 
     def search_segments(self, req: query_coord_pb2.SearchRequest) -> Awaitable[internal_pb2.SearchResults]:
         return self._node.search_segments(req)
+
+    def search_own_part(self, req: query_coord_pb2.SearchRequest,
+                        growing: Sequence[Any]) -> Awaitable[internal_pb2.SearchResults]:
+        """A leader's own part of its channel's search: the sealed segments ``req`` lists (none when
+        it lists none) and the channel's ``growing`` views, searched together (only this node holds
+        the growing rows, so no other worker has this call)."""
+        return self._node.search_own_part(req, growing)
 
     def query_segments(self, req: query_coord_pb2.QueryRequest) -> Awaitable[internal_pb2.RetrieveResults]:
         return self._node.query_segments(req)
@@ -251,7 +261,7 @@ class Workers:
     """The worker of each node id (Milvus's ``cluster.Manager``): this node's own, or a remote one
     through the node's peer address book."""
 
-    def __init__(self, local: Worker, peers: PeerClients) -> None:
+    def __init__(self, local: LocalWorker, peers: PeerClients) -> None:
         self.local = local
         self._peers = peers
         self._remote: dict[int, RemoteWorker] = {}

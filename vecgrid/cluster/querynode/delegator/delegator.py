@@ -66,7 +66,6 @@ import numpy as np
 from vecgrid import errors
 from vecgrid.cluster.gather import gather_all
 from vecgrid.cluster.querynode import retrieve
-from vecgrid.cluster.querynode import search
 from vecgrid.cluster.querynode.collections import Collection, CollectionManager
 from vecgrid.cluster.querynode.delegator.delta_forward import DeleteRetry, DeltaForwarder
 from vecgrid.cluster.querynode.delegator.distribution import GrowingView, SealedEntry, ShardDistribution, growing_views
@@ -329,22 +328,21 @@ class ShardDelegator:
 
     async def search(self, req: query_coord_pb2.SearchRequest) -> internal_pb2.SearchResults:
         coll, partitions, mvcc = await self._prepare(req)
+        readable = self.distribution.readable(partitions)
+        own = readable.pop(self.node_id, [])
         calls: list[tuple[int, Awaitable[Any]]] = [
-            (
-                node_id,
-                self.workers.get(node_id).search_segments(
-                    self._sub(req, node_id, sids, query_coord_pb2.Historical, mvcc)
-                ),
-            )
-            for node_id, sids in self.distribution.readable(partitions).items()
+            (node_id, self.workers.get(node_id).search_segments(
+                self._sub(req, node_id, sids, query_coord_pb2.Historical, mvcc)))
+            for node_id, sids in readable.items()
         ]
         growing = growing_views(self.pipeline, partitions)
-        sub = self._sub(req, self.node_id, [], query_coord_pb2.Streaming, mvcc)
-        if growing or not calls:  # an empty channel still answers
-            calls.append((self.node_id, search.run_search(coll, growing, sub.req, [self.channel])))
+        if own or growing or not calls:  # an empty channel still answers
+            # this node's sealed segments and the growing rows: one engine search, one part
+            sub = self._sub(req, self.node_id, own, query_coord_pb2.Historical, mvcc)
+            calls.append((self.node_id, self.workers.local.search_own_part(sub, growing)))
         parts = await self._fan_out(calls)
-        out = await off_loop(lambda: merge_search(parts, sub.req, [self.channel], coll.pk_field.name),
-                             sub.req.nq * sub.req.topk * len(parts))
+        out = await off_loop(lambda: merge_search(parts, req.req, [self.channel], coll.pk_field.name),
+                             req.req.nq * req.req.topk * len(parts))
         out.channels_mvcc[self.channel] = mvcc
         return out
 

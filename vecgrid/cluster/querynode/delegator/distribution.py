@@ -47,6 +47,12 @@ class GrowingView:
         return self.growing.rows
 
     @property
+    def batch_identity(self) -> tuple[str, int, int]:
+        """Equal for every read's view of the same rows: such reads may share one engine search
+        (:class:`~vecgrid.cluster.querynode.search.SearchBatcher`)."""
+        return ("growing", self.segment_id, self.num_rows)
+
+    @property
     def num_rows(self) -> int:
         return self.growing.num_rows
 
