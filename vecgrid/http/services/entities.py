@@ -76,6 +76,7 @@ _SEARCH_KEYS = {"vectors", "vectors_b64", "vector", "ids", "field", "limit", "of
 _QUERY_FORMS = ("vectors", "vectors_b64", "vector", "ids")
 _SEARCH_PARAMS = {"nprobe": "nprobe", "ef": "ef", "radius": "radius", "rangeFilter": "range_filter",
                   "range_filter": "range_filter", "itopk_size": "itopk_size", "search_width": "search_width"}
+_RANGE_PARAMS = {"radius", "range_filter"}   # (as passed on) they make a search a range search
 _COUNT_KEYS = {"filter", "groupBy", "partitions", "consistency"}
 # Services whose calls (but find and get) may change a collection's definition: the kept ones are forgotten.
 DEFINITION_PATHS = frozenset({"collections", "collections/:collection/partitions", "collections/:collection/indexes",
@@ -205,6 +206,22 @@ def safe_ints(records: Iterable[dict[str, Any]], names: Sequence[str]) -> None:
             v = r.get(name)
             if type(v) is int and not -MAX_SAFE_INTEGER <= v <= MAX_SAFE_INTEGER:
                 r[name] = str(v)
+
+
+def plain_hits(srd: schema_pb2.SearchResultData) -> list[list[dict[str, Any]]]:
+    """The REST hits (``{id, distance}``, one list per query) of a search without output fields, from
+    its merged ``SearchResultData``; keys beyond JavaScript's safe integers as decimal strings."""
+    str_ids = srd.ids.WhichOneof("id_field") == "str_id"
+    ids: list[Any] = list(srd.ids.str_id.data if str_ids else srd.ids.int_id.data)
+    if not str_ids and ids and (max(ids) > MAX_SAFE_INTEGER or min(ids) < -MAX_SAFE_INTEGER):
+        ids = [v if -MAX_SAFE_INTEGER <= v <= MAX_SAFE_INTEGER else str(v) for v in ids]
+    scores = list(srd.scores)
+    out = []
+    first = 0
+    for n in [*srd.topks, *[0] * (srd.num_queries - len(srd.topks))]:
+        out.append([{"id": i, "distance": d} for i, d in zip(ids[first:first + n], scores[first:first + n])])
+        first += n
+    return out
 
 
 class EntitiesService:
@@ -531,12 +548,16 @@ class EntitiesService:
         output, keep = coll.select(select) if select else ([], [])
         output = [n for n in output if n != coll.pk.name]
         conditions = self._body_filter(coll, body.get("filter"))
-        hits = await self.proxy.search(
-            coll.meta, vectors, limit=limit, offset=offset, filter=conditions, output_fields=output,
-            anns_field=field, search_params=_search_params(body.get("params")),
-            partition_names=_names(body.get("partitions"), "partitions"), consistency=consistency,
-            guarantee_timestamp=guarantee, group_by=_optional_str(body.get("groupBy"), "groupBy"),
-            group_size=_integer(body.get("groupSize", 1), "groupSize", 1))
+        search_params = _search_params(body.get("params"))
+        group_by = _optional_str(body.get("groupBy"), "groupBy")
+        options = dict(limit=limit, filter=conditions, anns_field=field, search_params=search_params,
+                       partition_names=_names(body.get("partitions"), "partitions"), consistency=consistency,
+                       guarantee_timestamp=guarantee)
+        if not output and offset == 0 and group_by is None and not _RANGE_PARAMS & search_params.keys():
+            # the usual search: its hits read straight off the merged result, one dict each
+            return plain_hits(await self.proxy.search_result(coll.meta, vectors, **options))
+        hits = await self.proxy.search(coll.meta, vectors, offset=offset, output_fields=output, group_by=group_by,
+                                       group_size=_integer(body.get("groupSize", 1), "groupSize", 1), **options)
         names = [*coll.int64, "id"]
         out = []
         for per_query in hits:
