@@ -44,6 +44,7 @@ _LONG_DIGITS = b"0" * 19
 # Every digit as "0": a run of 19 is then a substring search, where a regex scan of a body of vectors
 # cost 40 % of an insert's time on the loop.
 _DIGITS_AS_ZERO = bytes.maketrans(b"0123456789", b"0" * 10)
+_FLOAT_AFTER_DIGITS = frozenset(b".eE")   # what makes a run of digits a float's integer part
 _NOT_JSON_LITERAL = re.compile(rb"-?(?:NaN|Infinity)")
 
 
@@ -83,7 +84,7 @@ def decode_json(raw: bytes | str) -> Any:
     beyond double range (JavaScript would read Infinity and answer null) and lone surrogates, so a
     malformed body is a 400, not a crash later. Integers keep every digit."""
     data = raw.encode() if isinstance(raw, str) else raw
-    if _LONG_DIGITS in data.translate(_DIGITS_AS_ZERO):
+    if _has_long_integer(data):
         return json.loads(data, parse_constant=_refuse_constant, parse_float=_finite_float)
     try:
         return orjson.loads(data)
@@ -94,6 +95,25 @@ def decode_json(raw: bytes | str) -> Any:
         if token is None:
             raise
         raise ValueError(f"{token.group().decode()} is not JSON (line {error.lineno} column {error.colno})") from None
+
+
+def _has_long_integer(data: bytes) -> bool:
+    """Whether ``data`` holds a run of 19 digits or more that is not part of a float: orjson reads an
+    integer beyond 64 bits as a float, so such a body goes to the standard library's decoder. The
+    digits of a fraction (after a ``.``) and a float's integer part (before ``.``, ``e`` or ``E``) are
+    read as floats either way: float vectors as JavaScript and Python write them (17 significant
+    digits: 0.000123... is a run of 20) stay with orjson, ~10x faster over a 100 x 128 query."""
+    zeros = data.translate(_DIGITS_AS_ZERO)
+    at = zeros.find(_LONG_DIGITS)
+    while at >= 0:
+        end = at + len(_LONG_DIGITS)
+        while end < len(zeros) and zeros[end] == 48:   # "0": the run goes on
+            end += 1
+        fraction = at > 0 and zeros[at - 1] == 46         # "."
+        if not fraction and (end == len(zeros) or zeros[end] not in _FLOAT_AFTER_DIGITS):
+            return True
+        at = zeros.find(_LONG_DIGITS, end)
+    return False
 
 
 def _refuse_constant(name: str) -> Any:
