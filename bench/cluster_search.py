@@ -31,7 +31,9 @@ What it does, as a user would (nothing is placed by hand):
    * ``proxy``: vecgrid's :class:`~vecgrid.cluster.proxy.proxy.Proxy` in this process (as the CLI and
      a Python application use it) against the coordinator's gRPC port (Eventually consistency);
    * ``http_floor``: ``bench/http_floor.py``, a bare Tornado JSON handler serving that index;
-   * ``rest``: the REST ``search`` custom method, one keep-alive connection, orjson bodies;
+   * ``rest``: the REST ``search`` custom method, one keep-alive connection, orjson bodies; the
+     vectors, for both HTTP sides, written as a client writes a float32 array's values (``JSON.
+     stringify`` or Python's ``json``: doubles, 17 significant digits);
    * ``rest_b64``: the same with the queries as ``vectors_b64`` (base64 float32).
 
 The last line is one JSON object: the placement, the p50s and QPS of every side, and
@@ -132,6 +134,7 @@ async def time_sides(rest: Rest, floor_http: Rest, grpc_port: int, coord_port: i
     try:
         for nq in (NQ, 1):
             floor_reqs = [search_request(q[:nq], K) for q in queries]
+            as_json = [q[:nq].tolist() for q in queries]   # float32 values as doubles, as clients send them
             b64 = [base64.b64encode(q[:nq].astype("<f4").tobytes()).decode() for q in queries]
 
             async def faiss_side(i: int) -> None:
@@ -150,7 +153,7 @@ async def time_sides(rest: Rest, floor_http: Rest, grpc_port: int, coord_port: i
                 assert len(hits) == nq and len(hits[0]) == K
 
             async def http_side(i: int) -> None:
-                hits = floor_http.call("POST", "/search", {"vectors": queries[i % rounds][:nq], "limit": K})
+                hits = floor_http.call("POST", "/search", {"vectors": as_json[i % rounds], "limit": K})
                 assert len(hits) == nq
 
             def rest_search(query: dict) -> None:
@@ -160,7 +163,7 @@ async def time_sides(rest: Rest, floor_http: Rest, grpc_port: int, coord_port: i
                 assert len(hits) == nq and len(hits[0]) == K
 
             async def rest_side(i: int) -> None:
-                rest_search({"vectors": queries[i % rounds][:nq]})
+                rest_search({"vectors": as_json[i % rounds]})
 
             async def rest_b64_side(i: int) -> None:
                 rest_search({"vectors_b64": b64[i % rounds]})

@@ -80,12 +80,16 @@ class Cluster:
         return m
 
 
-async def make_cluster(tmp_path, metric: str) -> Cluster:
-    ds = import_collection(tmp_path, f"deleg_{metric.lower()}", metric=metric, index="FLAT", n=600, shards=1,
-                           segment_rows=150, seed=3)
+async def make_cluster(tmp_path, metric: str, *, index: str = "FLAT", index_params: dict | None = None,
+                       interim_rows: int | None = None) -> Cluster:
+    """``interim_rows``: the leader's ``querynode.interim_index_rows`` (growing segments' interim index)."""
+    ds = import_collection(tmp_path, f"deleg_{metric.lower()}", metric=metric, index=index, index_params=index_params,
+                           n=600, shards=1, segment_rows=150, seed=3)
     (channel,) = ds.channels
     writer = Wal(DataDir(ds.data_dir).wal_root).open_writer(channel, fsync="always")
     leader = await NodeHarness(ds.data_dir, LEADER).start()
+    if interim_rows is not None:
+        leader.settings.querynode.interim_index_rows = interim_rows
     worker = await NodeHarness(ds.data_dir, WORKER).start()
     template = load_request(ds)
     watch = query_coord_pb2.WatchDmChannelsRequest(

@@ -253,3 +253,22 @@ async def test_calls_to_peers_go_out_before_the_leader_searches(tmp_path, monkey
         assert_same_knn(*reference_search(c.full, xq, K), *dense(got, K))
     finally:
         await close(c)
+
+
+async def test_growing_rows_of_an_ivf_collection_are_searched_through_their_interim_index(tmp_path):
+    """The leader gives its channel's growing segments the interim index of a collection with an
+    approximate index: past ``interim_index_rows`` a search goes through it and still finds every
+    growing row that is a query's own vector, at distance 0, alongside the sealed segments."""
+    c = await make_cluster(tmp_path, "L2", index="IVF_FLAT", index_params={"nlist": 2}, interim_rows=100)
+    try:
+        c.insert(400, seed=5)
+        ts = c.tick()
+        xq, pks = c.full.vectors[-400:][::40], c.full.pks[-400:][::40]
+        _, got = await search(c, xq, guarantee=ts)
+        (growing,) = c.leader.node.delegator_for(c.ds.channels[0]).pipeline.growing.values()
+        assert growing.interim is not None and growing._interim_rows == 400
+        scores, ids = dense(got, K)
+        assert ids[:, 0].tolist() == pks.tolist()
+        np.testing.assert_allclose(scores[:, 0], 0, atol=1e-3)
+    finally:
+        await close(c)

@@ -136,6 +136,12 @@ class QueryNodeSettings:
     # queries are searched alone.
     batch_window_ms: float = 0.5
     batch_max_nq: int = 64
+    # Interim index (Milvus's queryNode.segcore.interimIndex): a growing segment of a collection with
+    # an approximate index (not FLAT) is searched through an IVF index of its rows once it holds
+    # interim_index_rows rows (0: always exactly), nlist lists, nprobe of them probed.
+    interim_index_rows: int = 65_536
+    interim_index_nlist: int = 128
+    interim_index_nprobe: int = 16
     # How long a shard leader keeps retrying a delete on the nodes of its view (failed, missing or
     # unanswered DeleteBatch) before it marks its channel unserviceable, and the limit of one attempt.
     delete_retry_deadline_s: float = 30.0

@@ -14,11 +14,20 @@ scalar columns) and deletes, and searches them under the request's timestamp
 (MVCC: rows inserted after it are invisible) and filter.  The channel pipeline thread
 inserts while other threads read: a read takes the row count once
 (:meth:`GrowingSegment.snapshot`) and searches, counts and fetches below it.
+
+**Interim index** (Milvus's ``queryNode.segcore.interimIndex``): a growing segment of a collection
+whose index is approximate anyway (IVF, HNSW, ...) may be given :class:`InterimIndex` settings.
+Once it holds ``rows`` rows, an unfiltered search goes through an IVF index of its rows (``nlist``
+lists trained on a sample of them, ``nprobe`` probed) instead of comparing every row: brute force
+over 200,000 growing rows costs tens of milliseconds a query.  The index is built by the first such
+search and takes the rows added since on each later one; it holds a copy of the vectors (the
+segment's memory doubles).  A filtered search stays exact, and so does a FLAT collection's.
 """
 
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 import numpy as np
@@ -30,7 +39,16 @@ from vecgrid.gpu.merge import MAX_TOPK, TopK, larger_is_better
 from vecgrid.gpu.rows import RowStore, _Grow, fields_from_schema
 from vecgrid.proto import plan_pb2, schema_pb2
 
-__all__ = ["brute_force_knn", "GrowingSegment", "GrowingSnapshot"]
+__all__ = ["brute_force_knn", "GrowingSegment", "GrowingSnapshot", "InterimIndex"]
+
+
+@dataclass(frozen=True)
+class InterimIndex:
+    """When and how a growing segment searches through an interim IVF index (see the module doc)."""
+
+    rows: int = 65_536   # from this many rows on
+    nlist: int = 128
+    nprobe: int = 16
 
 
 def _numpy_knn(xq: np.ndarray, xb: np.ndarray, k: int, metric: str) -> tuple[np.ndarray, np.ndarray]:
@@ -115,7 +133,7 @@ class GrowingSegment:
 
     def __init__(self, dim: int, metric: str = "L2", *, segment_id: int = 0, field_id: int = 0,
                  schema: schema_pb2.CollectionSchema | None = None, pk_field_id: int | None = None,
-                 xp: Any = np, with_timestamps: bool = True) -> None:
+                 xp: Any = np, with_timestamps: bool = True, interim: InterimIndex | None = None) -> None:
         self.segment_id = segment_id
         self.field_id = field_id
         self.dim = int(dim)
@@ -131,6 +149,12 @@ class GrowingSegment:
         self.rows.vector_fields[field_id] = self.dim
         self._lock = threading.Lock()
         self.placement = "GPU" if xp is not np else "CPU"
+        self.interim = interim if xp is np else None
+        # the interim IVF index over the first _interim_rows rows (row offsets as ids): built, added to
+        # and searched under _interim_lock, by whichever search thread needs it
+        self._interim_index: Any = None
+        self._interim_rows = 0
+        self._interim_lock = threading.Lock()
 
     @property
     def num_rows(self) -> int:
@@ -190,18 +214,53 @@ class GrowingSegment:
         if n == 0:
             return TopK.empty(len(xq), k, rows.pks.dtype)
         base = self._device_vectors(n) if self.xp is not np else self._vecs.view()[:n]
+        if expr is None and self.interim is not None and n >= self.interim.rows:
+            return self._interim_search(xq, base, k, rows, n, timestamp)
         return _exact_topk(xq, base, k, self.metric, rows, n, expr, timestamp, self.xp)
+
+    def _interim_search(self, xq: np.ndarray, base: np.ndarray, k: int, rows: RowStore, n: int,
+                        timestamp: int | None) -> TopK:
+        """Top-``k`` among the first ``n`` rows visible at ``timestamp``, through the interim index;
+        a query that finds fewer than ``k`` rows in its probed lists is searched exactly."""
+        from vecgrid.gpu import require_faiss
+
+        faiss = require_faiss()
+        allowed = rows.visibility(timestamp, n)
+        bits = None
+        with self._interim_lock:
+            index = self._interim_index
+            if index is None:
+                index = self._interim_index = _train_interim(faiss, base, self.metric, self.interim)
+            if self._interim_rows < n:
+                index.add(base[self._interim_rows:n])
+                self._interim_rows = n
+            if allowed is not None:
+                bits = np.packbits(allowed, bitorder="little")   # alive while the search runs
+                sel = faiss.IDSelectorBitmap(n, faiss.swig_ptr(bits))
+            else:
+                sel = faiss.IDSelectorRange(0, n) if self._interim_rows > n else None
+            params = faiss.SearchParametersIVF(nprobe=min(self.interim.nprobe, index.nlist), sel=sel)
+            D, I = index.search(xq, k, params=params)
+        need = min(k, n if allowed is None else int(np.count_nonzero(allowed)))
+        short = I[:, need - 1] < 0 if need else np.zeros(len(xq), dtype=bool)
+        if short.any():  # fewer than k in the probed lists: those queries compare every row
+            fm = "L2" if self.metric == "L2" else "IP"
+            D[short], I[short] = _exact_dense(xq[short], base, k, fm, allowed)
+        return TopK.from_dense(D, I, k, rows.pks[:n])
 
     def fetch(self, rows: np.ndarray, fields: Iterable[int | str]) -> list[FieldColumn]:
         return self.rows.fetch(rows, fields)
 
     def nbytes(self) -> int:
-        return self._vecs.buf.nbytes + self.rows.nbytes()
+        interim = self._interim_rows * (self.dim * 4 + 8) if self._interim_index is not None else 0
+        return self._vecs.buf.nbytes + self.rows.nbytes() + interim
 
     def release(self) -> None:
         self._dev_mirror = (None, 0)
         self._vecs = _Grow(np.zeros((0, self.dim), dtype=np.float32))
         self.rows = RowStore(np.zeros(0, dtype=np.int64))
+        with self._interim_lock:
+            self._interim_index, self._interim_rows = None, 0
 
     @property
     def larger_is_better(self) -> bool:
@@ -215,17 +274,35 @@ def _exact_topk(xq: np.ndarray, base: Any, k: int, metric: str, rows: RowStore, 
     fm = "L2" if metric == "L2" else "IP"
     pks = rows.pks[:n]
     mask = rows.mask(expr, timestamp, n)
-    if mask is None:
-        D, I = brute_force_knn(xq, base, k, fm, xp=xp)
-        return TopK.from_dense(D, I, k, pks)
-    allowed = np.flatnonzero(mask)
-    if not len(allowed):
+    if mask is not None and not mask.any():
         return TopK.empty(len(xq), k, pks.dtype)
+    D, I = _exact_dense(xq, base, k, fm, mask, xp)
+    return TopK.from_dense(D, I, k, pks)
+
+
+def _exact_dense(xq: np.ndarray, base: Any, k: int, fm: str, mask: np.ndarray | None,
+                 xp: Any = np) -> tuple[np.ndarray, np.ndarray]:
+    """Exact ``(D, I)`` of ``xq`` among the rows of ``base`` that ``mask`` allows (``None``: all);
+    ``I`` holds row offsets of ``base``, ``-1`` where fewer than ``k`` rows are allowed."""
+    if mask is None:
+        return brute_force_knn(xq, base, k, fm, xp=xp)
+    allowed = np.flatnonzero(mask)
     sub = base[xp.asarray(allowed)] if xp is not np else base[allowed]
     D, I = brute_force_knn(xq, sub, k, fm, xp=xp)
     valid = I >= 0
-    I = np.where(valid, allowed[np.where(valid, I, 0)], -1)
-    return TopK.from_dense(D, I, k, pks)
+    return D, np.where(valid, allowed[np.where(valid, I, 0)], -1)
+
+
+def _train_interim(faiss: Any, base: np.ndarray, metric: str, settings: InterimIndex) -> Any:
+    """An empty IVF index of ``settings.nlist`` lists trained on an even sample of ``base`` (up to
+    faiss's 256 rows per list; rows are often inserted in some order, so not just the first ones)."""
+    n, dim = base.shape
+    nlist = max(1, min(settings.nlist, n // 39))   # faiss's 39 training rows a list at least
+    fm = faiss.METRIC_L2 if metric == "L2" else faiss.METRIC_INNER_PRODUCT
+    quantizer = faiss.IndexFlatL2(dim) if fm == faiss.METRIC_L2 else faiss.IndexFlatIP(dim)
+    index = faiss.IndexIVFFlat(quantizer, dim, nlist, fm)   # faiss's wrapper keeps the quantizer alive
+    index.train(np.ascontiguousarray(base[::max(1, n // (256 * nlist))]))
+    return index
 
 
 class GrowingSnapshot:

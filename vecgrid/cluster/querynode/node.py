@@ -59,7 +59,8 @@ from vecgrid.cluster.reduce import merge_retrieve, merge_search
 from vecgrid.cluster.querynode.segments import ALL_PARTITIONS, SealedSegment, SegmentManager
 from vecgrid.cluster.querynode.worker import LocalWorker, Workers, row_count_statistics, total_row_count
 from vecgrid.common.keys import COORD_ADDRESS_KEY, checksums_from_properties, node_addresses
-from vecgrid.config import Settings
+from vecgrid.config import QueryNodeSettings, Settings
+from vecgrid.gpu.growing import InterimIndex
 from vecgrid.gpu.results import primary_keys
 from vecgrid.proto import (common_pb2, internal_pb2, query_coord_pb2, schema_pb2)
 from vecgrid.storage.layout import DataDir
@@ -86,6 +87,15 @@ def _delete_args(ids: schema_pb2.IDs, timestamps: Sequence[int]) -> tuple[np.nda
 def _sealed_scope(scope: int) -> bool:
     """Whether a DataScope covers sealed segments (UnKnown counts as All, as Milvus)."""
     return scope != query_coord_pb2.Streaming
+
+
+def interim_index(settings: QueryNodeSettings, index_type: str) -> InterimIndex | None:
+    """The interim index of a channel's growing segments: none for a FLAT collection (its searches
+    are exact, growing rows included) or when ``interim_index_rows`` is 0."""
+    if settings.interim_index_rows <= 0 or index_type.upper() in ("FLAT", ""):
+        return None
+    return InterimIndex(rows=settings.interim_index_rows, nlist=max(1, settings.interim_index_nlist),
+                        nprobe=max(1, settings.interim_index_nprobe))
 
 
 def learn_peers(node: "QueryNode", base: common_pb2.MsgBase) -> None:
@@ -276,12 +286,14 @@ class QueryNode(Component):
         vec = next((f for f in coll.schema.fields if f.data_type == schema_pb2.FloatVector), None)
         if vec is None:
             raise errors.CollectionIllegalSchema(f"collection {coll.id} has no FloatVector field")
-        metric = "L2"
+        metric, index_type = "L2", "FLAT"
         index = coll.indexes.get(vec.fieldID)
         if index is not None and len(index.index_params):
             from vecgrid.gpu.build import parse_index_params
 
-            metric = parse_index_params(list(index.index_params))[1] or "L2"
+            index_type, metric, _ = parse_index_params(list(index.index_params))
+            metric = metric or "L2"
+        interim = interim_index(self.settings.querynode, index_type)
         coord = req.base.properties.get(COORD_ADDRESS_KEY) or \
             f"{self.settings.common.host}:{self.settings.querycoord.port}"
         started = []
@@ -303,7 +315,7 @@ class QueryNode(Component):
                                    version=req.version, replica_id=req.replicaID,
                                    delete_retry=self._delete_retry())
                 d.partition_stats.update(dict(info.partition_stats_versions))
-                d.start(info, coll.schema, metric, excluded, coord)
+                d.start(info, coll.schema, metric, excluded, coord, interim=interim)
                 started.append(d)
         except BaseException:
             for d in started:

@@ -54,7 +54,7 @@ import numpy as np
 import pyarrow as pa
 
 from vecgrid.common.rates import RateWindow
-from vecgrid.gpu.growing import GrowingSegment
+from vecgrid.gpu.growing import GrowingSegment, InterimIndex
 from vecgrid.proto import schema_pb2
 from vecgrid.storage.dml import DeleteBatch, InsertBatch, TimeTick, decode_dml
 from vecgrid.storage.wal import ChannelReader, MessageKind, WalError
@@ -86,7 +86,7 @@ class _Stopped(Exception):
 class ChannelPipeline:
     def __init__(self, channel: str, reader: ChannelReader, collection_id: int,
                  schema: schema_pb2.CollectionSchema, metric: str, *,
-                 excluded: dict[int, int] | None = None,
+                 excluded: dict[int, int] | None = None, interim: InterimIndex | None = None,
                  forward_delete: DeleteForwarder | None = None,
                  on_failure: Callable[[Exception], None] | None = None,
                  poll_s: float = 0.05) -> None:
@@ -94,6 +94,7 @@ class ChannelPipeline:
         self.collection_id = collection_id
         self.schema = schema
         self.metric = metric
+        self.interim = interim   # given to every growing segment (vecgrid.gpu.growing.InterimIndex)
         self._lock = threading.Lock()   # guards growing, growing_partition and excluded (see the module doc)
         self.excluded = dict(excluded or {})  # segment id -> timestamp up to which it is sealed
         self.forward_delete = forward_delete
@@ -247,7 +248,7 @@ class ChannelPipeline:
             if growing is None:
                 growing = GrowingSegment(self._dim, self.metric, segment_id=batch.segment_id,
                                          field_id=self._vector.fieldID, schema=self.schema,
-                                         pk_field_id=self._pk.fieldID)
+                                         pk_field_id=self._pk.fieldID, interim=self.interim)
                 self.growing[batch.segment_id] = growing
                 self.growing_partition[batch.segment_id] = batch.partition_id
         table = pa.Table.from_batches([batch.columns]).filter(pa.array(keep))

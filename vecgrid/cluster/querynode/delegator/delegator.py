@@ -73,6 +73,7 @@ from vecgrid.cluster.querynode.loader import SegmentLoader
 from vecgrid.cluster.querynode.pipeline import ChannelPipeline
 from vecgrid.cluster.reduce import merge_retrieve, merge_search, off_loop
 from vecgrid.cluster.querynode.worker import Workers, row_count_statistics, total_row_count
+from vecgrid.gpu.growing import InterimIndex
 from vecgrid.gpu.plan import parse_query_plan
 from vecgrid.proto import data_coord_pb2, internal_pb2, query_coord_pb2, schema_pb2
 from vecgrid.storage.layout import DataDir
@@ -129,8 +130,9 @@ class ShardDelegator:
     # --- lifecycle -----------------------------------------------------------------------------
 
     def start(self, info: Any, schema: schema_pb2.CollectionSchema, metric: str, excluded: dict[int, int],
-              coord_address: str) -> None:
-        """Start consuming the channel (called on the loop)."""
+              coord_address: str, *, interim: InterimIndex | None = None) -> None:
+        """Start consuming the channel (called on the loop); ``interim``: its growing segments' interim
+        index (:mod:`vecgrid.gpu.growing`), if any."""
 
         self._loop = asyncio.get_running_loop()
         seek = info.seek_position if info.HasField("seek_position") and len(info.seek_position.msgID) else None
@@ -142,7 +144,7 @@ class ShardDelegator:
         else:
             reader = RemoteChannelReader(coord_address, self.channel, start)
         self.pipeline = ChannelPipeline(self.channel, reader, self.collection_id, schema, metric,
-                                        excluded=excluded,
+                                        excluded=excluded, interim=interim,
                                         forward_delete=self.forward_delete, on_failure=self._pipeline_failed)
         self.pipeline.start()
 
