@@ -91,6 +91,9 @@ def test_a_read_sees_only_its_snapshot_and_never_deleted_or_later_rows(data):
     after = g.search(xq, 10, timestamp=30).ids
     assert not set(after.tolist()) & set(best.tolist())
     assert set(g.search(xq, 10, timestamp=29).ids.tolist()) & set(best.tolist())
+    # the earlier read, deletes applied through a bitmap of its 4,000 rows, still sees only those
+    hits = early.search(xq, 10, timestamp=30).ids
+    assert hits.max() < 4_000 and not set(hits.tolist()) & set(best.tolist())
 
 
 def test_a_query_whose_probed_lists_hold_too_few_rows_is_answered_exactly(data):

@@ -398,6 +398,7 @@ async def test_bad_input_is_a_feathers_error_and_writes_nothing(env):
         ({"vector": [0.1] * DIM, "filter": {"age": {"$in": list(range(16385))}}}, 400),
         ({"vector": [0.1] * DIM, "filter": {"age": "x"}}, 400),
         ({"vector": [0.1] * DIM, "params": {"nprobe": "x"}}, 400),
+        ({"vector": [0.1] * DIM, "groupSize": 0}, 400),            # checked without groupBy too
         ({"vector": [0.1] * DIM, "wat": 1}, 400),
         ({"vector": [0.1] * DIM, "consistency": "Sometimes"}, 400),
         ({"vector": [0.1] * DIM, "partitions": ["p9"]}, 404),

@@ -236,7 +236,8 @@ class GrowingSegment:
                 self._interim_rows = n
             if allowed is not None:
                 bits = np.packbits(allowed, bitorder="little")   # alive while the search runs
-                sel = faiss.IDSelectorBitmap(n, faiss.swig_ptr(bits))
+                # its size in bytes: a row the index holds beyond this read's n is outside it
+                sel = faiss.IDSelectorBitmap(len(bits), faiss.swig_ptr(bits))
             else:
                 sel = faiss.IDSelectorRange(0, n) if self._interim_rows > n else None
             params = faiss.SearchParametersIVF(nprobe=min(self.interim.nprobe, index.nlist), sel=sel)

@@ -159,7 +159,7 @@ def _selector(faiss: Any, allowed: np.ndarray | None) -> tuple[Any, Any]:
     if allowed is None:
         return None, None
     bits = np.packbits(allowed, bitorder="little")
-    return faiss.IDSelectorBitmap(len(allowed), faiss.swig_ptr(bits)), bits
+    return faiss.IDSelectorBitmap(len(bits), faiss.swig_ptr(bits)), bits   # its size in bytes
 
 
 def _native_search(faiss: Any, index: Any) -> Callable[..., None]:

@@ -550,6 +550,7 @@ class EntitiesService:
         conditions = self._body_filter(coll, body.get("filter"))
         search_params = _search_params(body.get("params"))
         group_by = _optional_str(body.get("groupBy"), "groupBy")
+        group_size = _integer(body.get("groupSize", 1), "groupSize", 1)
         options = dict(limit=limit, filter=conditions, anns_field=field, search_params=search_params,
                        partition_names=_names(body.get("partitions"), "partitions"), consistency=consistency,
                        guarantee_timestamp=guarantee)
@@ -557,7 +558,7 @@ class EntitiesService:
             # the usual search: its hits read straight off the merged result, one dict each
             return plain_hits(await self.proxy.search_result(coll.meta, vectors, **options))
         hits = await self.proxy.search(coll.meta, vectors, offset=offset, output_fields=output, group_by=group_by,
-                                       group_size=_integer(body.get("groupSize", 1), "groupSize", 1), **options)
+                                       group_size=group_size, **options)
         names = [*coll.int64, "id"]
         out = []
         for per_query in hits:
