@@ -119,3 +119,41 @@ def test_which_collections_get_one():
     assert interim_index(settings, "HNSW") is not None
     settings.interim_index_rows = 0
     assert interim_index(settings, "IVF_SQ8") is None
+
+
+def test_reads_while_the_pipeline_inserts_and_deletes(data):
+    """Three reader threads search fresh snapshots while a writer inserts and deletes (the pipeline
+    thread's part): the index grows under its lock and no read sees a row past its snapshot."""
+    import threading
+    import time
+
+    xb, xq = data
+    g = growing(xb[:2_000], INTERIM)
+    done, failures = threading.Event(), []
+
+    def write() -> None:
+        for lo in range(2_000, N, 250):
+            g.insert(np.arange(lo, lo + 250), xb[lo:lo + 250], timestamps=np.full(250, lo, np.uint64),
+                     columns={101: np.arange(lo, lo + 250, dtype=np.int64) % 7})
+            if lo % 1_000 == 0:
+                g.delete(np.arange(lo - 50, lo), lo + 1)
+            time.sleep(0.002)
+        done.set()
+
+    def read() -> None:
+        try:
+            while not done.is_set():
+                snapshot = g.snapshot()
+                hits = snapshot.search(xq, 10)
+                assert hits.ids.max() < snapshot.num_rows
+        except Exception as e:  # noqa: BLE001 - reported by the test
+            failures.append(e)
+            done.set()
+
+    threads = [threading.Thread(target=read) for _ in range(3)] + [threading.Thread(target=write)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert not failures, failures
+    assert g._interim_rows > 2_000
