@@ -71,7 +71,8 @@ async def search(
     asked = str(params.pop("metric_type", metric)).upper()
     if asked != metric:
         raise errors.ParameterInvalid(f"metric type {asked} does not match the index of {field.name!r} ({metric})")
-    bounds = _RangeBounds.of(params.pop("radius", None), params.pop("range_filter", None), metric)
+    radius, range_filter = (params.pop(name, None) for name in RANGE_PARAMS)
+    bounds = _RangeBounds.of(radius, range_filter, metric)
     names = list(output_fields)
     if group_by is not None:
         check_group_field(meta, group_by)
@@ -114,6 +115,17 @@ async def search(
         pending = still
         k = min(k * 4, MAX_TOPK)
     return answers  # type: ignore[return-value]
+
+
+#: The search params that make a search a range search (Milvus's names).
+RANGE_PARAMS = ("radius", "range_filter")
+
+
+def plain_top_k(search_params: Mapping[str, Any] | None, *, offset: int = 0, group_by: str | None = None) -> bool:
+    """Whether a search with these options is a plain top-k search from its first hit (no range
+    bounds, no grouping, no offset): one that ``raw`` (``Proxy.search_result``) answers."""
+    params = search_params or {}
+    return offset == 0 and group_by is None and all(params.get(name) is None for name in RANGE_PARAMS)
 
 
 async def _search_round(

@@ -47,6 +47,7 @@ from vecgrid import errors
 from vecgrid.cluster.proxy.filters import compile_filter
 from vecgrid.cluster.proxy.milvus_expr import compile_expression
 from vecgrid.cluster.proxy.rows import row_errors
+from vecgrid.cluster.proxy.task_search import plain_top_k
 from vecgrid.common.feathers_errors import BadRequest, FeathersError, MethodNotAllowed, NotFound
 from vecgrid.http.milvus_errors import feathers_error
 from vecgrid.http.feathers.query import QuerySchema, page_limit, select_fields, split_query
@@ -76,7 +77,6 @@ _SEARCH_KEYS = {"vectors", "vectors_b64", "vector", "ids", "field", "limit", "of
 _QUERY_FORMS = ("vectors", "vectors_b64", "vector", "ids")
 _SEARCH_PARAMS = {"nprobe": "nprobe", "ef": "ef", "radius": "radius", "rangeFilter": "range_filter",
                   "range_filter": "range_filter", "itopk_size": "itopk_size", "search_width": "search_width"}
-_RANGE_PARAMS = {"radius", "range_filter"}   # (as passed on) they make a search a range search
 _COUNT_KEYS = {"filter", "groupBy", "partitions", "consistency"}
 # Services whose calls (but find and get) may change a collection's definition: the kept ones are forgotten.
 DEFINITION_PATHS = frozenset({"collections", "collections/:collection/partitions", "collections/:collection/indexes",
@@ -554,7 +554,7 @@ class EntitiesService:
         options = dict(limit=limit, filter=conditions, anns_field=field, search_params=search_params,
                        partition_names=_names(body.get("partitions"), "partitions"), consistency=consistency,
                        guarantee_timestamp=guarantee)
-        if not output and offset == 0 and group_by is None and not _RANGE_PARAMS & search_params.keys():
+        if not output and plain_top_k(search_params, offset=offset, group_by=group_by):
             # the usual search: its hits read straight off the merged result, one dict each
             return plain_hits(await self.proxy.search_result(coll.meta, vectors, **options))
         hits = await self.proxy.search(coll.meta, vectors, offset=offset, output_fields=output, group_by=group_by,
