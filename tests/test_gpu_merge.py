@@ -236,3 +236,32 @@ def test_nan_scores_rank_last_on_every_merge_path(nq, metric):
         assert sc[:3].tolist() == expect and np.isnan(sc[3])
         if q:
             assert general.query(q)[0].tolist() == ids.tolist()
+
+
+@pytest.mark.parametrize("metric", ["L2", "IP"])
+def test_one_query_list_merge_agrees_with_the_array_merge(metric):
+    """nq=1 over several small integer-keyed parts (a leader's sealed part with its Python hit lists,
+    and its growing part) merges on lists; ids, scores, rows and sources equal the array merge's,
+    ties and a key found twice included."""
+    rs = np.random.default_rng(11)
+    for trial in range(80):
+        k = int(rs.integers(1, 11))
+        parts = []
+        for _ in range(int(rs.integers(2, 4))):
+            n = int(rs.integers(0, k + 1))
+            ids = rs.choice(25, n, replace=False).astype(np.int64)
+            sc = np.round(rs.random(n), 1).astype(np.float32)
+            sc = np.sort(sc) if metric == "L2" else -np.sort(-sc)
+            rows = rs.permutation(100)[:n].astype(np.int64)
+            lists = (sc.tolist(), ids.tolist()) if trial % 2 else None
+            parts.append(TopK(ids, sc, np.array([n], np.int64), k, rows=rows, hit_lists=lists))
+        merged = merge_topk(parts, k, metric)
+        assert merged.hit_lists is not None   # the list path answered
+        general = merge_topk(parts + [TopK.empty(1, k)], k, metric, round_decimal=6)  # forced off it
+        ref = reference_merge(parts, k, metric)
+        assert merged.ids.tolist() == [i for i, _ in ref[0]] == general.ids.tolist()
+        assert merged.scores.dtype == np.float32 and merged.scores.tolist() == general.scores.tolist()
+        assert merged.rows.tolist() == general.rows.tolist()
+        assert merged.sources.tolist() == general.sources.tolist()
+        assert merged.topks.tolist() == [len(ref[0])]
+        assert merged.hit_lists == (merged.scores.tolist(), merged.ids.tolist())

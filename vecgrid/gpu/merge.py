@@ -231,6 +231,10 @@ def merge_topk(parts: Sequence[TopK], k: int, metric: str = "L2", round_decimal:
         fast = _already_merged(parts[0], k, dedup)
         if fast is not None:
             return fast
+    elif nq == 1 and (round_decimal is None or round_decimal < 0):
+        fast = _merge_one_query(parts, k, larger_is_better(metric), dedup)
+        if fast is not None:
+            return fast
     ids = _concat_ids(parts)
     total = len(ids)
     if total == 0:
@@ -254,6 +258,39 @@ def merge_topk(parts: Sequence[TopK], k: int, metric: str = "L2", round_decimal:
     return TopK(ids[order], scores[order], topks, k,
                 rows=None if rows is None else rows[order], sources=sources[order],
                 fields=None if fields is None else [f.take(order) for f in fields])
+
+
+def _merge_one_query(parts: Sequence[TopK], k: int, larger: bool, dedup: bool) -> TopK | None:
+    """:func:`merge_topk` of one query's few integer-keyed hits without fields (a leader's sealed and
+    growing parts at nq=1) on Python lists: no array is concatenated or indexed until the merged
+    ``k``.  ``None`` (the general path) for anything else, or a NaN score (Python's sort does not
+    order it as numpy does)."""
+    total = 0
+    for p in parts:
+        if p.fields is not None or p.ids.dtype.kind not in "iu" or (p.rows is None and len(p.ids)):
+            return None
+        total += len(p.ids)
+    if total > SMALL_MERGE:
+        return None
+    sign = -1.0 if larger else 1.0
+    hits = []   # (sign * score, key, part, position in it, row, score)
+    for i, p in enumerate(parts):
+        scores, keys = p.hit_lists if p.hit_lists is not None else (p.scores.tolist(), p.ids.tolist())
+        rows = p.rows.tolist() if len(keys) else []
+        hits.extend((sign * s, key, i, j, row, s) for j, (s, key, row) in enumerate(zip(scores, keys, rows)))
+    if any(h[0] != h[0] for h in hits):
+        return None
+    hits.sort()   # score, then key (Milvus's order), then where it came from, as the general path's stable sort
+    if dedup:
+        seen: set = set()
+        hits = [h for h in hits if not (h[1] in seen or seen.add(h[1]))]
+    hits = hits[:k]
+    score_list = [h[5] for h in hits]
+    key_list = [h[1] for h in hits]
+    return TopK(np.array(key_list, dtype=np.int64), np.array(score_list, dtype=np.float32),
+                np.array([len(hits)], dtype=np.int64), k,
+                rows=np.array([h[4] for h in hits], dtype=np.int64),
+                sources=np.array([h[2] for h in hits], dtype=np.int32), hit_lists=(score_list, key_list))
 
 
 def _one_query_order(ids: np.ndarray, scores: np.ndarray, k: int, larger: bool,
