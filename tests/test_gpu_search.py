@@ -148,6 +148,13 @@ def test_search_params_validation(ivf, hnsw, ds):
         ivf.search(ds.xq[:1], K, params={"radius": 1.0})
     r8 = ivf.search(ds.xq[:20], K, params={"nprobe": 1})
     assert r8.topks.tolist() == [K] * 20
+    # a request's params are checked once per segment and k; refused ones every time
+    assert ivf.search_params(K, {"nprobe": 8}) is ivf.search_params(K, {"nprobe": 8}) == {"nprobe": 8}
+    assert ivf.search_params(K + 1, {"nprobe": 8}) is not ivf.search_params(K, {"nprobe": 8})
+    for _ in range(2):
+        with pytest.raises(errors.ParameterInvalid):
+            ivf.search(ds.xq[:1], K, params={"nprobe": 0})
+    assert ivf.search_params(K, {"nprobe": 8, "extra": [1]}) == {"nprobe": 8}   # unhashable: checked each time
 
 
 # -- filtered search ------------------------------------------------------------------------------

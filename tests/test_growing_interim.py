@@ -130,6 +130,7 @@ def test_reads_while_the_pipeline_inserts_and_deletes(data):
     xb, xq = data
     g = growing(xb[:2_000], INTERIM)
     done, failures = threading.Event(), []
+    read_rows, searched = [0], threading.Condition()   # the most rows a finished read saw
 
     def write() -> None:
         for lo in range(2_000, N, 250):
@@ -137,6 +138,8 @@ def test_reads_while_the_pipeline_inserts_and_deletes(data):
                      columns={101: np.arange(lo, lo + 250, dtype=np.int64) % 7})
             if lo % 1_000 == 0:
                 g.delete(np.arange(lo - 50, lo), lo + 1)
+            with searched:   # a read of these rows overlaps the next insert, however busy the machine
+                searched.wait_for(lambda: read_rows[0] >= lo + 250 or failures, 10)
             time.sleep(0.002)
         done.set()
 
@@ -146,6 +149,9 @@ def test_reads_while_the_pipeline_inserts_and_deletes(data):
                 snapshot = g.snapshot()
                 hits = snapshot.search(xq, 10)
                 assert hits.ids.max() < snapshot.num_rows
+                with searched:
+                    read_rows[0] = max(read_rows[0], snapshot.num_rows)
+                    searched.notify_all()
         except Exception as e:  # noqa: BLE001 - reported by the test
             failures.append(e)
             done.set()

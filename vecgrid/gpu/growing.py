@@ -278,7 +278,8 @@ def _exact_topk(xq: np.ndarray, base: Any, k: int, metric: str, rows: RowStore, 
     if mask is not None and not mask.any():
         return TopK.empty(len(xq), k, pks.dtype)
     D, I = _exact_dense(xq, base, k, fm, mask, xp)
-    return TopK.from_dense(D, I, k, pks)
+    # faiss packs a query's hits first: one query whose last label is a row is full (no padding scan)
+    return TopK.from_dense(D, I, k, pks, full=len(I) == 1 and I.item(-1) >= 0)
 
 
 def _exact_dense(xq: np.ndarray, base: Any, k: int, fm: str, mask: np.ndarray | None,

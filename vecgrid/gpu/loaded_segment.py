@@ -221,6 +221,7 @@ class LoadedSegment:
         self._host_copy: Any = None
         self._params_cache: dict[Any, Any] = {}
         self._default_sp: dict[int, dict[str, int]] = {}
+        self._checked_sp: dict[Any, dict[str, int]] = {}   # a request's params, by (k, items); like _default_sp
         self._one_query_consts: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # by k; see _plain_search
         # faiss params of the default search params, by k; like _default_sp and _one_query_consts, filled
         # by any search thread (a dict assignment is atomic, and every writer stores equal values)
@@ -406,8 +407,20 @@ class LoadedSegment:
                 if len(self._default_sp) > 256:
                     self._default_sp.clear()
             return sp
-        fam = "hnsw" if self.family == "cagra" and not self.device.is_gpu else self.family
-        return default_search_params(fam, k, params, self.nlist)
+        try:  # a client repeats its params ({"nprobe": 8}): checked once per segment, then looked up
+            key: Any = (k, tuple(sorted(params.items())))
+            hash(key)
+        except TypeError:   # a value that is not hashable: checked every time
+            key = None
+        sp = self._checked_sp.get(key) if key is not None else None
+        if sp is None:
+            fam = "hnsw" if self.family == "cagra" and not self.device.is_gpu else self.family
+            sp = default_search_params(fam, k, params, self.nlist)
+            if key is not None:
+                if len(self._checked_sp) > 256:
+                    self._checked_sp.clear()
+                self._checked_sp[key] = sp
+        return sp
 
     def assign(self, queries: np.ndarray, k: int, params: Mapping[str, Any] | None = None
                ) -> tuple[np.ndarray, np.ndarray]:
