@@ -163,36 +163,3 @@ def test_reads_while_the_pipeline_inserts_and_deletes(data):
         t.join(30)
     assert not failures, failures
     assert g._interim_rows > 2_000
-
-
-def test_one_query_spreads_its_interim_lists_over_the_leased_threads(data):
-    """A search of fewer queries than its OpenMP threads through the interim index spreads each
-    query's probed lists over them (faiss's parallel_mode 1), finding the same hits as one thread;
-    the leader leases those threads because fan_out_width counts the interim's probes for one
-    segment, and not below the threshold or with a filter (exact search, one thread a query)."""
-    import faiss
-
-    from vecgrid.gpu.loaded_segment import fan_out_width
-
-    xb, xq = data
-    g = growing(xb, INTERIM)
-    snap = g.snapshot()
-    # three queries over 6,000 rows of 32 dimensions: enough work to use more threads (FAN_OUT_WORK)
-    assert fan_out_width([snap], 3, 10) == INTERIM.nprobe
-    assert fan_out_width([snap], 3, 10, expr=exprs.compare(exprs.column(101), "==", 3)) == 1
-    assert fan_out_width([growing(xb[:1_999], INTERIM).snapshot()], 8, 10) == 1   # below the threshold
-    before = faiss.omp_get_max_threads()
-    try:
-        faiss.omp_set_num_threads(1)
-        one = [g.search(q[None], 10) for q in xq]
-        assert g._interim_index.parallel_mode == 0
-        faiss.omp_set_num_threads(2)
-        spread = [g.search(q[None], 10) for q in xq]
-        assert g._interim_index.parallel_mode == 1
-        for a, b in zip(one, spread):
-            np.testing.assert_allclose(a.scores, b.scores, rtol=1e-6)
-            assert set(a.ids.tolist()) == set(b.ids.tolist()) or len(set(a.scores.tolist())) < 10
-        g.search(xq[:4], 10)   # as many queries as threads or more: one query a thread
-        assert g._interim_index.parallel_mode == 0
-    finally:
-        faiss.omp_set_num_threads(before)

@@ -194,13 +194,6 @@ class GrowingSegment:
             self._dev_mirror = (mirror, n)
         return mirror[:n]  # this thread's mirror: another search may replace it with a shorter one
 
-    def query_threads(self, expr: plan_pb2.Expr | None = None, num_rows: int | None = None) -> int:
-        """The threads one query of a search can use: the interim index's probed lists when a search
-        of the first ``num_rows`` rows (default: all) goes through it (faiss then spreads a query's
-        lists over the threads it has), else 1."""
-        n = self.num_rows if num_rows is None else num_rows
-        return self.interim.nprobe if expr is None and self.interim is not None and n >= self.interim.rows else 1
-
     def search(self, queries: np.ndarray, k: int, *, expr: plan_pb2.Expr | None = None,
                timestamp: int | None = None, params: Mapping[str, Any] | None = None,
                metric: str | None = None, num_rows: int | None = None) -> TopK:
@@ -248,9 +241,6 @@ class GrowingSegment:
             else:
                 sel = faiss.IDSelectorRange(0, n) if self._interim_rows > n else None
             params = faiss.SearchParametersIVF(nprobe=min(self.interim.nprobe, index.nlist), sel=sel)
-            # fewer queries than this thread's OpenMP threads (see query_threads): each query's lists
-            # spread over them; else one query a thread.  Set under the lock that every search holds.
-            index.parallel_mode = 1 if len(xq) < faiss.omp_get_max_threads() else 0
             D, I = index.search(xq, k, params=params)
         need = min(k, n if allowed is None else int(np.count_nonzero(allowed)))
         short = I[:, need - 1] < 0 if need else np.zeros(len(xq), dtype=bool)
@@ -352,9 +342,6 @@ class GrowingSnapshot:
 
     def search(self, queries: np.ndarray, k: int, **kw: Any) -> TopK:
         return self.segment.search(queries, k, num_rows=self.num_rows, **kw)
-
-    def query_threads(self, expr: plan_pb2.Expr | None = None) -> int:
-        return self.segment.query_threads(expr, self.num_rows)
 
     def fetch(self, rows: np.ndarray, fields: Iterable[int | str]) -> list[FieldColumn]:
         return self.segment.fetch(rows, fields)

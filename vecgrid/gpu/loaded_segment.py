@@ -896,7 +896,7 @@ def search_segments(segments: Sequence[LoadedSegment | GrowingSegment], queries:
         threads = _omp_threads()   # the cores this search leased: only fewer queries than those can fan out
         if len(xq) < threads:
             threads = min(fan_out_width(segments, len(xq), k, expr=expr, params=params), threads)
-        if threads > 1 and len(xq) < threads and len(host) > 1:
+        if threads > 1 and len(xq) < threads:
             pending.update(_fan_out(host, search_host, threads, lambda i: _scan_work(segments[i], 1, k, expr,
                                                                                    params)))
         else:
@@ -939,16 +939,12 @@ def _on_host(seg: Any) -> bool:
 
 def fan_out_width(segments: Sequence[Any], nq: int, k: int, *, expr: plan_pb2.Expr | None = None,
                   params: Mapping[str, Any] | None = None) -> int:
-    """The threads a search of ``nq`` queries can use beyond one per query, when its host segments
-    scan at least :data:`FAN_OUT_WORK`: several segments, one thread each (:func:`search_segments`
-    runs them on as many threads as it finds cores); one segment whose search spreads a query's
-    lists over threads (a growing segment's interim index: ``query_threads``), those; else 1."""
+    """The threads a search of ``nq`` queries can use beyond one per query: its host segments when
+    it has several and they scan at least :data:`FAN_OUT_WORK` (then :func:`search_segments` runs
+    them on as many threads as it finds cores), else 1."""
     host = [s for s in segments if _on_host(s)]
-    if not host or sum(_scan_work(s, nq, k, expr, params) for s in host) < FAN_OUT_WORK:
+    if len(host) < 2 or sum(_scan_work(s, nq, k, expr, params) for s in host) < FAN_OUT_WORK:
         return 1
-    if len(host) == 1:
-        query_threads = getattr(host[0], "query_threads", None)
-        return query_threads(expr) if query_threads is not None else 1
     return len(host)
 
 
