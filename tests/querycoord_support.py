@@ -257,11 +257,26 @@ async def give_back(coord: Coord, qc, baseline: dict[str, object], timeout: floa
         assert now == baseline, "the cluster did not get back to the state the test found"
 
 
+async def settled_state(coord: Coord, qc, timeout: float = 60) -> dict[str, object]:
+    """:func:`cluster_state` once no released collection is served any more: a release lets go of its
+    copies a moment after the collection is gone, and a baseline taken meanwhile (with a copy that is
+    about to go) is one the cluster never gets back to."""
+    state: dict[str, object] = {}
+
+    async def settled() -> bool:
+        state.update(await cluster_state(coord, qc))
+        loaded = {cid for cid, _ in state["loaded (collection, replicas)"]}
+        served = {cid for cid, _ in state["served segment copies"]} | {cid for cid, _ in state["served channel copies"]}
+        return served <= loaded
+    await poll_until(settled, timeout, 0.2, "no copy of a released collection served")
+    return dict(state)
+
+
 @contextlib.asynccontextmanager
 async def left_as_found(coord: Coord, qc):
     """Around one test on a module's shared cluster: whatever the test loads, suspends, creates or switches
     off is given back afterwards (passed or failed), so no test depends on the ones before it."""
-    baseline = await cluster_state(coord, qc)
+    baseline = await settled_state(coord, qc)
     try:
         yield
     finally:
