@@ -113,6 +113,7 @@ def test_a_query_whose_probed_lists_hold_too_few_rows_is_answered_exactly(data):
 def test_which_collections_get_one():
     settings = QueryNodeSettings()
     assert interim_index(settings, "FLAT") is None
+    assert interim_index(settings, "GPU_BRUTE_FORCE") is None   # exact too (FLAT without a GPU)
     assert interim_index(settings, "IVF_FLAT") == InterimIndex(settings.interim_index_rows,
                                                                settings.interim_index_nlist,
                                                                settings.interim_index_nprobe)

@@ -60,6 +60,7 @@ from vecgrid.cluster.querynode.segments import ALL_PARTITIONS, SealedSegment, Se
 from vecgrid.cluster.querynode.worker import LocalWorker, Workers, row_count_statistics, total_row_count
 from vecgrid.common.keys import COORD_ADDRESS_KEY, checksums_from_properties, node_addresses
 from vecgrid.config import QueryNodeSettings, Settings
+from vecgrid.gpu.build import CPU_FALLBACK
 from vecgrid.gpu.growing import InterimIndex
 from vecgrid.gpu.results import primary_keys
 from vecgrid.proto import (common_pb2, internal_pb2, query_coord_pb2, schema_pb2)
@@ -90,9 +91,10 @@ def _sealed_scope(scope: int) -> bool:
 
 
 def interim_index(settings: QueryNodeSettings, index_type: str) -> InterimIndex | None:
-    """The interim index of a channel's growing segments: none for a FLAT collection (its searches
-    are exact, growing rows included) or when ``interim_index_rows`` is 0."""
-    if settings.interim_index_rows <= 0 or index_type.upper() in ("FLAT", ""):
+    """The interim index of a channel's growing segments: none for an exact collection (FLAT or
+    GPU_BRUTE_FORCE: its searches are exact, growing rows included) or when ``interim_index_rows`` is 0."""
+    exact = CPU_FALLBACK.get(index_type.upper(), index_type.upper()) in ("FLAT", "")
+    if settings.interim_index_rows <= 0 or exact:
         return None
     return InterimIndex(rows=settings.interim_index_rows, nlist=max(1, settings.interim_index_nlist),
                         nprobe=max(1, settings.interim_index_nprobe))
