@@ -36,7 +36,7 @@ from vecgrid import errors
 from vecgrid.gpu.build import normalize_rows
 from vecgrid.gpu.columns import FieldColumn
 from vecgrid.gpu.merge import MAX_TOPK, TopK, larger_is_better
-from vecgrid.gpu.rows import RowStore, _Grow, fields_from_schema
+from vecgrid.gpu.rows import RowStore, _Grow, bitmap_selector, fields_from_schema
 from vecgrid.proto import plan_pb2, schema_pb2
 
 __all__ = ["brute_force_knn", "GrowingSegment", "GrowingSnapshot", "InterimIndex"]
@@ -226,7 +226,7 @@ class GrowingSegment:
 
         faiss = require_faiss()
         allowed = rows.visibility(timestamp, n)
-        bits = None
+        sel, bits = bitmap_selector(faiss, allowed)   # bits: alive while the search runs
         with self._interim_lock:
             index = self._interim_index
             if index is None:
@@ -234,12 +234,8 @@ class GrowingSegment:
             if self._interim_rows < n:
                 index.add(base[self._interim_rows:n])
                 self._interim_rows = n
-            if allowed is not None:
-                bits = np.packbits(allowed, bitorder="little")   # alive while the search runs
-                # its size in bytes: a row the index holds beyond this read's n is outside it
-                sel = faiss.IDSelectorBitmap(len(bits), faiss.swig_ptr(bits))
-            else:
-                sel = faiss.IDSelectorRange(0, n) if self._interim_rows > n else None
+            if sel is None and self._interim_rows > n:   # rows the index holds beyond this read's n
+                sel = faiss.IDSelectorRange(0, n)
             params = faiss.SearchParametersIVF(nprobe=min(self.interim.nprobe, index.nlist), sel=sel)
             D, I = index.search(xq, k, params=params)
         need = min(k, n if allowed is None else int(np.count_nonzero(allowed)))

@@ -77,7 +77,7 @@ from vecgrid.gpu.growing import GrowingSegment, brute_force_knn
 from vecgrid.gpu.merge import MAX_TOPK, TopK, constant, merge_topk
 from vecgrid.gpu.plan import parse_search_plan
 from vecgrid.gpu.results import decode_placeholder_group, to_search_result_data
-from vecgrid.gpu.rows import RowStore, fields_from_schema
+from vecgrid.gpu.rows import RowStore, bitmap_selector, fields_from_schema
 from vecgrid.proto import plan_pb2, schema_pb2
 
 log = logging.getLogger(__name__)
@@ -153,13 +153,6 @@ def _flat_view(faiss: Any, flat: Any) -> np.ndarray | None:
         return faiss.rev_swig_ptr(flat.get_xb(), n * d).reshape(n, d)
     except (AttributeError, TypeError):   # not a float IndexFlat (SWIG refuses it, or no get_xb): reconstructed instead
         return None
-
-
-def _selector(faiss: Any, allowed: np.ndarray | None) -> tuple[Any, Any]:
-    if allowed is None:
-        return None, None
-    bits = np.packbits(allowed, bitorder="little")
-    return faiss.IDSelectorBitmap(len(bits), faiss.swig_ptr(bits)), bits   # its size in bytes
 
 
 def _native_search(faiss: Any, index: Any) -> Callable[..., None]:
@@ -577,7 +570,7 @@ class LoadedSegment:
         if allowed is None:
             params = self._plain_params(k, sp)
             return self.index.search(xq, k, params=params)
-        sel, bits = _selector(faiss, allowed)
+        sel, bits = bitmap_selector(faiss, allowed)
         if self.family == "ivf":
             nprobe = min(self.nlist, max(1, math.ceil(sp["nprobe"] * _widen("ivf", s))))
             params = faiss.SearchParametersIVF(nprobe=nprobe, sel=sel) if sel is not None else \
@@ -693,7 +686,7 @@ class LoadedSegment:
             sub = xb[rows] if xb is not None else self._reconstruct(rows)
             if sub is not None:
                 return _mapped(brute_force_knn(xq, sub, k, self._fm), rows)
-        sel, bits = _selector(faiss, allowed)
+        sel, bits = bitmap_selector(faiss, allowed)
         if xb is not None:  # scan the flat storage under the selector: no copy
             params = faiss.SearchParameters(sel=sel)
             D, I = self._flat_storage().search(xq, k, params=params)

@@ -55,6 +55,16 @@ class FieldMeta:
         self.is_primary_key, self.is_dynamic = is_primary_key, is_dynamic
 
 
+def bitmap_selector(faiss: Any, allowed: np.ndarray | None) -> tuple[Any, Any]:
+    """faiss's ``IDSelectorBitmap`` of the rows ``allowed`` (a bool mask over row offsets) and the
+    packed bits it reads, which the caller keeps alive while the search runs; ``(None, None)`` for
+    every row.  The selector is sized in bytes: an id beyond the mask is outside it."""
+    if allowed is None:
+        return None, None
+    bits = np.packbits(allowed, bitorder="little")
+    return faiss.IDSelectorBitmap(len(bits), faiss.swig_ptr(bits)), bits
+
+
 def fields_from_schema(schema: schema_pb2.CollectionSchema | Sequence[schema_pb2.FieldSchema] | None
                        ) -> dict[int, FieldMeta]:
     if schema is None:
