@@ -137,8 +137,8 @@ class QueryNodeSettings:
     batch_window_ms: float = 0.5
     batch_max_nq: int = 64
     # Interim index (Milvus's queryNode.segcore.interimIndex): a growing segment of a collection with
-    # an approximate index (not FLAT) is searched through an IVF index of its rows once it holds
-    # interim_index_rows rows (0: always exactly), nlist lists, nprobe of them probed.
+    # an approximate index (not FLAT or GPU_BRUTE_FORCE) is searched through an IVF index of its rows
+    # once it holds interim_index_rows rows (0: always exactly), nlist lists, nprobe of them probed.
     interim_index_rows: int = 65_536
     interim_index_nlist: int = 128
     interim_index_nprobe: int = 16

@@ -21,7 +21,7 @@ Once it holds ``rows`` rows, an unfiltered search goes through an IVF index of i
 lists trained on a sample of them, ``nprobe`` probed) instead of comparing every row: brute force
 over 200,000 growing rows costs tens of milliseconds a query.  The index is built by the first such
 search and takes the rows added since on each later one; it holds a copy of the vectors (the
-segment's memory doubles).  A filtered search stays exact, and so does a FLAT collection's.
+segment's memory doubles).  A filtered search stays exact, and so does an exact (FLAT, GPU_BRUTE_FORCE) collection's.
 """
 
 from __future__ import annotations
