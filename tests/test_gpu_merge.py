@@ -265,3 +265,55 @@ def test_one_query_list_merge_agrees_with_the_array_merge(metric):
         assert merged.sources.tolist() == general.sources.tolist()
         assert merged.topks.tolist() == [len(ref[0])]
         assert merged.hit_lists == (merged.scores.tolist(), merged.ids.tolist())
+
+
+@pytest.mark.parametrize("metric", ["L2", "IP"])
+@pytest.mark.parametrize("text_keys", [False, True])
+def test_one_query_messages_merge_on_lists_as_the_array_merge(metric, text_keys):
+    """Partial results of one query without fields (an nq=1 search over several nodes or shards) merge
+    straight off the messages: the same ids, scores and topks as the array merge of the same parts,
+    ties, a key found twice and empty parts included."""
+    from vecgrid.gpu import results
+
+    rs = np.random.default_rng(17)
+    for _ in range(60):
+        k = int(rs.integers(1, 11))
+        parts = []
+        for _ in range(int(rs.integers(2, 4))):
+            n = int(rs.integers(0, k + 1))
+            ids = rs.choice(25, n, replace=False).astype(np.int64)
+            sc = np.round(rs.random(n), 1).astype(np.float32)
+            sc = np.sort(sc) if metric == "L2" else -np.sort(-sc)
+            keys = ids.astype(str) if text_keys else ids
+            parts.append(to_search_result_data(TopK(keys, sc, np.array([n], np.int64), k)).SerializeToString())
+        fast = results._merge_one_query([schema_pb2.SearchResultData.FromString(b) for b in parts], k, metric, "pk")
+        assert fast is not None   # the list path answers these
+        merged = merge_search_results(parts, k, metric, primary_field_name="pk")
+        general = merge_search_results([from_search_result_data(b) for b in parts], k, metric,
+                                       primary_field_name="pk")   # TopK parts: the array path
+        assert merged == fast
+        assert list(merged.scores) == list(general.scores)
+        assert merged.ids == general.ids and list(merged.topks) == list(general.topks)
+        assert merged.num_queries == general.num_queries == 1 and merged.top_k == general.top_k == k
+        assert merged.primary_field_name == "pk"
+
+
+def test_one_query_messages_merge_leaves_the_rest_to_the_array_merge():
+    """Keys of both kinds are refused as by the array merge; results of several queries, a NaN score
+    and parts that are all empty take the array path."""
+    from vecgrid.gpu import results
+
+    def blob(keys, scores, nq=1):
+        return to_search_result_data(TopK(np.asarray(keys), np.asarray(scores, np.float32),
+                                          np.array([len(keys)] + [0] * (nq - 1), np.int64), 3)).SerializeToString()
+
+    with pytest.raises(errors.ParameterInvalid):
+        merge_search_results([blob([1, 2], [0.1, 0.2]), blob(["a"], [0.3])], 3, "L2")
+    msgs = [schema_pb2.SearchResultData.FromString(b) for b in (blob([1], [0.1], nq=2), blob([2], [0.2], nq=2))]
+    assert results._merge_one_query(msgs, 3, "L2", "") is None
+    assert merge_search_results(msgs, 3, "L2").num_queries == 2
+    nan = [schema_pb2.SearchResultData.FromString(b) for b in (blob([1], [float("nan")]), blob([2], [0.2]))]
+    assert results._merge_one_query(nan, 3, "L2", "") is None
+    empty = schema_pb2.SearchResultData(num_queries=0, top_k=3)
+    assert results._merge_one_query([empty, empty], 3, "L2", "") is None
+    assert merge_search_results([empty, empty], 3, "L2").num_queries == 0

@@ -21,7 +21,7 @@ import numpy as np
 
 from vecgrid import errors
 from vecgrid.gpu.columns import FieldColumn
-from vecgrid.gpu.merge import TopK, merge_topk
+from vecgrid.gpu.merge import SMALL_MERGE, TopK, larger_is_better, merge_topk
 from vecgrid.proto import common_pb2, schema_pb2
 
 #: The one output field of a ``count(*)`` query (Milvus's name for it).
@@ -204,10 +204,59 @@ def from_search_result_data(srd: schema_pb2.SearchResultData | bytes) -> TopK:
     return TopK(ids, scores, topks, int(srd.top_k), fields=fields)
 
 
+def _parsed(r: schema_pb2.SearchResultData | bytes | TopK) -> schema_pb2.SearchResultData | TopK:
+    if isinstance(r, (bytes, bytearray, memoryview)):
+        return schema_pb2.SearchResultData.FromString(bytes(r))
+    return r
+
+
+def _merge_one_query(parts: Sequence[schema_pb2.SearchResultData], k: int, metric: str,
+                     primary_field_name: str) -> schema_pb2.SearchResultData | None:
+    """:func:`merge_search_results` of one query's hits without output fields (an nq=1 search over
+    several nodes or shards) read straight off the messages into Python lists: no array is built.
+    ``None`` (the general path) for anything else: fields, more than one query, keys of both kinds,
+    many hits, a NaN score (Python's sort does not order it as numpy does)."""
+    if not any(p.num_queries == 1 for p in parts):
+        return None
+    hits = []   # (sign * score, key, part, position in it, score)
+    sign = -1.0 if larger_is_better(metric) else 1.0
+    kinds = set()
+    for i, p in enumerate(parts):
+        if len(p.fields_data) or p.num_queries > 1:
+            return None
+        kind = p.ids.WhichOneof("id_field")
+        keys = p.ids.str_id.data if kind == "str_id" else p.ids.int_id.data
+        if not len(keys):
+            continue
+        kinds.add(kind)
+        hits.extend((sign * s, key, i, j, s) for j, (s, key) in enumerate(zip(p.scores, keys)))
+    if len(kinds) > 1 or len(hits) > SMALL_MERGE or any(h[0] != h[0] for h in hits):
+        return None
+    hits.sort()   # score, then key (Milvus's order), then where it came from, as merge_topk's stable sort
+    seen: set = set()
+    hits = [h for h in hits if not (h[1] in seen or seen.add(h[1]))][:k]
+    out = schema_pb2.SearchResultData(num_queries=1, top_k=k, scores=[h[4] for h in hits], topks=[len(hits)])
+    if primary_field_name:
+        out.primary_field_name = primary_field_name
+    if kinds == {"str_id"}:
+        out.ids.str_id.data.extend([h[1] for h in hits])
+        out.ids.str_id.SetInParent()
+    else:
+        out.ids.int_id.data.extend([h[1] for h in hits])
+        out.ids.int_id.SetInParent()
+    return out
+
+
 def merge_search_results(results: Sequence[schema_pb2.SearchResultData | bytes | TopK], k: int,
                          metric: str = "L2", round_decimal: int = -1, *,
                          primary_field_name: str = "") -> schema_pb2.SearchResultData:
     """Merge partial ``SearchResultData`` (nodes of a shard, shards of a collection)."""
+    results = [_parsed(r) for r in results]
+    if (round_decimal is None or round_decimal < 0) and k > 0 and len(results) > 1 \
+            and not any(isinstance(r, TopK) for r in results):
+        fast = _merge_one_query(results, k, metric, primary_field_name)  # type: ignore[arg-type]
+        if fast is not None:
+            return fast
     parts = [r if isinstance(r, TopK) else from_search_result_data(r) for r in results]
     parts = [p for p in parts if p.nq] or parts
     if not parts:

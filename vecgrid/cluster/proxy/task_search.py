@@ -22,8 +22,8 @@ from vecgrid.cluster.proxy.read_parts import (Filter, ReadContext, check_group_f
                                               next_request_id, output_ids)
 from vecgrid.cluster.reduce import merge_search, off_loop
 from vecgrid.gpu import exprs
-from vecgrid.gpu.merge import MAX_TOPK, merge_topk
-from vecgrid.gpu.results import encode_placeholder_group, from_search_result_data, to_search_result_data
+from vecgrid.gpu.merge import MAX_TOPK
+from vecgrid.gpu.results import encode_placeholder_group, from_search_result_data, merge_search_results
 from vecgrid.proto import common_pb2, plan_pb2, query_coord_pb2, schema_pb2
 
 
@@ -174,24 +174,17 @@ async def _search_round(
 
     def reduce() -> Any:
         if len(parts) == 1 and parts[0].sliced_num_count <= 1:   # merged by its leader already
-            blob = parts[0].sliced_blob
-            return _result_data(blob) if raw else _hits_of(blob, offset, limit, keys)
-        if not out_ids and all(p.sliced_num_count <= 1 for p in parts):
-            # no fields: the channels' top-k merged as TopK, not encoded and decoded again
-            tks = [from_search_result_data(p.sliced_blob) for p in parts]
+            srd = schema_pb2.SearchResultData.FromString(parts[0].sliced_blob)
+        elif not out_ids and all(p.sliced_num_count <= 1 for p in parts):
+            # no fields: the channels' top-k merged straight off their messages, not encoded again
             k = max([p.top_k for p in parts] + [0]) or topk
-            merged = merge_topk([t for t in tks if t.nq] or tks, k, metric)
-            return to_search_result_data(merged) if raw else _hits(merged, offset, limit, keys)
-        inner = request(shards[0].channel, len(shards)).req   # what the channels were asked
-        blob = merge_search(parts, inner, [s.channel for s in shards], meta.pk_field.name).sliced_blob
-        return _result_data(blob) if raw else _hits_of(blob, offset, limit, keys)
+            srd = merge_search_results([p.sliced_blob for p in parts], k, metric)
+        else:
+            inner = request(shards[0].channel, len(shards)).req   # what the channels were asked
+            merged = merge_search(parts, inner, [s.channel for s in shards], meta.pk_field.name)
+            srd = schema_pb2.SearchResultData.FromString(merged.sliced_blob)
+        return srd if raw else _hits_of(srd, offset, limit, keys)
     return await off_loop(reduce, len(xq) * topk * len(parts))
-
-
-def _result_data(blob: bytes) -> schema_pb2.SearchResultData:
-    srd = schema_pb2.SearchResultData()
-    srd.ParseFromString(blob)
-    return srd
 
 
 def _search_plan(field_id: int, topk: int, metric: str, expr: plan_pb2.Expr | None, params: Mapping[str, Any],
@@ -268,11 +261,10 @@ def _query_vectors(vectors: Any, dim: int, field: str) -> np.ndarray:
     return xq
 
 
-def _hits_of(blob: bytes, offset: int, limit: int, keys: frozenset[str] | None) -> list[list[dict[str, Any]]]:
-    """:func:`_hits` of a serialized ``SearchResultData``; without output fields read into plain lists (a small
+def _hits_of(srd: schema_pb2.SearchResultData, offset: int, limit: int,
+             keys: frozenset[str] | None) -> list[list[dict[str, Any]]]:
+    """:func:`_hits` of a ``SearchResultData``; without output fields read into plain lists (a small
     answer's numpy conversions cost more than they save)."""
-    srd = schema_pb2.SearchResultData()
-    srd.ParseFromString(blob)
     if len(srd.fields_data):
         return _hits(from_search_result_data(srd), offset, limit, keys)
     ids = list(srd.ids.str_id.data if srd.ids.WhichOneof("id_field") == "str_id" else srd.ids.int_id.data)
