@@ -86,6 +86,16 @@ def hnsw(ds, pks, cols, mgr):
     seg.release()
 
 
+@pytest.fixture(scope="module")
+def small_hnsw(ds, pks, cols, mgr):
+    """An HNSW segment of 2,000 rows, for the checks of its parameters (the full one takes 2 s to build)."""
+    n = 2000
+    seg = load(build.build_index_file(ds.xb[:n], "HNSW", "L2"), pks[:n], {f: c[:n] for f, c in cols.items()}, mgr,
+               segment_id=4)
+    yield seg
+    seg.release()
+
+
 def rows_of(topk, pks):
     """Dense row offsets (-1 padded) of a TopK whose ids are pks = 7 * row + 3."""
     _, ids = topk.dense()
@@ -129,7 +139,8 @@ def test_hnsw_recall_at_default_params(hnsw, ds, gt):
     assert r >= 0.95, r
 
 
-def test_search_params_validation(ivf, hnsw, ds):
+def test_search_params_validation(ivf, small_hnsw, ds):
+    hnsw = small_hnsw
     assert ivf.search_params(K, {"nprobe": 100000 // 1000})["nprobe"] == 100
     assert ivf.search_params(K, {"nprobe": 4096})["nprobe"] == 128  # clamped to nlist
     with pytest.raises(errors.ParameterInvalid):
@@ -224,6 +235,7 @@ def test_filtered_ivf(ivf, ds, cols, pks):
         check_filtered(ivf, ds, cols, pks, expr, mask, min_recall=0.95)
 
 
+@pytest.mark.slow  # builds an HNSW index (2 s): make test runs it
 def test_filtered_hnsw(hnsw, ds, cols, pks):
     for name, expr, mask in filters(cols, pks):
         check_filtered(hnsw, ds, cols, pks, expr, mask, min_recall=0.93)
