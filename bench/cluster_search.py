@@ -36,6 +36,9 @@ What it does, as a user would (nothing is placed by hand):
      stringify`` or Python's ``json``: doubles, 17 significant digits);
    * ``rest_b64``: the same with the queries as ``vectors_b64`` (base64 float32).
 
+Every side loads faiss as vecgrid does (``vecgrid.gpu.require_faiss``: OpenBLAS kernels named for
+this CPU, the same BLAS threshold; see ``vecgrid/gpu/blas.py``), so all compute with the same BLAS.
+
 The last line is one JSON object: the placement, the p50s and QPS of every side, and
 ``proxy_p50_ms_over_grpc_floor``, ``proxy_qps_nq100_vs_grpc_floor``, ``rest_p50_ms_over_http_floor``
 and ``rest_qps_nq100_vs_http_floor`` (issue 24's targets: ≤ 0.5 ms, ≥ 0.8, ≤ 1.5 ms, ≥ 0.7).
@@ -67,6 +70,7 @@ from grpc_floor import search_request  # noqa: E402
 from rest import Rest, free_port, stop, until  # noqa: E402
 from vecgrid.cluster.proxy.proxy import Proxy  # noqa: E402
 from vecgrid.gpu.build import build_index_file, read_index_file  # noqa: E402
+from vecgrid.gpu import require_faiss  # noqa: E402
 from vecgrid.proto import query_coord_pb2_grpc  # noqa: E402
 from vecgrid.common.channels import aio_channel  # noqa: E402
 
@@ -124,7 +128,7 @@ def merged_search(indexes: list, xq: np.ndarray, k: int, params) -> np.ndarray:
 async def time_sides(rest: Rest, floor_http: Rest, grpc_port: int, coord_port: int, index, segment_indexes: list,
                      queries) -> dict:
     """p50/p99 at nq=1 and queries/s at nq=100 of every side, called in turn (see the module doc)."""
-    import faiss
+    faiss = require_faiss()   # as vecgrid loads it: OpenBLAS kernels for this CPU, same BLAS threshold
 
     params = faiss.SearchParametersIVF(nprobe=NPROBE)
     floor_stub = query_coord_pb2_grpc.QueryNodeStub(aio_channel(f"127.0.0.1:{grpc_port}"))

@@ -28,14 +28,16 @@ import sys
 import tempfile
 from pathlib import Path
 
-import faiss
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _timing import side_figures  # noqa: E402  (bench/ is first on sys.path)
 from rest import Rest, free_port, stop, wait_ready  # noqa: E402
+from vecgrid.gpu import require_faiss  # noqa: E402
 from vecgrid.gpu.datasets import SyntheticDataset  # noqa: E402
+
+faiss = require_faiss()   # as vecgrid loads it: OpenBLAS kernels for this CPU, same BLAS threshold
 
 DIM, K, NLIST, NPROBE, NQ, BATCH = 128, 10, 1024, 8, 100, 1_000
 VECGRID = str(Path(sys.executable).parent / "vecgrid")

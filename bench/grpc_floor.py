@@ -21,6 +21,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from vecgrid.gpu.build import read_index_file  # noqa: E402
+from vecgrid.gpu import require_faiss  # noqa: E402
 from vecgrid.gpu.results import encode_placeholder_group  # noqa: E402
 from vecgrid.proto import common_pb2, internal_pb2, query_coord_pb2, schema_pb2  # noqa: E402
 
@@ -32,7 +33,7 @@ def search_request(queries: np.ndarray, k: int) -> query_coord_pb2.SearchRequest
 
 
 async def main(path: str, nprobe: int) -> None:
-    import faiss
+    faiss = require_faiss()   # as vecgrid loads it: OpenBLAS kernels for this CPU, same BLAS threshold
 
     index, _ = read_index_file(path)
     params = faiss.SearchParametersIVF(nprobe=nprobe)

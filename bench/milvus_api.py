@@ -50,6 +50,7 @@ from rest import free_port, stop, wait_ready  # noqa: E402  (bench/ is first on 
 from scale import clustered_chunks  # noqa: E402
 from tests.milvus_clients import client_python  # noqa: E402
 from vecgrid.gpu.build import build_index_file  # noqa: E402
+from vecgrid.gpu import require_faiss  # noqa: E402
 
 BIN = Path(sys.executable).parent
 DIM, K, NPROBE, BATCH, NQ = 128, 10, 8, 10_000, 100
@@ -129,7 +130,7 @@ def run_client(name: str, uri: str, files: list[str], nlist: int, single: int, b
 
 
 def faiss_side(x: np.ndarray, xq: np.ndarray, gt: np.ndarray, nlist: int, single: int, batches: int) -> dict:
-    import faiss
+    faiss = require_faiss()   # as vecgrid loads it: OpenBLAS kernels for this CPU, same BLAS threshold
 
     t0 = time.perf_counter()
     index = faiss.IndexIVFFlat(faiss.IndexFlatL2(DIM), DIM, nlist)
@@ -176,7 +177,7 @@ def run(quick: bool, rows: int | None, in_process: bool = False) -> dict:
     x = np.concatenate([chunk for _, chunk in clustered_chunks(rows)])
     rng = np.random.default_rng(7)   # queries near stored rows, as a user's are
     xq = (x[rng.choice(rows, 1000, replace=False)] + 0.5 * rng.standard_normal((1000, DIM))).astype(np.float32)
-    import faiss
+    faiss = require_faiss()   # as vecgrid loads it: OpenBLAS kernels for this CPU, same BLAS threshold
     exact = faiss.IndexFlatL2(DIM)
     exact.add(x)
     _, gt = exact.search(xq, K)

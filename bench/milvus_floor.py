@@ -23,11 +23,12 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from grpc_floor import serve  # noqa: E402  (bench/ is on sys.path: the script's own folder)
 from vecgrid.gpu.build import read_index_file  # noqa: E402
+from vecgrid.gpu import require_faiss  # noqa: E402
 from vecgrid.proto import common_pb2, milvus_pb2, schema_pb2  # noqa: E402
 
 
 async def main(path: str, nprobe: int) -> None:
-    import faiss
+    faiss = require_faiss()   # as vecgrid loads it: OpenBLAS kernels for this CPU, same BLAS threshold
 
     index, _ = read_index_file(path)
     params = faiss.SearchParametersIVF(nprobe=nprobe)

@@ -66,6 +66,7 @@ from vecgrid.cluster.proxy.proxy import Proxy  # noqa: E402
 from vecgrid.config import Settings  # noqa: E402
 from vecgrid.deploy import EmbeddedCluster  # noqa: E402
 from vecgrid.gpu.build import build_index_file, read_index_file  # noqa: E402
+from vecgrid.gpu import require_faiss  # noqa: E402
 from vecgrid.proto import data_coord_pb2, query_coord_pb2  # noqa: E402
 from vecgrid.storage.layout import DataDir  # noqa: E402
 from vecgrid.storage.wal import Wal  # noqa: E402
@@ -146,7 +147,7 @@ async def compare(leader_call: Callable[[int], Awaitable[None]], faiss_call: Cal
 
 
 async def run(rows: int, rounds: int) -> dict:
-    import faiss
+    faiss = require_faiss()   # as vecgrid loads it: OpenBLAS kernels for this CPU, same BLAS threshold
 
     async with serving(rows) as (ds, leader, _):
         rng = np.random.default_rng(0)
@@ -274,7 +275,7 @@ def _ms(xs: list[float], q: float) -> float:
 async def run_ivf(rows: int, rounds: int) -> dict:
     """IVF_FLAT nlist 1024 / nprobe 8, one segment on the leader, against the bare gRPC floor serving
     the same index file and faiss directly, call by call; then 16 concurrent nq=1 clients."""
-    import faiss
+    faiss = require_faiss()   # as vecgrid loads it: OpenBLAS kernels for this CPU, same BLAS threshold
 
     nlist = min(IVF_NLIST, max(1, rows // 39))  # faiss wants >= 39 training points per list
     async with serving(rows, "IVF_FLAT", {"nlist": nlist}, split=False) as (ds, leader, coord), \
@@ -351,7 +352,7 @@ async def run_ivf_remote(rows: int, rounds: int) -> dict:
     """The IVF case with the segment on the other node: every nq=1 search takes the leader's hop to
     it.  The leader, the floor and faiss are called in turn as in :func:`run_ivf`; the floor minus faiss
     is what one bare gRPC hop costs in the same run, the yardstick for the extra hop."""
-    import faiss
+    faiss = require_faiss()   # as vecgrid loads it: OpenBLAS kernels for this CPU, same BLAS threshold
 
     nlist = min(IVF_NLIST, max(1, rows // 39))
     async with serving(rows, "IVF_FLAT", {"nlist": nlist}, split=False, remote=True) as (ds, leader, _coord):

@@ -31,9 +31,12 @@ import tempfile
 import time
 from pathlib import Path
 
-import faiss
 import numpy as np
 import orjson
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from vecgrid.gpu import require_faiss  # noqa: E402
 
 DIM = 128
 BATCH = 1000
@@ -129,6 +132,7 @@ def run(quick: bool) -> dict:
     # One OpenMP thread: the cluster's two workers search their halves with one thread each on this
     # host's cores (querynode.faiss_threads), and faiss's spinning threads, sharing the cores with the
     # server's processes, made its own figures erratic (2-14 ms at nq=1).
+    faiss = require_faiss()   # as vecgrid loads it: OpenBLAS kernels for this CPU, same BLAS threshold
     faiss.omp_set_num_threads(1)
     index = faiss.IndexFlatL2(DIM)
     index.add(vectors)

@@ -50,6 +50,7 @@ from grpc_floor import search_request  # noqa: E402
 from rest import Rest, free_port, stop, until, wait_ready  # noqa: E402
 from vecgrid.cluster.proxy.proxy import Proxy  # noqa: E402
 from vecgrid.common.channels import aio_channel  # noqa: E402
+from vecgrid.gpu import require_faiss  # noqa: E402
 from vecgrid.proto import query_coord_pb2_grpc  # noqa: E402
 
 DIM, K, NPROBE, NQ = 128, 10, 16, 100
@@ -91,7 +92,7 @@ def write_parquet(path: str, rows: int) -> np.ndarray:
 # --- the faiss side (its own process: its memory is measured and then freed) ----------------------
 
 def faiss_build(parquet: str, out: str, index_type: str, nlist: int) -> dict:
-    import faiss
+    faiss = require_faiss()   # as vecgrid loads it: OpenBLAS kernels for this CPU, same BLAS threshold
 
     started = time.perf_counter()
     index = faiss.index_factory(DIM, FACTORY[index_type].format(nlist=nlist))

@@ -6,6 +6,7 @@ package import time, so the coordinator and the tooling run without it.
 
 Modules (one job each, as faiss ``contrib``):
 
+* ``blas``      — OpenBLAS kernels for this CPU and faiss's BLAS threshold (set before faiss loads);
 * ``device``    — GPU discovery, one ``StandardGpuResources`` and one owner thread per
   GPU per process, memory budgets and per-segment accounting, free-memory counters;
 * ``build``     — Milvus index names/params → faiss; build, serialise, read index files;
@@ -38,12 +39,25 @@ class FaissMissing(ImportError):
     """faiss is needed but neither faiss-cpu nor faiss-gpu is installed."""
 
 
+_faiss: ModuleType | None = None   # set by the first require_faiss (two first callers do the same, harmlessly)
+
+
 def require_faiss() -> ModuleType:
-    """Import faiss or raise :class:`FaissMissing` naming the extra to install."""
+    """Import faiss or raise :class:`FaissMissing` naming the extra to install.  The first import
+    names OpenBLAS's kernels for this CPU first (see :mod:`vecgrid.gpu.blas`)."""
+    global _faiss
+    if _faiss is not None:
+        return _faiss
+    from vecgrid.gpu import blas
+
+    kernels_known = blas.before_import()
     try:
-        return importlib.import_module("faiss")
+        faiss = importlib.import_module("faiss")
     except ImportError as e:
         raise FaissMissing(_INSTALL_HINT) from e
+    blas.after_import(faiss, kernels_known)
+    _faiss = faiss
+    return faiss
 
 
 def faiss_available() -> bool:
