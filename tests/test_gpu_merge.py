@@ -238,6 +238,16 @@ def test_nan_scores_rank_last_on_every_merge_path(nq, metric):
             assert general.query(q)[0].tolist() == ids.tolist()
 
 
+def one_query_parts(rs, k, metric):
+    """2-3 parts of one query: up to k of 25 keys each (a key may be in two parts), scores rounded to
+    one decimal (ties), each part in the metric's order."""
+    for _ in range(int(rs.integers(2, 4))):
+        n = int(rs.integers(0, k + 1))
+        ids = rs.choice(25, n, replace=False).astype(np.int64)
+        sc = np.round(rs.random(n), 1).astype(np.float32)
+        yield ids, (np.sort(sc) if metric == "L2" else -np.sort(-sc))
+
+
 @pytest.mark.parametrize("metric", ["L2", "IP"])
 def test_one_query_list_merge_agrees_with_the_array_merge(metric):
     """nq=1 over several small integer-keyed parts (a leader's sealed part with its Python hit lists,
@@ -247,11 +257,8 @@ def test_one_query_list_merge_agrees_with_the_array_merge(metric):
     for trial in range(80):
         k = int(rs.integers(1, 11))
         parts = []
-        for _ in range(int(rs.integers(2, 4))):
-            n = int(rs.integers(0, k + 1))
-            ids = rs.choice(25, n, replace=False).astype(np.int64)
-            sc = np.round(rs.random(n), 1).astype(np.float32)
-            sc = np.sort(sc) if metric == "L2" else -np.sort(-sc)
+        for ids, sc in one_query_parts(rs, k, metric):
+            n = len(ids)
             rows = rs.permutation(100)[:n].astype(np.int64)
             lists = (sc.tolist(), ids.tolist()) if trial % 2 else None
             parts.append(TopK(ids, sc, np.array([n], np.int64), k, rows=rows, hit_lists=lists))
@@ -279,13 +286,9 @@ def test_one_query_messages_merge_on_lists_as_the_array_merge(metric, text_keys)
     for _ in range(60):
         k = int(rs.integers(1, 11))
         parts = []
-        for _ in range(int(rs.integers(2, 4))):
-            n = int(rs.integers(0, k + 1))
-            ids = rs.choice(25, n, replace=False).astype(np.int64)
-            sc = np.round(rs.random(n), 1).astype(np.float32)
-            sc = np.sort(sc) if metric == "L2" else -np.sort(-sc)
+        for ids, sc in one_query_parts(rs, k, metric):
             keys = ids.astype(str) if text_keys else ids
-            parts.append(to_search_result_data(TopK(keys, sc, np.array([n], np.int64), k)).SerializeToString())
+            parts.append(to_search_result_data(TopK(keys, sc, np.array([len(ids)], np.int64), k)).SerializeToString())
         fast = results._merge_one_query([schema_pb2.SearchResultData.FromString(b) for b in parts], k, metric, "pk")
         assert fast is not None   # the list path answers these
         merged = merge_search_results(parts, k, metric, primary_field_name="pk")
