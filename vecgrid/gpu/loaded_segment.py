@@ -69,7 +69,8 @@ import numpy as np
 from vecgrid import errors
 from vecgrid.common.scan_cost import default_nprobe, scanned_rows
 from vecgrid.gpu import cupy_engine, require_faiss
-from vecgrid.gpu.build import GPU_MOVABLE, normalize_rows, quantizer_fingerprint, read_index_file, serialize_index
+from vecgrid.gpu.build import (GPU_MOVABLE, BuiltIndex, index_file_size, normalize_rows, quantizer_fingerprint,
+                               read_index_file, serialize_index)
 from vecgrid.gpu.columns import FieldColumn
 from vecgrid.gpu.device import (Device, DeviceManager, cupy_module, default_manager, faiss_has_gpu,
                                 gpu_resources, trim_host_heap)
@@ -772,7 +773,27 @@ def _to_gpu(faiss: Any, index: Any, header: Mapping[str, Any], device: Device) -
     return faiss.index_cpu_to_gpu(res, device.device_id, index, co)
 
 
-def load_segment(index_file: bytes | bytearray | memoryview | str | os.PathLike[str], pks: Any, *,
+def _lists_in_order(faiss: Any, index: Any) -> None:
+    """Lay an IVF index's lists out one after another, as reading its file does.  An index just built
+    holds each list where its appends left it, scattered over the heap, and was searched 14% slower
+    than the same index read back from its file (1M rows, nprobe 16: 96 against 84 ms at nq=100);
+    copying the lists in order takes 0.5 s there."""
+    ivf = faiss.try_extract_index_ivf(index)
+    if ivf is None:
+        return
+    lists = faiss.downcast_InvertedLists(ivf.invlists)
+    if not isinstance(lists, faiss.ArrayInvertedLists):
+        return
+    fresh = faiss.ArrayInvertedLists(lists.nlist, lists.code_size)
+    for i in range(lists.nlist):
+        n = lists.list_size(i)
+        if n:
+            fresh.add_entries(i, n, lists.get_ids(i), lists.get_codes(i))
+    ivf.replace_invlists(fresh, True)   # frees the old lists; the index owns the new ones
+    fresh.this.disown()
+
+
+def load_segment(index_file: BuiltIndex | bytes | bytearray | memoryview | str | os.PathLike[str], pks: Any, *,
                  columns: Mapping[int, Any] | None = None, timestamps: Any = None,
                  deletes: tuple[Any, Any] | None = None,
                  schema: schema_pb2.CollectionSchema | Sequence[schema_pb2.FieldSchema] | None = None,
@@ -781,19 +802,26 @@ def load_segment(index_file: bytes | bytearray | memoryview | str | os.PathLike[
                  key: Hashable | None = None) -> LoadedSegment:
     """Load a segment's index file and rows.
 
-    ``pks``: the primary key of each row (row i is faiss id i); ``columns``: scalar
+    ``index_file``: the file (bytes or a path), or an index just built (:class:`BuiltIndex`, taken as it is
+    with its lists laid out in order: serializing a 1M-row IVF_FLAT to read it back cost 4.7 s of a 14 s
+    load).  ``pks``: the primary key of each row (row i is faiss id i); ``columns``: scalar
     field id → values, for filters and output fields; ``timestamps``: insert
     timestamps (MVCC); ``deletes``: ``(pks, timestamps)`` of the segment's delete log;
     ``schema``: field names and types for output fields.  Raises
     :class:`errors.MemoryLimitExceeded` when neither a GPU nor the host has budget."""
     faiss = require_faiss()
     manager = manager or default_manager()
-    index, header = read_index_file(index_file)
-    n = int(index.ntotal)
-    if isinstance(index_file, (str, os.PathLike)):
-        nbytes = os.path.getsize(index_file)
+    if isinstance(index_file, BuiltIndex):
+        index, header = index_file.index, dict(index_file.header)
+        nbytes = index_file_size(index, header)
+        _lists_in_order(faiss, index)
     else:
-        nbytes = memoryview(index_file).nbytes
+        index, header = read_index_file(index_file)
+        if isinstance(index_file, (str, os.PathLike)):
+            nbytes = os.path.getsize(index_file)
+        else:
+            nbytes = memoryview(index_file).nbytes
+    n = int(index.ntotal)
     key = key if key is not None else ("segment", segment_id, field_id, id(index))
     rows = RowStore(pks, columns=columns, timestamps=timestamps, fields=fields_from_schema(schema),
                     pk_field_id=pk_field_id)

@@ -252,7 +252,7 @@ class SegmentBuilder:
         try:
             for f in vector_fields:
                 spec = self._index_spec(coll, info, f)
-                data, recorded, where = self._index_bytes(sid, f, spec, coll, columns, checksums)
+                data, recorded, where = self._index(sid, f, spec, coll, columns, checksums)
                 engines[f.fieldID] = self._load_engine(sid, f, spec, data, where, coll, columns, delete_arrays)
                 index_infos[f.fieldID] = recorded
                 if spec.metric == "COSINE" and spec.index_type not in LOSSY_INDEX_TYPES:
@@ -337,13 +337,13 @@ class SegmentBuilder:
             return _IndexSpec("FLAT", metric, {}, field_info, interim=True)
         return _IndexSpec(index_type, metric, build_params, field_info)
 
-    def _index_bytes(self, sid: int, f: schema_pb2.FieldSchema, spec: _IndexSpec, coll: Collection,
+    def _index(self, sid: int, f: schema_pb2.FieldSchema, spec: _IndexSpec, coll: Collection,
                      columns: _Columns, checksums: Mapping[str, str]
                      ) -> tuple[Any, query_coord_pb2.FieldIndexInfo, str]:
-        """The field's index file: read when the load info lists one, else built from the vectors.
+        """The field's index: its file read when the load info lists one, else built from the vectors.
 
-        Returns ``(data, recorded, where)``: the file's bytes, the ``FieldIndexInfo`` the node
-        reports for it, and how errors name it (its path, or "the … index built for field …")."""
+        Returns ``(data, recorded, where)``: the file's bytes or the built index, the ``FieldIndexInfo``
+        the node reports for it, and how errors name it (its path, or "the … index built for field …")."""
         from vecgrid.gpu import build
 
         fid, field_info = f.fieldID, spec.field_info
@@ -365,14 +365,15 @@ class SegmentBuilder:
         key = TemplateKey(self.root, coll.id, fid, recorded.indexID) if recorded.indexID else None
         try:
             with faiss_threads(available_cores()):   # the host's free cores, as a search leases them
-                data = TEMPLATES.build(key, columns.vectors[fid], spec.index_type, spec.metric, spec.build_params,
-                                       functools.partial(build.build_index, manager=self._devices())).to_bytes()
+                built = TEMPLATES.build(key, columns.vectors[fid], spec.index_type, spec.metric, spec.build_params,
+                                        functools.partial(build.build_index, manager=self._devices()))
+            recorded.index_size = build.index_file_size(built.index, built.header)
         except errors.MilvusError:
             raise
         except Exception as e:  # noqa: BLE001 - faiss errors
             raise _failed(sid, f"building the {spec.index_type} index of field {fid} failed: {e}") from None
-        recorded.index_size = len(data)
-        return data, recorded, f"the {spec.index_type} index built for field {fid}"
+        # handed to the engine as it is, not serialized and read back (the index saver writes the file later)
+        return built, recorded, f"the {spec.index_type} index built for field {fid}"
 
     def _load_engine(self, sid: int, f: schema_pb2.FieldSchema, spec: _IndexSpec, data: Any, where: str,
                      coll: Collection, columns: _Columns, deletes: tuple[np.ndarray, np.ndarray] | None) -> Any:
