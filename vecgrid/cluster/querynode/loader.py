@@ -338,8 +338,7 @@ class SegmentBuilder:
         return _IndexSpec(index_type, metric, build_params, field_info)
 
     def _index(self, sid: int, f: schema_pb2.FieldSchema, spec: _IndexSpec, coll: Collection,
-                     columns: _Columns, checksums: Mapping[str, str]
-                     ) -> tuple[Any, query_coord_pb2.FieldIndexInfo, str]:
+               columns: _Columns, checksums: Mapping[str, str]) -> tuple[Any, query_coord_pb2.FieldIndexInfo, str]:
         """The field's index: its file read when the load info lists one, else built from the vectors.
 
         Returns ``(data, recorded, where)``: the file's bytes or the built index, the ``FieldIndexInfo``
