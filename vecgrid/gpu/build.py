@@ -36,6 +36,7 @@ bare faiss file (no header) and infers what it can.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -225,6 +226,11 @@ class BuiltIndex:
 
     def to_bytes(self) -> bytes:
         return serialize_index(self.index, self.header)
+
+    @functools.cached_property
+    def file_size(self) -> int:
+        """:func:`index_file_size` of this index, counted once (the loader reports it, the engine budgets it)."""
+        return index_file_size(self.index, self.header)
 
     @property
     def info(self) -> dict[str, Any]:

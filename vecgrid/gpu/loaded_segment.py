@@ -69,8 +69,8 @@ import numpy as np
 from vecgrid import errors
 from vecgrid.common.scan_cost import default_nprobe, scanned_rows
 from vecgrid.gpu import cupy_engine, require_faiss
-from vecgrid.gpu.build import (GPU_MOVABLE, BuiltIndex, index_file_size, normalize_rows, quantizer_fingerprint,
-                               read_index_file, serialize_index)
+from vecgrid.gpu.build import (GPU_MOVABLE, BuiltIndex, normalize_rows, quantizer_fingerprint, read_index_file,
+                               serialize_index)
 from vecgrid.gpu.columns import FieldColumn
 from vecgrid.gpu.device import (Device, DeviceManager, cupy_module, default_manager, faiss_has_gpu,
                                 gpu_resources, trim_host_heap)
@@ -813,7 +813,7 @@ def load_segment(index_file: BuiltIndex | bytes | bytearray | memoryview | str |
     manager = manager or default_manager()
     if isinstance(index_file, BuiltIndex):
         index, header = index_file.index, dict(index_file.header)
-        nbytes = index_file_size(index, header)
+        nbytes = index_file.file_size
         _lists_in_order(faiss, index)
     else:
         index, header = read_index_file(index_file)

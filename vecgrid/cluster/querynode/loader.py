@@ -366,7 +366,7 @@ class SegmentBuilder:
             with faiss_threads(available_cores()):   # the host's free cores, as a search leases them
                 built = TEMPLATES.build(key, columns.vectors[fid], spec.index_type, spec.metric, spec.build_params,
                                         functools.partial(build.build_index, manager=self._devices()))
-            recorded.index_size = build.index_file_size(built.index, built.header)
+            recorded.index_size = built.file_size   # counted once: the engine budgets the same figure
         except errors.MilvusError:
             raise
         except Exception as e:  # noqa: BLE001 - faiss errors
