@@ -13,8 +13,9 @@ For each index type (default IVF_FLAT, then IVF_SQ8), as a user would, nothing p
    collection is loaded — the query nodes build each segment's index from its vectors (Dask tasks,
    one core per worker); ``load_vs_faiss`` = ``load_s`` / ``faiss_build_s`` (issue 24: ≤ 1.2);
 4. **memory**: the resident set of every vecgrid process once the segments stay where they are and
-   the memory has settled for 15 s (``processes``: role, pid, RSS, shared pages), their sum against the index's own bytes (the faiss file's size):
-   ``resident_vs_index`` (issue 24: ≤ 1.3);
+   the memory has settled for 15 s (``processes``: role, pid, RSS, shared pages, PSS), their sum against the index's own bytes (the faiss file's size):
+   ``resident_vs_index`` (issue 24: ≤ 1.3); ``pss_vs_index`` counts each page shared by these
+   processes once (proportional set size: the libraries every Python process maps);
 5. **search**: nq = 1 p50 and nq = 100 queries/s through vecgrid's Python proxy and against
    ``bench/grpc_floor.py`` serving the faiss index of step 1, called in turn call by call
    (``proxy_p50_ms_over_grpc_floor`` ≤ 0.5 ms and ``proxy_qps_nq100_vs_grpc_floor`` ≥ 0.8).
@@ -128,12 +129,13 @@ def processes(serve: subprocess.Popen) -> list[dict]:
         try:
             cmd = " ".join(proc.cmdline())
             mem = proc.memory_info()
+            pss = proc.memory_full_info().pss
         except psutil.NoSuchProcess:
             continue
         role = ("coordinator (REST, gRPC, Dask scheduler)" if proc is root else
                 "query node (Dask worker)" if "spawn_main" in cmd else "helper: " + cmd[:60])
         # file-backed and shared pages (libraries, mapped files) apart from the process's own memory
-        out.append({"role": role, "pid": proc.pid, "rss_bytes": mem.rss, "shared_bytes": mem.shared})
+        out.append({"role": role, "pid": proc.pid, "rss_bytes": mem.rss, "shared_bytes": mem.shared, "pss_bytes": pss})
     return out
 
 
@@ -220,6 +222,9 @@ def run_case(tmp: str, parquet: str, queries: np.ndarray, index_type: str, nlist
         out["processes"] = procs_now
         out["resident_bytes"] = sum(p["rss_bytes"] for p in procs_now)
         out["resident_vs_index"] = round(out["resident_bytes"] / out["index_bytes"], 3)
+        # the same processes with each shared page counted once (libraries are mapped in all of them)
+        out["pss_bytes"] = sum(p["pss_bytes"] for p in procs_now)
+        out["pss_vs_index"] = round(out["pss_bytes"] / out["index_bytes"], 3)
 
         floor = subprocess.Popen([sys.executable, str(Path(__file__).with_name("grpc_floor.py")), index_path,
                                   str(NPROBE)], stdout=subprocess.PIPE, text=True)

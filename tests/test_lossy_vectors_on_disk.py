@@ -44,5 +44,7 @@ async def test_a_lossy_segment_keeps_its_raw_vectors_mapped_and_returns_them(tmp
         (column,) = engine.rows.fetch(rows, [ds.vec_fid])
         assert np.array_equal(column.values, ds.vectors[rows])   # exact: not decoded from the SQ8 codes
         assert file_backed(engine.rows._cols[ds.vec_fid].buf)    # fails while they sit in the heap
+        # nor are they counted as the node's memory (its budget, the balancer's view): keys and timestamps only
+        assert engine.rows.nbytes() < ds.vectors[:600].nbytes
     finally:
         await h.stop()

@@ -72,6 +72,7 @@ from vecgrid import __version__, errors
 from vecgrid.common.feathers_errors import FeathersError
 from vecgrid.common.logs import LOG_FORMATS, configure_logging, worker_logging
 from vecgrid.config import ConfigError, Settings
+from vecgrid.storage import arrow_pool
 
 EXIT_USAGE = 2
 EXIT_RUNTIME = 1
@@ -85,6 +86,7 @@ CLIENT_COMMANDS = ("load", "release", "search", "status", "insert", "delete", "f
 INDEX_COMMANDS = {"create": "create-index", "describe": "describe-index", "drop": "drop-index"}
 #: the groups that call the coordinator's REST API
 REST_COMMANDS = ("collection", "partition")
+SERVER_COMMANDS = ("serve", "coord", "worker")   # long-lived processes that load segments
 #: seconds between two reads of a job's progress
 POLL_S = 0.2
 INSERT_BATCH_ROWS = 10_000
@@ -1300,9 +1302,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BROKEN_PIPE
 
 
+def _process_settings(command: str) -> None:
+    """What a server process sets before anything imports pyarrow (its children inherit it)."""
+    if command in SERVER_COMMANDS:
+        arrow_pool.use_jemalloc()
+
+
 def _run(argv: Sequence[str] | None) -> int:
     try:
         args = _parser().parse_args(argv)
+        _process_settings(args.command)
         if args.command == "index":
             args.command = INDEX_COMMANDS[args.index_command]
         settings = Settings.load(getattr(args, "config", None), overrides=_overrides(args))

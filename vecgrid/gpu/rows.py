@@ -120,13 +120,33 @@ class _Grow:
     def append(self, more: np.ndarray) -> None:
         need = self.n + len(more)
         dtype = np.result_type(self.buf, more) if self.buf.dtype != more.dtype else self.buf.dtype
-        if need > len(self.buf) or dtype != self.buf.dtype:
+        if need > len(self.buf) or dtype != self.buf.dtype or not self.buf.flags.writeable:
             cap = max(need, 2 * len(self.buf), 16)
             buf = np.empty((cap,) + self.buf.shape[1:], dtype=dtype)
             buf[: self.n] = self.buf[: self.n]
             self.buf = buf
         self.buf[self.n:need] = more
         self.n = need
+
+
+def _one_if_constant(timestamps: np.ndarray) -> np.ndarray:
+    """The timestamps as one value repeated when they are all equal (every row of a bulk import has
+    the import's timestamp): 8 bytes instead of 8 a row, read as the array (an append copies it out)."""
+    if len(timestamps) > 1 and timestamps.strides[0] and timestamps.min() == timestamps.max():
+        return np.broadcast_to(timestamps[:1].copy(), timestamps.shape)   # a copy: not a view of the column
+    return timestamps
+
+
+def _memory_bytes(a: np.ndarray) -> int:
+    """The bytes ``a`` holds in memory: none for a file mapping, one row for a value repeated."""
+    base = a
+    while base is not None:
+        if isinstance(base, np.memmap):
+            return 0
+        base = getattr(base, "base", None)
+    if a.ndim and len(a) > 1 and a.strides[0] == 0:
+        return a.itemsize * int(np.prod(a.shape[1:], dtype=np.int64))
+    return a.nbytes
 
 
 class RowStore:
@@ -142,8 +162,8 @@ class RowStore:
         pk_arr = _as_pk_array(pks)
         self._pks = _Grow(pk_arr)
         n = len(pk_arr)
-        self._ts = None if timestamps is None else _Grow(self._check_len(
-            np.asarray(timestamps, dtype=np.uint64), n, "timestamps"))
+        self._ts = None if timestamps is None else _Grow(_one_if_constant(self._check_len(
+            np.asarray(timestamps, dtype=np.uint64), n, "timestamps")))
         self._cols: dict[int, _Grow] = {}
         for fid, values in (columns or {}).items():
             self._cols[int(fid)] = _Grow(self._check_len(_as_column(values, self.fields.get(int(fid))),
@@ -192,10 +212,11 @@ class RowStore:
         return {fid: g.view() for fid, g in self._cols.items()}
 
     def nbytes(self) -> int:
-        """Host bytes of keys, timestamps, columns and delete state."""
-        total = self._pks.buf.nbytes + sum(g.buf.nbytes for g in self._cols.values())
+        """Host memory of keys, timestamps, columns and delete state (a column mapped from a file is
+        on disk, not counted; a constant timestamp column counts one value)."""
+        total = _memory_bytes(self._pks.buf) + sum(_memory_bytes(g.buf) for g in self._cols.values())
         if self._ts is not None:
-            total += self._ts.buf.nbytes
+            total += _memory_bytes(self._ts.buf)
         if self._deleted_at is not None:
             total += self._deleted_at.buf.nbytes
         if self._order is not None:
