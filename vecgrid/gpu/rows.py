@@ -140,7 +140,9 @@ def _one_if_constant(timestamps: np.ndarray) -> np.ndarray:
 def _memory_bytes(a: np.ndarray) -> int:
     """The bytes ``a`` holds in memory: none for a file mapping, one row for a value repeated."""
     base = a
-    while base is not None:
+    for _ in range(64):   # the chain of views (an Arrow array ends it; bounded against odd objects)
+        if base is None:
+            break
         if isinstance(base, np.memmap):
             return 0
         base = getattr(base, "base", None)

@@ -1,15 +1,18 @@
 """Arrow's memory pool in vecgrid's server processes: jemalloc, whose freed pages go back to the OS.
 
 A query node reads each segment's Parquet file through Arrow (hundreds of MB a segment), keeps the
-keys and timestamps it needs and drops the rest.  pyarrow's default pool on Linux, mimalloc, keeps
-the pages Arrow's reader threads freed in those threads' heaps, and ``release_unused`` (which
-:func:`vecgrid.gpu.device.trim_host_heap` calls after every load) on the loading thread does not
-reach them.  jemalloc's ``release_unused`` purges every arena.  Loading two 1M-row IVF_SQ8 segments
-(``bench/scale.py --quick --rows 2000000``, two runs each), the loaded node held 529-531 MB with
-mimalloc (67 MB of its arenas for 15 MB of live Arrow buffers) and 481 MB with the C library's
-allocator; with the segments' timestamps then held as one value (:mod:`vecgrid.gpu.rows`), 463-469 MB
-with the C library's allocator but loading in 17.1-18.1 s instead of 15.1-16.1 (every large buffer
-freshly mapped), and 464 MB with jemalloc, loading in 15.1-16.1 s.
+keys and timestamps it needs and drops the rest.  pyarrow's default pool on Linux, mimalloc, kept
+pages after that: loading two 1M-row IVF_SQ8 segments (``bench/scale.py --quick --rows 2000000``),
+the node had 67 MB resident in mimalloc's arenas for 15 MB of live Arrow buffers, although
+:func:`vecgrid.gpu.device.trim_host_heap` calls ``release_unused`` after every load (from the loading
+thread; the pages were most likely freed into the heaps of Arrow's reader threads).  The loaded node
+held 529-531 MB with mimalloc and 481 MB with the C library's allocator; with the segments'
+timestamps then held as one value (:mod:`vecgrid.gpu.rows`), 463-469 MB with the C library's
+allocator but loading in 17.1-18.1 s instead of 15.1-16.1 (it maps every large buffer afresh), and
+464 MB with jemalloc, loading in 15.1-16.1 s (two runs each).  jemalloc gives freed pages back as they
+decay, not at once: measured apart, a process that read a 1M-row file
+twice in a row still held up to 1.3 GB of the freed tables a few seconds later, so a deployment short
+of memory during loads may prefer ``ARROW_DEFAULT_MEMORY_POOL=system``.
 
 Arrow reads ``ARROW_DEFAULT_MEMORY_POOL`` once, when pyarrow is imported, so :func:`use_jemalloc`
 runs before that (the CLI's server commands call it first thing); the processes they spawn inherit
