@@ -4,7 +4,7 @@ The layers, lowest first (a module may import its own layer's package and the la
 
     common (with vecgrid.errors, vecgrid.config) ← proto ← storage ← gpu ← cluster (shared parts:
     streaming, ...) ← cluster.querynode | cluster.datanode ← cluster.querycoord | cluster.datacoord |
-    cluster.proxy ← rpc | http | client ← deploy | dashboard ← cli
+    cluster.proxy ← rpc | http | client ← node_plugin ← deploy | dashboard ← cli
 
 Layers on one rank (``querynode`` and ``datanode``; ``querycoord``, ``datacoord`` and ``proxy``;
 ``rpc``, ``http`` and ``client``; ``deploy`` and ``dashboard``) do not import
@@ -43,6 +43,9 @@ LAYERS = [
     (7, "vecgrid.rpc"),
     (7, "vecgrid.http"),
     (7, "vecgrid.client"),
+    # The query node's Dask worker plugin: workers import it (by reference, from its pickle) and what its
+    # setup imports, not the coordinator's servers in vecgrid.deploy.
+    (7.5, "vecgrid.node_plugin"),
     (8, "vecgrid.deploy"),
     # The Dask scheduler's preload (`--preload vecgrid.dashboard`, a public name): its JSON route is an
     # HTTP handler on the one base (vecgrid.http.base), so it sits above http; deploy loads it by name only.

@@ -11,7 +11,7 @@ from distributed import Client, LocalCluster
 from vecgrid.cluster.querynode import tasks
 from vecgrid.cluster.querynode.session import assign_node_id, describe_querynode
 from vecgrid.config import Settings
-from vecgrid.deploy import QueryNodePlugin
+from vecgrid.node_plugin import QueryNodePlugin
 from vecgrid.proto import query_coord_pb2, query_coord_pb2_grpc
 from tests.querynode_support import import_collection, load_request
 
@@ -49,3 +49,27 @@ async def test_load_segments_as_a_pinned_dask_task(tmp_path):
 
         with pytest.raises(Exception, match="not a QueryNode task handler"):
             await client.submit(tasks.call, "close", None, workers=[worker], pure=False)
+
+
+def _vecgrid_modules_loaded() -> list[str]:
+    import sys
+
+    return sorted(m for m in sys.modules if m.startswith("vecgrid."))
+
+
+@pytest.mark.slow
+async def test_a_worker_process_loads_the_node_not_the_coordinators_servers(tmp_path):
+    """The plugin reaches a worker pickled by reference to its module: that module, not vecgrid.deploy
+    (the REST app, the Milvus and QueryCoord servers), is what the worker imports."""
+    settings = Settings.load(env={}, overrides={"common.data_dir": str(tmp_path), "querynode.port": 0,
+                                                "querynode.grace_s": 0.1})
+    async with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, asynchronous=True,
+                            dashboard_address=":0") as cluster, \
+            Client(cluster, asynchronous=True) as client:
+        await asyncio.wait_for(client.register_plugin(QueryNodePlugin(settings)), 60)
+        await client.wait_for_workers(1)
+        ((_, described),) = (await client.run(describe_querynode)).items()
+        assert described is not None and described["address"]   # the plugin's setup ran: the node serves
+        ((_, loaded),) = (await client.run(_vecgrid_modules_loaded)).items()
+        assert not [m for m in loaded if m == "vecgrid.deploy" or m.startswith(("vecgrid.http", "vecgrid.cli"))]
+        assert "vecgrid.node_plugin" in loaded and "vecgrid.cluster.querynode.node" in loaded

@@ -1,6 +1,6 @@
 """A Dask worker's QueryNode session: how the coordinator and Dask tasks reach the node a worker runs.
 
-The worker plugin (:class:`vecgrid.deploy.QueryNodePlugin`, registered under :data:`PLUGIN_NAME`)
+The worker plugin (:class:`vecgrid.node_plugin.QueryNodePlugin`, registered under :data:`PLUGIN_NAME`)
 starts the node and announces it on the :data:`TOPIC` event topic; the coordinator, subscribed to
 that topic, registers the node and assigns its id with :func:`assign_node_id` (a ``Client.run``
 call).  Dask tasks find the node in-process with :func:`local_node`.  The plugin class lives with
