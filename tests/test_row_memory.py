@@ -1,6 +1,6 @@
 """What a segment's rows cost in memory: a constant timestamp column is held as one value (a bulk
 import stamps every row alike), a column mapped from a file is not counted as memory, and vecgrid's
-server processes give Arrow jemalloc, which gives freed pages back (vecgrid.storage.arrow_pool)."""
+server processes give Arrow the C library's allocator, which gives freed tables back (vecgrid.storage.arrow_pool)."""
 
 from __future__ import annotations
 
@@ -52,26 +52,23 @@ def test_a_column_mapped_from_a_file_is_not_counted_as_memory(tmp_path):
     assert np.array_equal(column.values, vectors[[0, 499]])
 
 
-def test_use_jemalloc_names_it_on_linux_unless_the_user_named_a_pool(monkeypatch):
+def test_use_system_allocator_names_it_unless_the_user_named_a_pool(monkeypatch):
     monkeypatch.delitem(sys.modules, "pyarrow", raising=False)
     env: dict[str, str] = {}
-    assert arrow_pool.use_jemalloc(env, "linux") and env == {arrow_pool.POOL_VARIABLE: "jemalloc"}
-    user = {arrow_pool.POOL_VARIABLE: "system"}
-    assert not arrow_pool.use_jemalloc(user, "linux") and user[arrow_pool.POOL_VARIABLE] == "system"
-    elsewhere: dict[str, str] = {}
-    assert not arrow_pool.use_jemalloc(elsewhere, "win32") and elsewhere == {}
+    assert arrow_pool.use_system_allocator(env) and env == {arrow_pool.POOL_VARIABLE: "system"}
+    user = {arrow_pool.POOL_VARIABLE: "jemalloc"}
+    assert not arrow_pool.use_system_allocator(user) and user[arrow_pool.POOL_VARIABLE] == "jemalloc"
 
 
-def test_use_jemalloc_leaves_the_setting_alone_once_pyarrow_is_loaded():
+def test_use_system_allocator_leaves_the_setting_alone_once_pyarrow_is_loaded():
     import pyarrow  # noqa: F401  (loaded: it has picked its pool)
 
     env: dict[str, str] = {}
-    assert not arrow_pool.use_jemalloc(env, "linux") and env == {}
+    assert not arrow_pool.use_system_allocator(env) and env == {}
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="jemalloc is named on Linux only")
-def test_server_commands_give_their_processes_jemalloc_and_clients_keep_arrows_default():
+def test_server_commands_give_their_processes_the_system_allocator_and_clients_keep_arrows_default():
     """Run as the CLI runs them: the command's settings first, then pyarrow loads (in a fresh process)."""
     env = {k: v for k, v in os.environ.items() if k != arrow_pool.POOL_VARIABLE}
     backends = {}
@@ -80,5 +77,5 @@ def test_server_commands_give_their_processes_jemalloc_and_clients_keep_arrows_d
                  "import pyarrow; print(pyarrow.default_memory_pool().backend_name)")
         out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
         backends[command] = out.stdout.strip()
-    assert backends["serve"] == backends["coord"] == backends["worker"] == "jemalloc"
-    assert backends["import"] == backends["search"] == "mimalloc"   # Arrow's own default on Linux
+    assert backends["serve"] == backends["coord"] == backends["worker"] == "system"
+    assert backends["import"] == backends["search"] != "system"   # Arrow's own default (mimalloc or jemalloc)

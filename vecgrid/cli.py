@@ -1305,7 +1305,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _process_settings(command: str) -> None:
     """What a server process sets before anything imports pyarrow (its children inherit it)."""
     if command in SERVER_COMMANDS:
-        arrow_pool.use_jemalloc()
+        arrow_pool.use_system_allocator()
 
 
 def _run(argv: Sequence[str] | None) -> int:
