@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from typing import AsyncIterator
 
 import grpc
 import pytest
@@ -18,15 +20,22 @@ from tests.querynode_support import import_collection, load_request
 pytest.importorskip("faiss")
 
 
-async def test_load_segments_as_a_pinned_dask_task(tmp_path):
-    ds = import_collection(tmp_path, "tasks", metric="L2", index="FLAT", n=600, segment_rows=300, shards=1)
-    settings = Settings.load(env={}, overrides={"common.data_dir": ds.data_dir, "querynode.port": 0,
+@contextlib.asynccontextmanager
+async def one_node_cluster(data_dir: str, *, processes: bool) -> AsyncIterator[Client]:
+    """A one-worker Dask cluster with the QueryNode plugin registered, and a client of it."""
+    settings = Settings.load(env={}, overrides={"common.data_dir": data_dir, "querynode.port": 0,
                                                 "querynode.grace_s": 0.1})
-    async with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, asynchronous=True,
+    async with LocalCluster(n_workers=1, threads_per_worker=1, processes=processes, asynchronous=True,
                             dashboard_address=":0") as cluster, \
             Client(cluster, asynchronous=True) as client:
         await asyncio.wait_for(client.register_plugin(QueryNodePlugin(settings)), 60)
         await client.wait_for_workers(1)
+        yield client
+
+
+async def test_load_segments_as_a_pinned_dask_task(tmp_path):
+    ds = import_collection(tmp_path, "tasks", metric="L2", index="FLAT", n=600, segment_rows=300, shards=1)
+    async with one_node_cluster(ds.data_dir, processes=False) as client:
         await client.run(assign_node_id, 21)
         ((worker, described),) = (await client.run(describe_querynode)).items()
         assert described["node_id"] == 21 and described["state"] == "Healthy"
@@ -61,13 +70,7 @@ def _vecgrid_modules_loaded() -> list[str]:
 async def test_a_worker_process_loads_the_node_not_the_coordinators_servers(tmp_path):
     """The plugin reaches a worker pickled by reference to its module: that module, not vecgrid.deploy
     (the REST app, the Milvus and QueryCoord servers), is what the worker imports."""
-    settings = Settings.load(env={}, overrides={"common.data_dir": str(tmp_path), "querynode.port": 0,
-                                                "querynode.grace_s": 0.1})
-    async with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, asynchronous=True,
-                            dashboard_address=":0") as cluster, \
-            Client(cluster, asynchronous=True) as client:
-        await asyncio.wait_for(client.register_plugin(QueryNodePlugin(settings)), 60)
-        await client.wait_for_workers(1)
+    async with one_node_cluster(str(tmp_path), processes=True) as client:
         ((_, described),) = (await client.run(describe_querynode)).items()
         assert described is not None and described["address"]   # the plugin's setup ran: the node serves
         ((_, loaded),) = (await client.run(_vecgrid_modules_loaded)).items()
