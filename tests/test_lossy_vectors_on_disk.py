@@ -8,7 +8,7 @@ import mmap
 import numpy as np
 import pytest
 
-from vecgrid.storage.mapped import disk_backed
+from vecgrid.storage.mapped import disk_backed, is_mapped
 from tests.querynode_support import NodeHarness, import_collection
 
 pytest.importorskip("faiss")
@@ -28,6 +28,7 @@ def test_a_disk_backed_array_reads_back_and_leaves_no_file(tmp_path):
     values = np.random.default_rng(1).standard_normal((100, 8)).astype(np.float32)
     mapped = disk_backed(values, str(tmp_path))
     assert file_backed(mapped) and not mapped.flags.writeable
+    assert is_mapped(mapped) and is_mapped(np.asarray(mapped)[10:]) and not is_mapped(values)
     assert np.array_equal(mapped, values)
     assert list(tmp_path.iterdir()) == []   # unlinked at once: nothing left behind, even after a crash
 

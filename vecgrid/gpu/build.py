@@ -405,14 +405,17 @@ def serialize_index(index: Any, header: Mapping[str, Any], *, checksum: bool = F
     header = dict(header)
     if checksum:
         header["body_blake2b"] = hashlib.blake2b(memoryview(body).cast("B")).hexdigest()
-    head = json.dumps(header, sort_keys=True).encode()
-    out = bytearray(len(MAGIC) + 4 + len(head) + body.nbytes)
-    out[:len(MAGIC)] = MAGIC
-    struct.pack_into("<I", out, len(MAGIC), len(head))
-    o = len(MAGIC) + 4
-    out[o:o + len(head)] = head
-    out[o + len(head):] = memoryview(body).cast("B")
+    head = _file_head(header)
+    out = bytearray(len(head) + body.nbytes)
+    out[:len(head)] = head
+    out[len(head):] = memoryview(body).cast("B")
     return bytes(out)
+
+
+def _file_head(header: Mapping[str, Any]) -> bytes:
+    """What an index file holds before faiss's bytes: the magic, the JSON header's length and the header."""
+    head = json.dumps(dict(header), sort_keys=True).encode()
+    return MAGIC + struct.pack("<I", len(head)) + head
 
 
 def index_file_size(index: Any, header: Mapping[str, Any]) -> int:
@@ -430,7 +433,7 @@ def index_file_size(index: Any, header: Mapping[str, Any]) -> int:
     writer = faiss.PyCallbackIOWriter(count, 1 << 22)
     faiss.write_index(index, writer)
     del writer   # flushes its last buffer
-    return len(MAGIC) + 4 + len(json.dumps(dict(header), sort_keys=True).encode()) + written
+    return len(_file_head(header)) + written
 
 
 def _infer_header(index: Any) -> dict[str, Any]:

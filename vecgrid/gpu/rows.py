@@ -40,6 +40,7 @@ from vecgrid.gpu.columns import FieldColumn
 from vecgrid.gpu.jsonkeys import KeyCache, KeyColumn
 from vecgrid.gpu.results import datatype_of
 from vecgrid.proto import plan_pb2, schema_pb2
+from vecgrid.storage.mapped import is_mapped
 
 __all__ = ["RowStore", "FieldMeta", "fields_from_schema"]
 
@@ -139,13 +140,8 @@ def _one_if_constant(timestamps: np.ndarray) -> np.ndarray:
 
 def _memory_bytes(a: np.ndarray) -> int:
     """The bytes ``a`` holds in memory: none for a file mapping, one row for a value repeated."""
-    base = a
-    for _ in range(64):   # the chain of views (an Arrow array ends it; bounded against odd objects)
-        if base is None:
-            break
-        if isinstance(base, np.memmap):
-            return 0
-        base = getattr(base, "base", None)
+    if is_mapped(a):
+        return 0
     if a.ndim and len(a) > 1 and a.strides[0] == 0:
         return a.itemsize * int(np.prod(a.shape[1:], dtype=np.int64))
     return a.nbytes

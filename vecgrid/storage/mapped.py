@@ -9,6 +9,7 @@ this way: only output fields read them (Milvus reads them from storage when aske
 
 from __future__ import annotations
 
+import mmap
 import os
 import tempfile
 
@@ -24,3 +25,14 @@ def disk_backed(array: np.ndarray, directory: str | None = None) -> np.ndarray:
         return np.load(path, mmap_mode="r")
     finally:
         os.unlink(path)
+
+
+def is_mapped(array: np.ndarray) -> bool:
+    """Whether ``array`` (or the array it is a view of) lives in a file mapping, as :func:`disk_backed`'s
+    arrays do: memory the kernel may drop, not the process's own."""
+    base: object = array
+    while isinstance(base, np.ndarray):
+        if isinstance(base, np.memmap):
+            return True
+        base = base.base
+    return isinstance(base, mmap.mmap)
