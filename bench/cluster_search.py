@@ -1,6 +1,6 @@
 """Search speed as a user gets it: bulk import, insert, load, wait, search; the system places the data.
 
-    .venv/bin/python bench/cluster_search.py [--quick] [--balancer NAME] [--rows N] [--segments N]
+    .venv/bin/python bench/cluster_search.py [--quick] [--balancer NAME] [--rows N] [--segments N] [--inserted N]
                                              [--workers N] [--in-process]
 
 What it does, as a user would (nothing is placed by hand):
@@ -14,7 +14,7 @@ What it does, as a user would (nothing is placed by hand):
 2. starts ``vecgrid serve --workers 2`` (``--workers``) on that data dir (``--balancer`` sets
    ``querycoord.balancer``; default: the configured default, ``LocalityAwareBalancer``; ``--in-process``:
    one worker, its query node in the coordinator's process, ``dask.in_process``);
-3. inserts 1,000 more rows through REST, loads the collection through REST and waits until it is
+3. inserts 1,000 more rows through REST (``--inserted``), loads the collection through REST and waits until it is
    loaded and its segments stay where they are for 7 s (the balance checker runs every 3 s);
 4. reports where the segments landed: ``segments_on_leader`` of ``segments``, per node;
 5. times k = 10, nprobe 8 searches at nq = 1 (p50) and nq = 100 (queries/s), the sides called in
@@ -75,7 +75,8 @@ from vecgrid.proto import query_coord_pb2_grpc  # noqa: E402
 from vecgrid.common.channels import aio_channel  # noqa: E402
 
 DIM, K, NLIST, NPROBE, NQ = 128, 10, 1024, 8, 100
-INSERTED = 1_000
+INSERTED = 1_000   # rows inserted through REST after the import (--inserted), still growing when searched
+INSERT_BATCH = 5_000
 COLLECTION = "bench"
 BIN = Path(sys.executable).parent
 
@@ -181,13 +182,13 @@ async def time_sides(rest: Rest, floor_http: Rest, grpc_port: int, coord_port: i
 
 
 def run(rows: int, rounds: int, balancer: str | None, workers: int = 2, in_process: bool = False,
-        segments: int | None = None) -> dict:
+        segments: int | None = None, inserted: int = INSERTED) -> dict:
     rng = np.random.default_rng(7)
     vectors = rng.standard_normal((rows, DIM), dtype=np.float32)
-    extra = rng.standard_normal((INSERTED, DIM), dtype=np.float32)
+    extra = rng.standard_normal((inserted, DIM), dtype=np.float32)
     queries = [rng.standard_normal((NQ, DIM), dtype=np.float32) for _ in range(rounds)]
     nlist = min(NLIST, max(1, rows // 39))
-    out: dict = {"rows": rows, "inserted_rows": INSERTED, "dim": DIM, "nlist": nlist, "nprobe": NPROBE, "k": K}
+    out: dict = {"rows": rows, "inserted_rows": inserted, "dim": DIM, "nlist": nlist, "nprobe": NPROBE, "k": K}
     procs: list[subprocess.Popen] = []
     with tempfile.TemporaryDirectory() as tmp:
         try:
@@ -222,8 +223,9 @@ def run(rows: int, rounds: int, balancer: str | None, workers: int = 2, in_proce
                     rest.conn.close()
                     return None
             until("vecgrid serve healthy", healthy, 180)
-            rest.call("POST", f"/collections/{COLLECTION}/entities",
-                      [{"id": rows + i, "vector": extra[i]} for i in range(INSERTED)])
+            for lo in range(0, inserted, INSERT_BATCH):
+                rest.call("POST", f"/collections/{COLLECTION}/entities",
+                          [{"id": rows + i, "vector": extra[i]} for i in range(lo, min(lo + INSERT_BATCH, inserted))])
             t0 = time.monotonic()
             rest.call("POST", "/collections", {"name": COLLECTION, "wait": True}, {"X-Service-Method": "load"})
             until("loaded", lambda: any(c["name"] == COLLECTION and c.get("loadPercent") == 100
@@ -265,6 +267,8 @@ def main() -> None:
     ap.add_argument("--segments", type=int,
                     help="import this many equal segments, automatic compaction off (default: as vecgrid import cuts)")
     ap.add_argument("--workers", type=int, default=2, help="worker processes of vecgrid serve (default 2)")
+    ap.add_argument("--inserted", type=int, default=INSERTED,
+                    help=f"rows inserted through REST after the import, still growing (default {INSERTED:,})")
     ap.add_argument("--balancer", help="querycoord.balancer of the cluster (default: vecgrid's default)")
     ap.add_argument("--in-process", action="store_true",
                     help="one worker whose query node runs in the coordinator's process (dask.in_process)")
@@ -273,7 +277,7 @@ def main() -> None:
         args.workers = 1
     rows = args.rows or (50_000 if args.quick else 200_000)
     rounds = args.rounds or (20 if args.quick else 60)
-    result = run(rows, rounds, args.balancer, args.workers, args.in_process, args.segments)
+    result = run(rows, rounds, args.balancer, args.workers, args.in_process, args.segments, args.inserted)
     result["balancer"] = args.balancer or "default"
     result["workers"] = args.workers
     result["in_process"] = args.in_process

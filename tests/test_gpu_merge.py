@@ -320,3 +320,44 @@ def test_one_query_messages_merge_leaves_the_rest_to_the_array_merge():
     empty = schema_pb2.SearchResultData(num_queries=0, top_k=3)
     assert results._merge_one_query([empty, empty], 3, "L2", "") is None
     assert merge_search_results([empty, empty], 3, "L2").num_queries == 0
+
+
+def ragged_part(rs, nq, k, metric, keys_from, *, ties=False):
+    """A part holding 0..k hits per query (an IVF segment whose probed lists hold fewer than k rows for
+    some queries), keys drawn from ``keys_from`` + 0..29."""
+    counts = rs.integers(0, k + 1, nq)
+    ids = np.concatenate([rs.choice(30, c, replace=False) for c in counts]).astype(np.int64) + keys_from
+    scores = []
+    for c in counts:
+        sc = np.round(rs.random(c), 1) if ties else rs.random(c)
+        scores.append(np.sort(sc) if metric == "L2" else -np.sort(-sc))
+    return TopK(ids, np.concatenate(scores).astype(np.float32), counts.astype(np.int64), k,
+                rows=np.arange(len(ids), dtype=np.int64))
+
+
+@pytest.mark.parametrize("metric", ["L2", "IP"])
+def test_ragged_parts_merge_row_wise_and_match_reference(metric, monkeypatch):
+    """Parts short of hits for some queries (a sealed IVF segment and a growing segment probed through
+    its lists) merge row by row, blanks sorting last; with ties or a key in two parts they take the
+    general merge; both agree with the reference."""
+    import vecgrid.gpu.merge as merge_module
+
+    rs = np.random.default_rng(5)
+    general = merge_module._sorted_order
+    calls = []
+    monkeypatch.setattr(merge_module, "_sorted_order", lambda *a: calls.append(1) or general(*a))
+    for trial in range(60):
+        k, nq = int(rs.integers(1, 9)), 7
+        clash = trial % 3 == 0   # tied scores and keys found by two parts
+        parts = [ragged_part(rs, nq, k, metric, 0 if clash else 100 * i, ties=clash) for i in range(2)]
+        before = len(calls)
+        merged = merge_topk(parts, k, metric)
+        ref = reference_merge(parts, k, metric)
+        for q in range(nq):
+            ids, sc = merged.query(q)
+            assert ids.tolist() == [i for i, _ in ref[q]]
+            np.testing.assert_array_equal(sc, np.array([s for _, s in ref[q]], dtype=np.float32))
+        for j in range(len(merged)):
+            assert parts[merged.sources[j]].ids[merged.rows[j]] == merged.ids[j]
+        if not clash:
+            assert len(calls) == before, "distinct scores and keys merge row by row"

@@ -62,6 +62,7 @@ import logging
 import math
 import os
 import threading
+from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -131,6 +132,18 @@ def default_search_params(family: str, k: int, params: Mapping[str, Any] | None 
         out["itopk_size"] = itopk if itopk is not None else max(DEFAULT_ITOPK, k)
         out["search_width"] = _int(p, "search_width", 1, 65536) or 1
     return out
+
+
+@dataclass(frozen=True)
+class SharedLists:
+    """The lists an unfiltered search's queries probe in one coarse quantizer (``nprobe`` per query,
+    with their distances), computed once for every segment searched through that quantizer.  ``owner``
+    is the sealed segment that assigned them: a growing segment probes its own rows through a copy of
+    its quantizer (:meth:`GrowingSegment.search`)."""
+
+    distances: np.ndarray
+    lists: np.ndarray
+    owner: "LoadedSegment"
 
 
 def _family(index: Any, header: Mapping[str, Any]) -> str:
@@ -416,23 +429,30 @@ class LoadedSegment:
                 self._checked_sp[key] = sp
         return sp
 
-    def assign(self, queries: np.ndarray, k: int, params: Mapping[str, Any] | None = None
-               ) -> tuple[np.ndarray, np.ndarray]:
+    def assign(self, queries: np.ndarray, k: int, params: Mapping[str, Any] | None = None) -> SharedLists:
         """The lists an unfiltered search of ``queries`` for ``k`` with ``params`` probes in this host
-        IVF segment: ``(distances, list ids)``, ``nprobe`` per query — what :meth:`search` takes as
-        ``assign`` for every segment with the same :attr:`quantizer_key`."""
+        IVF segment — what :meth:`search` takes as ``assign`` for every segment with the same
+        :attr:`quantizer_key`, and a growing segment for its rows."""
         if self._ivf is None:
             raise ValueError(f"segment {self.segment_id} has no shareable quantizer")
         xq = np.ascontiguousarray(queries, dtype=np.float32).reshape(-1, self.dim)
         if self.metric == "COSINE":
             xq = normalize_rows(xq)
         sp = (None if params else self._default_sp.get(k)) or self.search_params(k, params)
-        return self._ivf.quantizer.search(xq, int(sp["nprobe"]))
+        distances, lists = self._ivf.quantizer.search(xq, int(sp["nprobe"]))
+        return SharedLists(distances, lists, self)
+
+    def quantizer_copy(self) -> Any:
+        """A copy of this host IVF segment's coarse quantizer, for a growing segment to file its rows
+        in the same lists (a copy: this segment may be released first)."""
+        if self._ivf is None:
+            raise ValueError(f"segment {self.segment_id} has no shareable quantizer")
+        return self.faiss.clone_index(self._ivf.quantizer)
 
     def search(self, queries: np.ndarray, k: int, *, expr: plan_pb2.Expr | None = None,
                timestamp: int | None = None, params: Mapping[str, Any] | None = None,
                metric: str | None = None, mask: np.ndarray | None = None,
-               assign: tuple[np.ndarray, np.ndarray] | None = None) -> TopK:
+               assign: SharedLists | None = None) -> TopK:
         """Top-``k`` of each query among the allowed rows (see the module's rule).
 
         ``assign``: the queries' lists from :meth:`assign` of a segment with the same
@@ -487,7 +507,7 @@ class LoadedSegment:
                     self._gate.notify_all()
 
     def _plain_search(self, xq: np.ndarray, k: int, sp: Mapping[str, int],
-                      assign: tuple[np.ndarray, np.ndarray] | None = None) -> TopK:
+                      assign: SharedLists | None = None) -> TopK:
         """Every row allowed, host index: :meth:`_search_dense` without its general steps.
 
         A single HNSW query takes ~0.1-0.2 ms in faiss, and right after it every numpy call, Python
@@ -504,10 +524,10 @@ class LoadedSegment:
         params = self._params_by_k.get(k) if sp is self._default_sp.get(k) else None
         if params is None:
             params = self._plain_params(k, sp)
-        if assign is None or self._ivf is None or assign[1].shape != (nq, params.nprobe):
+        if assign is None or self._ivf is None or assign.lists.shape != (nq, params.nprobe):
             self._search_c(nq, swig_ptr(xq), k, swig_ptr(D), swig_ptr(I), params)
         else:
-            dq, iq = assign
+            dq, iq = assign.distances, assign.lists
             self._ivf.search_preassigned_c(nq, swig_ptr(xq), k, swig_ptr(iq), swig_ptr(dq), swig_ptr(D),
                                            swig_ptr(I), False, params)
         need = min(k, self.num_rows)
@@ -1011,23 +1031,29 @@ def _fan_out(items: Sequence[int], run: Callable[[int], TopK], threads: int,
 
 
 def _shared_assignments(segments: Sequence[Any], xq: np.ndarray, k: int, expr: plan_pb2.Expr | None,
-                        timestamp: int | None, params: Mapping[str, Any] | None
-                        ) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+                        timestamp: int | None, params: Mapping[str, Any] | None) -> dict[int, SharedLists]:
     """Position in ``segments`` -> the queries' lists, for the unfiltered host IVF segments that share
-    a quantizer with another one: assigned once per quantizer instead of once per segment (a coarse
-    quantizer of nlist centroids costs as much as scanning the probed lists at nq=100)."""
+    a quantizer with another one, or with a growing segment that probes its rows through it: assigned
+    once per quantizer instead of once per segment (a coarse quantizer of nlist centroids costs as
+    much as scanning the probed lists at nq=100)."""
     if expr is not None:
         return {}
     groups: dict[str, list[int]] = {}
+    growing: list[int] = []
     for i, seg in enumerate(segments):
         key = getattr(seg, "quantizer_key", None)
         if key is not None and xq.shape[1] == seg.dim and seg.rows.visibility(timestamp) is None:
             groups.setdefault(key, []).append(i)
-    out: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        elif hasattr(seg, "probes_lists_of"):
+            growing.append(i)
+    out: dict[int, SharedLists] = {}
     for members in groups.values():
-        if len(members) > 1:
-            lists = segments[members[0]].assign(xq, k, params)
-            out.update((i, lists) for i in members)
+        owner = segments[members[0]]
+        takers = [i for i in growing if segments[i].probes_lists_of(owner, len(xq))]
+        if len(members) + len(takers) > 1:
+            lists = owner.assign(xq, k, params)
+            out.update((i, lists) for i in members + takers)
+            growing = [i for i in growing if i not in takers]
     return out
 
 

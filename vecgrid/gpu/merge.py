@@ -313,35 +313,59 @@ def _one_query_order(ids: np.ndarray, scores: np.ndarray, k: int, larger: bool,
 
 def _dense_order(parts: Sequence[TopK], ids: np.ndarray, scores: np.ndarray, k: int, larger: bool,
                  dedup: bool) -> tuple[np.ndarray, np.ndarray] | None:
-    """The merge order of the usual case without a global sort: every part has the same number of
-    hits for every query, so each query's candidates form one row of an ``nq x W`` matrix that is
-    sorted row-wise.  ``None`` (use :func:`_sorted_order`) when a part is ragged or a query has tied
-    scores (the primary key decides) or a key twice (kept once)."""
+    """The merge order of the usual case without a global sort: each query's candidates form one row
+    of an ``nq x W`` matrix (a part short of hits for a query fills its row with a blank that sorts
+    last), sorted row-wise.  ``None`` (use :func:`_sorted_order`) when a query has tied scores (the
+    primary key decides) or a key twice (kept once), or blanks meet a score that is not finite."""
     nq = parts[0].nq
-    blocks, offset = [], 0
+    blank = len(ids)   # the index of the blank candidate, appended to the scores below
+    blocks, offset, ragged = [], 0, False
     for p in parts:
-        w = len(p.ids) // nq
-        if w * nq != len(p.ids) or not bool((p.topks == w).all()):
-            return None
-        if w:
+        topks = p.topks
+        w = int(topks.max()) if len(topks) else 0
+        if w and w * nq == len(p.ids):   # as many hits for every query (the sum says so: none has more)
             blocks.append(np.arange(offset, offset + nq * w, dtype=np.int64).reshape(nq, w))
-        offset += nq * w
+        elif w:
+            starts = np.cumsum(topks) - topks
+            column = np.arange(w, dtype=np.int64)
+            block = offset + starts[:, None] + column
+            block[column >= topks[:, None]] = blank
+            blocks.append(block)
+            ragged = True
+        offset += len(p.ids)
     if not blocks:
         return None
     flat = np.hstack(blocks) if len(blocks) > 1 else blocks[0]   # [query, candidate] -> index in ids
     width = flat.shape[1]
-    key = -scores[flat] if larger else scores[flat]
+    key = -scores if larger else scores
+    if ragged:
+        if not np.isfinite(key).all():
+            return None
+        key = np.append(key, np.float32(np.inf))
+    key = key[flat]
     pos = np.argsort(key, axis=1, kind="stable")
-    pos += np.arange(0, nq * width, width, dtype=np.int64)[:, None]   # -> positions in the flat matrix
-    key = key.reshape(-1)[pos]
-    if bool((key[:, 1:] == key[:, :-1]).any()):
+    key = np.take_along_axis(key, pos, axis=1)
+    if bool((key[:, 1:] == key[:, :-1]).any()) and \
+            (not ragged or bool(((key[:, 1:] == key[:, :-1]) & (key[:, 1:] != np.inf)).any())):
         return None
     if dedup and width > 1:
-        keys = np.sort(ids[flat], axis=1)
-        if bool((keys[:, 1:] == keys[:, :-1]).any()):
+        if ragged:   # blanks take a key no hit has (one less than the least), so they never match a hit
+            filler = ids.min() - 1 if ids.dtype.kind in "iu" and ids.min() > np.iinfo(ids.dtype).min else None
+            if filler is None:
+                return None
+            keys = np.sort(np.append(ids, filler)[flat], axis=1)
+            same = (keys[:, 1:] == keys[:, :-1]) & (keys[:, 1:] != filler)
+        else:
+            keys = np.sort(ids[flat], axis=1)
+            same = keys[:, 1:] == keys[:, :-1]
+        if bool(same.any()):
             return None
     take = min(k, width)
-    return flat.reshape(-1)[pos[:, :take]].reshape(-1), np.full(nq, take, dtype=np.int64)
+    chosen = np.take_along_axis(flat, pos[:, :take], axis=1)
+    if not ragged:
+        return chosen.reshape(-1), np.full(nq, take, dtype=np.int64)
+    found = chosen != blank   # blanks sort last: each query's hits come first
+    return chosen[found], found.sum(axis=1).astype(np.int64)
 
 
 def _sorted_order(parts: Sequence[TopK], ids: np.ndarray, scores: np.ndarray, k: int, larger: bool,

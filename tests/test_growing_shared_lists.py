@@ -1,0 +1,192 @@
+"""Growing rows probed through a sealed segment's lists (vecgrid.gpu.growing, "Probed through a
+sealed segment's lists"): an unfiltered search over a host IVF segment and a growing segment assigns
+the queries to lists once, and the growing rows are found there as they will be once sealed into an
+index of those lists; rows not yet filed are compared exactly, then filed after nlist queries; a
+read sees only its snapshot, no deleted or later row; small searches and filtered ones stay exact."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from vecgrid.gpu import exprs
+from vecgrid.gpu import loaded_segment as engine
+from vecgrid.gpu.build import build_index
+from vecgrid.gpu.growing import SHARED_LISTS_FROM_WORK, GrowingSegment, InterimIndex, brute_force_knn
+
+faiss = pytest.importorskip("faiss")
+
+DIM, SEALED, GROWING, NLIST, NPROBE, K = 32, 20_000, 3_000, 64, 4, 10
+PARAMS = {"nprobe": NPROBE}
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(23)
+    centers = rng.standard_normal((50, DIM)).astype(np.float32) * 3
+
+    def clustered(n: int) -> np.ndarray:
+        return (centers[rng.integers(0, len(centers), n)] + 0.5 * rng.standard_normal((n, DIM))).astype(np.float32)
+    return clustered(SEALED), clustered(GROWING), clustered(200)
+
+
+def sealed_segment(xb: np.ndarray, metric: str = "L2") -> engine.LoadedSegment:
+    built = build_index(xb, "IVF_FLAT", metric, {"nlist": NLIST}, use_gpu=False)
+    return engine.load_segment(built.to_bytes(), np.arange(len(xb)), prefer_gpu=False, segment_id=1,
+                               timestamps=np.full(len(xb), 1, np.uint64))
+
+
+def growing_segment(xg: np.ndarray, metric: str = "L2", interim: InterimIndex | None = InterimIndex()
+                    ) -> GrowingSegment:
+    g = GrowingSegment(DIM, metric, interim=interim)
+    g.insert(np.arange(len(xg)) + 10**6, xg, timestamps=np.full(len(xg), 10, np.uint64),
+             columns={101: np.arange(len(xg), dtype=np.int64) % 7})
+    return g
+
+
+FILED_AFTER = -(-NLIST // 100)   # searches of 100 queries until the rows met nlist queries
+
+
+@pytest.mark.parametrize("metric", ["L2", "IP", "COSINE"])
+def test_growing_rows_are_found_as_if_sealed_into_the_same_lists(data, metric):
+    xs, xg, xq = data
+    seg, g = sealed_segment(xs, metric), growing_segment(xg, metric)
+    q = xq[:100]
+    for _ in range(FILED_AFTER):
+        got = engine.search_segments([seg, g], q, K, params=PARAMS)
+    assert g._interim_rows == GROWING and g._interim_key == seg.quantizer_key
+    # the reference: one IVF index over both segments' rows, filed in the sealed segment's lists
+    quantizer = seg.quantizer_copy()
+    both = faiss.IndexIVFFlat(quantizer, DIM, NLIST, quantizer.metric_type)
+    base = np.vstack([xs, xg])
+    both.add(base / np.linalg.norm(base, axis=1, keepdims=True) if metric == "COSINE" else base)
+    qq = q / np.linalg.norm(q, axis=1, keepdims=True) if metric == "COSINE" else q
+    D, I = both.search(qq, K, params=faiss.SearchParametersIVF(nprobe=NPROBE))
+    keys = np.where(I < SEALED, I, I - SEALED + 10**6)
+    assert got.ids.reshape(-1, K).tolist() == keys.tolist()
+    np.testing.assert_allclose(got.scores.reshape(-1, K), D, rtol=1e-5, atol=1e-4)
+    assert (got.ids >= 10**6).any()   # growing rows are among the hits
+
+
+def test_rows_not_yet_filed_are_compared_exactly_then_filed_after_nlist_queries(data):
+    xs, xg, xq = data
+    seg, g = sealed_segment(xs), growing_segment(xg[:2_000])
+    q = xq[:NLIST // 2]
+    engine.search_segments([seg, g], q, K, params=PARAMS)
+    assert g._interim_index is not None and g._interim_rows == 0   # the index exists, nothing filed yet
+    # the rows are compared exactly: the growing part equals brute force over the growing rows
+    part = g.search(q[:1], K, assign=seg.assign(q[:1], K, PARAMS))
+    _, I = brute_force_knn(q[:1], xg[:2_000], K, "L2")
+    assert part.ids.tolist() == (I[0] + 10**6).tolist() and g._interim_rows == 0
+    engine.search_segments([seg, g], q, K, params=PARAMS)   # nlist queries met: filed
+    assert g._interim_rows == 2_000
+    # more rows: filed rows through the lists, the new ones exactly, one answer
+    g.insert(np.arange(2_000, GROWING) + 10**6, xg[2_000:], timestamps=np.full(GROWING - 2_000, 20, np.uint64),
+             columns={101: np.arange(2_000, GROWING, dtype=np.int64) % 7})
+    part = g.search(q, K, assign=seg.assign(q, K, PARAMS))
+    assert g._interim_rows == 2_000
+    quantizer = seg.quantizer_copy()
+    filed = faiss.IndexIVFFlat(quantizer, DIM, NLIST, quantizer.metric_type)
+    filed.add(xg[:2_000])
+    Df, If = filed.search(q, K, params=faiss.SearchParametersIVF(nprobe=NPROBE))
+    Dn, In = brute_force_knn(q, xg[2_000:], K, "L2")
+    D, rows = np.hstack([Df, Dn]), np.hstack([If, np.where(In >= 0, In + 2_000, -1)])
+    D[rows < 0] = np.inf
+    best = np.take_along_axis(rows, np.argsort(D, axis=1, kind="stable")[:, :K], axis=1)
+    want = [[r + 10**6 for r in row if r >= 0] for row in best.tolist()]
+    got = [part.query(i)[0].tolist() for i in range(len(q))]
+    assert got == want and any(r >= 10**6 + 2_000 for row in got for r in row)
+    assert g.nbytes() > growing_segment(xg, interim=None).nbytes()      # the filed copy and quantizer are counted
+
+
+def test_a_read_sees_only_its_snapshot_and_never_deleted_or_later_rows(data):
+    xs, xg, xq = data
+    seg, g = sealed_segment(xs), growing_segment(xg[:2_000])
+    early = g.snapshot()
+    g.insert(np.arange(2_000, GROWING) + 10**6, xg[2_000:], timestamps=np.full(GROWING - 2_000, 20, np.uint64),
+             columns={101: np.arange(2_000, GROWING, dtype=np.int64) % 7})
+    q = xq[:100]
+    for _ in range(FILED_AFTER):
+        engine.search_segments([seg, g.snapshot()], q, K, params=PARAMS)
+    assert g._interim_rows == GROWING
+    lists = seg.assign(q, K, PARAMS)
+    # the earlier read goes through the same index, which holds rows it must not see
+    assert early.search(q, K, assign=lists).ids.max() < 10**6 + 2_000
+    # MVCC: a read at ts 15 does not see the rows inserted at 20
+    assert g.search(q, K, timestamp=15, assign=lists).ids.max() < 10**6 + 2_000
+    best = np.unique(g.search(q, 1, assign=lists).ids)
+    assert g.delete(best, 30) == len(best)
+    assert not set(g.search(q, K, timestamp=30, assign=lists).ids.tolist()) & set(best.tolist())
+    assert set(g.search(q, K, timestamp=29, assign=lists).ids.tolist()) & set(best.tolist())
+
+
+def test_small_and_filtered_searches_stay_exact_and_without_an_interim_setting_too(data):
+    xs, xg, xq = data
+    seg = sealed_segment(xs)
+    few = growing_segment(xg[:100])
+    assert 1 * 100 * DIM < SHARED_LISTS_FROM_WORK   # one query over 100 rows: comparing them costs less
+    engine.search_segments([seg, few], xq[:1], K, params=PARAMS)
+    assert few._interim_index is None
+    g = growing_segment(xg)
+    expr = exprs.compare(exprs.column(101), "==", 3)
+    got = g.search(xq[:100], K, expr=expr, assign=seg.assign(xq[:100], K, PARAMS))
+    allowed = np.flatnonzero(np.arange(GROWING) % 7 == 3)
+    _, I = brute_force_knn(xq[:100], xg[allowed], K, "L2")
+    assert got.ids.reshape(-1, K).tolist() == (allowed[I] + 10**6).tolist()
+    assert g._interim_index is None
+    exact = growing_segment(xg, interim=None)   # interim_index_rows = 0, or an exact collection
+    got = engine.search_segments([seg, exact], xq[:100], K, params=PARAMS)
+    assert exact._interim_index is None
+    alone = engine.merge_topk([seg.search(xq[:100], K, params=PARAMS), exact.search(xq[:100], K)], K, "L2")
+    assert got.ids.tolist() == alone.ids.tolist()
+
+
+def test_another_quantizer_starts_a_new_index_and_release_drops_it(data):
+    xs, xg, xq = data
+    first, g = sealed_segment(xs), growing_segment(xg)
+    q = xq[:100]
+    for _ in range(FILED_AFTER):
+        engine.search_segments([first, g], q, K, params=PARAMS)
+    assert g._interim_key == first.quantizer_key and g._interim_rows == GROWING
+    second = sealed_segment(xs[::-1].copy())   # trained anew (a compaction's output, say)
+    assert second.quantizer_key != first.quantizer_key
+    engine.search_segments([second, g], q[:NLIST // 2], K, params=PARAMS)   # too few queries to file the rows yet
+    assert g._interim_key == second.quantizer_key and g._interim_rows == 0
+    g.release()
+    assert g._interim_index is None and g._interim_key is None
+
+
+def test_reads_while_the_pipeline_inserts(data):
+    """Reader threads search fresh snapshots through the lists while a writer inserts: the index grows
+    under its lock and no read sees a row past its snapshot."""
+    xs, xg, xq = data
+    seg, g = sealed_segment(xs), growing_segment(xg[:500])
+    failures: list[BaseException] = []
+    done = threading.Event()
+
+    def write() -> None:
+        for lo in range(500, GROWING, 250):
+            g.insert(np.arange(lo, lo + 250) + 10**6, xg[lo:lo + 250], timestamps=np.full(250, 10, np.uint64),
+                     columns={101: np.arange(lo, lo + 250, dtype=np.int64) % 7})
+        done.set()
+
+    def read() -> None:
+        try:
+            while not done.is_set():
+                snap = g.snapshot()
+                hits = engine.search_segments([seg, snap], xq[:100], K, params=PARAMS)
+                grown = hits.ids[hits.ids >= 10**6] - 10**6
+                assert grown.size == 0 or grown.max() < snap.num_rows
+        except BaseException as e:  # noqa: BLE001 - reported by the test thread
+            failures.append(e)
+
+    readers = [threading.Thread(target=read) for _ in range(3)]
+    for t in readers:
+        t.start()
+    write()
+    for t in readers:
+        t.join()
+    assert not failures, failures[0]
+    assert g._interim_rows > 0
