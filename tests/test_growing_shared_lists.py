@@ -190,3 +190,18 @@ def test_reads_while_the_pipeline_inserts(data):
         t.join()
     assert not failures, failures[0]
     assert g._interim_rows > 0
+
+
+def test_a_search_without_the_lists_goes_through_the_same_index(data):
+    """Past interim_index_rows, a search that covers no sealed segment (one partition, say) uses the
+    index filed in the sealed lists, assigning its queries itself, instead of training another."""
+    xs, xg, xq = data
+    seg, g = sealed_segment(xs), growing_segment(xg, interim=InterimIndex(rows=1_000, nlist=16, nprobe=NPROBE))
+    for _ in range(FILED_AFTER):
+        engine.search_segments([seg, g], xq[:100], K, params=PARAMS)
+    index = g._interim_index
+    assert g._interim_key == seg.quantizer_key and g._interim_rows == GROWING
+    alone = g.search(xq[:100], K)
+    assert g._interim_index is index and g._interim_key == seg.quantizer_key
+    D, I = index.search(xq[:100], K, params=faiss.SearchParametersIVF(nprobe=NPROBE))
+    assert alone.ids.reshape(-1, K).tolist() == (I + 10**6).tolist()

@@ -37,12 +37,20 @@ def segments(count: int, rows: int, index_type: str = "FLAT", params: dict | Non
     return out
 
 
-def threads_searching(monkeypatch) -> set[str]:
+def threads_searching(monkeypatch, meet: int = 0) -> set[str]:
+    """The names of the threads that search segments; with ``meet``, the first search of each thread
+    waits (up to 10 s) until ``meet`` threads search at once: threads take the next segment as they
+    come, so only a meeting proves that they spread one search, whenever the pool's thread wakes."""
     names: set[str] = set()
     original = engine.LoadedSegment.search
+    barrier = threading.Barrier(meet) if meet else None
 
     def recording(self, *a, **kw):
-        names.add(threading.current_thread().name)
+        name = threading.current_thread().name
+        if barrier is not None and name not in names:
+            names.add(name)
+            barrier.wait(timeout=10)
+        names.add(name)
         return original(self, *a, **kw)
     monkeypatch.setattr(engine.LoadedSegment, "search", recording)
     return names
@@ -53,7 +61,7 @@ def test_one_query_over_large_host_segments_runs_them_on_several_threads(monkeyp
     assert engine.fan_out_width(segs, 1, 10) == 4
     query = np.random.default_rng(9).standard_normal((1, DIM), dtype=np.float32)
     alone = engine.merge_topk([s.search(query, 10) for s in segs], 10, "L2", -1)
-    names = threads_searching(monkeypatch)
+    names = threads_searching(monkeypatch, meet=2)
     hits = engine.search_segments(segs, query, 10)
     assert len(names) == 2
     assert np.array_equal(hits.ids, alone.ids) and np.allclose(hits.scores, alone.scores)
@@ -105,3 +113,23 @@ def test_shared_ivf_lists_and_fan_out_together_find_the_same_hits(two_omp_thread
         alone = engine.merge_topk([s.search(query, 10, params=params) for s in segs], 10, "L2", -1)
         hits = engine.search_segments(segs, query, 10, params=params)
         assert np.array_equal(hits.ids, alone.ids) and np.allclose(hits.scores, alone.scores)
+
+
+def test_a_late_pool_thread_leaves_its_share_to_the_caller(monkeypatch, two_omp_threads):
+    """Threads take the next segment as they come: when the pool's thread is busy elsewhere (here,
+    held until the search is over), the calling thread searches every segment itself and returns
+    without waiting for it."""
+    segs = segments(4, 5000)
+    query = np.random.default_rng(9).standard_normal((1, DIM), dtype=np.float32)
+    alone = engine.merge_topk([s.search(query, 10) for s in segs], 10, "L2", -1)
+    engine.search_segments(segs, query, 10)   # the pool exists
+    release = threading.Event()
+    for _ in range(engine._fan_out_pool._max_workers):   # every pool thread is busy
+        engine._fan_out_pool.submit(release.wait, 5)
+    names = threads_searching(monkeypatch)
+    try:
+        hits = engine.search_segments(segs, query, 10)
+    finally:
+        release.set()
+    assert names == {threading.current_thread().name}
+    assert np.array_equal(hits.ids, alone.ids) and np.allclose(hits.scores, alone.scores)

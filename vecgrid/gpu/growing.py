@@ -32,7 +32,9 @@ query may find fewer than ``k`` of them: the sealed segment's hits fill the merg
 used once comparing every row would cost more than the extra calls (:data:`SHARED_LISTS_FROM_WORK`).
 Filing a row in its list costs ``nlist`` distances once, comparing it with a query one: the rows
 added since the index last grew are compared exactly until they have met ``nlist`` queries, then
-filed, so the index pays for itself.
+filed, so the index pays for itself.  A search without such lists (one partition, say) past ``rows``
+goes through the same index, assigning its queries itself: one interim index per segment, trained
+here only when there is none.
 """
 
 from __future__ import annotations
@@ -285,7 +287,7 @@ class GrowingSegment:
                                            ptr(I), False, params)
         pks = rows.pks[:n]
         parts = [TopK.from_dense(D, I, k, pks)] if filed else []
-        if filed < n:   # the rows filed since: exactly
+        if filed < n:   # the rows not filed yet: exactly
             fm = "L2" if self.metric == "L2" else "IP"
             D, I = _exact_dense(xq, base[filed:], k, fm, None if allowed is None else allowed[filed:])
             parts.append(TopK.from_dense(D, np.where(I >= 0, I + filed, -1), k, pks))
@@ -307,7 +309,7 @@ class GrowingSegment:
         sel, bits = bitmap_selector(faiss, allowed)   # bits: alive while the search runs
         with self._interim_lock:
             index = self._interim_index
-            if index is None or self._interim_key is not None:
+            if index is None:   # one over a sealed segment's quantizer serves too: it holds its centroids
                 index = self._replace_interim(_train_interim(faiss, base, self.metric, self.interim), None)
             if self._interim_rows < n:
                 index.add(base[self._interim_rows:n])

@@ -1000,33 +1000,62 @@ def _one_omp_thread() -> None:
 
 def _fan_out(items: Sequence[int], run: Callable[[int], TopK], threads: int,
              cost: Callable[[int], int]) -> dict[int, TopK]:
-    """``run`` of every item, spread over ``threads``: this thread and pool threads, the items
-    dealt largest first to the least loaded.  Each thread runs faiss on one OpenMP thread — this
-    one too meanwhile, since OpenMP threads idling after a region spin on the cores the others need."""
+    """``run`` of every item, spread over ``threads``: this thread and pool threads, each taking the
+    next item, largest first, until none is left — so a pool thread that wakes late (a busy or
+    virtualised host) finds less to do, and none at all once this thread has taken the last one:
+    this thread waits only for items started elsewhere.  Each thread runs faiss on one OpenMP
+    thread — this one too meanwhile, since OpenMP threads idling after a region spin on the cores
+    the others need."""
     global _fan_out_pool
-    loads = [0] * threads
-    groups: list[list[int]] = [[] for _ in range(threads)]
-    for i in sorted(items, key=cost, reverse=True):
-        t = loads.index(min(loads))
-        groups[t].append(i)
-        loads[t] += max(1, cost(i))
-    groups = [g for g in groups if g]
+    order = sorted(items, key=cost, reverse=True)
     with _fan_out_lock:
         if _fan_out_pool is None:
             _fan_out_pool = concurrent.futures.ThreadPoolExecutor(
                 max(1, (os.cpu_count() or 2) - 1), thread_name_prefix="vecgrid-fan-out", initializer=_one_omp_thread)
         pool = _fan_out_pool
-    futures = [pool.submit(lambda g=g: [(i, run(i)) for i in g]) for g in groups[1:]]
+    # the items taken, those running, the results and the first failure: under `turn`, which a
+    # finished item notifies; `closed` once this thread has stopped taking items
+    turn = threading.Condition()
+    taken, running, closed = 0, 0, False
+    out: dict[int, TopK] = {}
+    failures: list[BaseException] = []
+
+    def work() -> None:
+        nonlocal taken, running
+        while True:
+            with turn:
+                if closed or failures or taken == len(order):
+                    return
+                i = order[taken]
+                taken += 1
+                running += 1
+            try:
+                result = run(i)
+            except BaseException as e:  # noqa: BLE001 - raised by the calling thread
+                with turn:
+                    failures.append(e)
+            else:
+                with turn:
+                    out[i] = result
+            finally:
+                with turn:
+                    running -= 1
+                    turn.notify_all()
+
+    for _ in range(min(threads, len(order)) - 1):
+        pool.submit(work)
     faiss = require_faiss()
     own = faiss.omp_get_max_threads()
     faiss.omp_set_num_threads(1)
     try:
-        out = {i: run(i) for i in groups[0]}
+        work()
     finally:
         faiss.omp_set_num_threads(own)
-        concurrent.futures.wait(futures)  # none outlives the search, even when this part failed
-    for f in futures:
-        out.update(f.result())  # raises a pool thread's error
+        with turn:   # none outlives the search, even when this part failed
+            closed = True
+            turn.wait_for(lambda: not running)
+    if failures:
+        raise failures[0]
     return out
 
 
