@@ -202,6 +202,17 @@ def dense_part(rs, nq, width, k, metric, *, decimals=None, varchar=False):
                 rows=np.arange(nq * width, dtype=np.int64))
 
 
+def assert_merged_as_reference(parts, merged, k, metric, nq):
+    """``merged`` holds the reference merge's keys and scores per query, each hit traced to its part."""
+    ref = reference_merge(parts, k, metric)
+    for q in range(nq):
+        ids, sc = merged.query(q)
+        assert ids.tolist() == [i for i, _ in ref[q]]
+        np.testing.assert_array_equal(sc, np.array([s for _, s in ref[q]], dtype=np.float32))
+    for j in range(len(merged)):
+        assert parts[merged.sources[j]].ids[merged.rows[j]] == merged.ids[j]
+
+
 @pytest.mark.parametrize("nq", [1, 7])
 @pytest.mark.parametrize("metric", ["L2", "IP"])
 def test_dense_and_one_query_merges_match_reference(nq, metric):
@@ -212,14 +223,7 @@ def test_dense_and_one_query_merges_match_reference(nq, metric):
         k = int(rs.integers(1, 9))
         parts = [dense_part(rs, nq, int(rs.integers(0, k + 1)), k, metric, varchar=trial % 4 == 1,
                             decimals=1 if trial % 3 == 0 else None) for _ in range(int(rs.integers(1, 4)))]
-        merged = merge_topk(parts, k, metric)
-        ref = reference_merge(parts, k, metric)
-        for q in range(nq):
-            ids, sc = merged.query(q)
-            assert ids.tolist() == [i for i, _ in ref[q]]
-            np.testing.assert_array_equal(sc, np.array([s for _, s in ref[q]], dtype=np.float32))
-        for j in range(len(merged)):
-            assert parts[merged.sources[j]].ids[merged.rows[j]] == merged.ids[j]
+        assert_merged_as_reference(parts, merge_topk(parts, k, metric), k, metric, nq)
 
 
 @pytest.mark.parametrize("nq", [1, 3])
@@ -351,13 +355,6 @@ def test_ragged_parts_merge_row_wise_and_match_reference(metric, monkeypatch):
         clash = trial % 3 == 0   # tied scores and keys found by two parts
         parts = [ragged_part(rs, nq, k, metric, 0 if clash else 100 * i, ties=clash) for i in range(2)]
         before = len(calls)
-        merged = merge_topk(parts, k, metric)
-        ref = reference_merge(parts, k, metric)
-        for q in range(nq):
-            ids, sc = merged.query(q)
-            assert ids.tolist() == [i for i, _ in ref[q]]
-            np.testing.assert_array_equal(sc, np.array([s for _, s in ref[q]], dtype=np.float32))
-        for j in range(len(merged)):
-            assert parts[merged.sources[j]].ids[merged.rows[j]] == merged.ids[j]
+        assert_merged_as_reference(parts, merge_topk(parts, k, metric), k, metric, nq)
         if not clash:
             assert len(calls) == before, "distinct scores and keys merge row by row"
