@@ -174,11 +174,14 @@ def test_reads_while_the_pipeline_inserts(data):
 
     def read() -> None:
         try:
-            while not done.is_set():
+            while True:   # at least one read, however soon the writer is done
+                finished = done.is_set()
                 snap = g.snapshot()
                 hits = engine.search_segments([seg, snap], xq[:100], K, params=PARAMS)
                 grown = hits.ids[hits.ids >= 10**6] - 10**6
                 assert grown.size == 0 or grown.max() < snap.num_rows
+                if finished:
+                    return
         except BaseException as e:  # noqa: BLE001 - reported by the test thread
             failures.append(e)
 
