@@ -208,3 +208,23 @@ def test_a_search_without_the_lists_goes_through_the_same_index(data):
     assert g._interim_index is index and g._interim_key == seg.quantizer_key
     D, I = index.search(xq[:100], K, params=faiss.SearchParametersIVF(nprobe=NPROBE))
     assert alone.ids.reshape(-1, K).tolist() == (I + 10**6).tolist()
+
+
+def test_a_one_query_search_counts_only_the_growing_rows_it_probes(data):
+    """The fan-out of a search over few queries counts the rows each segment compares: a growing
+    segment probed through the sealed lists compares its filed rows in those lists only, so one
+    query over a sealed segment and 40,000 filed growing rows stays on one thread (compared one by
+    one, those rows alone would have spread it over two)."""
+    xs, _, xq = data
+    rows = 40_000
+    assert rows * DIM >= max(SHARED_LISTS_FROM_WORK, engine.FAN_OUT_WORK)
+    xg = np.random.default_rng(3).standard_normal((rows, DIM), dtype=np.float32)
+    seg, g = sealed_segment(xs), growing_segment(xg)
+    engine.search_segments([seg, g], xq[:100], K, params=PARAMS)   # nlist queries: the rows are filed
+    assert g._interim_rows == rows
+    q = xq[:1]
+    shared = engine._shared_assignments([seg, g], q, K, None, None, PARAMS)
+    assert set(shared) == {0, 1}
+    assert g.rows_probed(NPROBE) < rows // 10
+    assert engine.fan_out_width([seg, g], 1, K, params=PARAMS) == 2                  # every row compared
+    assert engine.fan_out_width([seg, g], 1, K, params=PARAMS, shared=shared) == 1   # the probed lists only

@@ -225,6 +225,16 @@ class GrowingSegment:
         return self.interim is not None and owner.dim == self.dim and owner.metric == self.metric and \
             nq * n * self.dim >= SHARED_LISTS_FROM_WORK
 
+    def rows_probed(self, nprobe: int, num_rows: int | None = None) -> int:
+        """Rows one query compares when probed through a sealed segment's lists (``nprobe`` of them):
+        the filed rows in those lists, on average, and every row not filed yet (a cost estimate)."""
+        n = self.rows.n if num_rows is None else num_rows
+        index = self._interim_index   # read once: a search may replace it meanwhile
+        if index is None or self._interim_key is None:
+            return n
+        filed = min(self._interim_rows, n)
+        return filed * min(nprobe, index.nlist) // index.nlist + n - filed
+
     def search(self, queries: np.ndarray, k: int, *, expr: plan_pb2.Expr | None = None,
                timestamp: int | None = None, params: Mapping[str, Any] | None = None,
                metric: str | None = None, num_rows: int | None = None, assign: Any = None) -> TopK:
@@ -425,6 +435,9 @@ class GrowingSnapshot:
 
     def probes_lists_of(self, owner: Any, nq: int) -> bool:
         return self.segment.probes_lists_of(owner, nq, self.num_rows)
+
+    def rows_probed(self, nprobe: int) -> int:
+        return self.segment.rows_probed(nprobe, self.num_rows)
 
     def search(self, queries: np.ndarray, k: int, **kw: Any) -> TopK:
         return self.segment.search(queries, k, num_rows=self.num_rows, **kw)

@@ -936,10 +936,10 @@ def search_segments(segments: Sequence[LoadedSegment | GrowingSegment], queries:
 
         threads = _omp_threads()   # the cores this search leased: only fewer queries than those can fan out
         if len(xq) < threads:
-            threads = min(fan_out_width(segments, len(xq), k, expr=expr, params=params), threads)
+            threads = min(fan_out_width(segments, len(xq), k, expr=expr, params=params, shared=shared), threads)
         if threads > 1 and len(xq) < threads:
             pending.update(_fan_out(host, search_host, threads, lambda i: _scan_work(segments[i], 1, k, expr,
-                                                                                   params)))
+                                                                                   params, shared.get(i))))
         else:
             pending.update((i, search_host(i)) for i in host)
         parts = [pending[i] if isinstance(pending[i], TopK) else pending[i].result() for i in range(len(segments))]
@@ -960,9 +960,14 @@ _fan_out_lock = threading.Lock()
 _fan_out_pool: concurrent.futures.ThreadPoolExecutor | None = None  # made once under _fan_out_lock
 
 
-def _scan_work(seg: Any, nq: int, k: int, expr: plan_pb2.Expr | None, params: Mapping[str, Any] | None) -> int:
+def _scan_work(seg: Any, nq: int, k: int, expr: plan_pb2.Expr | None, params: Mapping[str, Any] | None,
+               lists: SharedLists | None = None) -> int:
     """Query floats × rows compared of ``nq`` queries in ``seg`` (a filter: every row), an IVF
-    segment's centroids left out: segments sharing a quantizer compare them once, before the fan-out."""
+    segment's centroids left out: segments sharing a quantizer compare them once, before the fan-out;
+    a growing segment given ``lists`` compares only the rows it filed in the probed lists, and those
+    it has not filed yet."""
+    if lists is not None and hasattr(seg, "rows_probed"):
+        return nq * seg.dim * seg.rows_probed(lists.lists.shape[1])
     family = "flat" if expr is not None else getattr(seg, "family", "flat")
     p = params or {}
     try:
@@ -979,12 +984,14 @@ def _on_host(seg: Any) -> bool:
 
 
 def fan_out_width(segments: Sequence[Any], nq: int, k: int, *, expr: plan_pb2.Expr | None = None,
-                  params: Mapping[str, Any] | None = None) -> int:
+                  params: Mapping[str, Any] | None = None, shared: Mapping[int, SharedLists] | None = None) -> int:
     """The threads a search of ``nq`` queries can use beyond one per query: its host segments when
     it has several and they scan at least :data:`FAN_OUT_WORK` (then :func:`search_segments` runs
-    them on as many threads as it finds cores), else 1."""
-    host = [s for s in segments if _on_host(s)]
-    if len(host) < 2 or sum(_scan_work(s, nq, k, expr, params) for s in host) < FAN_OUT_WORK:
+    them on as many threads as it finds cores), else 1.  ``shared``: the lists given to segments by
+    position (:func:`_shared_assignments`), which a growing segment's scan then follows."""
+    lists = shared or {}
+    host = [i for i, s in enumerate(segments) if _on_host(s)]
+    if len(host) < 2 or sum(_scan_work(segments[i], nq, k, expr, params, lists.get(i)) for i in host) < FAN_OUT_WORK:
         return 1
     return len(host)
 
