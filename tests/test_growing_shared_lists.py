@@ -228,3 +228,31 @@ def test_a_one_query_search_counts_only_the_growing_rows_it_probes(data):
     assert g.rows_probed(NPROBE) < rows // 10
     assert engine.fan_out_width([seg, g], 1, K, params=PARAMS) == 2                  # every row compared
     assert engine.fan_out_width([seg, g], 1, K, params=PARAMS, shared=shared) == 1   # the probed lists only
+
+
+def test_a_node_counts_the_growing_rows_as_the_engine_will_search_them(data):
+    """A node runs a search on its event loop when its cost estimate is small: the estimate counts a
+    growing view probed through the sealed lists by the rows it compares there, and every row when
+    the sealed segment cannot lend its lists (a delete hides some of its rows)."""
+    from types import SimpleNamespace
+
+    from vecgrid.cluster.querynode import search as node_search
+    from vecgrid.cluster.querynode.delegator.distribution import GrowingView
+    from vecgrid.gpu.results import encode_placeholder_group
+    from vecgrid.proto import internal_pb2
+
+    xs, _, xq = data
+    rows = 80_000
+    xg = np.random.default_rng(4).standard_normal((rows, DIM), dtype=np.float32)
+    seg, g = sealed_segment(xs), growing_segment(xg)
+    engine.search_segments([seg, g], xq[:100], K, params=PARAMS)   # nlist queries: the rows are filed
+    sealed = SimpleNamespace(engines={0: seg}, num_rows=seg.num_rows, placement="CPU")
+    view = GrowingView(7, 1, g)
+    plan = exprs.search_plan(field_id=0, topk=K, metric="L2", search_params=PARAMS)
+    req = internal_pb2.SearchRequest(serialized_expr_plan=plan, placeholder_group=encode_placeholder_group(xq[:1]),
+                                     nq=1, topk=K)
+    assert DIM * rows > node_search.INLINE_SEARCH_WORK   # every growing row compared: off the loop
+    assert node_search.search_work([sealed, view], req) <= node_search.INLINE_SEARCH_WORK
+    assert node_search.search_work([view], req) >= DIM * rows   # no sealed lists to probe through
+    seg.delete(np.array([0]), np.array([5], np.uint64))
+    assert node_search.search_work([sealed, view], req) >= DIM * rows

@@ -46,6 +46,7 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from vecgrid import errors
+from vecgrid.common.scan_cost import default_nprobe
 from vecgrid.gpu.build import normalize_rows
 from vecgrid.gpu.columns import FieldColumn
 from vecgrid.gpu.merge import MAX_TOPK, TopK, larger_is_better, merge_topk
@@ -226,14 +227,15 @@ class GrowingSegment:
             nq * n * self.dim >= SHARED_LISTS_FROM_WORK
 
     def rows_probed(self, nprobe: int, num_rows: int | None = None) -> int:
-        """Rows one query compares when probed through a sealed segment's lists (``nprobe`` of them):
-        the filed rows in those lists, on average, and every row not filed yet (a cost estimate)."""
+        """Rows one query compares when probed through a sealed segment's lists (``nprobe`` of them, 0:
+        the default): the filed rows in those lists, on average, and every row not filed yet (a cost
+        estimate)."""
         n = self.rows.n if num_rows is None else num_rows
         index = self._interim_index   # read once: a search may replace it meanwhile
         if index is None or self._interim_key is None:
             return n
         filed = min(self._interim_rows, n)
-        return filed * min(nprobe, index.nlist) // index.nlist + n - filed
+        return filed * min(nprobe or default_nprobe(index.nlist), index.nlist) // index.nlist + n - filed
 
     def search(self, queries: np.ndarray, k: int, *, expr: plan_pb2.Expr | None = None,
                timestamp: int | None = None, params: Mapping[str, Any] | None = None,

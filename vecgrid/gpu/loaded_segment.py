@@ -1066,30 +1066,42 @@ def _fan_out(items: Sequence[int], run: Callable[[int], TopK], threads: int,
     return out
 
 
-def _shared_assignments(segments: Sequence[Any], xq: np.ndarray, k: int, expr: plan_pb2.Expr | None,
-                        timestamp: int | None, params: Mapping[str, Any] | None) -> dict[int, SharedLists]:
-    """Position in ``segments`` -> the queries' lists, for the unfiltered host IVF segments that share
-    a quantizer with another one, or with a growing segment that probes its rows through it: assigned
-    once per quantizer instead of once per segment (a coarse quantizer of nlist centroids costs as
-    much as scanning the probed lists at nq=100)."""
+def sharing_groups(segments: Sequence[Any], nq: int, dim: int, expr: plan_pb2.Expr | None,
+                   timestamp: int | None) -> list[list[int]]:
+    """Positions in ``segments`` of the groups an unfiltered search of ``nq`` queries assigns to lists
+    once: a host IVF segment with every row visible at ``timestamp`` first (whose quantizer assigns
+    them), the others sharing its quantizer, then the growing segments that probe their rows through
+    it; only groups of two or more.  :func:`search_segments` searches by them, and a node's cost
+    estimate counts by them (``vecgrid.cluster.querynode.search.search_work``)."""
     if expr is not None:
-        return {}
+        return []
     groups: dict[str, list[int]] = {}
     growing: list[int] = []
     for i, seg in enumerate(segments):
         key = getattr(seg, "quantizer_key", None)
-        if key is not None and xq.shape[1] == seg.dim and seg.rows.visibility(timestamp) is None:
+        if key is not None and dim == seg.dim and seg.rows.visibility(timestamp) is None:
             groups.setdefault(key, []).append(i)
         elif hasattr(seg, "probes_lists_of"):
             growing.append(i)
-    out: dict[int, SharedLists] = {}
+    out: list[list[int]] = []
     for members in groups.values():
         owner = segments[members[0]]
-        takers = [i for i in growing if segments[i].probes_lists_of(owner, len(xq))]
+        takers = [i for i in growing if segments[i].probes_lists_of(owner, nq)]
         if len(members) + len(takers) > 1:
-            lists = owner.assign(xq, k, params)
-            out.update((i, lists) for i in members + takers)
+            out.append(members + takers)
             growing = [i for i in growing if i not in takers]
+    return out
+
+
+def _shared_assignments(segments: Sequence[Any], xq: np.ndarray, k: int, expr: plan_pb2.Expr | None,
+                        timestamp: int | None, params: Mapping[str, Any] | None) -> dict[int, SharedLists]:
+    """Position in ``segments`` -> the queries' lists, for every group of :func:`sharing_groups`:
+    assigned once per quantizer instead of once per segment (a coarse quantizer of nlist centroids
+    costs as much as scanning the probed lists at nq=100)."""
+    out: dict[int, SharedLists] = {}
+    for group in sharing_groups(segments, len(xq), xq.shape[1], expr, timestamp):
+        lists = segments[group[0]].assign(xq, k, params)
+        out.update((i, lists) for i in group)
     return out
 
 

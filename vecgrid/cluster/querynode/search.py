@@ -34,7 +34,7 @@ from vecgrid.common.scan_cost import scanned_rows
 from vecgrid.gpu.merge import MAX_TOPK, TopK
 from vecgrid.gpu.plan import SearchPlan, parse_search_plan
 from vecgrid.gpu.results import decode_placeholder_group, to_search_result_data
-from vecgrid.gpu.loaded_segment import fan_out_width, search_segments as engine_search
+from vecgrid.gpu.loaded_segment import fan_out_width, search_segments as engine_search, sharing_groups
 from vecgrid.proto import common_pb2, internal_pb2, schema_pb2
 
 
@@ -161,20 +161,31 @@ def search_segments(coll: Collection, segments: Sequence[SealedSegment], req: in
     return out
 
 
-def _scan_rows(seg: Any, plan: SearchPlan) -> int:
-    """Rows one query of ``plan`` compares in ``seg`` (:func:`~vecgrid.common.scan_cost.scanned_rows`;
-    a filter makes any index scan every row)."""
+def _engine_of(seg: Any, field_id: int) -> Any:
+    """The engine segment searching ``field_id`` in a sealed segment or a growing view (None: not loaded)."""
     engines = getattr(seg, "engines", None)
-    engine = engines.get(plan.field_id) if engines is not None else None
+    if engines is not None:
+        return engines.get(field_id)
+    engine = getattr(seg, "engine", None)   # a growing view: its own field, or another column searched exactly
+    return engine(field_id) if engine is not None else None
+
+
+def _scan_rows(seg: Any, engine: Any, plan: SearchPlan, probed: bool = False) -> int:
+    """Rows one query of ``plan`` compares in ``seg`` (:func:`~vecgrid.common.scan_cost.scanned_rows`;
+    a filter makes any index scan every row); ``probed``: a growing segment searched through a sealed
+    segment's lists, which compares only the rows it filed in the probed ones and those not filed yet."""
+    nprobe = int(plan.search_params.get("nprobe") or 0)
+    if probed:
+        return int(engine.rows_probed(nprobe))
     family = getattr(engine, "family", "flat") if plan.expr is None else "flat"
     return scanned_rows(family, int(seg.num_rows), nlist=int(getattr(engine, "nlist", 0) or 1),
-                        nprobe=int(plan.search_params.get("nprobe") or 0), topk=plan.topk,
-                        ef=int(plan.search_params.get("ef") or 0))
+                        nprobe=nprobe, topk=plan.topk, ef=int(plan.search_params.get("ef") or 0))
 
 
 def search_work(segments: Sequence[Any], req: internal_pb2.SearchRequest) -> int:
     """A cost estimate of ``req`` over ``segments``: query floats (read off the placeholder bytes,
-    no decoding) times the rows each query compares (see :func:`_scan_rows`)."""
+    no decoding) times the rows each query compares (see :func:`_scan_rows`), growing rows counted as
+    the engine will search them (:func:`~vecgrid.gpu.loaded_segment.sharing_groups`)."""
     subs = list(req.sub_reqs) if req.is_advanced else [req]
     work = 0
     for sub in subs:
@@ -183,7 +194,13 @@ def search_work(segments: Sequence[Any], req: internal_pb2.SearchRequest) -> int
         except errors.MilvusError:
             return INLINE_SEARCH_WORK + 1  # the search reports it, off the loop as any other
         floats = len(sub.placeholder_group) // 4
-        work += floats * sum(_scan_rows(s, plan) for s in segments)
+        engines = [_engine_of(s, plan.field_id) for s in segments]
+        dim = next((int(e.dim) for e in engines if e is not None), 0)
+        probed: set[int] = set()
+        if dim and plan.expr is None:
+            for group in sharing_groups(engines, floats // dim, dim, None, mvcc_timestamp(req.mvcc_timestamp)):
+                probed.update(i for i in group if hasattr(engines[i], "rows_probed"))
+        work += floats * sum(_scan_rows(s, e, plan, i in probed) for i, (s, e) in enumerate(zip(segments, engines)))
     return work
 
 
