@@ -256,3 +256,113 @@ def test_a_node_counts_the_growing_rows_as_the_engine_will_search_them(data):
     assert node_search.search_work([view], req) >= DIM * rows   # no sealed lists to probe through
     seg.delete(np.array([0]), np.array([5], np.uint64))
     assert node_search.search_work([sealed, view], req) >= DIM * rows
+
+
+def _filed(seg: engine.LoadedSegment, g, q: np.ndarray) -> None:
+    """Search until the growing rows are filed in ``seg``'s lists."""
+    for _ in range(-(-NLIST // len(q))):
+        engine.search_segments([seg, g], q, K, params=PARAMS)
+    assert g.filed_in(seg)
+
+
+def _no_second_part(monkeypatch, g: GrowingSegment) -> None:
+    def refuse(*a, **kw):
+        raise AssertionError("the growing rows were searched as a second part")
+    monkeypatch.setattr(g, "search", refuse)
+
+
+def _reference(seg: engine.LoadedSegment, xs: np.ndarray, xg: np.ndarray, q: np.ndarray, metric: str):
+    """One faiss IVF index over both segments' rows in the sealed lists: (keys, distances)."""
+    quantizer = seg.quantizer_copy()
+    both = faiss.IndexIVFFlat(quantizer, DIM, NLIST, quantizer.metric_type)
+    base = np.vstack([xs, xg])
+    both.add(base / np.linalg.norm(base, axis=1, keepdims=True) if metric == "COSINE" else base)
+    qq = q / np.linalg.norm(q, axis=1, keepdims=True) if metric == "COSINE" else q
+    D, I = both.search(qq, K, params=faiss.SearchParametersIVF(nprobe=NPROBE))
+    return np.where(I < len(xs), I, I - len(xs) + 10**6), D
+
+
+def _check_sources(segments, got) -> None:
+    """Every hit's source and row name the segment row it came from."""
+    for key, source, row in zip(got.ids.tolist(), got.sources.tolist(), got.rows.tolist()):
+        assert segments[source].rows.pks[row] == key
+
+
+@pytest.mark.parametrize("metric", ["L2", "IP", "COSINE"])
+@pytest.mark.parametrize("nq", [1, 100])
+def test_filed_growing_rows_go_into_the_sealed_segments_result_heaps(data, metric, nq, monkeypatch):
+    """Once the growing rows are all filed in the sealed lists, one search takes both segments in the
+    same result heaps: the hits are those of one IVF index over both, in merge order, with their
+    sources, and no second part is searched and merged."""
+    xs, xg, xq = data
+    if nq == 1:   # one query probes them through the lists when there are many
+        rng = np.random.default_rng(5)
+        xg = (xs[rng.integers(0, SEALED, 40_000)] + 0.5 * rng.standard_normal((40_000, DIM))).astype(np.float32)
+        assert len(xg) * DIM >= SHARED_LISTS_FROM_WORK
+    seg, g = sealed_segment(xs, metric), growing_segment(xg, metric)
+    _filed(seg, g, xq[:100])
+    _no_second_part(monkeypatch, g)
+    found = set()
+    keys, D = _reference(seg, xs, xg, xq[100:200], metric)
+    for lo in range(0, 100, nq):   # one search of 100 queries, or 100 of one
+        got = engine.search_segments([seg, g], xq[100 + lo:100 + lo + nq], K, params=PARAMS)
+        assert got.in_order and got.ids.reshape(-1, K).tolist() == keys[lo:lo + nq].tolist()
+        np.testing.assert_allclose(got.scores.reshape(-1, K), D[lo:lo + nq], rtol=1e-5, atol=1e-4)
+        _check_sources([seg, g], got)
+        found.update(key >= 10**6 for key in got.ids.tolist())
+    assert found == {True, False}   # hits of both segments
+
+
+def test_one_heap_leaves_ties_and_a_key_in_both_segments_to_the_merge(data):
+    """A tie (the primary key orders it) or a key found in both segments (kept once, at its best)
+    is settled as the merge of the two parts settles it."""
+    xs, xg, xq = data
+    seg = sealed_segment(xs)
+    q = xq[:100]
+    twins = xs[:GROWING]   # every growing row equals a sealed row: each hit has a tie
+    for keys in (np.arange(GROWING) + 10**6, np.arange(GROWING)):   # other keys; the same keys
+        g = GrowingSegment(DIM, "L2", interim=InterimIndex())
+        g.insert(keys, twins, timestamps=np.full(GROWING, 10, np.uint64))
+        _filed(seg, g, q)
+        got = engine.search_segments([seg, g], q, K, params=PARAMS)
+        want = engine.merge_topk([seg.search(q, K, params=PARAMS), g.search(q, K, assign=seg.assign(q, K, PARAMS))],
+                                 K, "L2")
+        assert got.ids.tolist() == want.ids.tolist() and got.topks.tolist() == want.topks.tolist()
+        _check_sources([seg, g], got)
+
+
+def test_one_heap_merges_with_the_other_segments_and_keeps_their_sources(data, monkeypatch):
+    xs, xg, xq = data
+    seg, g = sealed_segment(xs[:15_000]), growing_segment(xg)
+    other = engine.load_segment(build_index(xs[15_000:], "IVF_FLAT", "L2", {"nlist": 16}, use_gpu=False).to_bytes(),
+                                np.arange(15_000, SEALED), prefer_gpu=False, segment_id=2,
+                                timestamps=np.full(SEALED - 15_000, 1, np.uint64))
+    q = xq[:100]
+    _filed(seg, g, q)
+    want = engine.merge_topk([seg.search(q, K, params=PARAMS), g.search(q, K, assign=seg.assign(q, K, PARAMS)),
+                              other.search(q, K, params=PARAMS)], K, "L2")
+    _no_second_part(monkeypatch, g)
+    for segments in ([seg, g, other], [other, g, seg]):
+        got = engine.search_segments(segments, q, K, params=PARAMS)
+        assert got.ids.tolist() == want.ids.tolist()
+        assert {10**6 <= key for key in got.ids.tolist()} == {True, False}
+        _check_sources(segments, got)
+
+
+def test_one_heap_reads_only_its_snapshot_and_no_deleted_row(data):
+    xs, xg, xq = data
+    seg, g = sealed_segment(xs), growing_segment(xg[:2_000])
+    early = g.snapshot()
+    g.insert(np.arange(2_000, GROWING) + 10**6, xg[2_000:], timestamps=np.full(GROWING - 2_000, 20, np.uint64),
+             columns={101: np.arange(2_000, GROWING, dtype=np.int64) % 7})
+    q = xq[:100]
+    _filed(seg, g, q)
+    assert early.filed_in(seg) and g._interim_rows > early.num_rows   # the index holds rows it must not see
+    got = engine.search_segments([seg, early], q, K, params=PARAMS)
+    keys, _ = _reference(seg, xs, xg[:2_000], q, "L2")
+    assert got.ids.reshape(-1, K).tolist() == keys.tolist()
+    best = np.unique(got.ids[got.ids >= 10**6])
+    g.delete(best, 30)
+    after = engine.search_segments([seg, g.snapshot()], q, K, timestamp=40, params=PARAMS)
+    assert not set(after.ids.tolist()) & set(best.tolist())
+    _check_sources([seg, g], after)

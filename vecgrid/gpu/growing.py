@@ -178,6 +178,11 @@ class GrowingSegment:
         self._interim_rows = 0
         self._interim_key: str | None = None
         self._tail_queries = 0
+        # a second IVF index over the interim index's lists that adds to a search's heaps instead of
+        # starting its own (see continue_heap): made, kept and dropped with the interim index; and
+        # its search params by nprobe, filled by any search thread (equal values)
+        self._heap_view: Any = None
+        self._heap_params: dict[int, Any] = {}
         self._interim_lock = threading.Lock()
 
     @property
@@ -225,6 +230,13 @@ class GrowingSegment:
         n = self.rows.n if num_rows is None else num_rows
         return self.interim is not None and owner.dim == self.dim and owner.metric == self.metric and \
             nq * n * self.dim >= SHARED_LISTS_FROM_WORK
+
+    def filed_in(self, owner: Any, num_rows: int | None = None) -> bool:
+        """Whether the first ``num_rows`` rows (default: all) are filed in the lists of ``owner``'s
+        quantizer.  Read without the lock (a choice of path): :meth:`continue_heap` checks again under it."""
+        n = self.rows.n if num_rows is None else num_rows
+        key = self._interim_key
+        return n > 0 and key is not None and key == owner.quantizer_key and self._interim_rows >= n
 
     def rows_probed(self, nprobe: int, num_rows: int | None = None) -> int:
         """Rows one query compares when probed through a sealed segment's lists (``nprobe`` of them, 0:
@@ -305,9 +317,42 @@ class GrowingSegment:
             parts.append(TopK.from_dense(D, np.where(I >= 0, I + filed, -1), k, pks))
         return parts[0] if len(parts) == 1 else merge_topk(parts, k, self.metric)
 
+    def continue_heap(self, xq: np.ndarray, distances: np.ndarray, labels: np.ndarray, assign: Any,
+                      num_rows: int | None = None, timestamp: int | None = None) -> bool:
+        """Go on with a search over ``assign.owner``'s lists into its hits so far: ``distances`` and
+        ``labels`` hold a faiss heap per query (its worst hit first, labels none of this segment's rows
+        take), and end up holding the best of both, still as heaps.  ``xq``: the queries as searched
+        (normalised for COSINE).  Only when the first ``num_rows`` rows are all filed in those lists
+        and visible at ``timestamp``; else ``False``, nothing changed."""
+        from vecgrid.gpu import require_faiss
+
+        n = self.rows.n if num_rows is None else num_rows
+        if n == 0 or self.rows.visibility(timestamp, n) is not None:
+            return False
+        faiss = require_faiss()
+        with self._interim_lock:
+            index = self._interim_index
+            if index is None or self._interim_key != assign.owner.quantizer_key or self._interim_rows < n:
+                return False
+            view = self._heap_view
+            if view is None:
+                view = self._heap_view = _heap_view(faiss, index)
+            nprobe = assign.lists.shape[1]
+            if self._interim_rows > n:   # rows the index holds beyond this read's n
+                params = faiss.SearchParametersIVF(nprobe=nprobe, sel=faiss.IDSelectorRange(0, n))
+            else:   # read-only during a search: one per nprobe
+                params = self._heap_params.get(nprobe)
+                if params is None:
+                    params = self._heap_params[nprobe] = faiss.SearchParametersIVF(nprobe=nprobe)
+            ptr = faiss.swig_ptr
+            view.search_preassigned_c(len(xq), ptr(xq), labels.shape[1], ptr(assign.lists), ptr(assign.distances),
+                                      ptr(distances), ptr(labels), False, params)
+        return True
+
     def _replace_interim(self, index: Any, key: str | None) -> Any:
         """Start a new interim index (under ``_interim_lock``): empty, ``key`` its quantizer's."""
         self._interim_index, self._interim_rows, self._interim_key, self._tail_queries = index, 0, key, 0
+        self._heap_view = None
         return index
 
     def _interim_search(self, xq: np.ndarray, base: np.ndarray, k: int, rows: RowStore, n: int,
@@ -390,6 +435,17 @@ def _ivf_over(faiss: Any, quantizer: Any) -> Any:
     return faiss.IndexIVFFlat(quantizer, quantizer.d, quantizer.ntotal, quantizer.metric_type)
 
 
+def _heap_view(faiss: Any, index: Any) -> Any:
+    """An IVF index over ``index``'s lists and quantizer that adds its hits to the heaps it is given
+    (faiss's ``PARALLEL_MODE_NO_HEAP_INIT``: no emptying first, no sorting after), over its queries
+    in parallel as a sealed segment's search (mode 3); it keeps ``index``, which owns the lists, alive."""
+    view = faiss.IndexIVFFlat(index.quantizer, index.d, index.nlist, index.metric_type)
+    view.replace_invlists(index.invlists, False)
+    view.parallel_mode = 3 | view.PARALLEL_MODE_NO_HEAP_INIT
+    view.referenced_objects = [*getattr(view, "referenced_objects", []), index]   # as faiss's own wrappers keep theirs
+    return view
+
+
 def _train_interim(faiss: Any, base: np.ndarray, metric: str, settings: InterimIndex) -> Any:
     """An empty IVF index of ``settings.nlist`` lists trained on an even sample of ``base`` (up to
     faiss's 256 rows per list; rows are often inserted in some order, so not just the first ones)."""
@@ -440,6 +496,13 @@ class GrowingSnapshot:
 
     def rows_probed(self, nprobe: int) -> int:
         return self.segment.rows_probed(nprobe, self.num_rows)
+
+    def filed_in(self, owner: Any) -> bool:
+        return self.segment.filed_in(owner, self.num_rows)
+
+    def continue_heap(self, xq: np.ndarray, distances: np.ndarray, labels: np.ndarray, assign: Any,
+                      timestamp: int | None = None) -> bool:
+        return self.segment.continue_heap(xq, distances, labels, assign, self.num_rows, timestamp)
 
     def search(self, queries: np.ndarray, k: int, **kw: Any) -> TopK:
         return self.segment.search(queries, k, num_rows=self.num_rows, **kw)

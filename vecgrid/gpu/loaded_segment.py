@@ -506,6 +506,47 @@ class LoadedSegment:
                 if not self._inflight and self._closed:
                     self._gate.notify_all()
 
+    def search_with_growing(self, growing: Any, queries: np.ndarray, k: int, assign: SharedLists, *,
+                            timestamp: int | None = None, params: Mapping[str, Any] | None = None,
+                            metric: str | None = None, sources: tuple[int, int] = (0, 1)) -> TopK | None:
+        """The merged top-``k`` of an unfiltered search over this host IVF segment and ``growing``
+        (a growing segment or snapshot whose rows are all filed in this segment's lists, see
+        :meth:`GrowingSegment.filed_in`) in one result heap per query: this segment's hits are
+        searched first, then ``growing``'s filed rows in the same lists go on into the same heaps
+        (:meth:`GrowingSegment.continue_heap`), so no second part is made and merged.  In merge
+        order; ``sources`` (this segment's, ``growing``'s) tell the hits apart.
+
+        ``None`` when the shape does not allow it (then search both as usual); a tie, a key found in
+        both or a query short of ``k`` hits gives both parts merged as usual instead."""
+        n = growing.num_rows
+        if not (self._host and self._ivf is not None and self._pk_passes_merge and 1 <= k <= MAX_TOPK
+                and growing.metric == self.metric and (not metric or metric.upper() == self.metric)
+                and self.num_rows + n >= k and growing.filed_in(self)
+                and growing.rows.pks.dtype.kind == self._pks.dtype.kind):
+            return None
+        raw = np.ascontiguousarray(queries, dtype=np.float32)
+        if raw.ndim != 2 or raw.shape[1] != self.dim or self.rows.visibility(timestamp) is not None:
+            return None
+        xq = normalize_rows(raw) if self.metric == "COSINE" else raw
+        sp = (None if params else self._default_sp.get(k)) or self.search_params(k, params)
+        self._enter()
+        try:
+            D, I = self._plain_dense(xq, k, sp, assign)
+            # faiss's best-first rows reversed are heaps (worst first); this segment's rows take labels
+            # from _HEAP_SEALED up, which the growing rows (their offsets) never reach
+            heap_d = np.ascontiguousarray(D[:, ::-1])
+            heap_i = np.ascontiguousarray(np.where(I >= 0, I + _HEAP_SEALED, -1)[:, ::-1])
+            merged = None
+            if growing.continue_heap(xq, heap_d, heap_i, assign, timestamp):
+                merged = _one_heap_topk(heap_d, heap_i, k, self._pks, growing.rows.pks, sources, self._fm == "IP")
+            if merged is None:
+                parts = [self._plain_topk(xq, D, I, k), growing.search(raw, k, timestamp=timestamp, assign=assign)]
+                merged = merge_topk(parts, k, self.metric)
+                merged.sources = np.asarray(sources, dtype=np.int32)[merged.sources]
+            return merged
+        finally:
+            self._exit()
+
     def _plain_search(self, xq: np.ndarray, k: int, sp: Mapping[str, int],
                       assign: SharedLists | None = None) -> TopK:
         """Every row allowed, host index: :meth:`_search_dense` without its general steps.
@@ -517,6 +558,12 @@ class LoadedSegment:
         query the merge-order check (no tie, no key twice) on Python lists, which then go along for
         the protobuf encoder.  A single segment's result in merge order is the merged result:
         search_segments skips the merge."""
+        D, I = self._plain_dense(xq, k, sp, assign)
+        return self._plain_topk(xq, D, I, k)
+
+    def _plain_dense(self, xq: np.ndarray, k: int, sp: Mapping[str, int],
+                     assign: SharedLists | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """faiss's ``(D, I)`` of an unfiltered host search (rows as labels, best first, -1 padding last)."""
         nq = len(xq)
         D = np.empty((nq, k), dtype=np.float32)
         I = np.empty((nq, k), dtype=np.int64)
@@ -530,6 +577,11 @@ class LoadedSegment:
             dq, iq = assign.distances, assign.lists
             self._ivf.search_preassigned_c(nq, swig_ptr(xq), k, swig_ptr(iq), swig_ptr(dq), swig_ptr(D),
                                            swig_ptr(I), False, params)
+        return D, I
+
+    def _plain_topk(self, xq: np.ndarray, D: np.ndarray, I: np.ndarray, k: int) -> TopK:
+        """The :class:`TopK` of :meth:`_plain_dense`'s arrays (queries short of hits searched exactly)."""
+        nq = len(xq)
         need = min(k, self.num_rows)
         # faiss packs hits first, -1 padding last
         if nq == 1 and need == k:
@@ -753,6 +805,49 @@ class LoadedSegment:
                 f"{self.placement} {self.device.name})")
 
 
+#: The first label of a sealed segment's rows in a result heap it shares with a growing segment's
+#: (whose rows are labelled by their offsets): see LoadedSegment.search_with_growing.
+_HEAP_SEALED = 1 << 62
+
+
+def _one_heap_topk(D: np.ndarray, I: np.ndarray, k: int, sealed_pks: np.ndarray, growing_pks: np.ndarray,
+                   sources: tuple[int, int], larger: bool) -> TopK | None:
+    """The :class:`TopK` of the heaps (``D``, ``I``: worst hit first) shared by a sealed and a growing
+    segment (labels from :data:`_HEAP_SEALED` up: the sealed rows), best first; ``None`` when a query
+    has fewer than ``k`` hits, tied scores (the primary key orders them) or a key twice (kept once):
+    the usual merge decides those."""
+    nq = len(I)
+    if nq == 1:   # the latency-bound shape: Python lists, as LoadedSegment._plain_search
+        hits = sorted(zip(D.tolist()[0], I.tolist()[0]), reverse=larger)   # a tie returns None below
+        scores, labels = [h[0] for h in hits], [h[1] for h in hits]
+        if labels[-1] < 0 or len(set(scores)) != k:
+            return None
+        ids = [sealed_pks.item(j - _HEAP_SEALED) if j >= _HEAP_SEALED else growing_pks.item(j) for j in labels]
+        if len(set(ids)) != k:
+            return None
+        sealed = [j >= _HEAP_SEALED for j in labels]
+        rows = np.array([j - _HEAP_SEALED if s else j for j, s in zip(labels, sealed)], dtype=np.int64)
+        return TopK(np.array(ids, dtype=sealed_pks.dtype), np.array(scores, dtype=np.float32),
+                    constant(1, k, np.int64), k, rows=rows,
+                    sources=np.array([sources[0] if s else sources[1] for s in sealed], dtype=np.int32),
+                    in_order=True, hit_lists=(scores, ids))
+    faiss = require_faiss()
+    heaps = faiss.float_minheap_array_t() if larger else faiss.float_maxheap_array_t()
+    heaps.nh, heaps.k, heaps.val, heaps.ids = nq, k, faiss.swig_ptr(D), faiss.swig_ptr(I)
+    heaps.reorder()   # best first, as a search returns them
+    if (I[:, k - 1] < 0).any() or (k > 1 and (D[:, 1:] == D[:, :-1]).any()):
+        return None
+    sealed = I >= _HEAP_SEALED
+    rows = np.where(sealed, I - _HEAP_SEALED, I)
+    ids = np.where(sealed, sealed_pks[np.where(sealed, rows, 0)], growing_pks[np.where(sealed, 0, rows)])
+    if k > 1:
+        ordered = np.sort(ids, axis=1)
+        if (ordered[:, 1:] == ordered[:, :-1]).any():
+            return None
+    return TopK(ids.reshape(-1), D.reshape(-1), constant(nq, k, np.int64), k, rows=rows.reshape(-1),
+                sources=np.where(sealed, sources[0], sources[1]).astype(np.int32).reshape(-1), in_order=True)
+
+
 def _widen(family: str, s: float) -> float:
     """Rule 4's budget factor for a filter passing a fraction ``s`` of the rows."""
     return s ** -0.25 if family == "ivf" else s ** -0.5
@@ -923,8 +1018,14 @@ def search_segments(segments: Sequence[LoadedSegment | GrowingSegment], queries:
         pending: dict[int, Any] = {}
         shared = _shared_assignments(segments, xq, k, expr, timestamp, params)
         kw = dict(expr=expr, timestamp=timestamp, params=params, metric=metric)
+        paired = _one_heap_pair(segments, shared) if round_decimal is None or round_decimal < 0 else None
+        one_heap = None if paired is None else segments[paired[0]].search_with_growing(
+            segments[paired[1]], xq, k, shared[paired[0]], timestamp=timestamp, params=params, metric=metric,
+            sources=paired)
+        rest = [i for i in range(len(segments)) if one_heap is None or i not in paired]
         host: list[int] = []
-        for i, seg in enumerate(segments):
+        for i in rest:
+            seg = segments[i]
             if isinstance(seg, LoadedSegment) and seg.device.is_gpu:
                 pending[i] = seg.device.submit(seg.search, xq, k, **kw)
             else:
@@ -942,8 +1043,11 @@ def search_segments(segments: Sequence[LoadedSegment | GrowingSegment], queries:
                                                                                    params, shared.get(i))))
         else:
             pending.update((i, search_host(i)) for i in host)
-        parts = [pending[i] if isinstance(pending[i], TopK) else pending[i].result() for i in range(len(segments))]
-        merged = merge_topk(parts, k, metric, round_decimal)
+        parts = [pending[i] if isinstance(pending[i], TopK) else pending[i].result() for i in rest]
+        if one_heap is None:
+            merged = merge_topk(parts, k, metric, round_decimal)
+        else:
+            merged = one_heap if not parts else _merged_with_one_heap(one_heap, paired, parts, rest, k, metric)
     if output_fields and len(merged):
         merged.fields = _gather_fields(segments, merged, output_fields)
     elif output_fields:
@@ -1071,7 +1175,8 @@ def sharing_groups(segments: Sequence[Any], nq: int, dim: int, expr: plan_pb2.Ex
     """Positions in ``segments`` of the groups an unfiltered search of ``nq`` queries assigns to lists
     once: a host IVF segment with every row visible at ``timestamp`` first (whose quantizer assigns
     them), the others sharing its quantizer, then the growing segments that probe their rows through
-    it; only groups of two or more.  :func:`search_segments` searches by them, and a node's cost
+    it (a growing segment whose rows are filed in one of the quantizers, through that one); only groups
+    of two or more.  :func:`search_segments` searches by them, and a node's cost
     estimate counts by them (``vecgrid.cluster.querynode.search.search_work``)."""
     if expr is not None:
         return []
@@ -1083,14 +1188,48 @@ def sharing_groups(segments: Sequence[Any], nq: int, dim: int, expr: plan_pb2.Ex
             groups.setdefault(key, []).append(i)
         elif hasattr(seg, "probes_lists_of"):
             growing.append(i)
-    out: list[list[int]] = []
-    for members in groups.values():
-        owner = segments[members[0]]
-        takers = [i for i in growing if segments[i].probes_lists_of(owner, nq)]
-        if len(members) + len(takers) > 1:
-            out.append(members + takers)
-            growing = [i for i in growing if i not in takers]
-    return out
+    owners = {key: segments[members[0]] for key, members in groups.items()}
+    takers: dict[str, list[int]] = {key: [] for key in groups}
+    for i in growing:
+        seg = segments[i]
+        # the lists its rows are filed in already (whatever the order of the segments), else the first
+        # it probes through
+        key = next((key for key, owner in owners.items() if seg.filed_in(owner)), None) or \
+            next((key for key, owner in owners.items() if seg.probes_lists_of(owner, nq)), None)
+        if key is not None:
+            takers[key].append(i)
+    return [members + takers[key] for key, members in groups.items() if len(members) + len(takers[key]) > 1]
+
+
+def _one_heap_pair(segments: Sequence[Any], shared: Mapping[int, SharedLists]) -> tuple[int, int] | None:
+    """Positions of a sealed segment and a growing segment whose rows are all filed in its lists,
+    which one search can take in the same result heaps (LoadedSegment.search_with_growing): the
+    first such growing segment among those given lists."""
+    for i, lists in shared.items():
+        seg = segments[i]
+        if hasattr(seg, "continue_heap") and seg.filed_in(lists.owner):
+            owner = next((j for j, s in enumerate(segments) if s is lists.owner), None)
+            if owner is not None:
+                return owner, i
+    return None
+
+
+def _merged_with_one_heap(one_heap: TopK, paired: tuple[int, int], parts: Sequence[TopK], positions: Sequence[int],
+                          k: int, metric: str) -> TopK:
+    """:func:`merge_topk` of a two-segment part of :meth:`LoadedSegment.search_with_growing` and the
+    parts of the segments at ``positions``, ``sources`` as positions in the search's segments: the
+    growing segment's hits go into the merge with their rows as ``-1 - row``, to be told apart."""
+    sealed_at, growing_at = paired
+    grown = one_heap.sources == growing_at
+    first = TopK(one_heap.ids, one_heap.scores, one_heap.topks, k, rows=np.where(grown, -1 - one_heap.rows, one_heap.rows))
+    merged = merge_topk([first, *parts], k, metric)
+    sources = np.asarray([sealed_at, *positions], dtype=np.int32)[merged.sources]
+    if merged.rows is not None:
+        grown = (merged.sources == 0) & (merged.rows < 0)
+        sources[grown] = growing_at
+        merged.rows = np.where(grown, -1 - merged.rows, merged.rows)
+    merged.sources = sources
+    return merged
 
 
 def _shared_assignments(segments: Sequence[Any], xq: np.ndarray, k: int, expr: plan_pb2.Expr | None,
