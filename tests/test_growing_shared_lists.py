@@ -46,6 +46,17 @@ def growing_segment(xg: np.ndarray, metric: str = "L2", interim: InterimIndex | 
     return g
 
 
+def reference(seg: engine.LoadedSegment, xs: np.ndarray, xg: np.ndarray, q: np.ndarray, metric: str):
+    """One faiss IVF index over both segments' rows in the sealed lists: (keys, distances)."""
+    quantizer = seg.quantizer_copy()
+    both = faiss.IndexIVFFlat(quantizer, DIM, NLIST, quantizer.metric_type)
+    base = np.vstack([xs, xg])
+    both.add(base / np.linalg.norm(base, axis=1, keepdims=True) if metric == "COSINE" else base)
+    qq = q / np.linalg.norm(q, axis=1, keepdims=True) if metric == "COSINE" else q
+    D, I = both.search(qq, K, params=faiss.SearchParametersIVF(nprobe=NPROBE))
+    return np.where(I < len(xs), I, I - len(xs) + 10**6), D
+
+
 FILED_AFTER = -(-NLIST // 100)   # searches of 100 queries until the rows met nlist queries
 
 
@@ -57,14 +68,7 @@ def test_growing_rows_are_found_as_if_sealed_into_the_same_lists(data, metric):
     for _ in range(FILED_AFTER):
         got = engine.search_segments([seg, g], q, K, params=PARAMS)
     assert g._interim_rows == GROWING and g._interim_key == seg.quantizer_key
-    # the reference: one IVF index over both segments' rows, filed in the sealed segment's lists
-    quantizer = seg.quantizer_copy()
-    both = faiss.IndexIVFFlat(quantizer, DIM, NLIST, quantizer.metric_type)
-    base = np.vstack([xs, xg])
-    both.add(base / np.linalg.norm(base, axis=1, keepdims=True) if metric == "COSINE" else base)
-    qq = q / np.linalg.norm(q, axis=1, keepdims=True) if metric == "COSINE" else q
-    D, I = both.search(qq, K, params=faiss.SearchParametersIVF(nprobe=NPROBE))
-    keys = np.where(I < SEALED, I, I - SEALED + 10**6)
+    keys, D = reference(seg, xs, xg, q, metric)
     assert got.ids.reshape(-1, K).tolist() == keys.tolist()
     np.testing.assert_allclose(got.scores.reshape(-1, K), D, rtol=1e-5, atol=1e-4)
     assert (got.ids >= 10**6).any()   # growing rows are among the hits
@@ -101,12 +105,19 @@ def test_rows_not_yet_filed_are_compared_exactly_then_filed_after_nlist_queries(
     assert g.nbytes() > growing_segment(xg, interim=None).nbytes()      # the filed copy and quantizer are counted
 
 
-def test_a_read_sees_only_its_snapshot_and_never_deleted_or_later_rows(data):
-    xs, xg, xq = data
+def snapshot_then_more_rows(xs: np.ndarray, xg: np.ndarray):
+    """A sealed segment, a growing one, a read's snapshot of its first 2,000 rows, then the others
+    inserted (at ts 20): (sealed, growing, snapshot)."""
     seg, g = sealed_segment(xs), growing_segment(xg[:2_000])
     early = g.snapshot()
     g.insert(np.arange(2_000, GROWING) + 10**6, xg[2_000:], timestamps=np.full(GROWING - 2_000, 20, np.uint64),
              columns={101: np.arange(2_000, GROWING, dtype=np.int64) % 7})
+    return seg, g, early
+
+
+def test_a_read_sees_only_its_snapshot_and_never_deleted_or_later_rows(data):
+    xs, xg, xq = data
+    seg, g, early = snapshot_then_more_rows(xs, xg)
     q = xq[:100]
     for _ in range(FILED_AFTER):
         engine.search_segments([seg, g.snapshot()], q, K, params=PARAMS)
@@ -271,17 +282,6 @@ def _no_second_part(monkeypatch, g: GrowingSegment) -> None:
     monkeypatch.setattr(g, "search", refuse)
 
 
-def _reference(seg: engine.LoadedSegment, xs: np.ndarray, xg: np.ndarray, q: np.ndarray, metric: str):
-    """One faiss IVF index over both segments' rows in the sealed lists: (keys, distances)."""
-    quantizer = seg.quantizer_copy()
-    both = faiss.IndexIVFFlat(quantizer, DIM, NLIST, quantizer.metric_type)
-    base = np.vstack([xs, xg])
-    both.add(base / np.linalg.norm(base, axis=1, keepdims=True) if metric == "COSINE" else base)
-    qq = q / np.linalg.norm(q, axis=1, keepdims=True) if metric == "COSINE" else q
-    D, I = both.search(qq, K, params=faiss.SearchParametersIVF(nprobe=NPROBE))
-    return np.where(I < len(xs), I, I - len(xs) + 10**6), D
-
-
 def _check_sources(segments, got) -> None:
     """Every hit's source and row name the segment row it came from."""
     for key, source, row in zip(got.ids.tolist(), got.sources.tolist(), got.rows.tolist()):
@@ -303,7 +303,7 @@ def test_filed_growing_rows_go_into_the_sealed_segments_result_heaps(data, metri
     _filed(seg, g, xq[:100])
     _no_second_part(monkeypatch, g)
     found = set()
-    keys, D = _reference(seg, xs, xg, xq[100:200], metric)
+    keys, D = reference(seg, xs, xg, xq[100:200], metric)
     for lo in range(0, 100, nq):   # one search of 100 queries, or 100 of one
         got = engine.search_segments([seg, g], xq[100 + lo:100 + lo + nq], K, params=PARAMS)
         assert got.in_order and got.ids.reshape(-1, K).tolist() == keys[lo:lo + nq].tolist()
@@ -351,15 +351,12 @@ def test_one_heap_merges_with_the_other_segments_and_keeps_their_sources(data, m
 
 def test_one_heap_reads_only_its_snapshot_and_no_deleted_row(data):
     xs, xg, xq = data
-    seg, g = sealed_segment(xs), growing_segment(xg[:2_000])
-    early = g.snapshot()
-    g.insert(np.arange(2_000, GROWING) + 10**6, xg[2_000:], timestamps=np.full(GROWING - 2_000, 20, np.uint64),
-             columns={101: np.arange(2_000, GROWING, dtype=np.int64) % 7})
+    seg, g, early = snapshot_then_more_rows(xs, xg)
     q = xq[:100]
     _filed(seg, g, q)
     assert early.filed_in(seg) and g._interim_rows > early.num_rows   # the index holds rows it must not see
     got = engine.search_segments([seg, early], q, K, params=PARAMS)
-    keys, _ = _reference(seg, xs, xg[:2_000], q, "L2")
+    keys, _ = reference(seg, xs, xg[:2_000], q, "L2")
     assert got.ids.reshape(-1, K).tolist() == keys.tolist()
     best = np.unique(got.ids[got.ids >= 10**6])
     g.delete(best, 30)

@@ -179,8 +179,8 @@ class GrowingSegment:
         self._interim_key: str | None = None
         self._tail_queries = 0
         # a second IVF index over the interim index's lists that adds to a search's heaps instead of
-        # starting its own (see continue_heap): made, kept and dropped with the interim index; and
-        # its search params by nprobe, filled by any search thread (equal values)
+        # starting its own (see continue_heap), made, kept and dropped with the interim index, and its
+        # search params by nprobe: under _interim_lock too
         self._heap_view: Any = None
         self._heap_params: dict[int, Any] = {}
         self._interim_lock = threading.Lock()

@@ -1221,7 +1221,8 @@ def _merged_with_one_heap(one_heap: TopK, paired: tuple[int, int], parts: Sequen
     growing segment's hits go into the merge with their rows as ``-1 - row``, to be told apart."""
     sealed_at, growing_at = paired
     grown = one_heap.sources == growing_at
-    first = TopK(one_heap.ids, one_heap.scores, one_heap.topks, k, rows=np.where(grown, -1 - one_heap.rows, one_heap.rows))
+    first = TopK(one_heap.ids, one_heap.scores, one_heap.topks, k,
+                 rows=np.where(grown, -1 - one_heap.rows, one_heap.rows))
     merged = merge_topk([first, *parts], k, metric)
     sources = np.asarray([sealed_at, *positions], dtype=np.int32)[merged.sources]
     if merged.rows is not None:
