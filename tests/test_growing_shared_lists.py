@@ -238,7 +238,7 @@ def test_a_one_query_search_counts_only_the_growing_rows_it_probes(data):
     assert set(shared) == {0, 1}
     assert g.rows_probed(NPROBE) < rows // 10
     assert engine.fan_out_width([seg, g], 1, K, params=PARAMS) == 2                  # every row compared
-    assert engine.fan_out_width([seg, g], 1, K, params=PARAMS, shared=shared) == 1   # the probed lists only
+    assert engine.fan_out_width([seg, g], 1, K, params=PARAMS, probed=shared.keys()) == 1   # the probed lists only
 
 
 def test_a_node_counts_the_growing_rows_as_the_engine_will_search_them(data):
@@ -363,3 +363,42 @@ def test_one_heap_reads_only_its_snapshot_and_no_deleted_row(data):
     after = engine.search_segments([seg, g.snapshot()], q, K, timestamp=40, params=PARAMS)
     assert not set(after.ids.tolist()) & set(best.tolist())
     _check_sources([seg, g], after)
+
+
+def test_a_node_leases_the_cores_the_engine_will_use(data, monkeypatch):
+    """The cores a node leases for a search follow the same count: one query over a sealed segment and
+    80,000 filed growing rows leases one core (every growing row counted, it leased two and left one
+    idle while another search waited for it)."""
+    import contextlib
+    from types import SimpleNamespace
+
+    from vecgrid.cluster.querynode import search as node_search
+    from vecgrid.cluster.querynode.collections import Collection
+    from vecgrid.cluster.querynode.delegator.distribution import GrowingView
+    from vecgrid.proto import common_pb2, schema_pb2
+
+    xs, _, xq = data
+    rows = 80_000
+    xg = np.random.default_rng(4).standard_normal((rows, DIM), dtype=np.float32)
+    seg, g = sealed_segment(xs), growing_segment(xg)
+    engine.search_segments([seg, g], xq[:100], K, params=PARAMS)   # nlist queries: the rows are filed
+    schema = schema_pb2.CollectionSchema(name="c", fields=[
+        schema_pb2.FieldSchema(fieldID=100, name="id", data_type=schema_pb2.Int64, is_primary_key=True),
+        schema_pb2.FieldSchema(fieldID=0, name="v", data_type=schema_pb2.FloatVector,
+                               type_params=[common_pb2.KeyValuePair(key="dim", value=str(DIM))])])
+    sealed = SimpleNamespace(engines={0: seg}, engine=lambda field_id: seg, num_rows=seg.num_rows, placement="CPU",
+                             is_l0=False, segment_id=1)
+    leased: list[int] = []
+
+    @contextlib.contextmanager
+    def lease(wanted: int):
+        leased.append(wanted)
+        yield
+
+    monkeypatch.setattr(node_search, "available_cores", lambda: 4)
+    monkeypatch.setattr(node_search, "faiss_threads", lease)
+    plan = exprs.search_plan(field_id=0, topk=K, metric="L2", search_params=PARAMS)
+    _, _, topk, _ = node_search._search_vectors(Collection(1, schema), [sealed, GrowingView(7, 1, g)], plan, xq[:1],
+                                                "L2", [], None)
+    assert len(topk) == K and leased == [1]
+    assert engine.fan_out_width([seg, g], 1, K, params=PARAMS) == 2   # what counting every growing row gives

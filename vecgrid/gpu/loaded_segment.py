@@ -63,7 +63,7 @@ import math
 import os
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Hashable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Collection, Hashable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -86,7 +86,7 @@ log = logging.getLogger(__name__)
 
 __all__ = [
     "LoadedSegment", "load_segment", "search_segments", "search_request", "default_search_params",
-    "fan_out_width", "FAN_OUT_WORK", "EXACT_FRACTION", "EXACT_ROWS", "FLAT_GATHER_FRACTION", "GPU_MAX_K",
+    "fan_out_width", "probing", "FAN_OUT_WORK", "EXACT_FRACTION", "EXACT_ROWS", "FLAT_GATHER_FRACTION", "GPU_MAX_K",
 ]
 
 EXACT_FRACTION = 0.05   # rule 3: exact when at most this fraction of rows is allowed
@@ -1037,10 +1037,11 @@ def search_segments(segments: Sequence[LoadedSegment | GrowingSegment], queries:
 
         threads = _omp_threads()   # the cores this search leased: only fewer queries than those can fan out
         if len(xq) < threads:
-            threads = min(fan_out_width(segments, len(xq), k, expr=expr, params=params, shared=shared), threads)
+            threads = min(fan_out_width(segments, len(xq), k, expr=expr, params=params, probed=shared.keys()),
+                          threads)
         if threads > 1 and len(xq) < threads:
             pending.update(_fan_out(host, search_host, threads, lambda i: _scan_work(segments[i], 1, k, expr,
-                                                                                   params, shared.get(i))))
+                                                                                   params, i in shared)))
         else:
             pending.update((i, search_host(i)) for i in host)
         parts = [pending[i] if isinstance(pending[i], TopK) else pending[i].result() for i in rest]
@@ -1065,19 +1066,19 @@ _fan_out_pool: concurrent.futures.ThreadPoolExecutor | None = None  # made once 
 
 
 def _scan_work(seg: Any, nq: int, k: int, expr: plan_pb2.Expr | None, params: Mapping[str, Any] | None,
-               lists: SharedLists | None = None) -> int:
+               probed: bool = False) -> int:
     """Query floats × rows compared of ``nq`` queries in ``seg`` (a filter: every row), an IVF
     segment's centroids left out: segments sharing a quantizer compare them once, before the fan-out;
-    a growing segment given ``lists`` compares only the rows it filed in the probed lists, and those
-    it has not filed yet."""
-    if lists is not None and hasattr(seg, "rows_probed"):
-        return nq * seg.dim * seg.rows_probed(lists.lists.shape[1])
-    family = "flat" if expr is not None else getattr(seg, "family", "flat")
+    a growing segment ``probed`` through a sealed segment's lists (:func:`probing`) compares only the
+    rows it filed in the probed lists, and those it has not filed yet."""
     p = params or {}
     try:
         nprobe, ef = int(p.get("nprobe") or 0), int(p.get("ef") or 0)
     except (TypeError, ValueError):  # the segment's search refuses them
         nprobe = ef = 0
+    if probed and hasattr(seg, "rows_probed"):
+        return nq * seg.dim * seg.rows_probed(nprobe)
+    family = "flat" if expr is not None else getattr(seg, "family", "flat")
     nlist = int(getattr(seg, "nlist", 0) or 1)
     rows = scanned_rows(family, int(seg.num_rows), nlist=nlist, nprobe=nprobe, topk=k, ef=ef)
     return nq * seg.dim * (rows - nlist if family == "ivf" else rows)
@@ -1088,14 +1089,13 @@ def _on_host(seg: Any) -> bool:
 
 
 def fan_out_width(segments: Sequence[Any], nq: int, k: int, *, expr: plan_pb2.Expr | None = None,
-                  params: Mapping[str, Any] | None = None, shared: Mapping[int, SharedLists] | None = None) -> int:
+                  params: Mapping[str, Any] | None = None, probed: Collection[int] = ()) -> int:
     """The threads a search of ``nq`` queries can use beyond one per query: its host segments when
     it has several and they scan at least :data:`FAN_OUT_WORK` (then :func:`search_segments` runs
-    them on as many threads as it finds cores), else 1.  ``shared``: the lists given to segments by
-    position (:func:`_shared_assignments`), which a growing segment's scan then follows."""
-    lists = shared or {}
+    them on as many threads as it finds cores), else 1.  ``probed``: positions of the segments given
+    a sealed segment's lists (:func:`probing`), which a growing segment's scan then follows."""
     host = [i for i, s in enumerate(segments) if _on_host(s)]
-    if len(host) < 2 or sum(_scan_work(segments[i], nq, k, expr, params, lists.get(i)) for i in host) < FAN_OUT_WORK:
+    if len(host) < 2 or sum(_scan_work(segments[i], nq, k, expr, params, i in probed) for i in host) < FAN_OUT_WORK:
         return 1
     return len(host)
 
@@ -1199,6 +1199,15 @@ def sharing_groups(segments: Sequence[Any], nq: int, dim: int, expr: plan_pb2.Ex
         if key is not None:
             takers[key].append(i)
     return [members + takers[key] for key, members in groups.items() if len(members) + len(takers[key]) > 1]
+
+
+def probing(segments: Sequence[Any], nq: int, dim: int, expr: plan_pb2.Expr | None,
+            timestamp: int | None) -> set[int]:
+    """Positions of the growing segments an unfiltered search of ``nq`` queries probes through a
+    sealed segment's lists (:func:`sharing_groups`): what a cost estimate counts by
+    :meth:`GrowingSegment.rows_probed`."""
+    return {i for group in sharing_groups(segments, nq, dim, expr, timestamp) for i in group
+            if hasattr(segments[i], "rows_probed")}
 
 
 def _one_heap_pair(segments: Sequence[Any], shared: Mapping[int, SharedLists]) -> tuple[int, int] | None:

@@ -34,7 +34,7 @@ from vecgrid.common.scan_cost import scanned_rows
 from vecgrid.gpu.merge import MAX_TOPK, TopK
 from vecgrid.gpu.plan import SearchPlan, parse_search_plan
 from vecgrid.gpu.results import decode_placeholder_group, to_search_result_data
-from vecgrid.gpu.loaded_segment import fan_out_width, search_segments as engine_search, sharing_groups
+from vecgrid.gpu.loaded_segment import fan_out_width, probing, search_segments as engine_search
 from vecgrid.proto import common_pb2, internal_pb2, schema_pb2
 
 
@@ -96,7 +96,9 @@ def _search_vectors(coll: Collection, segments: Sequence[SealedSegment], plan_by
         # one core per query, or one per segment for a few queries over large host segments
         wanted = len(xq)
         if wanted < available_cores():
-            wanted = max(wanted, fan_out_width(engines, len(xq), plan.topk, expr=plan.expr, params=plan.search_params))
+            probed = probing(engines, len(xq), xq.shape[1], plan.expr, timestamp)
+            wanted = max(wanted, fan_out_width(engines, len(xq), plan.topk, expr=plan.expr, params=plan.search_params,
+                                               probed=probed))
         with faiss_threads(wanted):
             topk = engine_search(engines, xq, plan.topk, expr=plan.expr, timestamp=timestamp,
                                  params=plan.search_params, metric=metric or None,
@@ -196,10 +198,8 @@ def search_work(segments: Sequence[Any], req: internal_pb2.SearchRequest) -> int
         floats = len(sub.placeholder_group) // 4
         engines = [_engine_of(s, plan.field_id) for s in segments]
         dim = next((int(e.dim) for e in engines if e is not None), 0)
-        probed: set[int] = set()
-        if dim and plan.expr is None:
-            for group in sharing_groups(engines, floats // dim, dim, None, mvcc_timestamp(req.mvcc_timestamp)):
-                probed.update(i for i in group if hasattr(engines[i], "rows_probed"))
+        probed = probing(engines, floats // dim, dim, None, mvcc_timestamp(req.mvcc_timestamp)) \
+            if dim and plan.expr is None else set()
         work += floats * sum(_scan_rows(s, e, plan, i in probed) for i, (s, e) in enumerate(zip(segments, engines)))
     return work
 
