@@ -402,3 +402,16 @@ def test_a_node_leases_the_cores_the_engine_will_use(data, monkeypatch):
                                                 "L2", [], None)
     assert len(topk) == K and leased == [1]
     assert engine.fan_out_width([seg, g], 1, K, params=PARAMS) == 2   # what counting every growing row gives
+
+
+def test_one_query_over_few_filed_rows_still_compares_them(data):
+    """Filed or not, a few growing rows are compared one by one with a single query (it costs less than
+    assigning the query to lists first): no sharing group, the growing segment searched exactly."""
+    xs, xg, xq = data
+    seg, g = sealed_segment(xs), growing_segment(xg)
+    _filed(seg, g, xq[:100])
+    assert 1 * GROWING * DIM < SHARED_LISTS_FROM_WORK and not g.probes_lists_of(seg, 1)
+    assert engine.sharing_groups([seg, g], 1, DIM, None, None) == []
+    got = engine.search_segments([seg, g], xq[100:101], K, params=PARAMS)
+    want = engine.merge_topk([seg.search(xq[100:101], K, params=PARAMS), g.search(xq[100:101], K)], K, "L2")
+    assert got.ids.tolist() == want.ids.tolist()

@@ -1192,12 +1192,9 @@ def sharing_groups(segments: Sequence[Any], nq: int, dim: int, expr: plan_pb2.Ex
     takers: dict[str, list[int]] = {key: [] for key in groups}
     for i in growing:
         seg = segments[i]
-        # the lists its rows are filed in already (whatever the order of the segments), else the first
-        # it probes through
-        key = next((key for key, owner in owners.items() if seg.filed_in(owner)), None) or \
-            next((key for key, owner in owners.items() if seg.probes_lists_of(owner, nq)), None)
-        if key is not None:
-            takers[key].append(i)
+        probed = [key for key, owner in owners.items() if seg.probes_lists_of(owner, nq)]
+        if probed:   # the lists its rows are filed in already (whatever the order of the segments), else the first
+            takers[next((key for key in probed if seg.filed_in(owners[key])), probed[0])].append(i)
     return [members + takers[key] for key, members in groups.items() if len(members) + len(takers[key]) > 1]
 
 
