@@ -336,7 +336,7 @@ class GrowingSegment:
                 return False
             view = self._heap_view
             if view is None:
-                view = self._heap_view = heap_view(faiss, index)
+                view = self._heap_view = _heap_view(faiss, index)
             nprobe = assign.lists.shape[1]
             if self._interim_rows > n:   # rows the index holds beyond this read's n
                 params = faiss.SearchParametersIVF(nprobe=nprobe, sel=faiss.IDSelectorRange(0, n))
@@ -435,22 +435,12 @@ def _ivf_over(faiss: Any, quantizer: Any) -> Any:
     return faiss.IndexIVFFlat(quantizer, quantizer.d, quantizer.ntotal, quantizer.metric_type)
 
 
-def heap_view(faiss: Any, index: Any) -> Any:
-    """An IVF index over ``index``'s quantizer, lists and codes that adds its hits to the heaps it is
-    given (faiss's ``PARALLEL_MODE_NO_HEAP_INIT``: no emptying first, no sorting after), over its
-    queries in parallel as a sealed segment's search (mode 3); it keeps ``index``, which owns the
-    lists, alive.  For IVF_FLAT and IVF_SQ indexes; ``None`` for another kind (searched on its own)."""
-    ivf = faiss.downcast_index(index)
-    if type(ivf) is faiss.IndexIVFFlat:
-        view = faiss.IndexIVFFlat(ivf.quantizer, ivf.d, ivf.nlist, ivf.metric_type)
-    elif type(ivf) is faiss.IndexIVFScalarQuantizer:
-        view = faiss.IndexIVFScalarQuantizer(ivf.quantizer, ivf.d, ivf.nlist, ivf.sq.qtype, ivf.metric_type,
-                                             ivf.by_residual)
-        view.sq = ivf.sq   # its trained ranges, copied
-    else:
-        return None
-    view.is_trained = True
-    view.replace_invlists(ivf.invlists, False)
+def _heap_view(faiss: Any, index: Any) -> Any:
+    """An IVF index over ``index``'s lists and quantizer that adds its hits to the heaps it is given
+    (faiss's ``PARALLEL_MODE_NO_HEAP_INIT``: no emptying first, no sorting after), over its queries
+    in parallel as a sealed segment's search (mode 3); it keeps ``index``, which owns the lists, alive."""
+    view = faiss.IndexIVFFlat(index.quantizer, index.d, index.nlist, index.metric_type)
+    view.replace_invlists(index.invlists, False)
     view.parallel_mode = 3 | view.PARALLEL_MODE_NO_HEAP_INIT
     view.referenced_objects = [*getattr(view, "referenced_objects", []), index]   # as faiss's own wrappers keep theirs
     return view

@@ -75,7 +75,7 @@ from vecgrid.gpu.build import (GPU_MOVABLE, BuiltIndex, normalize_rows, quantize
 from vecgrid.gpu.columns import FieldColumn
 from vecgrid.gpu.device import (Device, DeviceManager, cupy_module, default_manager, faiss_has_gpu,
                                 gpu_resources, trim_host_heap)
-from vecgrid.gpu.growing import GrowingSegment, brute_force_knn, heap_view
+from vecgrid.gpu.growing import GrowingSegment, brute_force_knn
 from vecgrid.gpu.merge import MAX_TOPK, TopK, constant, merge_topk
 from vecgrid.gpu.plan import parse_search_plan
 from vecgrid.gpu.results import decode_placeholder_group, to_search_result_data
@@ -238,9 +238,6 @@ class LoadedSegment:
         self._pks = rows.pks
         self._pk_passes_merge = self._pks.dtype.kind in "iuUS"
         self._storage: Any = None
-        # the index seen as one that goes on into given heaps (see continue_heap): made by the first
-        # search that chains this segment (False: its index kind has none), dropped by release()
-        self._heap_view: Any = None
         # _inflight and _closed (under _lock): searches enter and leave, release() waits on _gate
         # for none left.  Searches take the plain lock (a C call; a Condition's own enter is Python).
         self._lock = threading.Lock()
@@ -316,7 +313,7 @@ class LoadedSegment:
         def drop() -> None:
             if self._on_cupy:
                 self.index.release()
-            self.index = self._search_c = self._heap_view = None   # _search_c and the view hold the index too
+            self.index = self._search_c = None   # _search_c holds the index too
             self._host_copy = None
             self._storage = None
 
@@ -509,31 +506,46 @@ class LoadedSegment:
                 if not self._inflight and self._closed:
                     self._gate.notify_all()
 
-    def chains(self) -> bool:
-        """Whether an unfiltered search can take this host IVF segment into result heaps shared with
-        other segments of its quantizer (:meth:`continue_heap`; IVF_FLAT and IVF_SQ indexes)."""
-        view = self._heap_view
-        if view is None and self._ivf is not None:
-            try:
-                self._enter()   # not over an index release() is freeing
-            except errors.SegmentNotLoaded:
-                return False
-            try:
-                view = self._heap_view = heap_view(self.faiss, self._ivf) or False   # equal views: a race is harmless
-            finally:
-                self._exit()
-        return bool(view)
+    def search_with_growing(self, growing: Any, queries: np.ndarray, k: int, assign: SharedLists, *,
+                            timestamp: int | None = None, params: Mapping[str, Any] | None = None,
+                            metric: str | None = None, sources: tuple[int, int] = (0, 1)) -> TopK | None:
+        """The merged top-``k`` of an unfiltered search over this host IVF segment and ``growing``
+        (a growing segment or snapshot whose rows are all filed in this segment's lists, see
+        :meth:`GrowingSegment.filed_in`) in one result heap per query: this segment's hits are
+        searched first, then ``growing``'s filed rows in the same lists go on into the same heaps
+        (:meth:`GrowingSegment.continue_heap`), so no second part is made and merged.  In merge
+        order; ``sources`` (this segment's, ``growing``'s) tell the hits apart.
 
-    def continue_heap(self, xq: np.ndarray, distances: np.ndarray, labels: np.ndarray, assign: SharedLists) -> None:
-        """Go on with an unfiltered search of ``xq`` (as searched: normalised for COSINE) in the lists
-        ``assign`` gives into the heaps ``distances`` and ``labels`` (worst hit first; labels none of
-        this segment's rows take): they end up holding the best of both, still as heaps.  For a
-        segment that :meth:`chains`, entered by the caller, every row visible."""
-        nprobe = assign.lists.shape[1]
-        params = self._params_cache.get(("ivf", nprobe)) or self._plain_params(labels.shape[1], {"nprobe": nprobe})
-        ptr = self._swig_ptr
-        self._heap_view.search_preassigned_c(len(xq), ptr(xq), labels.shape[1], ptr(assign.lists),
-                                             ptr(assign.distances), ptr(distances), ptr(labels), False, params)
+        ``None`` when the shape does not allow it (then search both as usual); a tie, a key found in
+        both or a query short of ``k`` hits gives both parts merged as usual instead."""
+        n = growing.num_rows
+        if not (self._host and self._ivf is not None and self._pk_passes_merge and 1 <= k <= MAX_TOPK
+                and growing.metric == self.metric and (not metric or metric.upper() == self.metric)
+                and self.num_rows + n >= k and growing.filed_in(self)
+                and growing.rows.pks.dtype.kind == self._pks.dtype.kind):
+            return None
+        raw = np.ascontiguousarray(queries, dtype=np.float32)
+        if raw.ndim != 2 or raw.shape[1] != self.dim or self.rows.visibility(timestamp) is not None:
+            return None
+        xq = normalize_rows(raw) if self.metric == "COSINE" else raw
+        sp = (None if params else self._default_sp.get(k)) or self.search_params(k, params)
+        self._enter()
+        try:
+            D, I = self._plain_dense(xq, k, sp, assign)
+            # faiss's best-first rows reversed are heaps (worst first); this segment's rows take labels
+            # from _HEAP_SEALED up, which the growing rows (their offsets) never reach
+            heap_d = np.ascontiguousarray(D[:, ::-1])
+            heap_i = np.ascontiguousarray(np.where(I >= 0, I + _HEAP_SEALED, -1)[:, ::-1])
+            merged = None
+            if growing.continue_heap(xq, heap_d, heap_i, assign, timestamp):
+                merged = _one_heap_topk(heap_d, heap_i, k, self._pks, growing.rows.pks, sources, self._fm == "IP")
+            if merged is None:
+                parts = [self._plain_topk(xq, D, I, k), growing.search(raw, k, timestamp=timestamp, assign=assign)]
+                merged = merge_topk(parts, k, self.metric)
+                merged.sources = np.asarray(sources, dtype=np.int32)[merged.sources]
+            return merged
+        finally:
+            self._exit()
 
     def _plain_search(self, xq: np.ndarray, k: int, sp: Mapping[str, int],
                       assign: SharedLists | None = None) -> TopK:
@@ -793,78 +805,31 @@ class LoadedSegment:
                 f"{self.placement} {self.device.name})")
 
 
-#: Rows of the segments searched in one result heap are told apart by a tag: a sealed segment's row
-#: ``r`` at position ``p`` in a search's segments is ``(p + 1) << _POSITION_SHIFT | r``, a growing
-#: segment's its offset (below the tags).  Parts of a search carry those rows into its merge.
-_POSITION_SHIFT = 40
-_ROW_MASK = (1 << _POSITION_SHIFT) - 1
-_NEUTRAL = float(np.finfo(np.float32).max)   # faiss's empty heap slot: the worst score of the metric
+#: The first label of a sealed segment's rows in a result heap it shares with a growing segment's
+#: (whose rows are labelled by their offsets): see LoadedSegment.search_with_growing.
+_HEAP_SEALED = 1 << 62
 
 
-def _heap_chain(segments: Sequence[Any], chain: Sequence[int], xq: np.ndarray, k: int, assign: SharedLists,
-                timestamp: int | None, metric: str | None) -> TopK | None:
-    """The merged top-``k`` of an unfiltered search of ``xq`` over the segments at positions ``chain``
-    in one result heap per query: host IVF segments that :meth:`LoadedSegment.chains` and share
-    ``assign``'s quantizer, every row visible, and maybe, last, one growing segment whose rows are all
-    filed in those lists (:meth:`GrowingSegment.filed_in`).  Each goes on into the heaps the one
-    before left, so no part per segment is made and merged; the hits are those of one faiss IVF
-    index over all their rows.  In merge order, every row tagged with its position (``_POSITION_SHIFT``).
-
-    ``None`` when the search cannot be taken that way or its answer would differ from the merge's (a
-    tie, which the primary key orders; a key found twice, kept once; a query short of ``k`` hits; a
-    row hidden since the segments were grouped): then search the segments one by one, which also
-    reports a request they refuse (another metric, a ``k`` out of range)."""
-    sealed = [i for i in chain if isinstance(segments[i], LoadedSegment)]
-    growing = [i for i in chain if i not in sealed]
-    first = segments[sealed[0]] if sealed else None
-    if first is None or len(growing) > 1 or not first._pk_passes_merge or not 1 <= k <= MAX_TOPK \
-            or len({segments[i].rows.pks.dtype.kind for i in chain}) != 1 \
-            or {segments[i].metric for i in chain} != {(metric or first.metric).upper()}:
-        return None
-    xq = normalize_rows(xq) if first.metric == "COSINE" else xq
-    larger = first._fm == "IP"
-    entered: list[LoadedSegment] = []
-    try:
-        for i in sealed:
-            segments[i]._enter()
-            entered.append(segments[i])
-            if segments[i].rows.visibility(timestamp) is not None:
-                return None
-        D = np.full((len(xq), k), -_NEUTRAL if larger else _NEUTRAL, dtype=np.float32)
-        I = np.full((len(xq), k), -1, dtype=np.int64)
-        for i in sealed:
-            segments[i].continue_heap(xq, D, I, assign)
-            np.add(I, (i + 1) << _POSITION_SHIFT, out=I, where=(I >= 0) & (I <= _ROW_MASK))
-        if growing and not segments[growing[0]].continue_heap(xq, D, I, assign, timestamp=timestamp):
-            return None
-    finally:
-        for seg in entered:
-            seg._exit()
-    return _chain_topk(segments, D, I, k, growing[0] if growing else -1, larger)
-
-
-def _chain_topk(segments: Sequence[Any], D: np.ndarray, I: np.ndarray, k: int, growing_at: int,
-                larger: bool) -> TopK | None:
-    """The :class:`TopK` of :func:`_heap_chain`'s heaps (worst hit first), best first; ``None`` when a
-    query has fewer than ``k`` hits, tied scores or a key twice."""
-    def key_of(label: int) -> Any:
-        if label > _ROW_MASK:
-            return segments[(label >> _POSITION_SHIFT) - 1]._pks.item(label & _ROW_MASK)
-        return segments[growing_at].rows.pks.item(label)
-
+def _one_heap_topk(D: np.ndarray, I: np.ndarray, k: int, sealed_pks: np.ndarray, growing_pks: np.ndarray,
+                   sources: tuple[int, int], larger: bool) -> TopK | None:
+    """The :class:`TopK` of the heaps (``D``, ``I``: worst hit first) shared by a sealed and a growing
+    segment (labels from :data:`_HEAP_SEALED` up: the sealed rows), best first; ``None`` when a query
+    has fewer than ``k`` hits, tied scores (the primary key orders them) or a key twice (kept once):
+    the usual merge decides those."""
     nq = len(I)
     if nq == 1:   # the latency-bound shape: Python lists, as LoadedSegment._plain_search
         hits = sorted(zip(D.tolist()[0], I.tolist()[0]), reverse=larger)   # a tie returns None below
         scores, labels = [h[0] for h in hits], [h[1] for h in hits]
         if labels[-1] < 0 or len(set(scores)) != k:
             return None
-        ids = [key_of(j) for j in labels]
+        ids = [sealed_pks.item(j - _HEAP_SEALED) if j >= _HEAP_SEALED else growing_pks.item(j) for j in labels]
         if len(set(ids)) != k:
             return None
-        grown = (growing_at + 1) << _POSITION_SHIFT
-        return TopK(np.array(ids, dtype=np.int64 if isinstance(ids[0], int) else None),
-                    np.array(scores, dtype=np.float32), constant(1, k, np.int64), k,
-                    rows=np.array([j if j > _ROW_MASK else grown | j for j in labels], dtype=np.int64),
+        sealed = [j >= _HEAP_SEALED for j in labels]
+        rows = np.array([j - _HEAP_SEALED if s else j for j, s in zip(labels, sealed)], dtype=np.int64)
+        return TopK(np.array(ids, dtype=sealed_pks.dtype), np.array(scores, dtype=np.float32),
+                    constant(1, k, np.int64), k, rows=rows,
+                    sources=np.array([sources[0] if s else sources[1] for s in sealed], dtype=np.int32),
                     in_order=True, hit_lists=(scores, ids))
     faiss = require_faiss()
     heaps = faiss.float_minheap_array_t() if larger else faiss.float_maxheap_array_t()
@@ -872,22 +837,15 @@ def _chain_topk(segments: Sequence[Any], D: np.ndarray, I: np.ndarray, k: int, g
     heaps.reorder()   # best first, as a search returns them
     if (I[:, k - 1] < 0).any() or (k > 1 and (D[:, 1:] == D[:, :-1]).any()):
         return None
-    labels = I.reshape(-1)
-    positions = np.where(labels > _ROW_MASK, (labels >> _POSITION_SHIFT) - 1, growing_at)
-    rows = labels & _ROW_MASK
-    ids = None
-    for p in np.unique(positions):
-        at = positions == p
-        keys = segments[int(p)].rows.pks[rows[at]]
-        if ids is None:
-            ids = np.empty(len(labels), dtype=keys.dtype)
-        ids[at] = keys
+    sealed = I >= _HEAP_SEALED
+    rows = np.where(sealed, I - _HEAP_SEALED, I)
+    ids = np.where(sealed, sealed_pks[np.where(sealed, rows, 0)], growing_pks[np.where(sealed, 0, rows)])
     if k > 1:
-        ordered = np.sort(ids.reshape(nq, k), axis=1)
+        ordered = np.sort(ids, axis=1)
         if (ordered[:, 1:] == ordered[:, :-1]).any():
             return None
-    return TopK(ids, D.reshape(-1), constant(nq, k, np.int64), k, rows=(positions + 1) << _POSITION_SHIFT | rows,
-                in_order=True)
+    return TopK(ids.reshape(-1), D.reshape(-1), constant(nq, k, np.int64), k, rows=rows.reshape(-1),
+                sources=np.where(sealed, sources[0], sources[1]).astype(np.int32).reshape(-1), in_order=True)
 
 
 def _widen(family: str, s: float) -> float:
@@ -1057,58 +1015,40 @@ def search_segments(segments: Sequence[LoadedSegment | GrowingSegment], queries:
         else:
             merged = merge_topk([part], k, metric, round_decimal)
     else:
+        pending: dict[int, Any] = {}
         shared = _shared_assignments(segments, xq, k, expr, timestamp, params)
         kw = dict(expr=expr, timestamp=timestamp, params=params, metric=metric)
+        paired = _one_heap_pair(segments, shared) if round_decimal is None or round_decimal < 0 else None
+        one_heap = None if paired is None else segments[paired[0]].search_with_growing(
+            segments[paired[1]], xq, k, shared[paired[0]], timestamp=timestamp, params=params, metric=metric,
+            sources=paired)
+        rest = [i for i in range(len(segments)) if one_heap is None or i not in paired]
+        host: list[int] = []
+        for i in rest:
+            seg = segments[i]
+            if isinstance(seg, LoadedSegment) and seg.device.is_gpu:
+                pending[i] = seg.device.submit(seg.search, xq, k, **kw)
+            else:
+                host.append(i)
+
+        def search_host(i: int) -> TopK:
+            return segments[i].search(xq, k, assign=shared[i], **kw) if i in shared else \
+                segments[i].search(xq, k, **kw)
+
         threads = _omp_threads()   # the cores this search leased: only fewer queries than those can fan out
         if len(xq) < threads:
             threads = min(fan_out_width(segments, len(xq), k, expr=expr, params=params, probed=shared.keys()),
                           threads)
-        spread = threads > 1 and len(xq) < threads
-
-        def cost(unit: tuple[int, ...]) -> int:
-            return sum(_scan_work(segments[i], 1, k, expr, params, i in shared) for i in unit)
-
-        units = _search_units(segments, shared, threads if spread else 1, cost) \
-            if shared and (round_decimal is None or round_decimal < 0) else [(i,) for i in range(len(segments))]
-
-        def search_one(i: int) -> TopK:
-            return segments[i].search(xq, k, assign=shared[i], **kw) if i in shared else segments[i].search(xq, k, **kw)
-
-        def search_unit(unit: tuple[int, ...]) -> TopK:
-            if len(unit) == 1:
-                return search_one(unit[0])
-            merged = _heap_chain(segments, unit, xq, k, shared[unit[0]], timestamp, metric)
-            if merged is None:   # one by one, rows tagged as the heap tags them
-                parts = [search_one(i) for i in unit]
-                for i, part in zip(unit, parts):
-                    part.rows = (i + 1) << _POSITION_SHIFT | part.rows
-                merged = merge_topk(parts, k, metric)
-            return merged
-
-        pending: dict[tuple[int, ...], Any] = {}
-        host: list[tuple[int, ...]] = []
-        for unit in units:
-            seg = segments[unit[0]]
-            if isinstance(seg, LoadedSegment) and seg.device.is_gpu:
-                pending[unit] = seg.device.submit(seg.search, xq, k, **kw)
-            else:
-                host.append(unit)
-        if spread:
-            pending.update(_fan_out(host, search_unit, threads, cost))
+        if threads > 1 and len(xq) < threads:
+            pending.update(_fan_out(host, search_host, threads, lambda i: _scan_work(segments[i], 1, k, expr,
+                                                                                   params, i in shared)))
         else:
-            pending.update((unit, search_unit(unit)) for unit in host)
-        parts = [pending[u] if isinstance(pending[u], TopK) else pending[u].result() for u in units]
-        if len(parts) == 1 and parts[0].in_order:
-            merged, part_of = parts[0], np.zeros(len(parts[0]), dtype=np.int32)
-        else:
+            pending.update((i, search_host(i)) for i in host)
+        parts = [pending[i] if isinstance(pending[i], TopK) else pending[i].result() for i in rest]
+        if one_heap is None:
             merged = merge_topk(parts, k, metric, round_decimal)
-            part_of = merged.sources
-        if len(units) < len(segments):   # sources: positions in segments; a heap's rows carry theirs in their tags
-            sources = np.asarray([u[0] if len(u) == 1 else -1 for u in units], dtype=np.int32)[part_of]
-            tagged = sources < 0
-            sources[tagged] = (merged.rows[tagged] >> _POSITION_SHIFT) - 1
-            merged.rows = np.where(tagged, merged.rows & _ROW_MASK, merged.rows)
-            merged.sources = sources
+        else:
+            merged = one_heap if not parts else _merged_with_one_heap(one_heap, paired, parts, rest, k, metric)
     if output_fields and len(merged):
         merged.fields = _gather_fields(segments, merged, output_fields)
     elif output_fields:
@@ -1267,33 +1207,36 @@ def probing(segments: Sequence[Any], nq: int, dim: int, expr: plan_pb2.Expr | No
             if hasattr(segments[i], "rows_probed")}
 
 
-def _search_units(segments: Sequence[Any], shared: Mapping[int, SharedLists], ways: int,
-                  cost: Callable[[tuple[int, ...]], int]) -> list[tuple[int, ...]]:
-    """The parts an unfiltered search makes of ``segments``, as tuples of positions: in each group
-    given one quantizer's lists, the sealed segments that :meth:`LoadedSegment.chains` and one growing
-    segment whose rows are all filed in those lists share result heaps (:func:`_heap_chain`), in
-    ``ways`` chains (the threads the search spreads over), balanced by ``cost``; every other
-    segment is a part of its own."""
-    units: list[tuple[int, ...]] = []
-    chained: set[int] = set()
-    for lists in {id(v): v for v in shared.values()}.values():
-        members = [i for i, v in shared.items() if v is lists]
-        sealed = [i for i in members if isinstance(segments[i], LoadedSegment) and segments[i].chains()]
-        filed = [i for i in members if not isinstance(segments[i], LoadedSegment)
-                 and hasattr(segments[i], "filed_in") and segments[i].filed_in(lists.owner)][:1]
-        if not sealed or len(sealed) + len(filed) < 2:
-            continue
-        chains: list[list[int]] = [[] for _ in range(min(ways, len(sealed)))]
-        loads = [0] * len(chains)
-        for i in sorted(sealed, key=lambda i: cost((i,)), reverse=True):   # the largest first, to the lightest
-            j = loads.index(min(loads))
-            chains[j].append(i)
-            loads[j] += cost((i,))
-        if filed:
-            chains[loads.index(min(loads))].extend(filed)
-        units += [tuple(c) for c in chains if len(c) > 1]   # a segment alone keeps its place below
-        chained.update(i for c in chains if len(c) > 1 for i in c)
-    return [(i,) for i in range(len(segments)) if i not in chained] + units
+def _one_heap_pair(segments: Sequence[Any], shared: Mapping[int, SharedLists]) -> tuple[int, int] | None:
+    """Positions of a sealed segment and a growing segment whose rows are all filed in its lists,
+    which one search can take in the same result heaps (LoadedSegment.search_with_growing): the
+    first such growing segment among those given lists."""
+    for i, lists in shared.items():
+        seg = segments[i]
+        if hasattr(seg, "continue_heap") and seg.filed_in(lists.owner):
+            owner = next((j for j, s in enumerate(segments) if s is lists.owner), None)
+            if owner is not None:
+                return owner, i
+    return None
+
+
+def _merged_with_one_heap(one_heap: TopK, paired: tuple[int, int], parts: Sequence[TopK], positions: Sequence[int],
+                          k: int, metric: str) -> TopK:
+    """:func:`merge_topk` of a two-segment part of :meth:`LoadedSegment.search_with_growing` and the
+    parts of the segments at ``positions``, ``sources`` as positions in the search's segments: the
+    growing segment's hits go into the merge with their rows as ``-1 - row``, to be told apart."""
+    sealed_at, growing_at = paired
+    grown = one_heap.sources == growing_at
+    first = TopK(one_heap.ids, one_heap.scores, one_heap.topks, k,
+                 rows=np.where(grown, -1 - one_heap.rows, one_heap.rows))
+    merged = merge_topk([first, *parts], k, metric)
+    sources = np.asarray([sealed_at, *positions], dtype=np.int32)[merged.sources]
+    if merged.rows is not None:
+        grown = (merged.sources == 0) & (merged.rows < 0)
+        sources[grown] = growing_at
+        merged.rows = np.where(grown, -1 - merged.rows, merged.rows)
+    merged.sources = sources
+    return merged
 
 
 def _shared_assignments(segments: Sequence[Any], xq: np.ndarray, k: int, expr: plan_pb2.Expr | None,
