@@ -184,6 +184,44 @@ async def test_transfer_channel_and_load_balance(env):
     await coord.ok("ReleaseCollection", query_coord_pb2.ReleaseCollectionRequest(collectionID=cid))
 
 
+async def test_a_moving_channel_always_has_a_shard_leader(env):
+    """GetShardLeaders answers throughout channel moves (Milvus keeps the old leader listed until the new
+    one serves): asked every few milliseconds while the channel moves there and back three times."""
+    cluster, coord, ds, _ = env
+    cid = ds.collection_id
+    await coord.load(cid)
+    await coord.ok("SuspendBalance", query_coord_pb2.SuspendBalanceRequest())
+    failures: list[str] = []
+    moving = True
+
+    async def ask_for_leaders() -> None:
+        while moving:
+            reply = await coord.call("GetShardLeaders", query_coord_pb2.GetShardLeadersRequest(collectionID=cid))
+            if reply.status.code != 0:
+                failures.append(reply.status.reason)
+            await asyncio.sleep(0.005)
+    asker = asyncio.ensure_future(ask_for_leaders())
+    try:
+        (shard, *_) = await coord.leaders(cid)
+        first = shard.node_ids[0]
+        other = next(n.node_id for n in cluster.coord.nodes.all() if n.node_id != first)
+        for source, target in [(first, other), (other, first)] * 3:
+            await coord.ok("TransferChannel", query_coord_pb2.TransferChannelRequest(
+                source_nodeID=source, target_nodeID=target, channel_name=shard.channel_name))
+
+            async def moved(target=target) -> bool:
+                held = [n for n, c in cluster.coord.dist.channels(cid) if c.channel == shard.channel_name]
+                leaders = {s.channel_name: list(s.node_ids) for s in await coord.leaders(cid)}
+                return held == [target] and leaders[shard.channel_name] == [target]
+            await poll_until(moved, 30, what=f"channel moved to node {target}")
+    finally:
+        moving = False
+        await asker
+        await coord.ok("ResumeBalance", query_coord_pb2.ResumeBalanceRequest())
+    assert failures == []
+    await coord.ok("ReleaseCollection", query_coord_pb2.ReleaseCollectionRequest(collectionID=cid))
+
+
 async def test_segments_imported_into_a_loaded_collection_are_served(env):
     """On a collection of its own: the rows it imports would change what the other tests search."""
     cluster, coord, _, _ = env

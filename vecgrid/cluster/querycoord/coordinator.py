@@ -96,7 +96,7 @@ class QueryCoord(Component):
         self.targets = TargetManager(store, self.catalog)
         self.resources.replicas_in = lambda rg: len(self.replicas.in_group(rg))
         self.executor = DaskExecutor(client, self.nodes, self.catalog, self.collections, self.replicas,
-                                     self.targets, self.dist, lambda: self.address)
+                                     self.targets, self.dist, lambda: self.address, self.dist_controller.pull)
         self.scheduler = TaskScheduler(self.executor, self._refresh_dist, q.segment_task_timeout_s,
                                        q.channel_task_timeout_s)
         view = LiveClusterView(self.nodes, self.dist, self.targets, self.scheduler, self.catalog,

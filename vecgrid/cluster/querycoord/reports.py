@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 from vecgrid import errors
 from vecgrid.cluster.querycoord.context import CheckerContext
-from vecgrid.cluster.querycoord.dist.leaders import leader_of, replica_nodes, view_problem
+from vecgrid.cluster.querycoord.dist.leaders import can_serve, leader_of, replica_nodes
 from vecgrid.cluster.querycoord.meta.failed_load_cache import FailedLoadCache
 from vecgrid.cluster.querycoord.meta.target_manager import Scope, segment_refs
 from vecgrid.cluster.querycoord.session.node_manager import STOPPING, NodeInfo
@@ -176,13 +176,13 @@ def shard_leaders(ctx: CheckerContext, cid: int) -> list[query_coord_pb2.ShardLe
     current = ctx.targets.current(cid)
     if current is None or not len(current.Channel_targets):
         raise errors.CollectionOnRecovering(collection=cid)
-    refs = segment_refs(current)
+    serviceable = can_serve(segment_refs(current), ctx.online)
     out = []
     for ch in current.Channel_targets:
         leaders = query_coord_pb2.ShardLeadersList(channel_name=ch.channelName)
         for replica in ctx.replicas.of_collection(cid):
-            found = leader_of(ctx.dist, replica, ch.channelName)
-            if found is None or view_problem(found[1], found[0], refs, ctx.online) is not None:
+            found = leader_of(ctx.dist, replica, ch.channelName, serviceable)
+            if found is None or not serviceable(*found):
                 continue
             leaders.node_ids.append(found[0])
             leaders.node_addrs.append(ctx.nodes.get(found[0]).address)
@@ -252,6 +252,7 @@ def replicas(ctx: CheckerContext, cid: int, with_shard_nodes: bool,
         return []
     current = ctx.targets.current(cid)
     channels = [ch.channelName for ch in current.Channel_targets] if current is not None else []
+    serviceable = can_serve(segment_refs(current), ctx.online)
     out = []
     for r in ctx.replicas.of_collection(cid):
         info = milvus_pb2.ReplicaInfo(replicaID=r.ID, collectionID=cid, node_ids=list(r.nodes),
@@ -263,7 +264,7 @@ def replicas(ctx: CheckerContext, cid: int, with_shard_nodes: bool,
                 info.num_outbound_node[rg] += 1
         shards = []
         for channel in channels:
-            found = leader_of(ctx.dist, r, channel)
+            found = leader_of(ctx.dist, r, channel, serviceable)
             if found is None or not ctx.online(found[0]):
                 shards = []
                 break

@@ -21,19 +21,27 @@ def replica_nodes(replica: query_coord_pb2.Replica) -> set[int]:
 
 
 def leader_of(
-    dist: DistributionManager, replica: query_coord_pb2.Replica, channel: str
+    dist: DistributionManager, replica: query_coord_pb2.Replica, channel: str,
+    serviceable: Callable[[int, query_coord_pb2.LeaderView], bool] | None = None,
 ) -> tuple[int, query_coord_pb2.LeaderView] | None:
-    """``(node id, leader view)`` of the replica's shard leader for ``channel``, or None."""
+    """``(node id, leader view)`` of the replica's shard leader for ``channel``, or None.
+
+    With ``serviceable`` (node, view), a candidate that can serve wins over a newer one that cannot,
+    as Milvus's ``GetShardLeader``: during a channel move the old leader serves until the new one has
+    its view.  Without it (the checkers and tasks, which set the newest leader up), the newest wins."""
     members = replica_nodes(replica)
-    best: tuple[int, int, query_coord_pb2.LeaderView] | None = None
+    best: tuple[tuple[bool, int], int, query_coord_pb2.LeaderView] | None = None
     for node_id, ch in dist.channels(replica.collectionID):
         if ch.channel != channel or node_id not in members:
             continue
         view = next((v for n, v in dist.leader_views(replica.collectionID) if n == node_id and v.channel == channel),
                     None)
-        if view is not None and (best is None or ch.version > best[1]):
-            best = (node_id, ch.version, view)
-    return None if best is None else (best[0], best[2])
+        if view is None:
+            continue
+        rank = (serviceable is not None and serviceable(node_id, view), ch.version)
+        if best is None or rank > best[0]:
+            best = (rank, node_id, view)
+    return None if best is None else (best[1], best[2])
 
 
 def view_problem(view: query_coord_pb2.LeaderView, leader: int, segments: dict[int, SegmentRef],
@@ -54,3 +62,9 @@ def view_problem(view: query_coord_pb2.LeaderView, leader: int, segments: dict[i
         if ref.level == data_coord_pb2.L0 and entry.nodeID != leader:
             return f"L0 segment {sid} is not on the leader"
     return None
+
+
+def can_serve(segments: dict[int, SegmentRef],
+              online: Callable[[int], bool]) -> Callable[[int, query_coord_pb2.LeaderView], bool]:
+    """``(node, view) -> bool``: whether the leader view on ``node`` can serve ``segments``."""
+    return lambda node_id, view: view_problem(view, node_id, segments, online) is None

@@ -9,7 +9,7 @@ QueryNode handler the gRPC method calls.  A task is a small graph:
   → for a move, ``release-segment-<id>-node-<source>``;
 * segment reduce: ``sync-leader`` (Remove) → ``release-segment``;
 * channel grow:   ``watch-channel-<channel>-node-<n>`` → (a move) ``sync-leader`` copying the old
-  leader's view → ``unsub-channel-<channel>-node-<source>``;
+  leader's view, then the target's distribution pulled, then ``unsub-channel-<channel>-node-<source>``;
 * leader task:    ``sync-leader``;
 * index save:     ``save-index-<segment>-node-<n>``, then the coordinator records the files.
 
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable
 
 from distributed import Client, Future
 
@@ -48,10 +48,11 @@ _serial = itertools.count(1)
 class DaskExecutor:
     def __init__(self, client: Client, nodes: NodeManager, catalog: Catalog, collections: CollectionManager,
                  replicas: ReplicaManager, targets: TargetManager, dist: DistributionManager,
-                 coord_address: Callable[[], str]) -> None:
+                 coord_address: Callable[[], str], pull_dist: Callable[[int], Awaitable[None]]) -> None:
         self.client, self.nodes, self.catalog = client, nodes, catalog
         self.collections, self.replicas, self.targets, self.dist = collections, replicas, targets, dist
         self.coord_address = coord_address
+        self.pull_dist = pull_dist   # one GetDataDistribution of a node into ``dist``
 
     # --- plumbing ---------------------------------------------------------------------------
 
@@ -218,22 +219,26 @@ class DaskExecutor:
         return req
 
     async def run_channel(self, task: ChannelTask) -> None:
-        steps: list[Future] = []
+        """Watch on the target; for a move, copy the source's view there and unsubscribe the source only
+        once the coordinator's distribution shows the target with that view.  GetShardLeaders names the
+        source until the target can serve, so a search always finds a leader (Milvus reduces only after
+        the distribution shows the grow)."""
         if task.target != NO_NODE:
-            steps.append(self.submit("watch_dm_channels", self.watch_request(task), task.target,
-                                     f"watch-channel-{task.channel}-node-{task.target}"))
+            grow = [self.submit("watch_dm_channels", self.watch_request(task), task.target,
+                                f"watch-channel-{task.channel}-node-{task.target}")]
             copied = self._copied_view(task, task.target) if task.source != NO_NODE else None
             if copied is not None:
-                steps.append(self.submit("sync_distribution", copied, task.target,
-                                         f"sync-leader-{task.channel}-node-{task.target}", steps[-1]))
+                grow.append(self.submit("sync_distribution", copied, task.target,
+                                        f"sync-leader-{task.channel}-node-{task.target}", grow[-1]))
+            await self._finish(*grow)
+            if task.source != NO_NODE:
+                await self.pull_dist(task.target)
         if task.source != NO_NODE and self.nodes.get(task.source) is not None:
             unsub = query_coord_pb2.UnsubDmChannelRequest(base=self._base(common_pb2.UnsubDmChannel, task.source),
                                             nodeID=task.source, collectionID=task.collection_id,
                                             channel_name=task.channel)
-            steps.append(self.submit("unsub_dm_channel", unsub, task.source,
-                                     f"unsub-channel-{task.channel}-node-{task.source}", steps[-1] if steps else None))
-        if steps:
-            await self._finish(*steps)
+            await self._finish(self.submit("unsub_dm_channel", unsub, task.source,
+                                           f"unsub-channel-{task.channel}-node-{task.source}"))
 
     # --- leaders ----------------------------------------------------------------------------
 
