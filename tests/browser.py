@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import AsyncIterator
 
@@ -72,15 +73,19 @@ class DevTools:
 
 @contextlib.asynccontextmanager
 async def chromium_page(profile: Path, size: str = "1400,1000") -> AsyncIterator[DevTools]:
-    """A headless Chromium with a fresh profile under ``profile``; yields its first page's DevTools."""
+    """A headless Chromium with a fresh profile under ``profile``; yields its first page's DevTools.
+    Its TMPDIR is a directory of its own, removed afterwards: Chromium leaves its singleton socket's
+    directory there when it is terminated (a short path: a Unix socket's is at most 107 bytes)."""
     from tornado.websocket import websocket_connect
 
     chromium = find_chromium()
+    own_tmp = tempfile.mkdtemp(prefix="vecgrid-chromium-")
     browser = subprocess.Popen([chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic",
                                 "--no-first-run", "--disable-background-networking", "--disable-component-update",
                                 "--disable-sync", "--disable-dev-shm-usage", "--remote-debugging-port=0",
                                 f"--user-data-dir={profile}", f"--window-size={size}", "about:blank"],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               env={**os.environ, "TMPDIR": own_tmp})
     try:
         port_file = profile / "DevToolsActivePort"
         await poll_until(lambda: port_file.exists() and len(port_file.read_text().splitlines()) >= 2, 60, 0.2,
@@ -92,6 +97,7 @@ async def chromium_page(profile: Path, size: str = "1400,1000") -> AsyncIterator
     finally:
         browser.terminate()
         browser.wait(30)
+        shutil.rmtree(own_tmp, ignore_errors=True)
 
 
 def is_png_of_a_page(png: bytes) -> bool:
