@@ -44,6 +44,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import signal
 import socket
 import subprocess
@@ -540,13 +541,15 @@ def main() -> int:
         stop.set()
         cluster.stop()
         result["seconds"] = round(time.monotonic() - t_start, 1)
-        if "error" in result or args.keep:
-            with open(os.path.join(root, "cluster.log"), "rb") as f:
-                print(f.read()[-8000:].decode("utf-8", "replace"))
-            print(f"data dir and log kept: {root}")
     ok = "error" not in result and not result["lost"] and not result["resurrected"] and not result["duplicates"] \
         and not result["phantoms"] and all(f.get("recovered", True) for f in faults.values())
     result["ok"] = ok
+    if not ok or args.keep:
+        with open(os.path.join(root, "cluster.log"), "rb") as f:
+            print(f.read()[-8000:].decode("utf-8", "replace"))
+        print(f"data dir and log kept: {root}")
+    else:
+        shutil.rmtree(root, ignore_errors=True)
     print(json.dumps(result))
     return 0 if ok else 1
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from types import SimpleNamespace
 
 import jsonschema_rs
@@ -47,6 +48,7 @@ class DocumentTest(AsyncHTTPTestCase):
     def tearDown(self):
         super().tearDown()
         self.store.close()
+        shutil.rmtree(self.tmp, ignore_errors=True)
 
     def document(self) -> dict:
         response = self.fetch("/openapi.json")
