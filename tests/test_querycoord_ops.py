@@ -185,20 +185,29 @@ async def test_transfer_channel_and_load_balance(env):
 
 
 async def test_a_moving_channel_always_has_a_shard_leader(env):
-    """GetShardLeaders answers throughout channel moves (Milvus keeps the old leader listed until the new
-    one serves): asked every few milliseconds while the channel moves there and back three times."""
+    """GetShardLeaders answers and searches through the proxy succeed throughout channel moves (Milvus
+    keeps the old leader listed until the new one serves): both asked every few milliseconds while the
+    channel moves there and back three times."""
     cluster, coord, ds, _ = env
     cid = ds.collection_id
     await coord.load(cid)
     await coord.ok("SuspendBalance", query_coord_pb2.SuspendBalanceRequest())
     failures: list[str] = []
+    searches = 0
     moving = True
 
     async def ask_for_leaders() -> None:
+        nonlocal searches
         while moving:
             reply = await coord.call("GetShardLeaders", query_coord_pb2.GetShardLeadersRequest(collectionID=cid))
             if reply.status.code != 0:
                 failures.append(reply.status.reason)
+            try:
+                hits = await cluster.proxy.search(ds.name, ds.vectors[:1], limit=5, consistency="Eventually")
+                assert len(hits[0]) == 5
+                searches += 1
+            except Exception as e:  # noqa: BLE001 - every failure is reported by the assert below
+                failures.append(f"search: {e!r}")
             await asyncio.sleep(0.005)
     asker = asyncio.ensure_future(ask_for_leaders())
     try:
@@ -218,7 +227,7 @@ async def test_a_moving_channel_always_has_a_shard_leader(env):
         moving = False
         await asker
         await coord.ok("ResumeBalance", query_coord_pb2.ResumeBalanceRequest())
-    assert failures == []
+    assert failures == [] and searches > 0
     await coord.ok("ReleaseCollection", query_coord_pb2.ReleaseCollectionRequest(collectionID=cid))
 
 
