@@ -4,10 +4,13 @@ LocalCluster; searches after each step equal a numpy reference over the loaded p
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from typing import AsyncIterator
 
 import pytest
 import pytest_asyncio
 
+from vecgrid.cluster.querycoord.task.task import ChannelTask, segment_task_key
 from vecgrid.deploy import EmbeddedCluster
 from vecgrid.proto import milvus_pb2, query_coord_pb2, rg_pb2
 from tests.conftest import poll_until
@@ -184,21 +187,18 @@ async def test_transfer_channel_and_load_balance(env):
     await coord.ok("ReleaseCollection", query_coord_pb2.ReleaseCollectionRequest(collectionID=cid))
 
 
-async def test_a_moving_channel_always_has_a_shard_leader(env):
-    """GetShardLeaders answers and searches through the proxy succeed throughout channel moves (Milvus
-    keeps the old leader listed until the new one serves): both asked every few milliseconds while the
-    channel moves there and back three times."""
-    cluster, coord, ds, _ = env
+@contextlib.asynccontextmanager
+async def asked_throughout(cluster, coord: Coord, ds) -> AsyncIterator[list[str]]:
+    """While the block runs, GetShardLeaders and a search through the proxy every few milliseconds;
+    yields the failures (checked, with the searches made, on the way out)."""
     cid = ds.collection_id
-    await coord.load(cid)
-    await coord.ok("SuspendBalance", query_coord_pb2.SuspendBalanceRequest())
     failures: list[str] = []
     searches = 0
-    moving = True
+    asking = True
 
-    async def ask_for_leaders() -> None:
+    async def ask() -> None:
         nonlocal searches
-        while moving:
+        while asking:
             reply = await coord.call("GetShardLeaders", query_coord_pb2.GetShardLeadersRequest(collectionID=cid))
             if reply.status.code != 0:
                 failures.append(reply.status.reason)
@@ -209,25 +209,67 @@ async def test_a_moving_channel_always_has_a_shard_leader(env):
             except Exception as e:  # noqa: BLE001 - every failure is reported by the assert below
                 failures.append(f"search: {e!r}")
             await asyncio.sleep(0.005)
-    asker = asyncio.ensure_future(ask_for_leaders())
+    asker = asyncio.ensure_future(ask())
     try:
-        (shard, *_) = await coord.leaders(cid)
-        first = shard.node_ids[0]
-        other = next(n.node_id for n in cluster.coord.nodes.all() if n.node_id != first)
-        for source, target in [(first, other), (other, first)] * 3:
-            await coord.ok("TransferChannel", query_coord_pb2.TransferChannelRequest(
-                source_nodeID=source, target_nodeID=target, channel_name=shard.channel_name))
-
-            async def moved(target=target) -> bool:
-                held = [n for n, c in cluster.coord.dist.channels(cid) if c.channel == shard.channel_name]
-                leaders = {s.channel_name: list(s.node_ids) for s in await coord.leaders(cid)}
-                return held == [target] and leaders[shard.channel_name] == [target]
-            await poll_until(moved, 30, what=f"channel moved to node {target}")
+        yield failures
     finally:
-        moving = False
+        asking = False
         await asker
-        await coord.ok("ResumeBalance", query_coord_pb2.ResumeBalanceRequest())
     assert failures == [] and searches > 0
+
+
+async def test_a_moving_channel_always_has_a_shard_leader(env):
+    """GetShardLeaders answers and searches through the proxy succeed throughout channel moves (Milvus
+    keeps the old leader listed until the new one serves) while the channel moves there and back three
+    times."""
+    cluster, coord, ds, _ = env
+    cid = ds.collection_id
+    await coord.load(cid)
+    await coord.ok("SuspendBalance", query_coord_pb2.SuspendBalanceRequest())
+    try:
+        async with asked_throughout(cluster, coord, ds):
+            (shard, *_) = await coord.leaders(cid)
+            [replica] = cluster.coord.replicas.of_collection(cid)
+            first = shard.node_ids[0]
+            other = next(n.node_id for n in cluster.coord.nodes.all() if n.node_id != first)
+            for source, target in [(first, other), (other, first)] * 3:
+                await coord.ok("TransferChannel", query_coord_pb2.TransferChannelRequest(
+                    source_nodeID=source, target_nodeID=target, channel_name=shard.channel_name))
+
+                async def moved(target=target) -> bool:
+                    held = [n for n, c in cluster.coord.dist.channels(cid) if c.channel == shard.channel_name]
+                    leaders = {s.channel_name: list(s.node_ids) for s in await coord.leaders(cid)}
+                    # and the move's task settled: a transfer while it has one is skipped (idempotent)
+                    return held == [target] and leaders[shard.channel_name] == [target] and \
+                        not cluster.coord.scheduler.has(ChannelTask(cid, replica.ID, shard.channel_name).key)
+                await poll_until(moved, 30, what=f"channel moved to node {target}")
+    finally:
+        await coord.ok("ResumeBalance", query_coord_pb2.ResumeBalanceRequest())
+    await coord.ok("ReleaseCollection", query_coord_pb2.ReleaseCollectionRequest(collectionID=cid))
+
+
+async def test_a_moving_segment_is_always_searchable(env):
+    """Searches through the proxy succeed while a sealed segment moves between nodes there and back three
+    times (the leader routes to the new copy before the old one is released)."""
+    cluster, coord, ds, _ = env
+    cid = ds.collection_id
+    await coord.load(cid)
+    await coord.ok("SuspendBalance", query_coord_pb2.SuspendBalanceRequest())
+    try:
+        async with asked_throughout(cluster, coord, ds):
+            first, seg = next((n, s) for n, s in cluster.coord.dist.segments(cid))
+            [replica] = cluster.coord.replicas.of_collection(cid)
+            other = next(n.node_id for n in cluster.coord.nodes.all() if n.node_id != first)
+            for source, target in [(first, other), (other, first)] * 3:
+                await coord.ok("TransferSegment", query_coord_pb2.TransferSegmentRequest(
+                    source_nodeID=source, target_nodeID=target, segmentID=seg.ID))
+
+                def moved(target=target) -> bool:
+                    return [n for n, s in cluster.coord.dist.segments(cid) if s.ID == seg.ID] == [target] \
+                        and not cluster.coord.scheduler.has(segment_task_key(replica.ID, seg.ID))
+                await poll_until(moved, 30, what=f"segment {seg.ID} moved to node {target}")
+    finally:
+        await coord.ok("ResumeBalance", query_coord_pb2.ResumeBalanceRequest())
     await coord.ok("ReleaseCollection", query_coord_pb2.ReleaseCollectionRequest(collectionID=cid))
 
 
