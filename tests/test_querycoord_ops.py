@@ -14,6 +14,7 @@ from vecgrid.cluster.querycoord.task.task import ChannelTask, segment_task_key
 from vecgrid.deploy import EmbeddedCluster
 from vecgrid.proto import milvus_pb2, query_coord_pb2, rg_pb2
 from tests.conftest import poll_until
+from tests.proxy_support import create_collection, rows_for
 from tests.querycoord_support import (Coord, assert_search_matches, fast_settings, import_partition, left_as_found,
                                       partition_ids)
 from tests.querynode_support import import_collection
@@ -271,6 +272,52 @@ async def test_a_moving_segment_is_always_searchable(env):
     finally:
         await coord.ok("ResumeBalance", query_coord_pb2.ResumeBalanceRequest())
     await coord.ok("ReleaseCollection", query_coord_pb2.ReleaseCollectionRequest(collectionID=cid))
+
+
+async def test_writes_during_channel_moves_are_all_served(env):
+    """Rows inserted and deleted through the proxy while the collection's channel moves there and back
+    three times are all served afterwards, deletes included (the new leader reads the channel on from
+    where the old one's view was): on a collection of its own, so the others' searches stay as they were."""
+    cluster, coord, _, _ = env
+    coll = create_collection(cluster.coord.catalog, "ops_writes", dim=16, shards=1)
+    await coord.load(coll.id)
+    await coord.ok("SuspendBalance", query_coord_pb2.SuspendBalanceRequest())
+    written: list[int] = []
+    moving = True
+
+    async def write() -> None:
+        batch = 0
+        while moving or batch < 3:
+            keys = list(range(batch * 10, batch * 10 + 10))
+            await cluster.proxy.insert("ops_writes", rows_for(keys, 16, seed=batch))
+            written.extend(keys)
+            if batch % 4 == 3:
+                await cluster.proxy.delete("ops_writes", keys[:2])
+                del written[-10:-8]
+            batch += 1
+            await asyncio.sleep(0.01)
+    writer = asyncio.ensure_future(write())
+    try:
+        [shard] = await coord.leaders(coll.id)
+        [replica] = cluster.coord.replicas.of_collection(coll.id)
+        first = shard.node_ids[0]
+        other = next(n.node_id for n in cluster.coord.nodes.all() if n.node_id != first)
+        for source, target in [(first, other), (other, first)] * 3:
+            await coord.ok("TransferChannel", query_coord_pb2.TransferChannelRequest(
+                source_nodeID=source, target_nodeID=target, channel_name=shard.channel_name))
+
+            def moved(target=target) -> bool:
+                held = [n for n, c in cluster.coord.dist.channels(coll.id) if c.channel == shard.channel_name]
+                return held == [target] and \
+                    not cluster.coord.scheduler.has(ChannelTask(coll.id, replica.ID, shard.channel_name).key)
+            await poll_until(moved, 30, what=f"channel moved to node {target}")
+    finally:
+        moving = False
+        await writer
+        await coord.ok("ResumeBalance", query_coord_pb2.ResumeBalanceRequest())
+    found = await cluster.proxy.query("ops_writes", filter="pk >= 0", output_fields=["pk"], limit=16384)
+    assert sorted(r["pk"] for r in found) == sorted(written)
+    await coord.ok("ReleaseCollection", query_coord_pb2.ReleaseCollectionRequest(collectionID=coll.id))
 
 
 async def test_segments_imported_into_a_loaded_collection_are_served(env):
