@@ -49,6 +49,14 @@ class QueryNodeWorker(Worker):
             else:
                 await self.close(reason="worker-handle-scheduler-connection-broken")
 
+    async def heartbeat(self) -> None:
+        """Dask's beat, but none once this worker is closing.  Its teardown (the query node's gRPC grace
+        period) runs with the periodic callbacks still on, and the scheduler may be closing beside it:
+        Dask logs a failed beat as an ERROR with a traceback, which is no failure of a worker going away
+        (the scheduler hears of the close on the worker's stream)."""
+        if self.status in (Status.running, Status.paused, Status.closing_gracefully):
+            await super().heartbeat()
+
     def _serves_without_scheduler(self) -> bool:
         return self.status in (Status.running, Status.paused) and local_node(self) is not None
 
