@@ -189,6 +189,19 @@ async def test_transfer_channel_and_load_balance(env):
 
 
 @contextlib.asynccontextmanager
+async def moved_by_hand_only(coord: Coord, cid: int) -> AsyncIterator[None]:
+    """The collection loaded with automatic balancing suspended, so that only the test moves anything;
+    balancing resumed and the collection released afterwards."""
+    await coord.load(cid)
+    await coord.ok("SuspendBalance", query_coord_pb2.SuspendBalanceRequest())
+    try:
+        yield
+    finally:
+        await coord.ok("ResumeBalance", query_coord_pb2.ResumeBalanceRequest())
+    await coord.ok("ReleaseCollection", query_coord_pb2.ReleaseCollectionRequest(collectionID=cid))
+
+
+@contextlib.asynccontextmanager
 async def asked_throughout(cluster, coord: Coord, ds) -> AsyncIterator[list[str]]:
     """While the block runs, GetShardLeaders and a search through the proxy every few milliseconds;
     yields the failures (checked, with the searches made, on the way out)."""
@@ -225,28 +238,22 @@ async def test_a_moving_channel_always_has_a_shard_leader(env):
     times."""
     cluster, coord, ds, _ = env
     cid = ds.collection_id
-    await coord.load(cid)
-    await coord.ok("SuspendBalance", query_coord_pb2.SuspendBalanceRequest())
-    try:
-        async with asked_throughout(cluster, coord, ds):
-            (shard, *_) = await coord.leaders(cid)
-            [replica] = cluster.coord.replicas.of_collection(cid)
-            first = shard.node_ids[0]
-            other = next(n.node_id for n in cluster.coord.nodes.all() if n.node_id != first)
-            for source, target in [(first, other), (other, first)] * 3:
-                await coord.ok("TransferChannel", query_coord_pb2.TransferChannelRequest(
-                    source_nodeID=source, target_nodeID=target, channel_name=shard.channel_name))
+    async with moved_by_hand_only(coord, cid), asked_throughout(cluster, coord, ds):
+        (shard, *_) = await coord.leaders(cid)
+        [replica] = cluster.coord.replicas.of_collection(cid)
+        first = shard.node_ids[0]
+        other = next(n.node_id for n in cluster.coord.nodes.all() if n.node_id != first)
+        for source, target in [(first, other), (other, first)] * 3:
+            await coord.ok("TransferChannel", query_coord_pb2.TransferChannelRequest(
+                source_nodeID=source, target_nodeID=target, channel_name=shard.channel_name))
 
-                async def moved(target=target) -> bool:
-                    held = [n for n, c in cluster.coord.dist.channels(cid) if c.channel == shard.channel_name]
-                    leaders = {s.channel_name: list(s.node_ids) for s in await coord.leaders(cid)}
-                    # and the move's task settled: a transfer while it has one is skipped (idempotent)
-                    return held == [target] and leaders[shard.channel_name] == [target] and \
-                        not cluster.coord.scheduler.has(ChannelTask(cid, replica.ID, shard.channel_name).key)
-                await poll_until(moved, 30, what=f"channel moved to node {target}")
-    finally:
-        await coord.ok("ResumeBalance", query_coord_pb2.ResumeBalanceRequest())
-    await coord.ok("ReleaseCollection", query_coord_pb2.ReleaseCollectionRequest(collectionID=cid))
+            async def moved(target=target) -> bool:
+                held = [n for n, c in cluster.coord.dist.channels(cid) if c.channel == shard.channel_name]
+                leaders = {s.channel_name: list(s.node_ids) for s in await coord.leaders(cid)}
+                # and the move's task settled: a transfer while it has one is skipped (idempotent)
+                return held == [target] and leaders[shard.channel_name] == [target] and \
+                    not cluster.coord.scheduler.has(ChannelTask(cid, replica.ID, shard.channel_name).key)
+            await poll_until(moved, 30, what=f"channel moved to node {target}")
 
 
 async def test_a_moving_segment_is_always_searchable(env):
@@ -254,24 +261,18 @@ async def test_a_moving_segment_is_always_searchable(env):
     times (the leader routes to the new copy before the old one is released)."""
     cluster, coord, ds, _ = env
     cid = ds.collection_id
-    await coord.load(cid)
-    await coord.ok("SuspendBalance", query_coord_pb2.SuspendBalanceRequest())
-    try:
-        async with asked_throughout(cluster, coord, ds):
-            first, seg = next((n, s) for n, s in cluster.coord.dist.segments(cid))
-            [replica] = cluster.coord.replicas.of_collection(cid)
-            other = next(n.node_id for n in cluster.coord.nodes.all() if n.node_id != first)
-            for source, target in [(first, other), (other, first)] * 3:
-                await coord.ok("TransferSegment", query_coord_pb2.TransferSegmentRequest(
-                    source_nodeID=source, target_nodeID=target, segmentID=seg.ID))
+    async with moved_by_hand_only(coord, cid), asked_throughout(cluster, coord, ds):
+        first, seg = next((n, s) for n, s in cluster.coord.dist.segments(cid))
+        [replica] = cluster.coord.replicas.of_collection(cid)
+        other = next(n.node_id for n in cluster.coord.nodes.all() if n.node_id != first)
+        for source, target in [(first, other), (other, first)] * 3:
+            await coord.ok("TransferSegment", query_coord_pb2.TransferSegmentRequest(
+                source_nodeID=source, target_nodeID=target, segmentID=seg.ID))
 
-                def moved(target=target) -> bool:
-                    return [n for n, s in cluster.coord.dist.segments(cid) if s.ID == seg.ID] == [target] \
-                        and not cluster.coord.scheduler.has(segment_task_key(replica.ID, seg.ID))
-                await poll_until(moved, 30, what=f"segment {seg.ID} moved to node {target}")
-    finally:
-        await coord.ok("ResumeBalance", query_coord_pb2.ResumeBalanceRequest())
-    await coord.ok("ReleaseCollection", query_coord_pb2.ReleaseCollectionRequest(collectionID=cid))
+            def moved(target=target) -> bool:
+                return [n for n, s in cluster.coord.dist.segments(cid) if s.ID == seg.ID] == [target] \
+                    and not cluster.coord.scheduler.has(segment_task_key(replica.ID, seg.ID))
+            await poll_until(moved, 30, what=f"segment {seg.ID} moved to node {target}")
 
 
 async def test_writes_during_channel_moves_are_all_served(env):
@@ -280,8 +281,6 @@ async def test_writes_during_channel_moves_are_all_served(env):
     where the old one's view was): on a collection of its own, so the others' searches stay as they were."""
     cluster, coord, _, _ = env
     coll = create_collection(cluster.coord.catalog, "ops_writes", dim=16, shards=1)
-    await coord.load(coll.id)
-    await coord.ok("SuspendBalance", query_coord_pb2.SuspendBalanceRequest())
     written: list[int] = []
     moving = True
 
@@ -296,28 +295,27 @@ async def test_writes_during_channel_moves_are_all_served(env):
                 del written[-10:-8]
             batch += 1
             await asyncio.sleep(0.01)
-    writer = asyncio.ensure_future(write())
-    try:
-        [shard] = await coord.leaders(coll.id)
-        [replica] = cluster.coord.replicas.of_collection(coll.id)
-        first = shard.node_ids[0]
-        other = next(n.node_id for n in cluster.coord.nodes.all() if n.node_id != first)
-        for source, target in [(first, other), (other, first)] * 3:
-            await coord.ok("TransferChannel", query_coord_pb2.TransferChannelRequest(
-                source_nodeID=source, target_nodeID=target, channel_name=shard.channel_name))
+    async with moved_by_hand_only(coord, coll.id):
+        writer = asyncio.ensure_future(write())
+        try:
+            [shard] = await coord.leaders(coll.id)
+            [replica] = cluster.coord.replicas.of_collection(coll.id)
+            first = shard.node_ids[0]
+            other = next(n.node_id for n in cluster.coord.nodes.all() if n.node_id != first)
+            for source, target in [(first, other), (other, first)] * 3:
+                await coord.ok("TransferChannel", query_coord_pb2.TransferChannelRequest(
+                    source_nodeID=source, target_nodeID=target, channel_name=shard.channel_name))
 
-            def moved(target=target) -> bool:
-                held = [n for n, c in cluster.coord.dist.channels(coll.id) if c.channel == shard.channel_name]
-                return held == [target] and \
-                    not cluster.coord.scheduler.has(ChannelTask(coll.id, replica.ID, shard.channel_name).key)
-            await poll_until(moved, 30, what=f"channel moved to node {target}")
-    finally:
-        moving = False
-        await writer
-        await coord.ok("ResumeBalance", query_coord_pb2.ResumeBalanceRequest())
-    found = await cluster.proxy.query("ops_writes", filter="pk >= 0", output_fields=["pk"], limit=16384)
-    assert sorted(r["pk"] for r in found) == sorted(written)
-    await coord.ok("ReleaseCollection", query_coord_pb2.ReleaseCollectionRequest(collectionID=coll.id))
+                def moved(target=target) -> bool:
+                    held = [n for n, c in cluster.coord.dist.channels(coll.id) if c.channel == shard.channel_name]
+                    return held == [target] and \
+                        not cluster.coord.scheduler.has(ChannelTask(coll.id, replica.ID, shard.channel_name).key)
+                await poll_until(moved, 30, what=f"channel moved to node {target}")
+        finally:
+            moving = False
+            await writer
+        found = await cluster.proxy.query("ops_writes", filter="pk >= 0", output_fields=["pk"], limit=16384)
+        assert sorted(r["pk"] for r in found) == sorted(written)
 
 
 async def test_segments_imported_into_a_loaded_collection_are_served(env):
