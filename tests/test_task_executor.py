@@ -3,6 +3,9 @@ the source stops serving only after the coordinator has seen the target serve.""
 
 from __future__ import annotations
 
+import pytest
+
+from vecgrid import errors
 from vecgrid.cluster.querycoord.dist.distribution import DistributionManager
 from vecgrid.cluster.querycoord.session.node_manager import NodeInfo, NodeManager
 from vecgrid.cluster.querycoord.task.executor import DaskExecutor
@@ -33,8 +36,14 @@ class _Recording(DaskExecutor):
             nodes.add(NodeInfo(node_id, f"w{node_id}", f"127.0.0.1:{1000 + node_id}", f"tcp://w{node_id}"))
         self.events: list[tuple[str, int]] = []
 
+        self.node_reports_channel = True
+
         async def pull(node_id: int) -> None:
             self.events.append(("pull", node_id))
+            channels = [query_coord_pb2.ChannelVersionInfo(channel="ch", collection=1, version=2)]
+            self.dist.update(node_id, query_coord_pb2.GetDataDistributionResponse(
+                nodeID=node_id, lastModifyTs=len(self.events),
+                channels=channels if self.node_reports_channel else []))
         super().__init__(None, nodes, None, None, None, None, DistributionManager(), lambda: "coord:1", pull)
 
     def submit(self, method, request, node_id, key, after=None):
@@ -63,3 +72,13 @@ async def test_a_channel_grow_or_reduce_alone_pulls_nothing():
     await executor.run_channel(ChannelTask(1, 100, "ch", target=2))
     await executor.run_channel(ChannelTask(1, 100, "ch", source=1, target=NO_NODE))
     assert executor.events == [("watch_dm_channels", 2), ("unsub_dm_channel", 1)]
+
+
+async def test_a_channel_move_keeps_the_source_when_the_pull_does_not_show_the_target_watching():
+    """A pull that failed (the node answered an error status: only logged by the puller) or a node that
+    does not report the channel: the source keeps serving, and the task fails for the checkers to retry."""
+    executor = _Recording()
+    executor.node_reports_channel = False
+    with pytest.raises(errors.ServiceUnavailable):
+        await executor.run_channel(ChannelTask(1, 100, "ch", target=2, source=1))
+    assert ("unsub_dm_channel", 1) not in executor.events

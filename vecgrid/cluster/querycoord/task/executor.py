@@ -233,6 +233,13 @@ class DaskExecutor:
             await self._finish(*grow)
             if task.source != NO_NODE:
                 await self.pull_dist(task.target)
+                # the puller only logs a node's error status: without the target in the distribution the
+                # source keeps serving, and the task fails for the checkers to retry
+                if not any(n == task.target and c.channel == task.channel
+                           for n, c in self.dist.channels(task.collection_id)):
+                    raise errors.ServiceUnavailable(
+                        f"channel {task.channel} not reported by node {task.target} after its watch; "
+                        f"node {task.source} keeps it")
         if task.source != NO_NODE and self.nodes.get(task.source) is not None:
             unsub = query_coord_pb2.UnsubDmChannelRequest(base=self._base(common_pb2.UnsubDmChannel, task.source),
                                             nodeID=task.source, collectionID=task.collection_id,
