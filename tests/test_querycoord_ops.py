@@ -311,6 +311,8 @@ async def test_writes_during_channel_moves_are_all_served(env):
                     return held == [target] and \
                         not cluster.coord.scheduler.has(ChannelTask(coll.id, replica.ID, shard.channel_name).key)
                 await poll_until(moved, 30, what=f"channel moved to node {target}")
+                # served at once: the new leader got the target version with the copied view
+                await cluster.proxy.query("ops_writes", filter="pk >= 0", output_fields=["pk"], limit=16384)
         finally:
             moving = False
             await writer

@@ -82,3 +82,65 @@ async def test_a_channel_move_keeps_the_source_when_the_pull_does_not_show_the_t
     with pytest.raises(errors.ServiceUnavailable):
         await executor.run_channel(ChannelTask(1, 100, "ch", target=2, source=1))
     assert ("unsub_dm_channel", 1) not in executor.events
+
+
+class _Targets:
+    """The coordinator's current target of collection 1: version 7, channel "ch" with no sealed segment."""
+
+    def current(self, cid: int) -> query_coord_pb2.CollectionTarget | None:
+        target = query_coord_pb2.CollectionTarget(collectionID=1, version=7)
+        target.Channel_targets.add(channelName="ch", dropped_segmentIDs=[41])
+        return target
+
+
+class _CopyingViews(_Recording):
+    """Copies the source's real view: the source serves "ch" synced to target version 7 with only growing
+    rows (nothing sealed), and the target reports its view as a node that applied the copy would."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.targets = _Targets()
+        self.synced: list[query_coord_pb2.SyncDistributionRequest] = []
+        self.dist.update(1, query_coord_pb2.GetDataDistributionResponse(
+            nodeID=1, lastModifyTs=1, channels=[query_coord_pb2.ChannelVersionInfo(channel="ch", collection=1)],
+            leader_views=[query_coord_pb2.LeaderView(collection=1, channel="ch", TargetVersion=7)]))
+
+        async def pull(node_id: int) -> None:
+            self.events.append(("pull", node_id))
+            versions = [a.TargetVersion for s in self.synced for a in s.actions
+                        if a.type == query_coord_pb2.UpdateVersion]
+            self.dist.update(node_id, query_coord_pb2.GetDataDistributionResponse(
+                nodeID=node_id, lastModifyTs=len(self.events),
+                channels=[query_coord_pb2.ChannelVersionInfo(channel="ch", collection=1, version=2)],
+                leader_views=[query_coord_pb2.LeaderView(collection=1, channel="ch",
+                                                         TargetVersion=max(versions, default=0))]))
+        self.pull_dist = pull
+
+    def submit(self, method, request, node_id, key, after=None):
+        if method == "sync_distribution":
+            self.synced.append(request)
+        return super().submit(method, request, node_id, key, after)
+
+    _copied_view = DaskExecutor._copied_view
+
+
+async def test_a_channel_move_gives_the_target_the_target_version_with_no_sealed_segment():
+    """Before, a source view with nothing sealed was not copied: the new leader had target version 0 (not
+    serviceable) until the target observer's next round, and with the source unsubscribed GetShardLeaders
+    answered "no available shard leader" (CI, a query right after channel moves of a growing-only
+    collection)."""
+    executor = _CopyingViews()
+    await executor.run_channel(ChannelTask(1, 100, "ch", target=2, source=1))
+    [sync] = executor.synced
+    [update] = [a for a in sync.actions if a.type == query_coord_pb2.UpdateVersion]
+    assert (update.TargetVersion, list(update.droppedInTarget)) == (7, [41])
+    assert ("unsub_dm_channel", 1) in executor.events
+
+
+async def test_a_channel_move_keeps_the_source_while_the_target_reports_no_target_version():
+    """The source was synced to a target version: the target must report one too before the source goes."""
+    executor = _CopyingViews()
+    executor._copied_view = lambda task, new_leader: None   # a copy that did not reach the node
+    with pytest.raises(errors.ServiceUnavailable):
+        await executor.run_channel(ChannelTask(1, 100, "ch", target=2, source=1))
+    assert ("unsub_dm_channel", 1) not in executor.events

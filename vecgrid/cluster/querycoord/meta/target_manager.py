@@ -52,6 +52,18 @@ def segment_refs(target: query_coord_pb2.CollectionTarget | None) -> dict[int, S
     return out
 
 
+def update_version_action(target: query_coord_pb2.CollectionTarget,
+                          channel: query_coord_pb2.ChannelTarget) -> query_coord_pb2.SyncAction:
+    """The SyncDistribution UpdateVersion that brings a leader of ``channel`` to ``target``: its version,
+    the channel's sealed and dropped segment ids, and its checkpoint."""
+    action = query_coord_pb2.SyncAction(type=query_coord_pb2.UpdateVersion, TargetVersion=target.version,
+                                        sealedInTarget=[s.ID for pt in channel.partition_targets for s in pt.segments],
+                                        droppedInTarget=list(channel.dropped_segmentIDs))
+    if channel.HasField("seek_position"):
+        action.checkpoint.CopyFrom(channel.seek_position)
+    return action
+
+
 def _content(target: query_coord_pb2.CollectionTarget) -> bytes:
     """The target without its version, to tell whether a fresh pull changed anything."""
     bare = query_coord_pb2.CollectionTarget()

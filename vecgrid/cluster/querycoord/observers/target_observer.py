@@ -19,7 +19,7 @@ from typing import Awaitable, Callable
 from vecgrid.cluster.periodic import Periodic
 from vecgrid.cluster.querycoord.context import CheckerContext
 from vecgrid.cluster.querycoord.dist.leaders import leader_of, view_problem
-from vecgrid.cluster.querycoord.meta.target_manager import segment_refs
+from vecgrid.cluster.querycoord.meta.target_manager import segment_refs, update_version_action
 from vecgrid.cluster.querycoord.task.executor import DaskExecutor
 from vecgrid.cluster.querycoord.task.task import LeaderTask
 from vecgrid.proto import query_coord_pb2
@@ -88,11 +88,7 @@ class TargetObserver(Periodic):
 
     async def _sync(self, cid: int, target: query_coord_pb2.CollectionTarget, leaders: list) -> None:
         async def one(replica, ch: query_coord_pb2.ChannelTarget, leader: int) -> None:
-            action = query_coord_pb2.SyncAction(type=query_coord_pb2.UpdateVersion, TargetVersion=target.version,
-                                  sealedInTarget=[s.ID for pt in ch.partition_targets for s in pt.segments],
-                                  droppedInTarget=list(ch.dropped_segmentIDs))
-            if ch.HasField("seek_position"):
-                action.checkpoint.CopyFrom(ch.seek_position)
+            action = update_version_action(target, ch)
             await self.executor.run_leader(LeaderTask(cid, replica.ID, ch.channelName, leader, [action],
                                                       origin=ORIGIN))
         await asyncio.gather(*(one(r, ch, leader) for r, ch, leader, _ in leaders))

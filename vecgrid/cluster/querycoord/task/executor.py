@@ -33,7 +33,7 @@ from vecgrid.cluster.querycoord.dist.leaders import leader_of
 from vecgrid.cluster.querycoord.load_info import load_segments_request, segment_load_info
 from vecgrid.cluster.querycoord.meta.collection_manager import CollectionManager
 from vecgrid.cluster.querycoord.meta.replica_manager import ReplicaManager
-from vecgrid.cluster.querycoord.meta.target_manager import Scope, TargetManager
+from vecgrid.cluster.querycoord.meta.target_manager import Scope, TargetManager, update_version_action
 from vecgrid.cluster.querycoord.session.node_manager import NodeInfo, NodeManager
 from vecgrid.cluster.querycoord.task.task import NO_NODE, ChannelTask, IndexSaveTask, LeaderTask, SegmentTask
 from vecgrid.cluster.querynode import tasks as node_tasks
@@ -194,11 +194,15 @@ class DaskExecutor:
             replicaID=task.replica_id, version=time.time_ns(),
             index_info_list=list(self.catalog.describe_index(cid)))
 
+    def _view(self, task: ChannelTask, node_id: int) -> query_coord_pb2.LeaderView | None:
+        return next((v for n, v in self.dist.leader_views(task.collection_id)
+                     if n == node_id and v.channel == task.channel), None)
+
     def _copied_view(self, task: ChannelTask, new_leader: int) -> query_coord_pb2.SyncDistributionRequest | None:
-        """Set actions giving the new leader the old leader's sealed segments (no gap in routing)."""
-        view = next((v for n, v in self.dist.leader_views(task.collection_id)
-                     if n == task.source and v.channel == task.channel), None)
-        if view is None or not view.segment_dist:
+        """Set actions giving the new leader the old leader's sealed segments (no gap in routing) and, when
+        the old one was synced to a target version, the current one (the new leader can serve at once)."""
+        view = self._view(task, task.source)
+        if view is None:
             return None
         req = query_coord_pb2.SyncDistributionRequest(collectionID=task.collection_id, channel=task.channel,
                                         replicaID=task.replica_id)
@@ -210,11 +214,13 @@ class DaskExecutor:
             req.actions.add(type=query_coord_pb2.Set, segmentID=sid, nodeID=entry.nodeID, version=entry.version,
                             partitionID=info.partitionID, info=info)
             peers.add(entry.nodeID)
-        if view.TargetVersion > 0:
-            current = self.targets.current(task.collection_id)
-            if current is not None:
-                req.actions.add(type=query_coord_pb2.UpdateVersion, TargetVersion=current.version,
-                                sealedInTarget=[s for s in view.segment_dist])
+        current = self.targets.current(task.collection_id) if view.TargetVersion > 0 else None
+        channel = next((ch for ch in current.Channel_targets if ch.channelName == task.channel), None) \
+            if current is not None else None
+        if channel is not None:
+            req.actions.append(update_version_action(current, channel))
+        if not req.actions:
+            return None
         req.base.CopyFrom(self._base(common_pb2.SyncDistribution, new_leader, peers))
         return req
 
@@ -224,6 +230,7 @@ class DaskExecutor:
         source until the target can serve, so a search always finds a leader (Milvus reduces only after
         the distribution shows the grow)."""
         if task.target != NO_NODE:
+            source_view = self._view(task, task.source) if task.source != NO_NODE else None
             grow = [self.submit("watch_dm_channels", self.watch_request(task), task.target,
                                 f"watch-channel-{task.channel}-node-{task.target}")]
             copied = self._copied_view(task, task.target) if task.source != NO_NODE else None
@@ -233,13 +240,17 @@ class DaskExecutor:
             await self._finish(*grow)
             if task.source != NO_NODE:
                 await self.pull_dist(task.target)
-                # the puller only logs a node's error status: without the target in the distribution the
-                # source keeps serving, and the task fails for the checkers to retry
+                # the puller only logs a node's error status: without the target in the distribution, or
+                # with its view behind the source's target version (not serviceable), the source keeps
+                # serving, and the task fails for the checkers to retry
+                target_view = self._view(task, task.target)
                 if not any(n == task.target and c.channel == task.channel
-                           for n, c in self.dist.channels(task.collection_id)):
+                           for n, c in self.dist.channels(task.collection_id)) or \
+                        (source_view is not None and source_view.TargetVersion > 0 and
+                         (target_view is None or target_view.TargetVersion <= 0)):
                     raise errors.ServiceUnavailable(
-                        f"channel {task.channel} not reported by node {task.target} after its watch; "
-                        f"node {task.source} keeps it")
+                        f"channel {task.channel} not reported by node {task.target} as serving after its "
+                        f"watch; node {task.source} keeps it")
         if task.source != NO_NODE and self.nodes.get(task.source) is not None:
             unsub = query_coord_pb2.UnsubDmChannelRequest(base=self._base(common_pb2.UnsubDmChannel, task.source),
                                             nodeID=task.source, collectionID=task.collection_id,
