@@ -24,13 +24,15 @@ venv: $(STAMP)
 serve: $(STAMP)
 	$(VENV)/bin/vecgrid serve $(ARGS)
 
-# Two pytest workers, one test module each at a time (module-scoped clusters stay in one process).
-# One OpenMP thread per process: two workers each spinning a thread per core over faiss's small test
-# searches burnt a quarter of the suite's CPU (query nodes still set their own faiss_threads).
+# Three pytest workers on two cores, one test module each at a time (module-scoped clusters stay in one
+# process): the third fills the others' waits on sockets, timers and started processes (6:04-6:18 against
+# 6:54 with two; docs/development.md).  One OpenMP thread per process: workers each spinning a thread per
+# core over faiss's small test searches burnt a quarter of the suite's CPU (query nodes still set their
+# own faiss_threads).
 test: $(STAMP)
-	OMP_NUM_THREADS=1 $(PY) -m pytest -q -n 2 --dist loadfile $(ARGS)
+	OMP_NUM_THREADS=1 $(PY) -m pytest -q -n 3 --dist loadfile $(ARGS)
 
-# The fast lane starts no process and no cluster: a third worker fills the waits of the other two.
+# The fast lane: what starts no process and no cluster.
 test-fast: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) -m pytest -q -n 3 --dist loadfile -m "not slow" $(ARGS)
 
