@@ -230,7 +230,6 @@ class DaskExecutor:
         source until the target can serve, so a search always finds a leader (Milvus reduces only after
         the distribution shows the grow)."""
         if task.target != NO_NODE:
-            source_view = self._view(task, task.source) if task.source != NO_NODE else None
             grow = [self.submit("watch_dm_channels", self.watch_request(task), task.target,
                                 f"watch-channel-{task.channel}-node-{task.target}")]
             copied = self._copied_view(task, task.target) if task.source != NO_NODE else None
@@ -241,13 +240,14 @@ class DaskExecutor:
             if task.source != NO_NODE:
                 await self.pull_dist(task.target)
                 # the puller only logs a node's error status: without the target in the distribution, or
-                # with its view behind the source's target version (not serviceable), the source keeps
+                # without the target version its copied view carried (not serviceable), the source keeps
                 # serving, and the task fails for the checkers to retry
+                versioned = copied is not None and any(a.type == query_coord_pb2.UpdateVersion
+                                                       for a in copied.actions)
                 target_view = self._view(task, task.target)
                 if not any(n == task.target and c.channel == task.channel
                            for n, c in self.dist.channels(task.collection_id)) or \
-                        (source_view is not None and source_view.TargetVersion > 0 and
-                         (target_view is None or target_view.TargetVersion <= 0)):
+                        (versioned and (target_view is None or target_view.TargetVersion <= 0)):
                     raise errors.ServiceUnavailable(
                         f"channel {task.channel} not reported by node {task.target} as serving after its "
                         f"watch; node {task.source} keeps it")
