@@ -23,7 +23,7 @@ from vecgrid.proto import milvus_pb2, query_coord_pb2_grpc
 from vecgrid.errors import UnexpectedError
 from vecgrid.rpc.auth import OPEN_SERVICES
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.fuzz]
 
 REQUESTS_PER_METHOD = 4
 CALL_TIMEOUT_S = 20.0

@@ -161,6 +161,7 @@ def _fuzz(operation, mode: GenerationMode, base_url: str, session, headers: dict
 
 
 @pytest.mark.slow  # about a minute on two cores
+@pytest.mark.fuzz
 def test_schemathesis_finds_no_server_error_and_no_schema_violation():
     import schemathesis
     from schemathesis import GenerationMode

@@ -86,12 +86,15 @@ def _pytest_args(recipe: list[str]) -> list[str]:
     return line[line.index("pytest") + 1:]
 
 
-def test_make_test_is_the_whole_suite_and_test_fast_leaves_out_slow():
+def test_ci_runs_every_test_and_test_fast_leaves_out_slow():
+    """``make test`` leaves out only the fuzzers, which ``make fuzz`` runs, and .ci/run runs both."""
     targets = _make_targets()
-    full = _pytest_args(targets["test"])
-    assert "-m" not in full and "-k" not in full, full   # CI runs every test
+    full, fuzz = _pytest_args(targets["test"]), _pytest_args(targets["fuzz"])
+    assert "-k" not in full and full[full.index("-m") + 1] == "not fuzz", full
+    assert "-k" not in fuzz and fuzz[fuzz.index("-m") + 1] == "fuzz", fuzz
+    assert ["make", "fuzz"] in _ci_commands()
     fast = _pytest_args(targets["test-fast"])
-    assert fast[fast.index("-m") + 1] == "not slow", fast
+    assert fast[fast.index("-m") + 1] == "not slow and not fuzz", fast
 
 
 # --- the quickstart, against a real `vecgrid serve` ------------------------------------------------

@@ -31,7 +31,7 @@ import requests
 from tests.conftest import secured_settings
 from vecgrid.deploy import EmbeddedCluster
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.fuzz]
 
 EXAMPLES = 6            # positive cases per operation (derandomized: the same every run)
 NEGATIVE_EXAMPLES = 3   # cases that break the document, per operation that constrains something
