@@ -201,6 +201,27 @@ async def moved_by_hand_only(coord: Coord, cid: int) -> AsyncIterator[None]:
     await coord.ok("ReleaseCollection", query_coord_pb2.ReleaseCollectionRequest(collectionID=cid))
 
 
+async def channel_moved_there_and_back(cluster, coord: Coord, cid: int) -> AsyncIterator[int]:
+    """TransferChannel of the collection's first channel to the other node and back, three times; yields
+    each target once the channel is held there alone, named its shard leader, and the move's task has
+    settled (a transfer while it has one is skipped: idempotent)."""
+    (shard, *_) = await coord.leaders(cid)
+    [replica] = cluster.coord.replicas.of_collection(cid)
+    first = shard.node_ids[0]
+    other = next(n.node_id for n in cluster.coord.nodes.all() if n.node_id != first)
+    for source, target in [(first, other), (other, first)] * 3:
+        await coord.ok("TransferChannel", query_coord_pb2.TransferChannelRequest(
+            source_nodeID=source, target_nodeID=target, channel_name=shard.channel_name))
+
+        async def moved(target=target) -> bool:
+            held = [n for n, c in cluster.coord.dist.channels(cid) if c.channel == shard.channel_name]
+            leaders = {s.channel_name: list(s.node_ids) for s in await coord.leaders(cid)}
+            return held == [target] and leaders[shard.channel_name] == [target] and \
+                not cluster.coord.scheduler.has(ChannelTask(cid, replica.ID, shard.channel_name).key)
+        await poll_until(moved, 30, what=f"channel moved to node {target}")
+        yield target
+
+
 @contextlib.asynccontextmanager
 async def asked_throughout(cluster, coord: Coord, ds) -> AsyncIterator[list[str]]:
     """While the block runs, GetShardLeaders and a search through the proxy every few milliseconds;
@@ -239,21 +260,8 @@ async def test_a_moving_channel_always_has_a_shard_leader(env):
     cluster, coord, ds, _ = env
     cid = ds.collection_id
     async with moved_by_hand_only(coord, cid), asked_throughout(cluster, coord, ds):
-        (shard, *_) = await coord.leaders(cid)
-        [replica] = cluster.coord.replicas.of_collection(cid)
-        first = shard.node_ids[0]
-        other = next(n.node_id for n in cluster.coord.nodes.all() if n.node_id != first)
-        for source, target in [(first, other), (other, first)] * 3:
-            await coord.ok("TransferChannel", query_coord_pb2.TransferChannelRequest(
-                source_nodeID=source, target_nodeID=target, channel_name=shard.channel_name))
-
-            async def moved(target=target) -> bool:
-                held = [n for n, c in cluster.coord.dist.channels(cid) if c.channel == shard.channel_name]
-                leaders = {s.channel_name: list(s.node_ids) for s in await coord.leaders(cid)}
-                # and the move's task settled: a transfer while it has one is skipped (idempotent)
-                return held == [target] and leaders[shard.channel_name] == [target] and \
-                    not cluster.coord.scheduler.has(ChannelTask(cid, replica.ID, shard.channel_name).key)
-            await poll_until(moved, 30, what=f"channel moved to node {target}")
+        async for _ in channel_moved_there_and_back(cluster, coord, cid):
+            pass
 
 
 async def test_a_moving_segment_is_always_searchable(env):
@@ -298,19 +306,7 @@ async def test_writes_during_channel_moves_are_all_served(env):
     async with moved_by_hand_only(coord, coll.id):
         writer = asyncio.ensure_future(write())
         try:
-            [shard] = await coord.leaders(coll.id)
-            [replica] = cluster.coord.replicas.of_collection(coll.id)
-            first = shard.node_ids[0]
-            other = next(n.node_id for n in cluster.coord.nodes.all() if n.node_id != first)
-            for source, target in [(first, other), (other, first)] * 3:
-                await coord.ok("TransferChannel", query_coord_pb2.TransferChannelRequest(
-                    source_nodeID=source, target_nodeID=target, channel_name=shard.channel_name))
-
-                def moved(target=target) -> bool:
-                    held = [n for n, c in cluster.coord.dist.channels(coll.id) if c.channel == shard.channel_name]
-                    return held == [target] and \
-                        not cluster.coord.scheduler.has(ChannelTask(coll.id, replica.ID, shard.channel_name).key)
-                await poll_until(moved, 30, what=f"channel moved to node {target}")
+            async for _ in channel_moved_there_and_back(cluster, coord, coll.id):
                 # served at once: the new leader got the target version with the copied view
                 await cluster.proxy.query("ops_writes", filter="pk >= 0", output_fields=["pk"], limit=16384)
         finally:
