@@ -47,6 +47,7 @@ import numpy as np
 
 from vecgrid import errors
 from vecgrid.common.scan_cost import default_nprobe
+from vecgrid.gpu import require_faiss
 from vecgrid.gpu.build import normalize_rows
 from vecgrid.gpu.columns import FieldColumn
 from vecgrid.gpu.merge import MAX_TOPK, TopK, larger_is_better, merge_topk
@@ -135,8 +136,6 @@ def brute_force_knn(xq: np.ndarray, xb: Any, k: int, metric: str = "L2", *,
     if xp is not np:
         return _cupy_knn(xp, xq, xb, k, metric)
     try:
-        from vecgrid.gpu import require_faiss
-
         faiss = require_faiss()
     except ImportError:
         return _numpy_knn(np.asarray(xq, np.float32), np.asarray(xb, np.float32), k, metric)
@@ -279,13 +278,34 @@ class GrowingSegment:
                 return self._interim_search(xq, base, k, rows, n, timestamp)
         return _exact_topk(xq, base, k, self.metric, rows, n, expr, timestamp, self.xp)
 
+    def exact_hits(self, xq: np.ndarray, k: int, *, owner: Any = None, num_rows: int | None = None,
+                   timestamp: int | None = None) -> tuple[list, list, list] | None:
+        """``(scores, keys, rows)`` of one unfiltered query's (``xq``: 1 × dim, as given) best ``k`` among
+        the first ``num_rows`` rows visible at ``timestamp``, best first, as Python lists: what
+        :meth:`search` finds when it compares every row, for the latency-bound merge beside a sealed
+        segment (``owner``, whose lists an unfiltered search may probe instead, see
+        :meth:`probes_lists_of`).  ``None`` when :meth:`search` would go another way (those lists, the
+        interim index, a GPU) or the keys are not integers."""
+        n = self.rows.n if num_rows is None else num_rows
+        if self.xp is not np or not 1 <= k <= MAX_TOPK or self.rows.pks.dtype.kind not in "iu" or \
+                (self.interim is not None and (n >= self.interim.rows or
+                                               (owner is not None and self.probes_lists_of(owner, 1, n)))):
+            return None
+        if n == 0:
+            return [], [], []
+        q = normalize_rows(xq) if self.metric == "COSINE" else xq
+        mask = self.rows.visibility(timestamp, n)
+        if mask is not None and not mask.any():
+            return [], [], []
+        D, I = _exact_dense(q, self._vecs.view()[:n], k, "L2" if self.metric == "L2" else "IP", mask)
+        rows = [r for r in I.tolist()[0] if r >= 0]
+        return D.tolist()[0][:len(rows)], self.rows.pks[rows].tolist(), rows
+
     def _probe_shared_lists(self, xq: np.ndarray, base: np.ndarray, k: int, rows: RowStore, n: int,
                             timestamp: int | None, assign: Any) -> TopK:
         """Top-``k`` among the first ``n`` rows visible at ``timestamp``: those filed in the interim
         index over ``assign.owner``'s quantizer found in the queries' lists, the rest compared exactly
         (and filed once they have been compared with ``nlist`` queries; see the module doc)."""
-        from vecgrid.gpu import require_faiss
-
         faiss = require_faiss()
         owner = assign.owner
         allowed = rows.visibility(timestamp, n)
@@ -324,8 +344,6 @@ class GrowingSegment:
         take), and end up holding the best of both, still as heaps.  ``xq``: the queries as searched
         (normalised for COSINE).  Only when the first ``num_rows`` rows are all filed in those lists
         and visible at ``timestamp``; else ``False``, nothing changed."""
-        from vecgrid.gpu import require_faiss
-
         n = self.rows.n if num_rows is None else num_rows
         if n == 0 or self.rows.visibility(timestamp, n) is not None:
             return False
@@ -359,8 +377,6 @@ class GrowingSegment:
                         timestamp: int | None) -> TopK:
         """Top-``k`` among the first ``n`` rows visible at ``timestamp``, through the interim index;
         a query that finds fewer than ``k`` rows in its probed lists is searched exactly."""
-        from vecgrid.gpu import require_faiss
-
         faiss = require_faiss()
         allowed = rows.visibility(timestamp, n)
         sel, bits = bitmap_selector(faiss, allowed)   # bits: alive while the search runs
@@ -506,6 +522,10 @@ class GrowingSnapshot:
 
     def search(self, queries: np.ndarray, k: int, **kw: Any) -> TopK:
         return self.segment.search(queries, k, num_rows=self.num_rows, **kw)
+
+    def exact_hits(self, xq: np.ndarray, k: int, *, owner: Any = None,
+                   timestamp: int | None = None) -> tuple[list, list, list] | None:
+        return self.segment.exact_hits(xq, k, owner=owner, num_rows=self.num_rows, timestamp=timestamp)
 
     def fetch(self, rows: np.ndarray, fields: Iterable[int | str]) -> list[FieldColumn]:
         return self.segment.fetch(rows, fields)

@@ -76,7 +76,7 @@ from vecgrid.gpu.columns import FieldColumn
 from vecgrid.gpu.device import (Device, DeviceManager, cupy_module, default_manager, faiss_has_gpu,
                                 gpu_resources, trim_host_heap)
 from vecgrid.gpu.growing import GrowingSegment, brute_force_knn
-from vecgrid.gpu.merge import MAX_TOPK, TopK, constant, merge_topk
+from vecgrid.gpu.merge import MAX_TOPK, TopK, constant, larger_is_better, merge_hit_lists, merge_topk
 from vecgrid.gpu.plan import parse_search_plan
 from vecgrid.gpu.results import decode_placeholder_group, to_search_result_data
 from vecgrid.gpu.rows import RowStore, bitmap_selector, fields_from_schema
@@ -1014,6 +1014,9 @@ def search_segments(segments: Sequence[LoadedSegment | GrowingSegment], queries:
             merged = part
         else:
             merged = merge_topk([part], k, metric, round_decimal)
+    elif (merged := _one_query_with_growing(segments, xq, k, expr, timestamp, params, metric, round_decimal,
+                                            output_fields)) is not None:
+        return merged
     else:
         pending: dict[int, Any] = {}
         shared = _shared_assignments(segments, xq, k, expr, timestamp, params)
@@ -1054,6 +1057,33 @@ def search_segments(segments: Sequence[LoadedSegment | GrowingSegment], queries:
     elif output_fields:
         merged.fields = _empty_fields(segments, output_fields)
     return merged
+
+
+def _one_query_with_growing(segments: Sequence[Any], xq: np.ndarray, k: int, expr: plan_pb2.Expr | None,
+                            timestamp: int | None, params: Mapping[str, Any] | None, metric: str,
+                            round_decimal: int | None, output_fields: Sequence[int | str]) -> TopK | None:
+    """:func:`search_segments` of one unfiltered query over a host sealed segment and a growing segment
+    whose rows it compares exactly (a leader with the rows inserted since its load, at nq=1): the two
+    hit lists merged as lists, without the general path's sharing, fan-out and parts, which cost about
+    0.1 ms of a 0.3 ms search.  The same answer as that path; ``None`` where it does not apply."""
+    if len(xq) != 1 or len(segments) != 2 or expr is not None or output_fields or \
+            (round_decimal is not None and round_decimal >= 0):
+        return None
+    at = 0 if type(segments[0]) is LoadedSegment else 1
+    sealed, growing = segments[at], segments[1 - at]
+    if type(sealed) is not LoadedSegment or not sealed._host or not hasattr(growing, "exact_hits") or \
+            sealed._pks.dtype.kind not in "iu" or growing.metric != sealed.metric:
+        return None
+    # the general path probes the growing rows through the sealed lists when it shares them (sharing_groups)
+    shares = sealed.quantizer_key is not None and sealed.dim == growing.dim and \
+        sealed.rows.visibility(timestamp) is None
+    hits = growing.exact_hits(xq, k, owner=sealed if shares else None, timestamp=timestamp)
+    if hits is None:
+        return None
+    part = sealed.search(xq, k, timestamp=timestamp, params=params, metric=metric)
+    scores, keys = part.hit_lists if part.hit_lists is not None else (part.scores.tolist(), part.ids.tolist())
+    lists = [(scores, keys, part.rows.tolist()), hits]
+    return merge_hit_lists(lists if at == 0 else lists[::-1], k, larger_is_better(metric))
 
 
 #: Query floats × rows compared (vecgrid.common.scan_cost) from which a search of fewer queries than

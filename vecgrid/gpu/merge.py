@@ -28,6 +28,8 @@ merge sees, so results are merged on the host.
 
 from __future__ import annotations
 
+import itertools
+import math
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -263,8 +265,7 @@ def merge_topk(parts: Sequence[TopK], k: int, metric: str = "L2", round_decimal:
 def _merge_one_query(parts: Sequence[TopK], k: int, larger: bool, dedup: bool) -> TopK | None:
     """:func:`merge_topk` of one query's few integer-keyed hits without fields (a leader's sealed and
     growing parts at nq=1) on Python lists: no array is concatenated or indexed until the merged
-    ``k``.  ``None`` (the general path) for anything else, or a NaN score (Python's sort does not
-    order it as numpy does)."""
+    ``k``.  ``None`` (the general path) for anything else, or a NaN score."""
     total = 0
     for p in parts:
         if p.fields is not None or p.ids.dtype.kind not in "iu" or (p.rows is None and len(p.ids)):
@@ -272,25 +273,40 @@ def _merge_one_query(parts: Sequence[TopK], k: int, larger: bool, dedup: bool) -
         total += len(p.ids)
     if total > SMALL_MERGE:
         return None
-    sign = -1.0 if larger else 1.0
-    hits = []   # (sign * score, key, part, position in it, row, score)
-    for i, p in enumerate(parts):
+    lists = []
+    for p in parts:
         scores, keys = p.hit_lists if p.hit_lists is not None else (p.scores.tolist(), p.ids.tolist())
-        rows = p.rows.tolist() if len(keys) else []
-        hits.extend((sign * s, key, i, j, row, s) for j, (s, key, row) in enumerate(zip(scores, keys, rows)))
-    if any(h[0] != h[0] for h in hits):
-        return None
-    hits.sort()   # score, then key (Milvus's order), then where it came from, as the general path's stable sort
-    if dedup:
+        lists.append((scores, keys, p.rows.tolist() if len(keys) else []))
+    return merge_hit_lists(lists, k, larger, dedup)
+
+
+def merge_hit_lists(parts: Sequence[tuple[list, list, list]], k: int, larger: bool, dedup: bool = True) -> TopK | None:
+    """The merged best ``k`` of one query's hits given as Python lists per part, ``(scores, integer keys,
+    rows)``, in :func:`merge_topk`'s order: score, then key (Milvus's order), then part and position;
+    a key found twice kept once (``dedup``); ``sources`` are the parts' positions.  ``None`` on a NaN
+    score, which Python's sort does not order as numpy does.  The latency-bound merge: no array is made
+    until the merged ``k``, and the tuples are built and taken apart by ``zip`` (each Python step
+    costs microseconds right after a search)."""
+    hits: list = []   # (score, negated when larger is better; key; part; position in it; row)
+    keys_seen: set = set()
+    for i, (scores, keys, rows) in enumerate(parts):
+        if any(map(math.isnan, scores)):
+            return None
+        hits += zip([-s for s in scores] if larger else scores, keys, itertools.repeat(i), itertools.count(), rows)
+        keys_seen.update(keys)
+    hits.sort()
+    if dedup and len(keys_seen) < len(hits):
         seen: set = set()
         hits = [h for h in hits if not (h[1] in seen or seen.add(h[1]))]
-    hits = hits[:k]
-    score_list = [h[5] for h in hits]
-    key_list = [h[1] for h in hits]
+    if not hits:
+        return TopK(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32), np.zeros(1, dtype=np.int64), k,
+                    rows=np.zeros(0, dtype=np.int64), sources=np.zeros(0, dtype=np.int32), hit_lists=([], []))
+    scores, keys, sources, _, rows = zip(*hits[:k])
+    score_list = [-s for s in scores] if larger else list(scores)
+    key_list = list(keys)
     return TopK(np.array(key_list, dtype=np.int64), np.array(score_list, dtype=np.float32),
-                np.array([len(hits)], dtype=np.int64), k,
-                rows=np.array([h[4] for h in hits], dtype=np.int64),
-                sources=np.array([h[2] for h in hits], dtype=np.int32), hit_lists=(score_list, key_list))
+                np.array([len(key_list)], dtype=np.int64), k, rows=np.array(rows, dtype=np.int64),
+                sources=np.array(sources, dtype=np.int32), hit_lists=(score_list, key_list))
 
 
 def _one_query_order(ids: np.ndarray, scores: np.ndarray, k: int, larger: bool,
