@@ -138,7 +138,8 @@ def test_what_it_leaves_to_the_general_path(mgr, monkeypatch):
     sealed, growing, _, xg = segments(mgr)
     q = xg[0]
     cases = {
-        "rows the interim index serves": [sealed, segments(mgr, grown=300, interim=InterimIndex(rows=256))[1].snapshot()],
+        "rows the interim index serves":
+            [sealed, segments(mgr, grown=300, interim=InterimIndex(rows=256))[1].snapshot()],
         "rows probed through the sealed lists":
             [sealed, segments(mgr, grown=2 ** 20 // DIM, interim=InterimIndex(rows=10**6))[1].snapshot()],
         "three segments": [sealed, growing.snapshot(), segments(mgr, seed=6)[0]],
