@@ -215,6 +215,8 @@ async def test_dashboard_state_route_shows_the_collection_and_both_nodes(env):
         ok = (state["cluster"] and state["cluster"]["collections"]
               and sorted(n["node_id"] for n in state["nodes"]) == env.node_ids
               and sum(n["entity_num"] for n in state["nodes"]) == 300
+              # published once a second: a state from before the fixture's last insert says 300 rows
+              and state["cluster"]["inserted_rows"] == {"insert": 400, "upsert": 0}
               # the coordinator's view comes from its distribution pulls: it catches up with the heartbeats
               and sum(state["cluster"]["collections"][0]["segments_per_node"].values())
               == sum(n["segment_num"] for n in state["nodes"])
@@ -223,9 +225,9 @@ async def test_dashboard_state_route_shows_the_collection_and_both_nodes(env):
               and state["dask_tasks"] == [])
         return state if ok else None
 
-    state = await poll_until(published, 60, 0.5, "the coordinator's state, both nodes' heartbeats and no task left")
+    state = await poll_until(published, 60, 0.5, "the coordinator's state with the 400 inserted rows, both nodes' "
+                             "heartbeats and no task left")
     [coll] = state["cluster"]["collections"]
-    assert state["cluster"]["inserted_rows"] == {"insert": 400, "upsert": 0}
     [index] = [i for i in state["cluster"]["datacoord"]["indexes"] if i["collection"] == NAME]
     assert index["total_rows"] == 300 and index["indexed_rows"] + index["pending_index_rows"] == 300
     assert (coll["name"], coll["load_percentage"], len(coll["replicas"])) == (NAME, 100, 1)
