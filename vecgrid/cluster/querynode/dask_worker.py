@@ -15,14 +15,6 @@ knows no plugin and sends it to every worker again; :meth:`QueryNodeWorker.plugi
 node that runs (Dask would tear it down and set up an empty one).
 
 All of it runs on the worker's event loop, which owns the worker's state.
-
-:class:`QueryNodeNanny` starts its worker without Dask's ``MALLOC_TRIM_THRESHOLD_`` (65,536 in
-``distributed.nanny.pre-spawn-environ``): setting it fixes glibc's mmap threshold at 128 KiB, so faiss's
-16 MiB distance block (``exhaustive_L2sqr_blas``: every coarse assignment and brute-force scan from 32
-queries on) was mapped and unmapped on every search — about 100 page faults at nq = 100.  glibc's
-default keeps such blocks in the heap after the first; a released segment still goes back to the system
-(``malloc_trim`` after a release).  The other variables stay (one OpenMP thread by default: a search
-leases its cores).
 """
 
 from __future__ import annotations
@@ -31,7 +23,6 @@ import asyncio
 import logging
 from time import monotonic, time
 
-import dask
 from distributed import Nanny, Worker
 from distributed.batched import BatchedSend
 from distributed.comm import connect
@@ -130,15 +121,9 @@ class QueryNodeWorker(Worker):
         return await super().plugin_add(plugin, name=name, catch_errors=catch_errors)
 
 
-#: Dask's pre-spawn variables a query node's process does without (see the module doc); None unsets one.
-WITHOUT_PRE_SPAWN = {"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}
-
-
 class QueryNodeNanny(Nanny):
-    """A nanny whose worker is a :class:`QueryNodeWorker`, started without Dask's malloc setting (see
-    the module doc); the nanny reads its pre-spawn variables once, here, and keeps them for restarts."""
+    """A nanny whose worker is a :class:`QueryNodeWorker`."""
 
     def __init__(self, *args, **kwargs) -> None:
         kwargs.setdefault("worker_class", QueryNodeWorker)
-        with dask.config.set(WITHOUT_PRE_SPAWN):
-            super().__init__(*args, **kwargs)
+        super().__init__(*args, **kwargs)
