@@ -26,13 +26,14 @@
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import importlib
 import logging
 import os
 import sys
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Hashable, TypeVar
+from typing import Any, Callable, Hashable, Iterator, TypeVar
 
 import psutil
 
@@ -43,7 +44,7 @@ log = logging.getLogger(__name__)
 
 __all__ = [
     "CPU", "GPU", "ENGINES", "Device", "DeviceManager", "gpu_count", "gpu_engine", "faiss_has_gpu", "cupy_module",
-    "gpu_resources", "default_manager", "process_rss", "trim_host_heap", "simd_level",
+    "gpu_resources", "default_manager", "process_rss", "trim_host_heap", "transient_heap", "serve_heap", "simd_level",
 ]
 
 CPU = "CPU"
@@ -222,23 +223,81 @@ def trim_host_heap() -> None:
     show in the host's free-memory counter: glibc's (``malloc_trim``; a no-op elsewhere) and Arrow's
     memory pool's (mimalloc or jemalloc keep what was freed for reuse: a segment's table read at
     load stayed resident)."""
-    global _libc
     arrow = sys.modules.get("pyarrow")   # never imported for this: a process without Arrow has no pool
     if arrow is not None:
         arrow.default_memory_pool().release_unused()
-    if _libc is False:
-        return
-    try:
-        if _libc is None:
+    libc = _glibc()
+    if libc is not None:
+        libc.malloc_trim(0)
+
+
+def _glibc() -> Any:
+    """The C library when it is glibc (loaded once), else None: no glibc here (musl, macOS), nothing to
+    trim or set, not asked again."""
+    global _libc
+    if _libc is None:
+        try:
             import ctypes
 
-            _libc = ctypes.CDLL("libc.so.6")
-        _libc.malloc_trim(0)
-    except (OSError, AttributeError):   # no glibc here (musl, macOS): nothing to trim, not asked again
-        _libc = False
+            lib = ctypes.CDLL("libc.so.6")
+            lib.malloc_trim, lib.mallopt   # glibc's own: a missing one raises AttributeError
+            _libc = lib
+        except (OSError, AttributeError):
+            _libc = False
+    return _libc or None
 
 
 _libc: Any = None
+
+
+# --- glibc's heap thresholds: a load gives its buffers back, a search keeps faiss's scratch ------------
+
+#: While a load or an index build runs (Dask's own setting for its workers, ``MALLOC_TRIM_THRESHOLD_``):
+#: every buffer from 128 KiB is mapped apart and unmapped when freed, so the load's transient buffers
+#: (a segment's table, training samples, the index file's bytes) leave nothing behind in the heap.
+LOAD_MMAP_FROM, LOAD_TRIM_FROM = 128 << 10, 64 << 10
+#: Otherwise (searches): faiss's 16 MiB distance block (``exhaustive_L2sqr_blas``, every batch of 32 or
+#: more queries through BLAS) stays in the heap between searches instead of being mapped and
+#: page-faulted anew by each (about 100 faults at nq = 100); only the pages a search touches are resident.
+SEARCH_MMAP_FROM, SEARCH_TRIM_FROM = 32 << 20, 64 << 20
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3   # glibc's mallopt parameters
+#: Loads and builds in flight in this process, and the thresholds set: under ``_heap_lock``.
+_heap_lock = threading.Lock()
+_loads_in_flight = 0
+
+
+def _set_heap_thresholds(mmap_from: int, trim_from: int) -> None:
+    libc = _glibc()
+    if libc is not None:
+        libc.mallopt(_M_MMAP_THRESHOLD, mmap_from)
+        libc.mallopt(_M_TRIM_THRESHOLD, trim_from)
+
+
+def serve_heap() -> None:
+    """Set the search thresholds (see above) in a process that serves searches, unless a load runs."""
+    with _heap_lock:
+        if not _loads_in_flight:
+            _set_heap_thresholds(SEARCH_MMAP_FROM, SEARCH_TRIM_FROM)
+
+
+@contextlib.contextmanager
+def transient_heap() -> Iterator[None]:
+    """Run a load or an index build with the load thresholds (see above), then give its freed memory
+    back (:func:`trim_host_heap`); the last one in flight sets the search thresholds again.  A search
+    meanwhile maps its scratch anew, as before any of this."""
+    global _loads_in_flight
+    with _heap_lock:
+        _loads_in_flight += 1
+        if _loads_in_flight == 1:
+            _set_heap_thresholds(LOAD_MMAP_FROM, LOAD_TRIM_FROM)
+    try:
+        yield
+    finally:
+        trim_host_heap()
+        with _heap_lock:
+            _loads_in_flight -= 1
+            if not _loads_in_flight:
+                _set_heap_thresholds(SEARCH_MMAP_FROM, SEARCH_TRIM_FROM)
 
 
 #: ``(pid, psutil.Process)`` of this process, made once: building one reads /proc/<pid>/stat and cost

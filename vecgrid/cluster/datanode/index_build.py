@@ -70,13 +70,11 @@ def build_segment_index(req: IndexBuildRequest) -> FileInfo:
 
     A missing or altered data file is ``SegmentLoadFailed`` (604) naming it, bad index params
     ``ParameterInvalid``, a failed write ``IO failed``: the task fails and Dask retries it."""
-    from vecgrid.gpu.device import trim_host_heap   # the coordinator imports this module for the request
+    from vecgrid.gpu.device import transient_heap   # the coordinator imports this module for the request
 
-    try:
-        with faiss_threads(available_cores()):   # the host's free cores (Dask's workers run faiss on one)
-            data = _build(req)
-    finally:
-        trim_host_heap()   # the segment's table and the index's bytes (see the loader's build)
+    # the segment's table and the index's bytes go back to the system (see the loader's build)
+    with transient_heap(), faiss_threads(available_cores()):   # the host's free cores (Dask's workers: one)
+        data = _build(req)
     crash_point(CRASH_BEFORE_WRITE)
     return write_index_file(req.root, req.path, data, segment_id=req.segment_id)
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Mapping
 
 from vecgrid import errors
 from vecgrid.cluster.index_builds import write_index_file
+from vecgrid.gpu.device import transient_heap
 from vecgrid.storage import segment_files
 from vecgrid.storage.segment_files import FileInfo
 
@@ -41,6 +42,11 @@ def save_segment_indexes(root: str, seg: SealedSegment, fields: Mapping[int, int
     A field served with another index (dropped and created again since the node loaded it) is
     refused with ``IndexNotFound``: its file would record a build of the wrong index.  A failed
     write is ``IO failed`` (1001); the coordinator's checker proposes the save again later."""
+    with transient_heap():   # the serialized index is a transient copy of it: given back after the write
+        return _save(root, seg, fields)
+
+
+def _save(root: str, seg: SealedSegment, fields: Mapping[int, int]) -> dict[int, FileInfo]:
     out: dict[int, FileInfo] = {}
     for fid, index_id in sorted(fields.items()):
         served = seg.index_infos.get(fid)

@@ -56,7 +56,7 @@ from vecgrid.cluster.cores import available_cores, faiss_threads
 from vecgrid.cluster.index_templates import TEMPLATES, TemplateKey
 from vecgrid.cluster.querynode.collections import Collection, CollectionManager, field_dim
 from vecgrid.cluster.querynode.segments import ALL_PARTITIONS, DeleteLog, SealedSegment, SegmentManager
-from vecgrid.gpu.device import trim_host_heap
+from vecgrid.gpu.device import transient_heap
 from vecgrid.proto import data_coord_pb2, query_coord_pb2, schema_pb2
 from vecgrid.storage.backend import CorruptSegmentError, FileInfo, Storage, open_storage
 from vecgrid.storage.mapped import disk_backed
@@ -225,10 +225,8 @@ class SegmentBuilder:
         What the load read and built on the way (the segment's table, its vectors, the index file's
         bytes: several times the index) is given back to the OS once it is dropped, else the
         allocators keep it and the node's resident memory stays at its peak."""
-        try:
+        with transient_heap():
             return self._build(coll, info, version=version, checksums=checksums, extra_deletes=extra_deletes)
-        finally:
-            trim_host_heap()
 
     def _build(self, coll: Collection, info: query_coord_pb2.SegmentLoadInfo, *, version: int,
                checksums: Mapping[str, str], extra_deletes: DeleteLog | None) -> SealedSegment:
