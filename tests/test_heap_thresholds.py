@@ -44,6 +44,9 @@ _PROGRAM = textwrap.dedent("""
         return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
 
     out = {"as_started": faults()}
+    with transient_heap():   # a process that does not serve: the thresholds stay as it started
+        pass
+    out["not_serving_after_a_load"] = faults()
     serve_heap()
     out["serving"] = faults()
     with transient_heap():
@@ -69,6 +72,10 @@ MAPPED_ANEW = 5 * 50   # five searches, each faulting in the ~100 pages it touch
 
 def test_a_search_process_started_as_dask_starts_workers_maps_faiss_scratch_anew_every_search(faults):
     assert faults["as_started"] >= MAPPED_ANEW
+
+
+def test_a_load_in_a_process_that_does_not_serve_leaves_its_thresholds_alone(faults):
+    assert faults["not_serving_after_a_load"] >= MAPPED_ANEW
 
 
 def test_a_serving_process_keeps_faiss_scratch_between_searches(faults):

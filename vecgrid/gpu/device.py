@@ -252,18 +252,20 @@ _libc: Any = None
 
 # --- glibc's heap thresholds: a load gives its buffers back, a search keeps faiss's scratch ------------
 
-#: While a load or an index build runs (Dask's own setting for its workers, ``MALLOC_TRIM_THRESHOLD_``):
-#: every buffer from 128 KiB is mapped apart and unmapped when freed, so the load's transient buffers
-#: (a segment's table, training samples, the index file's bytes) leave nothing behind in the heap.
+#: While a load, an index build or save, or a compaction runs (Dask's own setting for its workers,
+#: ``MALLOC_TRIM_THRESHOLD_``): every buffer from 128 KiB is mapped apart and unmapped when freed, so the
+#: transient buffers (a segment's table, training samples, the index file's bytes) leave nothing behind.
 LOAD_MMAP_FROM, LOAD_TRIM_FROM = 128 << 10, 64 << 10
 #: Otherwise (searches): faiss's 16 MiB distance block (``exhaustive_L2sqr_blas``, every batch of 32 or
 #: more queries through BLAS) stays in the heap between searches instead of being mapped and
 #: page-faulted anew by each (about 100 faults at nq = 100); only the pages a search touches are resident.
 SEARCH_MMAP_FROM, SEARCH_TRIM_FROM = 32 << 20, 64 << 20
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3   # glibc's mallopt parameters
-#: Loads and builds in flight in this process, and the thresholds set: under ``_heap_lock``.
+#: Whether this process serves searches (:func:`serve_heap`) and the transient jobs in flight in it: under
+#: ``_heap_lock``, which also orders the threshold changes.
 _heap_lock = threading.Lock()
-_loads_in_flight = 0
+_serving = False
+_transient_in_flight = 0
 
 
 def _set_heap_thresholds(mmap_from: int, trim_from: int) -> None:
@@ -274,29 +276,33 @@ def _set_heap_thresholds(mmap_from: int, trim_from: int) -> None:
 
 
 def serve_heap() -> None:
-    """Set the search thresholds (see above) in a process that serves searches, unless a load runs."""
+    """Mark this process as one that serves searches (a query node's) and set the search thresholds
+    (see above), unless a transient job runs: then the last one to end sets them."""
+    global _serving
     with _heap_lock:
-        if not _loads_in_flight:
+        _serving = True
+        if not _transient_in_flight:
             _set_heap_thresholds(SEARCH_MMAP_FROM, SEARCH_TRIM_FROM)
 
 
 @contextlib.contextmanager
 def transient_heap() -> Iterator[None]:
-    """Run a load or an index build with the load thresholds (see above), then give its freed memory
-    back (:func:`trim_host_heap`); the last one in flight sets the search thresholds again.  A search
-    meanwhile maps its scratch anew, as before any of this."""
-    global _loads_in_flight
+    """Run a load, an index build or save, or a compaction, then give its freed memory back
+    (:func:`trim_host_heap`).  In a process that serves searches it runs with the load thresholds (see
+    above) and the last one in flight sets the search thresholds again; a search meanwhile maps its
+    scratch anew.  Elsewhere the thresholds stay as the process started."""
+    global _transient_in_flight
     with _heap_lock:
-        _loads_in_flight += 1
-        if _loads_in_flight == 1:
+        _transient_in_flight += 1
+        if _transient_in_flight == 1 and _serving:
             _set_heap_thresholds(LOAD_MMAP_FROM, LOAD_TRIM_FROM)
     try:
         yield
     finally:
         trim_host_heap()
         with _heap_lock:
-            _loads_in_flight -= 1
-            if not _loads_in_flight:
+            _transient_in_flight -= 1
+            if not _transient_in_flight and _serving:
                 _set_heap_thresholds(SEARCH_MMAP_FROM, SEARCH_TRIM_FROM)
 
 

@@ -212,6 +212,13 @@ def _l0_deletes(sources: tuple[DeleteSource, ...], partition_id: int, like: np.n
 
 def compact_l0(plan: L0Plan) -> L0Result:
     """Rewrite each sealed segment the plan's L0 deletes hit (see the module docstring)."""
+    from vecgrid.gpu.device import transient_heap   # the coordinator imports this module for the plans
+
+    with transient_heap():   # on a query node's worker: the segments' tables go back to the system after
+        return _compact_l0(plan)
+
+
+def _compact_l0(plan: L0Plan) -> L0Result:
     read = {s.segment_id: _read_deletes(s.record) for s in plan.deletes}
     hits = []
     for seg in plan.sealed:
@@ -250,6 +257,13 @@ def _rewrite(plan: L0Plan, seg: SegmentFiles, own: Deletes, added: Deletes) -> S
 
 def compact_mix(plan: MixPlan) -> MixResult:
     """Merge the plan's segments into one, leaving out every row a delete hides."""
+    from vecgrid.gpu.device import transient_heap
+
+    with transient_heap():   # as compact_l0
+        return _compact_mix(plan)
+
+
+def _compact_mix(plan: MixPlan) -> MixResult:
     kept: list[pa.Table] = []
     rows_in = 0
     l0: Deletes | None = None
