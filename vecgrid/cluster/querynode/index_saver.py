@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Mapping
 
 from vecgrid import errors
 from vecgrid.cluster.index_builds import write_index_file
-from vecgrid.gpu.device import transient_heap
 from vecgrid.storage import segment_files
 from vecgrid.storage.segment_files import FileInfo
 
@@ -42,6 +41,8 @@ def save_segment_indexes(root: str, seg: SealedSegment, fields: Mapping[int, int
     A field served with another index (dropped and created again since the node loaded it) is
     refused with ``IndexNotFound``: its file would record a build of the wrong index.  A failed
     write is ``IO failed`` (1001); the coordinator's checker proposes the save again later."""
+    from vecgrid.gpu.device import transient_heap   # here: the coordinator imports this module, not the engine
+
     with transient_heap():   # the serialized index is a transient copy of it: given back after the write
         return _save(root, seg, fields)
 

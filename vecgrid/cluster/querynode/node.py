@@ -61,7 +61,6 @@ from vecgrid.cluster.querynode.worker import LocalWorker, Workers, row_count_sta
 from vecgrid.common.keys import COORD_ADDRESS_KEY, checksums_from_properties, node_addresses
 from vecgrid.config import QueryNodeSettings, Settings
 from vecgrid.gpu.build import CPU_FALLBACK
-from vecgrid.gpu.device import serve_heap
 from vecgrid.gpu.growing import InterimIndex
 from vecgrid.gpu.results import primary_keys
 from vecgrid.proto import (common_pb2, internal_pb2, query_coord_pb2, schema_pb2)
@@ -141,7 +140,9 @@ class QueryNode(Component):
         self.max_tt_delay_s = MAX_TT_DELAY_S
         qn = settings.querynode
         cores.configure_faiss_threads(qn.faiss_threads)
-        serve_heap()   # faiss's search scratch stays in the heap between searches (vecgrid.gpu.device)
+        from vecgrid.gpu.device import serve_heap   # here: the coordinator imports this module, not the engine
+
+        serve_heap()   # faiss's search scratch stays in the heap between searches
         #: micro-batching of the searches this node runs (owned by the node's event loop)
         self.batcher = search.SearchBatcher(qn.batch_window_ms / 1000.0, qn.batch_max_nq)
 
