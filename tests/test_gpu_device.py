@@ -143,3 +143,18 @@ def test_trimming_the_host_heap_gives_back_what_arrows_pool_kept():
     kept = rss().rss
     dev.trim_host_heap()
     assert kept - rss().rss > 150 << 20
+
+
+def test_a_transient_job_whose_trim_fails_still_gives_the_search_thresholds_back(monkeypatch):
+    set_to = []
+    monkeypatch.setattr(dev, "_serving", True)
+    monkeypatch.setattr(dev, "_set_heap_thresholds", lambda mmap_from, trim_from: set_to.append(mmap_from))
+
+    def failing_trim():
+        raise OSError("Arrow's pool")
+    monkeypatch.setattr(dev, "trim_host_heap", failing_trim)
+    with pytest.raises(OSError):
+        with dev.transient_heap():
+            pass
+    assert set_to == [dev.LOAD_MMAP_FROM, dev.SEARCH_MMAP_FROM]
+    assert dev._transient_in_flight == 0

@@ -247,6 +247,8 @@ def _glibc() -> Any:
     return _libc or None
 
 
+#: glibc (ctypes), False where there is none, None until :func:`_glibc` first asks: set once; threads that
+#: race to set it load the same library, so no lock.
 _libc: Any = None
 
 
@@ -299,11 +301,13 @@ def transient_heap() -> Iterator[None]:
     try:
         yield
     finally:
-        trim_host_heap()
-        with _heap_lock:
-            _transient_in_flight -= 1
-            if not _transient_in_flight and _serving:
-                _set_heap_thresholds(SEARCH_MMAP_FROM, SEARCH_TRIM_FROM)
+        try:
+            trim_host_heap()
+        finally:   # a failed trim (Arrow's pool) must not leave the node on the load thresholds for good
+            with _heap_lock:
+                _transient_in_flight -= 1
+                if not _transient_in_flight and _serving:
+                    _set_heap_thresholds(SEARCH_MMAP_FROM, SEARCH_TRIM_FROM)
 
 
 #: ``(pid, psutil.Process)`` of this process, made once: building one reads /proc/<pid>/stat and cost
