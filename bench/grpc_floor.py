@@ -32,6 +32,22 @@ def search_request(queries: np.ndarray, k: int) -> query_coord_pb2.SearchRequest
     return query_coord_pb2.SearchRequest(req=inner)
 
 
+def hit_lists(srd: schema_pb2.SearchResultData) -> list[tuple[list, list]]:
+    """Every query's ids and distances as Python lists: the least a client reads of a reply."""
+    ids, scores = list(srd.ids.int_id.data), list(srd.scores)
+    out, first = [], 0
+    for n in srd.topks:
+        out.append((ids[first:first + n], scores[first:first + n]))
+        first += n
+    return out
+
+
+async def client_search(stub, queries: np.ndarray, k: int) -> list[tuple[list, list]]:
+    """A client's search of this server: the queries encoded, the hits read back (:func:`hit_lists`)."""
+    reply = await stub.Search(search_request(queries, k), timeout=120)
+    return hit_lists(schema_pb2.SearchResultData.FromString(reply.sliced_blob))
+
+
 async def main(path: str, nprobe: int) -> None:
     faiss = require_faiss()   # as vecgrid loads it: OpenBLAS kernels for this CPU, same BLAS threshold
 

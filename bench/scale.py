@@ -16,8 +16,10 @@ For each index type (default IVF_FLAT, then IVF_SQ8), as a user would, nothing p
    the memory has settled for 15 s (``processes``: role, pid, RSS, shared pages, PSS), their sum against the index's own bytes (the faiss file's size):
    ``resident_vs_index`` (issue 24: ≤ 1.3); ``pss_vs_index`` counts each page shared by these
    processes once (proportional set size: the libraries every Python process maps);
-5. **search**: nq = 1 p50 and nq = 100 queries/s through vecgrid's Python proxy and against
-   ``bench/grpc_floor.py`` serving the faiss index of step 1, called in turn call by call
+5. **search**: nq = 1 p50 and nq = 100 queries/s through vecgrid's Python proxy (``proxy``: hits as
+   dicts; ``proxy_result``: the merged ``SearchResultData`` vecgrid's Milvus API and REST pass on,
+   read into lists) and against ``bench/grpc_floor.py`` serving the faiss index of step 1 (its client
+   encodes each call's queries and reads the hits into lists), called in turn call by call
    (``proxy_p50_ms_over_grpc_floor`` ≤ 0.5 ms and ``proxy_qps_nq100_vs_grpc_floor`` ≥ 0.8).
 
 Data: ``--rows`` × 128 clustered float32 vectors (default 10,000,000, 5.1 GB; ``--quick`` 1,000,000),
@@ -47,7 +49,7 @@ import pyarrow.parquet as pq
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _timing import side_figures  # noqa: E402  (bench/ is first on sys.path)
-from grpc_floor import search_request  # noqa: E402
+from grpc_floor import client_search, hit_lists  # noqa: E402
 from rest import Rest, free_port, stop, until, wait_ready  # noqa: E402
 from vecgrid.cluster.proxy.proxy import Proxy  # noqa: E402
 from vecgrid.common.channels import aio_channel  # noqa: E402
@@ -155,17 +157,23 @@ async def time_sides(grpc_port: int, coord_port: int, queries: np.ndarray, round
     try:
         for nq in (NQ, 1):
             batches = [queries[(i * nq) % len(queries):][:nq] for i in range(rounds)]
-            floor_reqs = [search_request(q, K) for q in batches]
 
             async def grpc_side(i: int) -> None:
-                assert (await floor.Search(floor_reqs[i % rounds], timeout=120)).num_queries == nq
+                hits = await client_search(floor, batches[i % rounds], K)
+                assert len(hits) == nq and len(hits[0][0]) == K
 
             async def proxy_side(i: int) -> None:
                 hits = await proxy.search(COLLECTION, batches[i % rounds], limit=K, search_params={"nprobe": NPROBE},
                                           consistency="Eventually")
                 assert len(hits) == nq and len(hits[0]) == K
 
-            out.update(await side_figures({"grpc_floor": grpc_side, "proxy": proxy_side}, nq, rounds))
+            async def proxy_result_side(i: int) -> None:
+                hits = hit_lists(await proxy.search_result(COLLECTION, batches[i % rounds], limit=K,
+                                                           search_params={"nprobe": NPROBE}, consistency="Eventually"))
+                assert len(hits) == nq and len(hits[0][0]) == K
+
+            out.update(await side_figures({"grpc_floor": grpc_side, "proxy": proxy_side,
+                                           "proxy_result": proxy_result_side}, nq, rounds))
     finally:
         await proxy.close()
     return out
@@ -235,6 +243,10 @@ def run_case(tmp: str, parquet: str, queries: np.ndarray, index_type: str, nlist
         stop(procs, timeout_s=120)
     out["proxy_p50_ms_over_grpc_floor"] = round(out["proxy_p50_ms_nq1"] - out["grpc_floor_p50_ms_nq1"], 3)
     out["proxy_qps_nq100_vs_grpc_floor"] = round(out["proxy_qps_nq100"] / out["grpc_floor_qps_nq100"], 3)
+    out["proxy_result_p50_ms_over_grpc_floor"] = round(out["proxy_result_p50_ms_nq1"] - out["grpc_floor_p50_ms_nq1"],
+                                                       3)
+    out["proxy_result_qps_nq100_vs_grpc_floor"] = round(out["proxy_result_qps_nq100"] / out["grpc_floor_qps_nq100"],
+                                                        3)
     return out
 
 
