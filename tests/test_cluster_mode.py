@@ -134,14 +134,14 @@ async def test_kill_9_of_the_coordinator_keeps_loaded_collections_served(tmp_pat
     from tests.querynode_support import import_collection
 
     ds = import_collection(tmp_path, "k9", metric="L2", index="FLAT", n=800, shards=2, segment_rows=200, seed=3)
-    port, coord_port = _free_port(), _free_port()
+    port = _free_port()
     scheduler_addr = f"tcp://127.0.0.1:{port}"
     procs = []
 
     def spawn(args):
         return _spawn(procs, args)
 
-    def start_coord():
+    def start_coord(coord_port: int):
         proc = spawn([str(BIN / "vecgrid"), "coord", "--scheduler", scheduler_addr, "--data-dir", ds.data_dir,
                       "--coord-port", str(coord_port), "--http-port", "0", "--milvus-port", "0"])
         return proc, _wait_for_line(proc, r"QueryCoord gRPC : (\S+)", 60).group(1)
@@ -153,7 +153,8 @@ async def test_kill_9_of_the_coordinator_keeps_loaded_collections_served(tmp_pat
         for name in ("w1", "w2"):
             _wait_for_line(spawn([str(BIN / "vecgrid"), "worker", "--scheduler", scheduler_addr, "--name", name,
                                   "--node-port", "0"]), rf"vecgrid worker {name} at", 60)
-        first, address = start_coord()
+        # a free port the coordinator picks itself: one picked here could be taken while the workers start
+        first, address = start_coord(0)
         coord = Coord(address)
         deadline = time.monotonic() + 30
         while len((await coord.ok("ListQueryNode", query_coord_pb2.ListQueryNodeRequest())).nodeInfos) < 2:
@@ -166,7 +167,7 @@ async def test_kill_9_of_the_coordinator_keeps_loaded_collections_served(tmp_pat
 
         first.kill()                     # SIGKILL: no shutdown code runs
         first.wait()
-        second, address = start_coord()
+        second, address = start_coord(int(address.rsplit(":", 1)[1]))   # restarted where the nodes stream from
         coord = Coord(address)
         await coord.wait_loaded(ds.collection_id, 30)
         await assert_search_matches(coord, ds)
