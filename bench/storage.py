@@ -5,8 +5,8 @@
   producer threads (acknowledged appends only are counted). Target: >= 200,000 rows/s.
 * WAL tailing: a writer in another process appends a 1,000-byte record every 30 ms; a reader here
   waits on the channel's committed mark. Latency = when the reader got a record minus when the
-  writer's append returned (wall clocks of the same host). Target: p90 < 50 ms (the reader polls
-  the mark every 5 ms).
+  writer's append returned (wall clocks of the same host). Target: p90 < 50 ms (the reader is woken
+  when the mark is written: inotify; it polls the mark every 5 ms where that cannot be watched).
 * Segments: ``write_segment`` then ``read_segment`` of a table with the same columns, from a warm
   local disk (a temp dir; one untimed read first so the page cache is warm). MB/s counts the bytes
   of ``data.parquet`` and includes checksum verification on read. Target: read >= 500 MB/s.

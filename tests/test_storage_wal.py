@@ -414,6 +414,88 @@ def test_reader_in_another_process_tails_the_appends(tmp_path):
     assert seen[0] < acked[n // 2], (seen[0], acked[n // 2])
 
 
+@pytest.mark.slow
+def test_reader_in_another_process_is_woken_by_the_commit(tmp_path):
+    """A reader whose writer is another process waits on the channel's condition, which the process's
+    watch of COMMITTED notifies: with polling an hour apart, every record still arrives at once."""
+    root = str(tmp_path / "wal")
+    n = 10
+    proc = subprocess.Popen([sys.executable, "-c", _CHILD_TAILED.format(repo=REPO, root=root, ch=CH, n=n)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "ready"
+    with Wal(root).open_reader(CH, poll_interval=3600.0) as reader:
+        assert reader.read(timeout=0.05) is None    # waits once: the mark is watched from now on
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        started = time.monotonic()
+        for i in range(n):
+            rec = reader.read(timeout=10)   # a reader not woken returns its record only when this runs out
+            assert rec is not None and rec.offset == i
+        # the child appends every 30 ms: 0.3 s in all, and a reader left to its timeout takes 10 s
+        assert time.monotonic() - started < 5, "a commit in the other process did not wake the reader"
+    proc.communicate(timeout=20)
+
+
+def _count_looks(reader: WalReader) -> list[int]:
+    """How often the reader looks at the log (each look reads the mark when nothing is new)."""
+    looks = [0]
+    look = reader._try_next
+
+    def counted():
+        looks[0] += 1
+        return look()
+    reader._try_next = counted
+    return looks
+
+
+def test_a_reader_with_nothing_to_read_does_not_poll(tmp_path):
+    """Waiting on a watched mark, a reader looks at the log twice a second at most (it polled every 5 ms:
+    200 looks a second, the CPU of an idle query node's WAL thread)."""
+    wal = Wal(tmp_path)
+    w = wal.open_writer(CH)
+    w.append(MessageKind.TIMETICK, 1, b"")
+    with wal.open_reader(CH, "latest") as reader:
+        looks = _count_looks(reader)
+        assert reader.read(timeout=0.5) is None
+        assert looks[0] <= 4, looks[0]   # polling: 100
+        w.append(MessageKind.TIMETICK, 2, b"")
+        assert reader.read(timeout=5).offset == 1
+    w.close()
+
+
+def test_a_reader_polls_while_its_mark_cannot_be_watched(tmp_path, monkeypatch):
+    """No inotify (another OS, the user's instances used up), or a watch the kernel ended (its file
+    system unmounted): the reader polls the mark at its interval and still reads everything."""
+    from vecgrid.storage.wal import reader as reader_module
+    from vecgrid.storage.wal.wakeup import CommitWatch, _INotify
+
+    wal = Wal(tmp_path)
+    w = wal.open_writer(CH)
+    with wal.open_reader(CH, "latest", poll_interval=0.01) as reader:
+        assert reader.read(timeout=0.05) is None
+        watched = reader._watch
+        assert reader_module.commit_watch.watching(watched)
+        reader_module.commit_watch._dispatch(watched.wd, _INotify.IGNORED)   # as the kernel ends a watch
+        assert not reader_module.commit_watch.watching(watched)
+        assert reader._wait_s() == 0.0    # watched anew (its mark is still there): one more look first
+        assert reader_module.commit_watch.watching(reader._watch) and reader._watch is not watched
+        w.append(MessageKind.TIMETICK, 2, b"")
+        assert reader.read(timeout=5) is not None
+    w.close()
+
+    unavailable = CommitWatch()
+    unavailable._failed = True
+    monkeypatch.setattr(reader_module, "commit_watch", unavailable)
+    w = wal.open_writer(CH)
+    with wal.open_reader(CH, "latest", poll_interval=0.01) as reader:
+        looks = _count_looks(reader)
+        assert reader.read(timeout=0.2) is None
+        assert looks[0] >= 8, looks[0]   # polled: about 20
+        w.append(MessageKind.TIMETICK, 3, b"")
+        assert reader.read(timeout=5) is not None
+    w.close()
+
+
 def test_in_process_reader_is_woken_by_the_writer(tmp_path):
     wal = Wal(tmp_path)
     w = wal.open_writer(CH)

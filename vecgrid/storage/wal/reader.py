@@ -3,10 +3,11 @@ files of a local channel.
 
 ``open_reader(channel, start)`` starts *after* ``start`` by default (a checkpoint names the last
 record consumed), or *at* it with ``inclusive=True``; ``start=None`` reads from the earliest record
-kept, ``"latest"`` only new ones. ``read(timeout)`` tails the log: an in-process reader is woken by a
-condition variable when the writer syncs; a reader in another process polls ``COMMITTED`` every
-``poll_interval`` (5 ms). A reader never returns a record at or beyond the ``COMMITTED`` offset, so
-it never sees a record that a crash could still take away.
+kept, ``"latest"`` only new ones. ``read(timeout)`` tails the log: a reader waits on its channel's
+condition variable, which the writer notifies when it syncs and, for a writer in another process, the
+process's watch of ``COMMITTED`` does (:class:`.wakeup.CommitWatch`); where the mark cannot be watched
+the reader polls it every ``poll_interval`` (5 ms). A reader never returns a record at or beyond the
+``COMMITTED`` offset, so it never sees a record that a crash could still take away.
 """
 
 from __future__ import annotations
@@ -40,7 +41,11 @@ from .format import (
     _read_marker,
     _record_crc,
 )
-from .wakeup import _signal_for
+from .wakeup import _signal_for, _Watched, commit_watch
+
+
+#: The longest a reader whose ``COMMITTED`` is watched waits before it looks anyway.
+_WATCHED_WAIT_S = 0.5
 
 
 class ChannelReader(ABC):
@@ -105,6 +110,7 @@ class WalReader(ChannelReader):
         self.dir = os.path.join(self.root, channel)
         self._poll = max(0.0005, poll_interval)
         self._signal = _signal_for(self.dir)
+        self._watch: _Watched | None = None   # this reader's watch of COMMITTED, once it has one
         self._marker_fd = -1
         self._fd = -1
         self._file_first = -1
@@ -312,20 +318,30 @@ class WalReader(ChannelReader):
             record = self._try_next()
             if record is not None:
                 return record
-            wait = self._poll
-            if deadline is not None:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return None
-                wait = min(wait, remaining)
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                return None
+            wait = self._wait_s() if remaining is None else min(self._wait_s(), remaining)
             with self._signal.cond:
                 if self._signal.version == seen:
                     self._signal.cond.wait(wait)
+
+    def _wait_s(self) -> float:
+        """How long to wait for a notification before looking again: long while a write of ``COMMITTED``
+        wakes this reader (a backstop only), the poll interval while it cannot."""
+        if commit_watch.watching(self._watch):
+            return _WATCHED_WAIT_S
+        # never watched, or the watch ended (the mark removed, the watch failed): watch it now if it can be
+        self._watch = commit_watch.watch(self.dir)
+        # a new watch sees only the writes after it: look once more before waiting on it
+        return 0.0 if self._watch is not None else self._poll
 
     def close(self) -> None:
         if self._closed:
             return
         self._closed = True
+        commit_watch.unwatch(self._watch)
+        self._watch = None
         self._close_file()
         if self._marker_fd >= 0:
             os.close(self._marker_fd)
