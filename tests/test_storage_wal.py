@@ -449,8 +449,9 @@ def _count_looks(reader: WalReader) -> list[int]:
 
 
 def test_a_reader_with_nothing_to_read_does_not_poll(tmp_path):
-    """Waiting on a watched mark, a reader looks at the log twice a second at most (it polled every 5 ms:
-    200 looks a second, the CPU of an idle query node's WAL thread)."""
+    """Waiting with a writer in its process (which notifies it) or on a watched mark, a reader looks at the
+    log twice a second at most (it polled every 5 ms: 200 looks a second, the CPU of an idle query node's
+    WAL thread)."""
     wal = Wal(tmp_path)
     w = wal.open_writer(CH)
     w.append(MessageKind.TIMETICK, 1, b"")
@@ -458,19 +459,33 @@ def test_a_reader_with_nothing_to_read_does_not_poll(tmp_path):
         looks = _count_looks(reader)
         assert reader.read(timeout=0.5) is None
         assert looks[0] <= 4, looks[0]   # polling: 100
-        w.append(MessageKind.TIMETICK, 2, b"")
-        assert reader.read(timeout=5).offset == 1
+        assert reader._watch is None     # the writer here wakes it: no watch
+        w.close()                        # from now on the writer would be another process's
+        looks[0] = 0
+        assert reader.read(timeout=0.5) is None
+        assert looks[0] <= 4, looks[0]
+        assert reader._watch is not None
+    w = wal.open_writer(CH)
+    w.append(MessageKind.TIMETICK, 2, b"")
     w.close()
+    with wal.open_reader(CH) as reader:
+        assert [r.offset for r in reader] == [0, 1]
 
 
 def test_a_reader_polls_while_its_mark_cannot_be_watched(tmp_path, monkeypatch):
     """No inotify (another OS, the user's instances used up), or a watch the kernel ended (its file
-    system unmounted): the reader polls the mark at its interval and still reads everything."""
+    system unmounted): a reader whose writer is another process polls the mark at its interval, and
+    still reads everything."""
     from vecgrid.storage.wal import reader as reader_module
     from vecgrid.storage.wal.wakeup import CommitWatch, _INotify
 
     wal = Wal(tmp_path)
-    w = wal.open_writer(CH)
+    wal.open_writer(CH).close()   # the channel and its mark exist; no writer in this process
+
+    def append(ts: int) -> None:
+        with wal.open_writer(CH) as w:
+            w.append(MessageKind.TIMETICK, ts, b"")
+
     with wal.open_reader(CH, "latest", poll_interval=0.01) as reader:
         assert reader.read(timeout=0.05) is None
         watched = reader._watch
@@ -479,21 +494,18 @@ def test_a_reader_polls_while_its_mark_cannot_be_watched(tmp_path, monkeypatch):
         assert not reader_module.commit_watch.watching(watched)
         assert reader._wait_s() == 0.0    # watched anew (its mark is still there): one more look first
         assert reader_module.commit_watch.watching(reader._watch) and reader._watch is not watched
-        w.append(MessageKind.TIMETICK, 2, b"")
+        append(2)
         assert reader.read(timeout=5) is not None
-    w.close()
 
     unavailable = CommitWatch()
     unavailable._failed = True
     monkeypatch.setattr(reader_module, "commit_watch", unavailable)
-    w = wal.open_writer(CH)
     with wal.open_reader(CH, "latest", poll_interval=0.01) as reader:
         looks = _count_looks(reader)
         assert reader.read(timeout=0.2) is None
         assert looks[0] >= 8, looks[0]   # polled: about 20
-        w.append(MessageKind.TIMETICK, 3, b"")
+        append(3)
         assert reader.read(timeout=5) is not None
-    w.close()
 
 
 def test_in_process_reader_is_woken_by_the_writer(tmp_path):

@@ -327,9 +327,10 @@ class WalReader(ChannelReader):
                     self._signal.cond.wait(wait)
 
     def _wait_s(self) -> float:
-        """How long to wait for a notification before looking again: long while a write of ``COMMITTED``
-        wakes this reader (a backstop only), the poll interval while it cannot."""
-        if commit_watch.watching(self._watch):
+        """How long to wait for a notification before looking again: long while the channel's writer is
+        in this process or a write of ``COMMITTED`` wakes this reader (a backstop only), the poll
+        interval while neither does."""
+        if self._signal.writers or commit_watch.watching(self._watch):
             return _WATCHED_WAIT_S
         # never watched, or the watch ended (the mark removed, the watch failed): watch it now if it can be
         self._watch = commit_watch.watch(self.dir)

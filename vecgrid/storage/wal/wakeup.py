@@ -19,15 +19,27 @@ log = logging.getLogger(__name__)
 class _ChannelSignal:
     """Per-channel condition shared by the writer and readers of one process.
 
-    ``version`` belongs to ``cond``: it is read and bumped only with ``cond`` held.
+    ``version`` and ``writers`` belong to ``cond``: they are changed only with ``cond`` held (a reader
+    may glance at ``writers`` without it: an int, and a stale answer only changes how it waits).
     """
 
     def __init__(self) -> None:
         self.cond = threading.Condition()
         self.version = 0
+        self.writers = 0   # writers of the channel open in this process: they notify after every commit
 
     def notify(self) -> None:
         with self.cond:
+            self.version += 1
+            self.cond.notify_all()
+
+    def writer_opened(self) -> None:
+        with self.cond:
+            self.writers += 1
+
+    def writer_closed(self) -> None:
+        with self.cond:
+            self.writers -= 1
             self.version += 1
             self.cond.notify_all()
 
@@ -88,12 +100,14 @@ class _INotify:
 
 
 class _Watched:
-    """One watched ``COMMITTED`` file: its watch descriptor and how many readers rely on it."""
+    """One watched ``COMMITTED`` file: its watch descriptor, its channel's signal and how many readers
+    rely on it."""
 
-    __slots__ = ("path", "wd", "readers")
+    __slots__ = ("path", "wd", "signal", "readers")
 
     def __init__(self, path: str, wd: int) -> None:
         self.path, self.wd, self.readers = path, wd, 0
+        self.signal = _signal_for(os.path.dirname(path))   # held: its readers hold it too
 
 
 class CommitWatch:
@@ -170,23 +184,23 @@ class CommitWatch:
             log.exception("the WAL mark watch failed: readers in other processes poll the marks again")
             with self._lock:
                 self._failed = True
-                dirs = [os.path.dirname(path) for path in self._paths]
+                signals = [watched.signal for watched in self._paths.values()]
                 self._paths.clear()
                 self._wds.clear()
-            for d in dirs:   # waiting readers look again now, and poll from then on
-                _signal_for(d).notify()
+            for signal in signals:   # waiting readers look again now, and poll from then on
+                signal.notify()
 
     def _dispatch(self, wd: int, mask: int) -> None:
         with self._lock:
             if mask & _INotify.Q_OVERFLOW:   # events were lost: wake every watched channel
-                dirs = [os.path.dirname(path) for path in self._paths]
+                signals = [watched.signal for watched in self._paths.values()]
             else:
                 watched = self._wds.get(wd)
-                dirs = [] if watched is None else [os.path.dirname(watched.path)]
+                signals = [] if watched is None else [watched.signal]
                 if watched is not None and mask & _INotify.IGNORED:   # the watch ended: its readers poll
                     del self._paths[watched.path], self._wds[wd]
-        for d in dirs:
-            _signal_for(d).notify()
+        for signal in signals:
+            signal.notify()
 
 
 #: The process's watch of ``COMMITTED`` marks.

@@ -121,6 +121,7 @@ class WalWriter:
         except BaseException:
             self._release_fds()
             raise
+        self._signal.writer_opened()   # this process's readers wait on our notifications, not on a watch
         self._sync_thread: threading.Thread | None = None
         if fsync == "group":
             self._sync_thread = threading.Thread(target=self._sync_loop, name=f"wal-sync-{channel}", daemon=True)
@@ -388,15 +389,17 @@ class WalWriter:
                 return
             self._closed = True
             self._durable_cond.notify_all()
-        if self._sync_thread is not None:
-            self._sync_thread.join()
-        with self._lock:
-            if self._failed is None and self._fd >= 0:
-                with self._sync_lock:
-                    with contextlib.suppress(WalError):
-                        self._sync_locked(self._next_offset)
-            self._release_fds()
-        self._signal.notify()
+        try:
+            if self._sync_thread is not None:
+                self._sync_thread.join()
+            with self._lock:
+                if self._failed is None and self._fd >= 0:
+                    with self._sync_lock:
+                        with contextlib.suppress(WalError):
+                            self._sync_locked(self._next_offset)
+                self._release_fds()
+        finally:
+            self._signal.writer_closed()   # this process's readers watch the mark from now on
 
     def _release_fds(self) -> None:
         for name in ("_fd", "_marker_fd", "_lock_fd"):  # closing LOCK releases the flock last
