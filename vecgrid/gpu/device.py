@@ -37,6 +37,8 @@ from typing import Any, Callable, Hashable, Iterator, TypeVar
 
 import psutil
 
+from vecgrid.common.libc import c_library
+
 from vecgrid import errors
 from vecgrid.gpu import FaissMissing, require_faiss
 
@@ -232,24 +234,10 @@ def trim_host_heap() -> None:
 
 
 def _glibc() -> Any:
-    """The C library when it is glibc (loaded once), else None: no glibc here (musl, macOS), nothing to
-    trim or set, not asked again."""
-    global _libc
-    if _libc is None:
-        try:
-            import ctypes
-
-            lib = ctypes.CDLL("libc.so.6")
-            lib.malloc_trim, lib.mallopt   # glibc's own: a missing one raises AttributeError
-            _libc = lib
-        except (OSError, AttributeError):
-            _libc = False
-    return _libc or None
-
-
-#: glibc (ctypes), False where there is none, None until :func:`_glibc` first asks: set once; threads that
-#: race to set it load the same library, so no lock.
-_libc: Any = None
+    """The process's C library when it is glibc (it has ``malloc_trim`` and ``mallopt``), else None: no
+    glibc here (musl, macOS), nothing to trim or set."""
+    lib = c_library()
+    return lib if lib is not None and hasattr(lib, "malloc_trim") and hasattr(lib, "mallopt") else None
 
 
 # --- glibc's heap thresholds: a load gives its buffers back, a search keeps faiss's scratch ------------

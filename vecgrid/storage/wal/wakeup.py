@@ -13,6 +13,8 @@ import sys
 import threading
 import weakref
 
+from vecgrid.common.libc import c_library
+
 log = logging.getLogger(__name__)
 
 
@@ -70,9 +72,10 @@ class _INotify:
     _EVENT = struct.Struct("iIII")   # wd, mask, cookie, length of the name that follows
 
     def __init__(self) -> None:
-        if not sys.platform.startswith("linux"):
+        libc = c_library()
+        if not sys.platform.startswith("linux") or libc is None:
             raise OSError("inotify is Linux's")
-        self._libc = ctypes.CDLL(None, use_errno=True)
+        self._libc = libc
         self.fd = self._call(self._libc.inotify_init1, os.O_CLOEXEC)
 
     def _call(self, fn, *args) -> int:
