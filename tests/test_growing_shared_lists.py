@@ -398,8 +398,9 @@ def test_a_node_leases_the_cores_the_engine_will_use(data, monkeypatch):
     monkeypatch.setattr(node_search, "available_cores", lambda: 4)
     monkeypatch.setattr(node_search, "faiss_threads", lease)
     plan = exprs.search_plan(field_id=0, topk=K, metric="L2", search_params=PARAMS)
-    _, _, topk, _ = node_search._search_vectors(Collection(1, schema), [sealed, GrowingView(7, 1, g)], plan, xq[:1],
-                                                "L2", [], None)
+    coll, parsed = Collection(1, schema), node_search.search_plan(plan)
+    _, _, topk, _ = node_search._search_vectors(coll, [sealed, GrowingView(7, 1, g)], parsed,
+                                                node_search._vector_field(coll, parsed), xq[:1], "L2", [], None)
     assert len(topk) == K and leased == [1]
     assert engine.fan_out_width([seg, g], 1, K, params=PARAMS) == 2   # what counting every growing row gives
 

@@ -75,10 +75,18 @@ class HostCores:
     def lease(self, wanted: int) -> Iterator[int]:
         """Hold up to ``wanted`` free cores while the block runs; yields how many threads to use:
         the cores leased, at least 1."""
+        threads, held = self.take(wanted)
+        try:
+            yield threads
+        finally:
+            self.give_back(held)
+
+    def take(self, wanted: int) -> tuple[int, list[int]]:
+        """Lease up to ``wanted`` free cores, which the caller gives back with :meth:`give_back`:
+        ``(threads to use, descriptors held)`` — the cores leased, at least one thread."""
         wanted = max(1, min(int(wanted), self.cores))
         if fcntl is None:
-            yield wanted
-            return
+            return wanted, []
         fds = self._fds()
         held: list[int] = []
         # start where this thread's id points, so that concurrent searches rarely try the same files
@@ -93,10 +101,15 @@ class HostCores:
                 held.append(fd)
                 if len(held) == wanted:
                     break
-            yield max(1, len(held))
-        finally:
-            for fd in held:
-                fcntl.flock(fd, fcntl.LOCK_UN)
+        except BaseException:
+            self.give_back(held)
+            raise
+        return max(1, len(held)), held
+
+    @staticmethod
+    def give_back(held: list[int]) -> None:
+        for fd in held:
+            fcntl.flock(fd, fcntl.LOCK_UN)
 
 
 # --- faiss's threads in this process ----------------------------------------------------------------
@@ -116,21 +129,30 @@ def configure_faiss_threads(threads: int) -> None:
     _host_cores = None if _fixed_threads else HostCores()
 
 
-@contextlib.contextmanager
-def faiss_threads(wanted: int) -> Iterator[None]:
-    """Set the calling thread's OpenMP threads for faiss work that can use ``wanted`` of them (a
-    search: one per query, since faiss spreads a search over its queries; a build: every core)
-    while the block runs.  A per-thread value: the loop and each pool thread start with the
-    process default (Dask's workers: 1)."""
-    if _fixed_threads:
-        _set_omp_threads(_fixed_threads)
-        yield
-    elif _host_cores is not None:
-        with _host_cores.lease(wanted) as threads:
+class faiss_threads:
+    """``with faiss_threads(wanted):`` sets the calling thread's OpenMP threads for faiss work that can
+    use ``wanted`` of them (a search: one per query, since faiss spreads a search over its queries; a
+    build: every core) while the block runs.  A per-thread value: the loop and each pool thread start
+    with the process default (Dask's workers: 1).  A class, not a generator: every search enters it,
+    and a generator's context manager costs several times as many calls."""
+
+    __slots__ = ("_wanted", "_held")
+
+    def __init__(self, wanted: int) -> None:
+        self._wanted = wanted
+        self._held: list[int] = []
+
+    def __enter__(self) -> None:
+        if _fixed_threads:
+            _set_omp_threads(_fixed_threads)
+        elif _host_cores is not None:
+            threads, self._held = _host_cores.take(self._wanted)
             _set_omp_threads(threads)
-            yield
-    else:
-        yield
+
+    def __exit__(self, *exc: object) -> None:
+        if self._held:
+            HostCores.give_back(self._held)
+            self._held = []
 
 
 def _set_omp_threads(threads: int) -> None:

@@ -7,6 +7,7 @@ proxy reduces the channels of a collection.  All three call the same two functio
 from __future__ import annotations
 
 import asyncio
+import functools
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -29,8 +30,11 @@ async def off_loop(fn: Callable[[], Any], hits: int) -> Any:
 
 def merge_search(parts: Sequence[internal_pb2.SearchResults], req: internal_pb2.SearchRequest,
                  channels: Sequence[str], pk_name: str = "") -> internal_pb2.SearchResults:
-    """Reduce SearchResults of the same request (workers of a channel, or channels of a node)."""
+    """Reduce SearchResults of the same request (workers of a channel, or channels of a node); the
+    parts are answers that succeeded, the caller's to change (one part becomes the answer)."""
     parts = list(parts)
+    if len(parts) == 1 and parts[0].sliced_num_count <= 1 and not req.is_advanced:
+        return _passed_on(parts[0], req, channels, pk_name)
     out = internal_pb2.SearchResults(status=common_pb2.Status(), reqID=req.reqID, channelIDs_searched=list(channels),
                                      is_topk_reduce=req.is_topk_reduce, is_recall_evaluation=req.is_recall_evaluation)
     for p in parts:
@@ -52,17 +56,33 @@ def merge_search(parts: Sequence[internal_pb2.SearchResults], req: internal_pb2.
         return out
     metric = next((p.metric_type for p in parts if p.metric_type), "") or req.metricType
     k = max([p.top_k for p in parts] + [0]) or req.topk
-    if len(parts) == 1 and parts[0].sliced_num_count <= 1:
-        # one part is already merged (its node merged its segments the same way): passed on without
-        # decoding; the key field's name is appended (a later field of a serialized message wins)
-        srd_tail = schema_pb2.SearchResultData(primary_field_name=pk_name).SerializeToString()
-        out.metric_type, out.num_queries, out.top_k = metric, parts[0].num_queries, k
-        out.sliced_blob, out.sliced_num_count = parts[0].sliced_blob + srd_tail, 1
-        return out
     srd = merge_search_results([p.sliced_blob for p in parts], k, metric or "L2", primary_field_name=pk_name)
     out.metric_type, out.num_queries, out.top_k = metric, srd.num_queries, k
     out.sliced_blob, out.sliced_num_count = srd.SerializeToString(), 1
     return out
+
+
+def _passed_on(part: internal_pb2.SearchResults, req: internal_pb2.SearchRequest, channels: Sequence[str],
+               pk_name: str) -> internal_pb2.SearchResults:
+    """One part already merged (its node merged its segments the same way) is the answer: passed on
+    without decoding it or copying it into a new message, with what a merge sets set on it and the key
+    field's name appended to its blob (a later field of a serialized message wins)."""
+    part.status.Clear()
+    part.reqID, part.is_topk_reduce, part.is_recall_evaluation = req.reqID, req.is_topk_reduce, req.is_recall_evaluation
+    if list(part.channelIDs_searched) != list(channels):
+        del part.channelIDs_searched[:]
+        part.channelIDs_searched.extend(channels)
+    part.metric_type = part.metric_type or req.metricType
+    part.top_k = part.top_k or req.topk
+    part.sliced_blob += _key_field_tail(pk_name)
+    part.sliced_num_count = 1
+    return part
+
+
+@functools.lru_cache(maxsize=64)
+def _key_field_tail(pk_name: str) -> bytes:
+    """The serialized ``SearchResultData`` field naming the primary key field."""
+    return schema_pb2.SearchResultData(primary_field_name=pk_name).SerializeToString()
 
 
 def merge_retrieve(parts: Sequence[internal_pb2.RetrieveResults], req: internal_pb2.RetrieveRequest,

@@ -80,12 +80,11 @@ def _vector_field(coll: Collection, plan: SearchPlan) -> schema_pb2.FieldSchema:
     return f
 
 
-def _search_vectors(coll: Collection, segments: Sequence[SealedSegment], plan_bytes: bytes, xq: np.ndarray,
-                    metric_hint: str, output_ids: Sequence[int], timestamp: int | None
-                    ) -> tuple[str, list[SealedSegment], TopK, list[str]]:
-    """The engine search of decoded queries: (metric, segments searched, top-k, output field names)."""
-    plan = search_plan(bytes(plan_bytes))
-    f = _vector_field(coll, plan)
+def _search_vectors(coll: Collection, segments: Sequence[SealedSegment], plan: SearchPlan,
+                    f: schema_pb2.FieldSchema, xq: np.ndarray, metric_hint: str, output_ids: Sequence[int],
+                    timestamp: int | None) -> tuple[str, list[SealedSegment], TopK, list[str]]:
+    """The engine search of decoded queries of ``plan`` on its vector field ``f`` (see
+    :func:`_vector_field`): (metric, segments searched, top-k, output field names)."""
     metric = (plan.metric or metric_hint or "").upper()
     field_ids = resolve_output_fields(coll, output_ids or plan.output_field_ids)
     live = [s for s in segments if not s.is_l0]
@@ -95,7 +94,10 @@ def _search_vectors(coll: Collection, segments: Sequence[SealedSegment], plan_by
     if engines:
         # one core per query, or one per segment for a few queries over large host segments
         wanted = len(xq)
-        if wanted < available_cores():
+        # growing rows counted as compared in full first: an upper bound of the work, which settles
+        # a small search without working out the lists they would be probed through
+        if wanted < available_cores() and \
+                fan_out_width(engines, len(xq), plan.topk, expr=plan.expr, params=plan.search_params) > 1:
             probed = probing(engines, len(xq), xq.shape[1], plan.expr, timestamp)
             wanted = max(wanted, fan_out_width(engines, len(xq), plan.topk, expr=plan.expr, params=plan.search_params,
                                                probed=probed))
@@ -116,10 +118,11 @@ def _search_one(coll: Collection, segments: Sequence[SealedSegment], plan_bytes:
                 metric_hint: str, output_ids: Sequence[int], timestamp: int | None
                 ) -> tuple[schema_pb2.SearchResultData, str, int, int]:
     plan = search_plan(bytes(plan_bytes))
-    xq = decode_queries(placeholder, field_dim(_vector_field(coll, plan)))
+    f = _vector_field(coll, plan)
+    xq = decode_queries(placeholder, field_dim(f))
     if len(xq) > MAX_TOPK:
         raise errors.ParameterInvalid(f"nq [{len(xq)}] is invalid, it should be in range [1, {MAX_TOPK}]")
-    metric, live, topk, names = _search_vectors(coll, segments, plan_bytes, xq, metric_hint, output_ids, timestamp)
+    metric, live, topk, names = _search_vectors(coll, segments, plan, f, xq, metric_hint, output_ids, timestamp)
     total = sum(s.num_rows for s in live)
     srd = to_search_result_data(topk, output_fields=names, all_search_count=total)
     return srd, metric, len(xq), plan.topk
@@ -184,10 +187,11 @@ def _scan_rows(seg: Any, engine: Any, plan: SearchPlan, probed: bool = False) ->
                         nprobe=nprobe, topk=plan.topk, ef=int(plan.search_params.get("ef") or 0))
 
 
-def search_work(segments: Sequence[Any], req: internal_pb2.SearchRequest) -> int:
+def search_work(segments: Sequence[Any], req: internal_pb2.SearchRequest, *, shared_lists: bool = True) -> int:
     """A cost estimate of ``req`` over ``segments``: query floats (read off the placeholder bytes,
     no decoding) times the rows each query compares (see :func:`_scan_rows`), growing rows counted as
-    the engine will search them (:func:`~vecgrid.gpu.loaded_segment.sharing_groups`)."""
+    the engine will search them (:func:`~vecgrid.gpu.loaded_segment.sharing_groups`), or with
+    ``shared_lists=False`` as compared in full: an upper bound that skips working out those groups."""
     subs = list(req.sub_reqs) if req.is_advanced else [req]
     work = 0
     for sub in subs:
@@ -199,13 +203,17 @@ def search_work(segments: Sequence[Any], req: internal_pb2.SearchRequest) -> int
         engines = [_engine_of(s, plan.field_id) for s in segments]
         dim = next((int(e.dim) for e in engines if e is not None), 0)
         probed = probing(engines, floats // dim, dim, None, mvcc_timestamp(req.mvcc_timestamp)) \
-            if dim and plan.expr is None else set()
+            if shared_lists and dim and plan.expr is None else set()
         work += floats * sum(_scan_rows(s, e, plan, i in probed) for i, (s, e) in enumerate(zip(segments, engines)))
     return work
 
 
 def _inline(segments: Sequence[Any], req: internal_pb2.SearchRequest) -> bool:
-    return search_work(segments, req) <= INLINE_SEARCH_WORK and all(s.placement == "CPU" for s in segments)
+    if not all(s.placement == "CPU" for s in segments):
+        return False
+    # the upper bound first: it settles a small search (a leader's nq=1) without the sharing groups
+    return search_work(segments, req, shared_lists=False) <= INLINE_SEARCH_WORK or \
+        search_work(segments, req) <= INLINE_SEARCH_WORK
 
 
 async def run_search(coll: Collection, segments: Sequence[Any], req: internal_pb2.SearchRequest,
@@ -261,24 +269,30 @@ class SearchBatcher:
         self._tasks: set[asyncio.Task] = set()   # batches searching in worker threads
         self._last_arrival = float("-inf")       # loop time of the last batchable search
 
-    def _key(self, coll: Collection, segments: Sequence[Any], req: internal_pb2.SearchRequest,
-             channels: Sequence[str]) -> tuple | None:
-        if self.window_s <= 0 or req.is_advanced or not 0 < req.nq <= self.max_nq:
-            return None
+    def _batchable(self, req: internal_pb2.SearchRequest) -> bool:
+        return self.window_s > 0 and not req.is_advanced and 0 < req.nq <= self.max_nq
+
+    @staticmethod
+    def _key(coll: Collection, segments: Sequence[Any], req: internal_pb2.SearchRequest,
+             channels: Sequence[str]) -> tuple:
         return (coll.id, tuple(map(_batch_identity, segments)), bytes(req.serialized_expr_plan), req.mvcc_timestamp,
                 tuple(req.output_fields_id), req.metricType, tuple(channels))
 
     async def search(self, coll: Collection, segments: Sequence[Any], req: internal_pb2.SearchRequest,
                      channels: Sequence[str]) -> internal_pb2.SearchResults:
-        key = self._key(coll, segments, req, channels)
-        if key is None:
+        if not self._batchable(req):
             return await run_search(coll, segments, req, channels)
         loop = asyncio.get_running_loop()
         now = loop.time()
         quiet, self._last_arrival = now - self._last_arrival >= self.window_s, now
-        if quiet and key not in self._pending and not self._running.get(key) and _inline(segments, req):
+        # no batch pending or running: none of this search's key either, which then need not be built
+        key = self._key(coll, segments, req, channels) if self._pending or self._running else None
+        if quiet and (key is None or key not in self._pending and not self._running.get(key)) and \
+                _inline(segments, req):
             # nothing arrived within a window: a lone caller, searched at once on the loop
             return search_segments(coll, segments, req, channels)
+        if key is None:
+            key = self._key(coll, segments, req, channels)
         plan = search_plan(bytes(req.serialized_expr_plan))
         f = _vector_field(coll, plan)
         xq = decode_queries(req.placeholder_group, field_dim(f))  # a malformed request fails alone
@@ -380,8 +394,9 @@ def search_batch(coll: Collection, segments: Sequence[SealedSegment],
     started = time.perf_counter()
     first = items[0][0]
     xq = np.concatenate([x for _, x in items]) if len(items) > 1 else items[0][1]
+    plan = search_plan(bytes(first.serialized_expr_plan))
     metric, live, topk, field_names = _search_vectors(
-        coll, segments, first.serialized_expr_plan, xq, first.metricType, first.output_fields_id,
+        coll, segments, plan, _vector_field(coll, plan), xq, first.metricType, first.output_fields_id,
         mvcc_timestamp(first.mvcc_timestamp))
     total = sum(s.num_rows for s in live)
     elapsed = int((time.perf_counter() - started) * 1000)

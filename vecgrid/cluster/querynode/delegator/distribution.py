@@ -129,7 +129,8 @@ class ShardDistribution:
         """The view's readable segments by node: all but those replaced by a compaction result in the view."""
         out: dict[int, list[int]] = {}
         view = dict(self.sealed)
-        replaced = set().union(*(self._replaces.get(sid, ()) for sid in view))
+        replaces = self._replaces
+        replaced = set().union(*(replaces.get(sid, ()) for sid in view)) if replaces else ()
         for sid, e in view.items():
             if sid not in replaced and (partitions is None or e.partition_id in partitions or e.partition_id < 0):
                 out.setdefault(e.node_id, []).append(sid)
