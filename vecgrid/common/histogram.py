@@ -9,6 +9,8 @@ State: the counters are guarded by the instance's lock (observers may run on sev
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import threading
 from typing import Any
 
@@ -20,20 +22,23 @@ class CumulativeHistogram:
     def __init__(self, buckets: tuple[float, ...] = DEFAULT_BUCKETS) -> None:
         self.bounds = tuple(buckets)
         self._lock = threading.Lock()
-        self._counts = [0] * len(self.bounds)
+        # observations per bucket, not cumulative (one bucket counted per observation, found by bisection;
+        # a search observes once): the last one holds those above every bound
+        self._counts = [0] * (len(self.bounds) + 1)
         self._count = 0
         self._sum = 0.0
 
     def observe(self, value: float) -> None:
+        # the first bound >= value; NaN is under no bound
+        at = bisect.bisect_left(self.bounds, value) if value == value else len(self.bounds)
         with self._lock:
             self._count += 1
             self._sum += value
-            for i, bound in enumerate(self.bounds):
-                if value <= bound:
-                    self._counts[i] += 1
+            self._counts[at] += 1
 
     def snapshot(self) -> dict[str, Any]:
         """``{"buckets": [[bound, cumulative count], ...], "count": n, "sum": s}`` (JSON- and msgpack-able)."""
         with self._lock:
-            return {"buckets": [[b, c] for b, c in zip(self.bounds, self._counts)],
+            cumulative = list(itertools.accumulate(self._counts[:-1]))
+            return {"buckets": [[b, c] for b, c in zip(self.bounds, cumulative)],
                     "count": self._count, "sum": self._sum}

@@ -61,6 +61,7 @@ class QueryNodeServicer:
 
     def __init__(self, node: QueryNode) -> None:
         self.node = node
+        self._stats = stats_of(node)   # looked up once: every search counts in it
 
     def _refuse_foreign(self, context) -> bool:
         for key, value in context.invocation_metadata() or ():
@@ -162,8 +163,7 @@ class QueryNodeServicer:
             ok = reply.status.code == 0
             return reply
         finally:
-            stats_of(self.node).observe_search(time.perf_counter() - started, ok, int(request.req.nq),
-                                               request.ByteSize())
+            self._stats.observe_search(time.perf_counter() - started, ok, int(request.req.nq), request.ByteSize())
 
     @_node_checked
     async def SearchSegments(self, request, context):
