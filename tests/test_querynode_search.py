@@ -260,9 +260,42 @@ async def test_tiny_searches_run_on_the_loop_larger_ones_in_a_thread(qn, dataset
     inline, _ = await _search(qn, req)
     assert search.search_segments not in offloaded
     monkeypatch.setattr(search, "INLINE_SEARCH_WORK", 0)
+    monkeypatch.setattr(search, "LONE_SEARCH_WORK", 0)   # a lone search's bound too
     threaded, _ = await _search(qn, req)
     assert search.search_segments in offloaded
     assert inline.sliced_blob == threaded.sliced_blob
+
+
+async def test_a_lone_search_stays_on_the_loop_up_to_its_bound_not_beside_other_work(qn, datasets, monkeypatch):
+    """A search above the tiny bound still runs on the loop when nothing else is pending or running on the
+    node (a lone client: the thread hand-off would only add to its latency), and goes to a thread when
+    another search is running; the answer is the same either way."""
+    ds = datasets["flat_l2"]
+    await qn.load(ds)
+    node = qn.node
+    offloaded = []
+    real_to_thread = search.asyncio.to_thread
+
+    async def to_thread(fn, *args, **kwargs):
+        offloaded.append(fn)
+        return await real_to_thread(fn, *args, **kwargs)
+
+    monkeypatch.setattr(search.asyncio, "to_thread", to_thread)
+    req = search_request(ds, _queries(ds), K)
+    work = search.search_work(qn.node.segments.list(ds.collection_id), req.req)
+    assert 0 < work <= search.LONE_SEARCH_WORK
+    monkeypatch.setattr(search, "INLINE_SEARCH_WORK", work - 1)   # above the tiny bound
+    node.batcher._last_arrival = float("-inf")
+    lone = await node.search_segments(req)
+    assert offloaded == []
+    node.batcher._running[("another search",)] = 1   # a batch of another key searching in a thread
+    try:
+        node.batcher._last_arrival = float("-inf")
+        beside = await node.search_segments(req)
+    finally:
+        del node.batcher._running[("another search",)]
+    assert search.search_segments in offloaded
+    assert lone.sliced_blob == beside.sliced_blob
 
 
 async def test_concurrent_small_searches_share_one_engine_search(qn, datasets, monkeypatch):
@@ -315,6 +348,7 @@ async def test_a_lone_search_waits_for_no_batch_window(qn, datasets, monkeypatch
     monkeypatch.setattr(loop, "call_later", call_later)
     for inline_work in (search.INLINE_SEARCH_WORK, 0):   # tiny (on the loop), then in a thread
         monkeypatch.setattr(search, "INLINE_SEARCH_WORK", inline_work)
+        monkeypatch.setattr(search, "LONE_SEARCH_WORK", inline_work)
         for i in range(2):   # the second comes right after the first, within the window
             reply = await asyncio.wait_for(node.search_segments(search_request(ds, xq[i:i + 1], K)), 30)
             assert reply.status.code == 0 and reply.num_queries == 1
