@@ -242,19 +242,25 @@ async def test_empty_request_plan_arms(qn, datasets):
     assert reply.status.code == 1100 and "not a vector search plan" in reply.status.reason
 
 
-async def test_tiny_searches_run_on_the_loop_larger_ones_in_a_thread(qn, datasets, monkeypatch):
+@pytest.fixture
+def offloaded(monkeypatch) -> list:
+    """The functions the search module hands to a worker thread, in order."""
+    handed: list = []
+    real_to_thread = search.asyncio.to_thread
+
+    async def to_thread(fn, *args, **kwargs):
+        handed.append(fn)
+        return await real_to_thread(fn, *args, **kwargs)
+
+    monkeypatch.setattr(search.asyncio, "to_thread", to_thread)
+    return handed
+
+
+async def test_tiny_searches_run_on_the_loop_larger_ones_in_a_thread(qn, datasets, monkeypatch, offloaded):
     """A search of a few hundred microseconds is not worth a thread hand-off; the answer is the same
     either way."""
     ds = datasets["flat_l2"]
     await qn.load(ds)
-    offloaded = []
-    real_to_thread = search.asyncio.to_thread
-
-    async def to_thread(fn, *args, **kwargs):
-        offloaded.append(fn)
-        return await real_to_thread(fn, *args, **kwargs)
-
-    monkeypatch.setattr(search.asyncio, "to_thread", to_thread)
     req = search_request(ds, _queries(ds), K)
     assert search.search_work(qn.node.segments.list(ds.collection_id), req.req) <= search.INLINE_SEARCH_WORK
     inline, _ = await _search(qn, req)
@@ -266,28 +272,21 @@ async def test_tiny_searches_run_on_the_loop_larger_ones_in_a_thread(qn, dataset
     assert inline.sliced_blob == threaded.sliced_blob
 
 
-async def test_a_lone_search_stays_on_the_loop_up_to_its_bound_not_beside_other_work(qn, datasets, monkeypatch):
+async def test_a_lone_search_stays_on_the_loop_up_to_its_bound_not_beside_other_work(qn, datasets, monkeypatch,
+                                                                                   offloaded):
     """A search above the tiny bound still runs on the loop when nothing else is pending or running on the
     node (a lone client: the thread hand-off would only add to its latency), and goes to a thread when
     another search is running; the answer is the same either way."""
     ds = datasets["flat_l2"]
     await qn.load(ds)
     node = qn.node
-    offloaded = []
-    real_to_thread = search.asyncio.to_thread
-
-    async def to_thread(fn, *args, **kwargs):
-        offloaded.append(fn)
-        return await real_to_thread(fn, *args, **kwargs)
-
-    monkeypatch.setattr(search.asyncio, "to_thread", to_thread)
     req = search_request(ds, _queries(ds), K)
     work = search.search_work(qn.node.segments.list(ds.collection_id), req.req)
     assert 0 < work <= search.LONE_SEARCH_WORK
     monkeypatch.setattr(search, "INLINE_SEARCH_WORK", work - 1)   # above the tiny bound
     node.batcher._last_arrival = float("-inf")
     lone = await node.search_segments(req)
-    assert offloaded == []
+    assert search.search_segments not in offloaded
     node.batcher._running[("another search",)] = 1   # a batch of another key searching in a thread
     try:
         node.batcher._last_arrival = float("-inf")

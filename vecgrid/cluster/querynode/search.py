@@ -268,8 +268,8 @@ class SearchBatcher:
     runs at once on the loop: a lone caller waits for nothing, not even a loop iteration or a thread.
     Otherwise a batch leaves on the next loop iteration when no search of its key is running, else
     when the running one ends, after ``window_s`` at the latest, or at once when it holds ``max_nq``
-    queries.  Owned by the node's event loop: ``_pending`` and ``_running``
-    are read and written there only; searches run on the loop when tiny, else in worker threads.
+    queries.  Owned by the node's event loop: ``_pending`` and ``_running`` are read and written
+    there only; searches run on the loop when tiny (or lone), else in worker threads.
     """
 
     def __init__(self, window_s: float, max_nq: int) -> None:
