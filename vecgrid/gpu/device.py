@@ -37,9 +37,8 @@ from typing import Any, Callable, Hashable, Iterator, TypeVar
 
 import psutil
 
-from vecgrid.common.libc import c_library
-
 from vecgrid import errors
+from vecgrid.common.libc import c_library
 from vecgrid.gpu import FaissMissing, require_faiss
 
 log = logging.getLogger(__name__)
