@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import multiprocessing.process
+import os
 import platform
 import subprocess
 import time
@@ -18,6 +19,18 @@ from vecgrid.config import Settings
 from vecgrid.deploy import EmbeddedCluster
 
 REPO = Path(__file__).resolve().parent.parent
+
+# Stored passwords at Argon2's lowest cost in the settings the suite makes and in every process it
+# starts: at the default (0.28 s of CPU a login on two cores) logins took a tenth of make test-fast.
+# tests/test_rest_accounts.py checks the default itself.
+CHEAP_PASSWORDS = {"http.password_time_cost": 1, "http.password_memory_kib": 64, "http.password_parallelism": 1}
+os.environ.update({f"VECGRID_{key.replace('.', '_').upper()}": str(value) for key, value in CHEAP_PASSWORDS.items()})
+
+
+def cheap_passwords(settings: Settings) -> Settings:
+    for key, value in CHEAP_PASSWORDS.items():
+        settings.set(key, value, source="tests")
+    return settings
 
 
 @pytest.fixture
@@ -43,6 +56,7 @@ def embedded_settings(data_dir: Path, workers: int = 2) -> Settings:
         "dask.threads_per_worker": 1,
         # compaction tests turn it on: elsewhere a merge of the small imported segments would move them
         "datacoord.auto_compaction": False,
+        **CHEAP_PASSWORDS,
     })
 
 

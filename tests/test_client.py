@@ -41,6 +41,7 @@ from vecgrid.http.feathers.rest import make_tornado_app
 from vecgrid.http.feathers.query import matches
 from vecgrid.http.services import RestContext, accounts
 from vecgrid.storage.layout import DataDir
+from tests.conftest import cheap_passwords
 
 TRANSPORTS = ["urllib", "requests", "httpx", "httpx-async"]
 PASSWORD = "correct horse battery staple"
@@ -752,7 +753,7 @@ def test_vecgrid_client_with_vecgrid_accounts(tmp_path):
     """The real accounts services (auth on): the login, the token on every call, 401 and 403."""
     from vecgrid.config import Settings
 
-    settings = Settings()
+    settings = cheap_passwords(Settings())
     settings.common.data_dir = str(tmp_path / "data")
     settings.http.auth = "on"
     store = DataDir(settings.common.data_dir).open_store()

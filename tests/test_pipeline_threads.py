@@ -9,6 +9,7 @@ import pytest
 
 import asyncio
 import threading
+import sys
 
 import numpy as np
 import pyarrow as pa
@@ -70,6 +71,11 @@ def test_exclusions_and_row_counts_while_the_consumer_thread_inserts_and_deletes
         finally:
             done.set()
 
+    # A short switch interval: the loop below never sleeps, and at the default 5 ms the feeder and the
+    # consumer thread each waited that long for the GIL after every pyarrow call (15-25 s alone, against
+    # 1 s); switching often also interleaves the threads inside each other's dict walks more.
+    switch_interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)
     feeder = threading.Thread(target=stream)
     feeder.start()
     try:
@@ -92,6 +98,7 @@ def test_exclusions_and_row_counts_while_the_consumer_thread_inserts_and_deletes
         assert kept == everything - excluded
         assert pipeline.num_growing_rows == sum(g.num_rows for _, _, g in growing)
     finally:
+        sys.setswitchinterval(switch_interval)
         quit_feeding.set()
         feeder.join()
         pipeline.stop()

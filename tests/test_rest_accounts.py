@@ -18,6 +18,7 @@ from vecgrid.http.feathers.rest import make_tornado_app
 from vecgrid.http.services import RestContext
 from vecgrid.http.services import accounts
 from vecgrid.storage.layout import DataDir
+from tests.conftest import cheap_passwords
 
 
 class Thing:
@@ -39,7 +40,7 @@ class Thing:
 
 
 def settings_for(tmp_path, **http):
-    s = Settings()
+    s = cheap_passwords(Settings())
     s.common.data_dir = str(tmp_path / "data")
     for key, value in {"auth": "on", **http}.items():
         setattr(s.http, key, value)
@@ -151,6 +152,43 @@ def test_the_secret_is_generated_once_into_the_data_dir_private(tmp_path):
     assert accounts.token_secret(s) == "k" * 32
 
 
+def test_passwords_cost_argon2s_defaults_unless_the_settings_lower_it():
+    default = accounts.password_hasher(Settings())
+    assert (default.time_cost, default.memory_cost, default.parallelism) == (3, 65536, 4)
+    assert default.hash("pw").startswith("$argon2id$v=19$m=65536,t=3,p=4$")
+    cheap = accounts.password_hasher(Settings.load(env={"VECGRID_HTTP_PASSWORD_TIME_COST": "1",
+                                                        "VECGRID_HTTP_PASSWORD_MEMORY_KIB": "64",
+                                                        "VECGRID_HTTP_PASSWORD_PARALLELISM": "1"}))
+    assert cheap.hash("pw").startswith("$argon2id$v=19$m=64,t=1,p=1$")
+    for key, value in (("password_time_cost", 0), ("password_parallelism", 0), ("password_memory_kib", 31)):
+        s = Settings()
+        s.http.password_parallelism = 4
+        setattr(s.http, key, value)
+        with pytest.raises(ConfigError, match=f"http.{key}"):
+            accounts.password_hasher(s)
+
+
+async def test_a_stored_password_keeps_the_cost_it_was_made_with(tmp_path):
+    """Lowering (or raising) the cost does not lock anyone out: the hash carries its own parameters."""
+    store = DataDir(tmp_path / "data").open_store()
+    try:
+        before = Application()
+        accounts.mount_users(before, store, accounts.password_hasher(cheap_passwords(Settings())))
+        await accounts.add_user(before, "a@x.io", "pw", ["reader"])
+        settings = settings_for(tmp_path)
+        settings.http.password_time_cost = 2
+        after = Application()
+        accounts.mount(after, RestContext(coord=None, settings=settings, store=store))
+        login = await after.service("authentication").create({"strategy": "local", "email": "a@x.io",
+                                                              "password": "pw"}, {})
+        assert login["accessToken"]
+        await after.service("users").patch(login["user"]["id"], {"password": "pw2"}, {})
+        stored = json.loads(store.get(accounts.USERS_PREFIX + "records/0"))["record"]["password"]
+        assert stored.startswith("$argon2id$v=19$m=64,t=2,p=1$")
+    finally:
+        store.close()
+
+
 def test_auth_is_on_by_default_only_off_loopback(tmp_path):
     s = settings_for(tmp_path, auth="auto")
     s.common.host = "127.0.0.1"
@@ -168,7 +206,7 @@ async def test_the_first_admin_comes_from_the_environment_once(tmp_path):
     store = DataDir(tmp_path / "data").open_store()
     try:
         api = Application()
-        accounts.mount_users(api, store)
+        accounts.mount_users(api, store, accounts.password_hasher(cheap_passwords(Settings())))
         env = {"VECGRID_HTTP_ADMIN_EMAIL": "root@x.io", "VECGRID_HTTP_ADMIN_PASSWORD": "pw"}
         settings = Settings.load(env={})
         assert await accounts.ensure_first_admin(api, settings.http.admin_email, settings.http.admin_password) is None
@@ -202,6 +240,7 @@ def test_users_command_adds_lists_changes_and_removes(tmp_path, monkeypatch, cap
         from argon2 import PasswordHasher
         stored = json.loads(store.get(accounts.USERS_PREFIX + "records/0"))["record"]
         assert PasswordHasher().verify(stored["password"], "pw3")
+        assert stored["password"].startswith("$argon2id$v=19$m=64,t=1,p=1$")   # conftest's environment
     finally:
         store.close()
     assert run("remove", "nobody@x.io")[0] == cli.EXIT_RUNTIME

@@ -449,13 +449,13 @@ def _check_users_args(args: argparse.Namespace) -> None:
 async def _users(settings: Settings, args: argparse.Namespace) -> None:
     """``vecgrid users``: the users service on the data dir's store, called as server code."""
     from vecgrid.http.feathers.application import Application
-    from vecgrid.http.services.accounts import add_user, find_user, mount_users
+    from vecgrid.http.services.accounts import add_user, find_user, mount_users, password_hasher
     from vecgrid.storage.layout import DataDir
 
     store = DataDir(settings.common.data_dir).open_store()
     try:
         api = Application()
-        mount_users(api, store)
+        mount_users(api, store, password_hasher(settings))
         users = api.service("users")
         if args.users_command == "add":
             _print_users(args, await add_user(api, args.email, _read_password(args), args.roles or ["reader"]))

@@ -201,6 +201,12 @@ class HTTPSettings:
     # Login failures per email and per client address before 429, within the window.
     login_max_failures: int = 10
     login_window_s: float = 300.0
+    # The Argon2id cost of a stored password (argon2-cffi's defaults, RFC 9106's second choice): every login
+    # pays one verification (0.2-0.3 s of CPU on two cores).  Lower it on a small host at the price of a
+    # cheaper guess against a stolen hash; a stored hash keeps the cost it was made with.
+    password_time_cost: int = 3
+    password_memory_kib: int = 65536
+    password_parallelism: int = 4
     # Caps of the entities service: $in list length, nq of one search, limit + offset, $skip + $limit.
     max_in_list: int = 16384
     max_nq: int = 16384

@@ -22,6 +22,8 @@ import base64
 import binascii
 from typing import TYPE_CHECKING, Any, Iterable
 
+from argon2 import PasswordHasher
+
 from vecgrid.common.auth import (BEARER_SCHEME, CLUSTER_SECRET_FILE, LOOPBACK_HOSTS, MIN_SECRET_BYTES, ROLE_RIGHTS,
                                  TOKEN_SECRET_FILE, data_dir_secret, rights_of_roles)
 from vecgrid.config import ConfigError
@@ -48,6 +50,17 @@ def auth_enabled(settings: "Settings") -> bool:
     if mode == "auto":
         return settings.common.host not in LOOPBACK_HOSTS
     return mode == "on"
+
+
+def password_hasher(settings: "Settings") -> PasswordHasher:
+    """Argon2id with ``[http] password_time_cost`` / ``password_memory_kib`` / ``password_parallelism``."""
+    http = settings.http
+    if http.password_time_cost < 1 or http.password_parallelism < 1:
+        raise ConfigError("http.password_time_cost and http.password_parallelism must be at least 1")
+    if http.password_memory_kib < 8 * http.password_parallelism:
+        raise ConfigError("http.password_memory_kib must be at least 8 per lane (8 x http.password_parallelism)")
+    return PasswordHasher(time_cost=http.password_time_cost, memory_cost=http.password_memory_kib,
+                          parallelism=http.password_parallelism)
 
 
 def token_secret(settings: "Settings") -> str:
@@ -150,12 +163,13 @@ class AuthenticationResource(AuthenticationService):
     RIGHTS = {"create": "public", "remove": "public"}
 
 
-def mount_users(api: "Application", store: "MetaStore") -> None:
+def mount_users(api: "Application", store: "MetaStore", hasher: PasswordHasher) -> None:
     """The ``users`` service alone (``vecgrid users`` uses it on the data dir's store)."""
     api.use("users", UsersService(store), {"methods": ["find", "get", "create", "patch", "remove"]})
+    hashed = hash_password("password", hasher=hasher)
     api.service("users").hooks({
-        "before": {"create": [_validate_user, hash_password("password")],
-                   "patch": [_validate_user, _only_admins_change_roles, hash_password("password")]},
+        "before": {"create": [_validate_user, hashed],
+                   "patch": [_validate_user, _only_admins_change_roles, hashed]},
         "after": {"all": [protect("password")]},
     })
 
@@ -163,10 +177,12 @@ def mount_users(api: "Application", store: "MetaStore") -> None:
 def mount(api: "Application", ctx: "RestContext") -> None:
     settings = ctx.settings
     assert settings is not None and ctx.store is not None, "accounts need the settings and the metadata store"
-    mount_users(api, ctx.store)
+    hasher = password_hasher(settings)
+    mount_users(api, ctx.store, hasher)
     api.use("authentication", AuthenticationResource(
         token_secret(settings), audience=settings.http.jwt_audience, lifetime_s=settings.http.token_lifetime_s,
-        max_failures=settings.http.login_max_failures, failure_window_s=settings.http.login_window_s))
+        max_failures=settings.http.login_max_failures, failure_window_s=settings.http.login_window_s,
+        hasher=hasher))
     api.hooks({"before": {"all": [authorization_hook(auth_enabled(settings))]}})
 
 
