@@ -168,13 +168,18 @@ def test_passwords_cost_argon2s_defaults_unless_the_settings_lower_it():
             accounts.password_hasher(s)
 
 
+def users_api(store) -> Application:
+    """The ``users`` service alone on ``store``, hashing at the suite's cost."""
+    api = Application()
+    accounts.mount_users(api, store, accounts.password_hasher(cheap_passwords(Settings())))
+    return api
+
+
 async def test_a_stored_password_keeps_the_cost_it_was_made_with(tmp_path):
     """Lowering (or raising) the cost does not lock anyone out: the hash carries its own parameters."""
     store = DataDir(tmp_path / "data").open_store()
     try:
-        before = Application()
-        accounts.mount_users(before, store, accounts.password_hasher(cheap_passwords(Settings())))
-        await accounts.add_user(before, "a@x.io", "pw", ["reader"])
+        await accounts.add_user(users_api(store), "a@x.io", "pw", ["reader"])
         settings = settings_for(tmp_path)
         settings.http.password_time_cost = 2
         after = Application()
@@ -205,8 +210,7 @@ def test_auth_is_on_by_default_only_off_loopback(tmp_path):
 async def test_the_first_admin_comes_from_the_environment_once(tmp_path):
     store = DataDir(tmp_path / "data").open_store()
     try:
-        api = Application()
-        accounts.mount_users(api, store, accounts.password_hasher(cheap_passwords(Settings())))
+        api = users_api(store)
         env = {"VECGRID_HTTP_ADMIN_EMAIL": "root@x.io", "VECGRID_HTTP_ADMIN_PASSWORD": "pw"}
         settings = Settings.load(env={})
         assert await accounts.ensure_first_admin(api, settings.http.admin_email, settings.http.admin_password) is None
