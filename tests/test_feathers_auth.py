@@ -352,6 +352,11 @@ class CountingHasher(PasswordHasher):
     def __init__(self) -> None:
         super().__init__(time_cost=1, memory_cost=1024, parallelism=1)
         self.verifications = 0
+        self.hashes = 0
+
+    def hash(self, password, *, salt=None):
+        self.hashes += 1
+        return super().hash(password, salt=salt)
 
     def verify(self, hash, password):  # noqa: A002 - argon2's signature
         self.verifications += 1
@@ -375,6 +380,17 @@ async def test_unknown_email_costs_one_argon2_verification_like_a_wrong_password
         with pytest.raises(NotAuthenticated, match="^Invalid login$"):
             await app.service("authentication").create({"strategy": "local", **data}, {})
         assert hasher.verifications == before + 1, data
+
+
+def test_a_service_that_only_verifies_tokens_hashes_nothing():
+    # A query node builds the service to check access tokens and never logs anyone in: the dummy hash
+    # (a whole Argon2 hash at the configured cost) is made when the service is mounted to take logins.
+    hasher = CountingHasher()
+    auth = AuthenticationService(SECRET, hasher=hasher)
+    assert auth.verify_access_token(auth.create_access_token("u1"))["sub"] == "u1"
+    assert hasher.hashes == 0
+    Application().use("authentication", auth)
+    assert hasher.hashes == 1
 
 
 def test_protect_strips_records_arrays_and_pages_for_external_calls_only():

@@ -169,13 +169,14 @@ class AuthenticationService:
         self.lifetime_s = lifetime_s
         self.hasher = hasher
         self.failures = FailureWindow(max_failures, failure_window_s, clock=clock)
-        # Same hasher, same parameters: verifying it costs what verifying a real hash costs.
-        self._dummy_hash = hasher.hash(uuid.uuid4().hex)
+        self._dummy_hash = ""  # made in setup(): a service that only verifies tokens never needs it
         self._revoked: dict[str, int] = {}  # jti -> exp, until the token would expire anyway
         self.app: Any = None
 
     def setup(self, app: Any, path: str) -> None:
         self.app = app
+        # Same hasher, same parameters: verifying it costs what verifying a real hash costs.
+        self._dummy_hash = self.hasher.hash(uuid.uuid4().hex)
 
     @property
     def OPENAPI(self) -> dict[str, Any]:  # noqa: N802 - the declaration's name (openapi module doc)
