@@ -7,7 +7,7 @@ import pytest
 
 from vecgrid import errors
 from vecgrid.gpu.columns import FieldColumn
-from vecgrid.gpu.merge import TopK, merge_topk, round_scores
+from vecgrid.gpu.merge import TopK, merge_full, merge_topk, round_scores
 from vecgrid.gpu.results import (decode_placeholder_group, encode_placeholder_group, from_search_result_data, merge_search_results, to_search_result_data)
 from vecgrid.proto import common_pb2, schema_pb2
 
@@ -358,3 +358,51 @@ def test_ragged_parts_merge_row_wise_and_match_reference(metric, monkeypatch):
         assert_merged_as_reference(parts, merge_topk(parts, k, metric), k, metric, nq)
         if not clash:
             assert len(calls) == before, "distinct scores and keys merge row by row"
+
+
+def full_parts(rs, count, nq, k, metric, *, rows_per_part=50, decimals=None, shared_keys=False):
+    """faiss's arrays of ``count`` parts, each with ``k`` hits per query sorted best first, and each part's
+    row -> key map (keys overlap across parts when ``shared_keys``: the same row loaded twice)."""
+    D = rs.random((count, nq, k)).astype(np.float32)
+    if decimals is not None:
+        D = np.round(D, decimals).astype(np.float32)
+    D = np.sort(D, axis=2) if metric == "L2" else -np.sort(-D, axis=2)
+    rows = np.stack([np.stack([rs.choice(rows_per_part, size=k, replace=False) for _ in range(nq)])
+                     for _ in range(count)]).astype(np.int64)
+    keys = [(np.arange(rows_per_part, dtype=np.int64) * 7 + (0 if shared_keys else s * 1000))[::-1].copy()
+            for s in range(count)]
+    return D, rows, keys
+
+
+def as_parts(D, rows, keys, k):
+    return [TopK.from_dense(D[s], rows[s], k, keys[s]) for s in range(len(keys))]
+
+
+@pytest.mark.parametrize("metric", ["L2", "IP"])
+@pytest.mark.parametrize("nq", [1, 37])
+def test_full_parts_merge_as_merge_topk_merges_them(metric, nq):
+    # ties on scores (two decimals) break by key, then part: the order merge_topk gives
+    rs = np.random.default_rng(nq)
+    for decimals in (None, 2):
+        D, rows, keys = full_parts(rs, 6, nq, 10, metric, decimals=decimals)
+        got = merge_full(D, rows, keys, 10, metric)
+        want = merge_topk(as_parts(D, rows, keys, 10), 10, metric)
+        assert got is not None
+        for field in ("ids", "scores", "topks", "rows", "sources"):
+            assert np.array_equal(getattr(got, field), getattr(want, field)), (field, decimals)
+
+
+def test_full_parts_merge_declines_what_only_merge_topk_handles():
+    rs = np.random.default_rng(3)
+    D, rows, keys = full_parts(rs, 3, 4, 5, "L2", shared_keys=True, rows_per_part=6)
+    assert merge_full(D, rows, keys, 5, "L2") is None   # a key twice among the chosen: kept once there
+    D, rows, keys = full_parts(rs, 3, 4, 5, "L2")
+    short = rows.copy()
+    short[1, 2, 4] = -1   # faiss's padding: a part short of hits for one query
+    assert merge_full(D, short, keys, 5, "L2") is None
+    nan = D.copy()
+    nan[0, 0, 0] = np.nan
+    assert merge_full(nan, rows, keys, 5, "L2") is None
+    assert merge_full(D, rows, [k.astype(str) for k in keys], 5, "L2") is None   # VarChar keys
+    assert merge_full(D[:, :, :4], rows[:, :, :4], keys, 5, "L2") is None   # fewer than k per query
+    assert merge_full(D, rows, keys, 5, "L2") is not None

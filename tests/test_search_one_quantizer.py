@@ -22,14 +22,16 @@ SCHEMA = schema_pb2.CollectionSchema(name="c", fields=[
     schema_pb2.FieldSchema(fieldID=102, name="n", data_type=schema_pb2.Int64)])
 
 
-def segments_of_one_training(index_type: str = "IVF_SQ8", metric: str = "L2", count: int = 4) -> list:
+def segments_of_one_training(index_type: str = "IVF_SQ8", metric: str = "L2", count: int = 4,
+                             rows: tuple[int, ...] = ()) -> list:
+    """``count`` segments of ROWS rows (``rows``: each one's own), the first one's training lent to the rest."""
     rng = np.random.default_rng(5)
     out, trained = [], None
     for i in range(count):
-        x = rng.standard_normal((ROWS, DIM), dtype=np.float32)
+        x = rng.standard_normal((rows[i] if rows else ROWS, DIM), dtype=np.float32)
         built = build.build_index(x, index_type, metric, {"nlist": NLIST}, use_gpu=False, trained=trained)
         trained = trained if trained is not None else built.trained
-        pks = np.arange(i * ROWS, (i + 1) * ROWS, dtype=np.int64) * 3 + 1   # keys are not row offsets
+        pks = np.arange(i * ROWS, i * ROWS + len(x), dtype=np.int64) * 3 + 1   # keys are not row offsets
         out.append(engine.load_segment(built, pks, columns={102: pks * 10}, schema=SCHEMA, segment_id=i + 1,
                                        field_id=101, pk_field_id=100, prefer_gpu=False))
     assert len({s.quantizer_key for s in out}) == 1
@@ -113,4 +115,38 @@ def test_bad_requests_get_the_errors_of_a_segment_alone():
     # more lists than there are is not an error (Milvus allows nprobe up to 65536): every list is probed
     got = engine.search_segments(segments, xq, K, params={"nprobe": NLIST + 1})
     want = engine.merge_topk([s.search(xq, K, params={"nprobe": NLIST + 1}) for s in segments], K, "L2", -1)
+    assert np.array_equal(got.ids, want.ids) and np.allclose(got.scores, want.scores)
+
+
+@pytest.fixture
+def per_segment_results(monkeypatch):
+    """Segments whose hits were made into a result of their own before the merge."""
+    made = []
+    original = engine.LoadedSegment._plain_topk
+
+    def counting(self, *a, **kw):
+        made.append(self.segment_id)
+        return original(self, *a, **kw)
+
+    monkeypatch.setattr(engine.LoadedSegment, "_plain_topk", counting)
+    return made
+
+
+@pytest.mark.parametrize("nq", [1, 30])
+def test_full_hits_merge_in_one_sort_and_a_short_segment_is_filled_exactly(per_segment_results, nq):
+    # every segment with k hits per query: one sort over the arrays (merge_full), no result per segment
+    xq = np.random.default_rng(nq).standard_normal((nq, DIM), dtype=np.float32)
+    segments = segments_of_one_training()
+    per_segment_results.clear()   # loading warms each segment up with a search of its own
+    got = engine.search_segments(segments, xq, K, params=PARAMS, output_fields=["n"])
+    assert per_segment_results == []
+    want = each_alone(segments, xq, "L2")
+    assert np.array_equal(got.ids, want.ids) and np.allclose(got.scores, want.scores)
+    assert np.array_equal(got.fields[0].values, got.ids * 10)
+    # a segment of 12 rows has fewer than k in the lists probed: it searches those queries exactly, as alone
+    segments = segments_of_one_training(count=3, rows=(ROWS, ROWS, 12))
+    per_segment_results.clear()
+    got = engine.search_segments(segments, xq, K, params=PARAMS)
+    assert sorted(per_segment_results) == [1, 2, 3]
+    want = each_alone(segments, xq, "L2")
     assert np.array_equal(got.ids, want.ids) and np.allclose(got.scores, want.scores)

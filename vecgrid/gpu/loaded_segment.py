@@ -76,7 +76,7 @@ from vecgrid.gpu.columns import FieldColumn
 from vecgrid.gpu.device import (Device, DeviceManager, cupy_module, default_manager, faiss_has_gpu,
                                 gpu_resources, trim_host_heap)
 from vecgrid.gpu.growing import GrowingSegment, brute_force_knn
-from vecgrid.gpu.merge import MAX_TOPK, TopK, constant, larger_is_better, merge_hit_lists, merge_topk
+from vecgrid.gpu.merge import MAX_TOPK, TopK, constant, larger_is_better, merge_full, merge_hit_lists, merge_topk
 from vecgrid.gpu.plan import parse_search_plan
 from vecgrid.gpu.results import decode_placeholder_group, to_search_result_data
 from vecgrid.gpu.rows import RowStore, bitmap_selector, fields_from_schema
@@ -1140,11 +1140,14 @@ def _search_one_quantizer(segments: Sequence[Any], xq: np.ndarray, k: int, expr:
         else:   # faiss spreads each segment's scan over the queries
             for i in range(count):
                 scan(i)
-        parts = [segments[i]._plain_topk(queries, D[i], I[i], k) for i in range(count)]
+        merged = merge_full(D, I, [seg._pks for seg in segments], k, metric) \
+            if round_decimal is None or round_decimal < 0 else None
+        if merged is None:   # hits short (searched exactly), ties with a key twice, rounding, VarChar keys
+            parts = [segments[i]._plain_topk(queries, D[i], I[i], k) for i in range(count)]
     finally:
         for seg in segments[:entered]:
             seg._exit()
-    return merge_topk(parts, k, metric, round_decimal)
+    return merged if merged is not None else merge_topk(parts, k, metric, round_decimal)
 
 
 #: Query floats × rows compared (vecgrid.common.scan_cost) from which a search of fewer queries than

@@ -38,7 +38,7 @@ import numpy as np
 from vecgrid import errors
 from vecgrid.gpu.columns import FieldColumn, concat_columns
 
-__all__ = ["TopK", "merge_topk", "larger_is_better", "round_scores", "MAX_TOPK", "constant"]
+__all__ = ["TopK", "merge_topk", "merge_full", "larger_is_better", "round_scores", "MAX_TOPK", "constant"]
 
 MAX_TOPK = 16384  # Milvus's quota limit for topk (and nq)
 SMALL_MERGE = 256  # hits of one query up to which merging sorts Python tuples (see _one_query_order)
@@ -260,6 +260,42 @@ def merge_topk(parts: Sequence[TopK], k: int, metric: str = "L2", round_decimal:
     return TopK(ids[order], scores[order], topks, k,
                 rows=None if rows is None else rows[order], sources=sources[order],
                 fields=None if fields is None else [f.take(order) for f in fields])
+
+
+def merge_full(D: np.ndarray, rows: np.ndarray, keys: Sequence[np.ndarray], k: int, metric: str) -> TopK | None:
+    """:func:`merge_topk` of ``S`` parts that each found ``k`` hits for every query, given as faiss gives
+    them: ``D`` and ``rows`` of shape ``(S, nq, k)``, each part's rows sorted best first, and ``keys[s]``
+    part ``s``'s integer primary key of each row.  One sort per query over all the parts' hits, without
+    making a :class:`TopK` per part first; a stable sort by score and key only where scores tie within a
+    query's best ``k + 1`` (it costs eight times as much).  ``None`` (use :func:`merge_topk`) on
+    a part short of hits, a NaN or infinite score, or a key found twice among a query's chosen hits."""
+    count, nq, width = D.shape
+    if width != k or not all(key.dtype.kind in "iu" for key in keys) or bool((rows < 0).any()):
+        return None   # a part short of hits for some query (faiss's -1 rows)
+    scores = D.transpose(1, 0, 2).reshape(nq, count * k)   # query by query: part 0's hits, part 1's, ...
+    if not np.isfinite(scores).all():
+        return None
+    ids = np.empty((count, nq, k), dtype=np.int64)
+    for s in range(count):
+        np.take(keys[s], rows[s], out=ids[s])
+    ids = ids.transpose(1, 0, 2).reshape(nq, count * k)
+    key = -scores if larger_is_better(metric) else scores
+    order = np.argsort(key, axis=1)
+    ranked = np.take_along_axis(key, order[:, :k + 1], axis=1)
+    if bool((ranked[:, 1:] == ranked[:, :-1]).any()):
+        # a tie where it decides: merge_topk's order, score then key (then part and position: stable)
+        order = np.lexsort((ids, key), axis=-1)
+    order = order[:, :k]
+    chosen = np.take_along_axis(ids, order, axis=1)
+    if k > 1:
+        in_key_order = np.sort(chosen, axis=1)
+        if bool((in_key_order[:, 1:] == in_key_order[:, :-1]).any()):
+            return None   # a key twice: merge_topk keeps it once and takes the next hit
+    flat = (order + np.arange(nq, dtype=np.int64)[:, None] * (count * k)).reshape(-1)
+    sources = (order // k).astype(np.int32).reshape(-1)
+    part_rows = rows.transpose(1, 0, 2).reshape(-1)[flat].astype(np.int64, copy=False)
+    return TopK(chosen.reshape(-1), np.ascontiguousarray(scores.reshape(-1)[flat]), constant(nq, k, np.int64), k,
+                rows=part_rows, sources=sources)
 
 
 def _merge_one_query(parts: Sequence[TopK], k: int, larger: bool, dedup: bool) -> TopK | None:
