@@ -43,18 +43,23 @@ def each_alone(segments: list, xq: np.ndarray, metric: str, round_decimal: int =
                              round_decimal)
 
 
-@pytest.fixture
-def searches(monkeypatch):
-    """The segments each searched through LoadedSegment.search: the general path's per-segment step."""
+def segments_calling(monkeypatch, method: str) -> list:
+    """The ids of the segments whose ``LoadedSegment.<method>`` runs from now on, in call order."""
     calls = []
-    original = engine.LoadedSegment.search
+    original = getattr(engine.LoadedSegment, method)
 
     def counting(self, *a, **kw):
         calls.append(self.segment_id)
         return original(self, *a, **kw)
 
-    monkeypatch.setattr(engine.LoadedSegment, "search", counting)
+    monkeypatch.setattr(engine.LoadedSegment, method, counting)
     return calls
+
+
+@pytest.fixture
+def searches(monkeypatch):
+    """The segments each searched through LoadedSegment.search: the general path's per-segment step."""
+    return segments_calling(monkeypatch, "search")
 
 
 @pytest.mark.parametrize("index_type,metric", [("IVF_SQ8", "L2"), ("IVF_FLAT", "IP"), ("IVF_FLAT", "COSINE")])
@@ -121,15 +126,7 @@ def test_bad_requests_get_the_errors_of_a_segment_alone():
 @pytest.fixture
 def per_segment_results(monkeypatch):
     """Segments whose hits were made into a result of their own before the merge."""
-    made = []
-    original = engine.LoadedSegment._plain_topk
-
-    def counting(self, *a, **kw):
-        made.append(self.segment_id)
-        return original(self, *a, **kw)
-
-    monkeypatch.setattr(engine.LoadedSegment, "_plain_topk", counting)
-    return made
+    return segments_calling(monkeypatch, "_plain_topk")
 
 
 @pytest.mark.parametrize("nq", [1, 30])
