@@ -264,8 +264,8 @@ def merge_topk(parts: Sequence[TopK], k: int, metric: str = "L2", round_decimal:
 
 def merge_full(D: np.ndarray, rows: np.ndarray, keys: Sequence[np.ndarray], k: int, metric: str) -> TopK | None:
     """:func:`merge_topk` of ``S`` parts that each found ``k`` hits for every query, given as faiss gives
-    them: ``D`` and ``rows`` of shape ``(S, nq, k)``, each part's rows sorted best first, and ``keys[s]``
-    part ``s``'s integer primary key of each row.  One sort per query over all the parts' hits, without
+    them: ``D`` and ``rows`` of shape ``(S, nq, k)``, and ``keys[s]`` part ``s``'s integer primary key
+    of each row.  One sort per query over all the parts' hits, without
     making a :class:`TopK` per part first; a stable sort by score and key only where scores tie within a
     query's best ``k + 1`` (it costs eight times as much).  ``None`` (use :func:`merge_topk`) on
     a part short of hits, a NaN or infinite score, or a key found twice among a query's chosen hits."""
@@ -279,12 +279,12 @@ def merge_full(D: np.ndarray, rows: np.ndarray, keys: Sequence[np.ndarray], k: i
     for s in range(count):
         np.take(keys[s], rows[s], out=ids[s])
     ids = ids.transpose(1, 0, 2).reshape(nq, count * k)
-    key = -scores if larger_is_better(metric) else scores
-    order = np.argsort(key, axis=1)
-    ranked = np.take_along_axis(key, order[:, :k + 1], axis=1)
+    rank_key = -scores if larger_is_better(metric) else scores
+    order = np.argsort(rank_key, axis=1)
+    ranked = np.take_along_axis(rank_key, order[:, :k + 1], axis=1)
     if bool((ranked[:, 1:] == ranked[:, :-1]).any()):
         # a tie where it decides: merge_topk's order, score then key (then part and position: stable)
-        order = np.lexsort((ids, key), axis=-1)
+        order = np.lexsort((ids, rank_key), axis=-1)
     order = order[:, :k]
     chosen = np.take_along_axis(ids, order, axis=1)
     if k > 1:
