@@ -12,6 +12,8 @@ single stable ``lexsort`` when it has to (:func:`_sorted_order`); the usual shap
 routes to the same order: one query with few hits sorts Python tuples (:func:`_one_query_order`),
 parts holding the same number of hits for every query with no tied scores and no repeated key
 are sorted row by row (:func:`_dense_order`), and a single part already in order is kept as is.
+:func:`merge_full` is the same merge for parts still in faiss's arrays, each with ``k`` hits for every
+query (a node's sealed segments of one quantizer), without making a :class:`TopK` per part first.
 Semantics:
 
 * order: ``L2`` ascending, ``IP``/``COSINE`` descending; ties broken by primary key
@@ -265,10 +267,10 @@ def merge_topk(parts: Sequence[TopK], k: int, metric: str = "L2", round_decimal:
 def merge_full(D: np.ndarray, rows: np.ndarray, keys: Sequence[np.ndarray], k: int, metric: str) -> TopK | None:
     """:func:`merge_topk` of ``S`` parts that each found ``k`` hits for every query, given as faiss gives
     them: ``D`` and ``rows`` of shape ``(S, nq, k)``, and ``keys[s]`` part ``s``'s integer primary key
-    of each row.  One sort per query over all the parts' hits, without
-    making a :class:`TopK` per part first; a stable sort by score and key only where scores tie within a
-    query's best ``k + 1`` (it costs eight times as much).  ``None`` (use :func:`merge_topk`) on
-    a part short of hits, a NaN or infinite score, or a key found twice among a query's chosen hits."""
+    of each row.  One sort per query over all the parts' hits, without making a :class:`TopK` per part
+    first; a stable sort by score and key only where scores tie within a query's best ``k + 1`` (it
+    costs eight times as much).  ``None`` (use :func:`merge_topk`) on a part short of hits, a NaN or
+    infinite score, or a key found twice among a query's chosen hits."""
     count, nq, width = D.shape
     if width != k or not all(key.dtype.kind in "iu" for key in keys) or bool((rows < 0).any()):
         return None   # a part short of hits for some query (faiss's -1 rows)
