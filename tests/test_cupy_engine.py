@@ -57,8 +57,10 @@ def test_flat_tiles_give_the_same_answer_as_one_tile(data, kernels, monkeypatch)
     monkeypatch.setattr(cupy_engine, "CHUNK", 512)
     monkeypatch.setattr(cupy_engine, "SCRATCH_BYTES", 4 * NQ * 512)
     tiled = engine.search(xq, K)
-    np.testing.assert_array_equal(whole[1], tiled[1])
-    np.testing.assert_allclose(whole[0], tiled[0], rtol=1e-6)
+    # A GEMM of 512 columns may sum each dot product in another order than one of 3,000 (OpenBLAS picks
+    # its kernel and blocking per CPU and shape: on an AMD EPYC 13 of these 400 distances moved by up to
+    # 1.2e-4, 4e-6 of their value), so the tiles agree up to float32 rounding and ties, not bit for bit.
+    check_ref_knn_with_draws(*whole, *tiled, rtol=1e-5, atol=1e-3)
 
 
 def test_flat_under_a_mask_returns_only_allowed_rows_and_pads(data, kernels):
