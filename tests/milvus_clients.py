@@ -53,31 +53,45 @@ def client_python(name: str) -> Path:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if stamp.exists() and stamp.read_text() == wanted and python.exists():
             return python
-        install = _installer(target, python)
-        for args in (["--no-deps", *packages] if packages else [], deps):
-            if not args:
-                continue
-            done = subprocess.run([*install, *args], capture_output=True, text=True, timeout=600,
-                                  env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"})
-            if done.returncode != 0:
-                raise ClientUnavailable(f"cannot install {name} ({' '.join(args)}): {done.stderr.strip()[-400:]}")
-        stamp.write_text(wanted)
-    return python
+        failures = []
+        for installer in _installers():
+            failure = _install(installer, target, python, packages, deps)
+            if failure is None:
+                stamp.write_text(wanted)
+                return python
+            failures.append(failure)
+        raise ClientUnavailable(f"cannot install {name}: " + "; ".join(failures))
 
 
-def _installer(target: Path, python: Path) -> list[str]:
-    """Make an empty venv at ``target``; the command line that installs packages into it.
+def _installers() -> list[str]:
+    """How to make a client's venv, in the order tried: uv (the dev extra's) when this interpreter has it,
+    which installs a client in seconds where pip took 30-60 s each (two of the suite's test modules
+    waited for them on a fresh checkout); then pip, which also reads pip's own configuration (an index
+    mirror uv would not know of)."""
+    return (["uv"] if Path(sys.executable).with_name("uv").exists() else []) + ["pip"]
 
-    uv (the dev extra's) when this interpreter has it: it installs a client in seconds where pip took
-    30-60 s each, which two of the suite's test modules used to wait for on a fresh checkout.  pip
-    otherwise, as before."""
-    uv = Path(sys.executable).with_name("uv")
-    if uv.exists():
-        subprocess.run([str(uv), "venv", "--quiet", "--clear", "--python", sys.executable, str(target)],
-                       check=True, capture_output=True, timeout=120)
-        return [str(uv), "pip", "install", "--quiet", "--python", str(python)]
-    venv.EnvBuilder(clear=True, with_pip=True).create(target)
-    return [str(python), "-m", "pip", "install", "-q"]
+
+def _install(installer: str, target: Path, python: Path, packages: list[str], deps: list[str]) -> str | None:
+    """A fresh venv at ``target`` with ``packages`` (without their dependencies) and ``deps``: None, or
+    why it could not be made."""
+    if installer == "uv":
+        uv = str(Path(sys.executable).with_name("uv"))
+        made = subprocess.run([uv, "venv", "--quiet", "--clear", "--python", sys.executable, str(target)],
+                              capture_output=True, text=True, timeout=120)
+        if made.returncode != 0:
+            return f"uv venv: {made.stderr.strip()[-400:]}"
+        install = [uv, "pip", "install", "--quiet", "--python", str(python)]
+    else:
+        venv.EnvBuilder(clear=True, with_pip=True).create(target)
+        install = [str(python), "-m", "pip", "install", "-q"]
+    for args in (["--no-deps", *packages] if packages else [], deps):
+        if not args:
+            continue
+        done = subprocess.run([*install, *args], capture_output=True, text=True, timeout=600,
+                              env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"})
+        if done.returncode != 0:
+            return f"{installer} ({' '.join(args)}): {done.stderr.strip()[-400:]}"
+    return None
 
 
 def run_client(name: str, script: str, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
