@@ -127,6 +127,7 @@ def test_stock_scheduler_with_vecgrid_worker_and_coord(tmp_path):
     assert codes[0] == 0  # the coordinator exits cleanly on SIGINT
 
 
+@pytest.mark.fault
 async def test_kill_9_of_the_coordinator_keeps_loaded_collections_served(tmp_path):
     """Cluster mode, coordinator SIGKILLed after a load: a new one over the same data dir serves the
     collection at once, and the nodes keep their segments (same versions: nothing loaded again)."""
@@ -177,6 +178,7 @@ async def test_kill_9_of_the_coordinator_keeps_loaded_collections_served(tmp_pat
             _stop(p)
 
 
+@pytest.mark.fault
 async def test_the_query_nodes_outlive_a_killed_scheduler_and_rejoin_its_restart(tmp_path):
     """kill -9 of the scheduler: the workers stay up and their nodes keep serving the loaded collection;
     the scheduler started again on its address gets them back (the same processes, the same segment

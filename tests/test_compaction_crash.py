@@ -31,7 +31,7 @@ from tests.conftest import REPO, poll_until
 from tests.querycoord_support import Coord
 from tests.querynode_support import RemoteNode, import_collection
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.fault]
 BIN = os.path.dirname(sys.executable)
 FLUSHED, DROPPED = common_pb2.Flushed, common_pb2.Dropped
 

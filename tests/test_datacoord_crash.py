@@ -29,7 +29,7 @@ from tests.conftest import poll_until
 from tests.datacoord_support import reply_point
 from tests.querynode_support import DIM, catalog, import_collection
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.fault]
 BIN = Path(sys.executable).parent
 REPO = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(REPO)}

@@ -87,14 +87,17 @@ def _pytest_args(recipe: list[str]) -> list[str]:
 
 
 def test_ci_runs_every_test_and_test_fast_leaves_out_slow():
-    """``make test`` leaves out only the fuzzers, which ``make fuzz`` runs, and .ci/run runs both."""
+    """``make test`` leaves out only the fuzzers and the kill tests, which ``make fuzz`` and ``make faults``
+    run, and .ci/run runs all three."""
     targets = _make_targets()
-    full, fuzz = _pytest_args(targets["test"]), _pytest_args(targets["fuzz"])
-    assert "-k" not in full and full[full.index("-m") + 1] == "not fuzz", full
-    assert "-k" not in fuzz and fuzz[fuzz.index("-m") + 1] == "fuzz", fuzz
-    assert ["make", "fuzz"] in _ci_commands()
+    full = _pytest_args(targets["test"])
+    assert "-k" not in full and full[full.index("-m") + 1] == "not fuzz and not fault", full
+    for target, marker in (("fuzz", "fuzz"), ("faults", "fault")):
+        args = _pytest_args(targets[target])
+        assert "-k" not in args and args[args.index("-m") + 1] == marker, args
+        assert ["make", target] in _ci_commands()
     fast = _pytest_args(targets["test-fast"])
-    assert fast[fast.index("-m") + 1] == "not slow and not fuzz", fast
+    assert fast[fast.index("-m") + 1] == "not slow and not fuzz and not fault", fast
 
 
 # --- the quickstart, against a real `vecgrid serve` ------------------------------------------------
