@@ -12,6 +12,7 @@ import pytest
 import pytest_asyncio
 
 from vecgrid.deploy import Coordinator
+from vecgrid.http.services import collections as collections_service
 from tests.conftest import poll_until
 from tests.rest_support import RestServer, catalog_state, rest_cluster
 
@@ -171,6 +172,29 @@ async def test_create_with_load_then_insert_count_search_and_describe(env):
     code, listed = await env.rest.call("GET", "/collections")
     entry = next(c for c in listed if c["name"] == "loaded")
     assert (entry["rowCount"], entry["loadState"]) == (30, "LoadStateLoaded")
+
+
+async def test_create_with_load_answers_once_the_collection_is_loaded(env):
+    """A collection created with ``load: true`` is searchable when the create answers (as pymilvus's
+    ``create_collection`` waits for its load): a search right after it found the load still going (409)."""
+    created = await create_quick(env, "ready", load=True)
+    assert (created["loadState"], created["loadPercent"]) == ("LoadStateLoaded", 100), created
+    hits = await env.proxy.search("ready", vectors(1), limit=1)
+    assert hits == [[]]
+    # wait: false answers at once, the load going on; wait belongs to load: true
+    code, body = await env.rest.call("POST", "/collections", {"name": "ready_later", "dimension": DIM, "load": True,
+                                                              "wait": False})
+    assert code == 201, body
+    await load_and_wait(env, "ready_later")
+    await env.refused(400, "POST", "/collections", {"name": "x", "dimension": DIM, "wait": True}, name="BadRequest")
+
+
+async def test_create_with_a_load_not_done_in_its_wait_answers_with_its_progress(env, monkeypatch):
+    """The create's wait is bounded: past it the collection is created, answered with its load going on."""
+    monkeypatch.setattr(collections_service, "CREATE_LOAD_WAIT_S", 0.0)
+    created = await create_quick(env, "waiting", load=True)
+    assert created["loadState"] == "LoadStateLoading", created
+    await load_and_wait(env, "waiting")
 
 
 async def row_counts(env: Env, name: str) -> tuple[int, int, int]:

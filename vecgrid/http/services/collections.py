@@ -38,6 +38,10 @@ from vecgrid.storage.catalog import CollectionInfo
 from vecgrid.storage.catalog.schema_rules import DEFAULT_DB_NAME, normalize_properties
 
 DEFAULT_LOAD_WAIT_S = 300.0
+#: how long ``create`` with ``load: true`` waits for the load before answering with its progress: an empty
+#: collection loads in well under a second; a load held up (a node lost under it) goes on without keeping
+#: the client
+CREATE_LOAD_WAIT_S = 10.0
 #: jobs of each kind shown by a collection's ``get``
 SHOWN_JOBS = 5
 QUICK_MAX_LENGTH = 65_535
@@ -45,7 +49,7 @@ QUICK_MAX_LENGTH = 65_535
 _CREATE_KEYS = {"name": str, "schema": dict, "dimension": int, "metric": str, "idType": str, "autoId": bool,
                 "primaryField": str, "vectorField": str, "maxLength": int, "indexes": list, "shards": int,
                 "properties": dict, "description": str, "consistencyLevel": str, "load": bool,
-                "replicas": int, "resourceGroups": list}
+                "replicas": int, "resourceGroups": list, "wait": bool}
 _INDEX_KEYS = {"field": str, "fieldName": str, "type": str, "indexType": str, "metric": str, "metricType": str,
                "params": dict, "name": str, "indexName": str}
 _PATCH_KEYS = {"description": str, "properties": dict, "replicas": int, "resourceGroups": list}
@@ -165,7 +169,9 @@ class CollectionsService:
                        "properties": {"type": "object"}, "description": {"type": "string"},
                        "consistencyLevel": CONSISTENCY, "load": {"type": "boolean"},
                        "replicas": {**POSITIVE, "description": "with load: true"},
-                       "resourceGroups": {**NAMES, "description": "with load: true"}}, ("name",)),
+                       "resourceGroups": {**NAMES, "description": "with load: true"},
+                       "wait": {"type": "boolean", "description": "with load: true: answer once loaded (default; "
+                                                                  "at most 10 s), or at once (false)"}}, ("name",)),
                        "oneOf": [{"required": ["dimension"]}, {"required": ["schema"]}]},
                    "example": {"name": "demo", "dimension": 4, "metric": "L2", "load": True},
                    "result": DESCRIPTION},
@@ -291,15 +297,22 @@ class CollectionsService:
         if data.get("load"):
             load = LoadOptions(positive_int(data, "replicas", "collection"), string_list(data, "resourceGroups",
                                                                                          "collection"))
-        elif "replicas" in data or "resourceGroups" in data:
-            raise BadRequest("Invalid collection: replicas and resourceGroups go with load: true",
-                             errors={k: "only with load: true" for k in ("replicas", "resourceGroups") if k in data})
+        elif any(k in data for k in ("replicas", "resourceGroups", "wait")):
+            raise BadRequest("Invalid collection: replicas, resourceGroups and wait go with load: true",
+                             errors={k: "only with load: true" for k in ("replicas", "resourceGroups", "wait")
+                                     if k in data})
         name = data["name"]
         if await asyncio.to_thread(self.catalog.has_collection, DEFAULT_DB_NAME, name):
             raise Conflict(f"collection {name!r} already exists", data={"collection": name})
         coll = await self.coord.ddl.create_collection(
             DEFAULT_DB_NAME, name, schema, shards_num=data.get("shards") or 1, properties=data.get("properties"),
             indexes=indexes, load=load, consistency_level=level)
+        if load is not None and data.get("wait", True):
+            # searchable once created, as pymilvus's create_collection waits for its load; wait: false answers at once
+            try:
+                await wait_loaded(self.coord, coll.id, None, CREATE_LOAD_WAIT_S)
+            except errors.Timeout:
+                pass   # created, and loading: the answer shows the load's progress
         return await self._describe(coll)
 
     async def patch(self, id: str, data: Any, params: dict) -> dict[str, Any]:  # noqa: A002
