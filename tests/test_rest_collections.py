@@ -12,7 +12,7 @@ import pytest
 import pytest_asyncio
 
 from vecgrid.deploy import Coordinator
-from vecgrid.http.services import collections as collections_service
+from vecgrid.cluster.querycoord import ddl
 from tests.conftest import poll_until
 from tests.rest_support import RestServer, catalog_state, rest_cluster
 
@@ -189,11 +189,12 @@ async def test_create_with_load_answers_once_the_collection_is_loaded(env):
     await env.refused(400, "POST", "/collections", {"name": "x", "dimension": DIM, "wait": True}, name="BadRequest")
 
 
-async def test_create_with_a_load_not_done_in_its_wait_answers_with_its_progress(env, monkeypatch):
-    """The create's wait is bounded: past it the collection is created, answered with its load going on."""
-    monkeypatch.setattr(collections_service, "CREATE_LOAD_WAIT_S", 0.0)
-    created = await create_quick(env, "waiting", load=True)
-    assert created["loadState"] == "LoadStateLoading", created
+async def test_create_with_a_load_not_done_in_its_wait_answers_a_timeout_and_the_load_goes_on(env, monkeypatch):
+    """The create's wait is bounded: past it the collection is created, the load going on."""
+    monkeypatch.setattr(ddl, "CREATE_LOAD_WAIT_S", 0.0)
+    code, body = await env.rest.call("POST", "/collections", {"name": "waiting", "dimension": DIM, "load": True})
+    assert (code, body["name"]) == (408, "Timeout"), body
+    assert "the load goes on" in body["message"]
     await load_and_wait(env, "waiting")
 
 

@@ -228,6 +228,9 @@ class Ddl:
 
 NOT_LOAD, LOADING, LOADED = "LoadStateNotLoad", "LoadStateLoading", "LoadStateLoaded"
 LOAD_POLL_S = 0.1
+#: how long a create with a load (REST's quick setup, Milvus's RESTful create) waits for that load
+#: before answering a Timeout, the load going on
+CREATE_LOAD_WAIT_S = 120.0
 
 
 @dataclass

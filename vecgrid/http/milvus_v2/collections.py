@@ -17,7 +17,8 @@ import asyncio
 from typing import Any
 
 from vecgrid import errors
-from vecgrid.cluster.querycoord.ddl import NOT_LOAD, IndexRequest, LoadOptions, load_state, wait_loaded
+from vecgrid.cluster.querycoord.ddl import (CREATE_LOAD_WAIT_S, NOT_LOAD, IndexRequest, LoadOptions, load_state,
+                                            wait_loaded)
 from vecgrid.cluster.querycoord.job.jobs import LoadRequest
 from vecgrid.http.milvus_v2.handler import READ, WRITE, Action, Body, Call, bad_format, registry
 from vecgrid.http.services.collection_common import schema_from_json
@@ -31,8 +32,6 @@ action = registry(ACTIONS)
 
 DEFAULT_METRIC = "COSINE"
 TTL_PROPERTY = "collection.ttl.seconds"
-#: how long ``create`` waits for the load it starts
-CREATE_LOAD_WAIT_S = 120.0
 # Milvus field flags vecgrid's schemas do not have: accepted when false, refused when true
 _UNSUPPORTED_FIELD_FLAGS = ("isPartitionKey", "isClusteringKey", "nullable")
 

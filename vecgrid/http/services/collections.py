@@ -25,6 +25,7 @@ import asyncio
 from typing import Any
 
 from vecgrid import errors
+from vecgrid.cluster.querycoord import ddl
 from vecgrid.cluster.querycoord.ddl import LOADED, NOT_LOAD, IndexRequest, LoadOptions, load_state, wait_loaded
 from vecgrid.cluster.querycoord.job.jobs import LoadRequest
 from vecgrid.common.feathers_errors import BadRequest, Conflict
@@ -38,10 +39,6 @@ from vecgrid.storage.catalog import CollectionInfo
 from vecgrid.storage.catalog.schema_rules import DEFAULT_DB_NAME, normalize_properties
 
 DEFAULT_LOAD_WAIT_S = 300.0
-#: how long ``create`` with ``load: true`` waits for the load before answering with its progress: an empty
-#: collection loads in well under a second; a load held up (a node lost under it) goes on without keeping
-#: the client
-CREATE_LOAD_WAIT_S = 10.0
 #: jobs of each kind shown by a collection's ``get``
 SHOWN_JOBS = 5
 QUICK_MAX_LENGTH = 65_535
@@ -170,8 +167,8 @@ class CollectionsService:
                        "consistencyLevel": CONSISTENCY, "load": {"type": "boolean"},
                        "replicas": {**POSITIVE, "description": "with load: true"},
                        "resourceGroups": {**NAMES, "description": "with load: true"},
-                       "wait": {"type": "boolean", "description": "with load: true: answer once loaded (default; "
-                                                                  "at most 10 s), or at once (false)"}}, ("name",)),
+                       "wait": {"type": "boolean", "description": "with load: true: answer once loaded (default), "
+                                                                  "or at once (false)"}}, ("name",)),
                        "oneOf": [{"required": ["dimension"]}, {"required": ["schema"]}]},
                    "example": {"name": "demo", "dimension": 4, "metric": "L2", "load": True},
                    "result": DESCRIPTION},
@@ -309,10 +306,7 @@ class CollectionsService:
             indexes=indexes, load=load, consistency_level=level)
         if load is not None and data.get("wait", True):
             # searchable once created, as pymilvus's create_collection waits for its load; wait: false answers at once
-            try:
-                await wait_loaded(self.coord, coll.id, None, CREATE_LOAD_WAIT_S)
-            except errors.Timeout:
-                pass   # created, and loading: the answer shows the load's progress
+            await wait_loaded(self.coord, coll.id, None, ddl.CREATE_LOAD_WAIT_S)
         return await self._describe(coll)
 
     async def patch(self, id: str, data: Any, params: dict) -> dict[str, Any]:  # noqa: A002
