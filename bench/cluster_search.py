@@ -76,7 +76,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _timing import side_figures  # noqa: E402  (bench/ is first on sys.path)
 from grpc_floor import client_search, hit_lists  # noqa: E402
-from rest import Rest, free_port, stop, until  # noqa: E402
+from rest import Rest, free_ports, stop, until  # noqa: E402
 from vecgrid.cluster.proxy.proxy import Proxy  # noqa: E402
 from vecgrid.gpu.build import build_index_file, read_index_file, serialize_index  # noqa: E402
 from vecgrid.gpu import require_faiss  # noqa: E402
@@ -215,7 +215,7 @@ def run(rows: int, rounds: int, balancer: str | None, workers: int = 2, in_proce
                             "--primary-key", "id", "--index", "IVF_FLAT", "--index-params",
                             json.dumps({"nlist": nlist}), *cut, "--data-dir", f"{tmp}/data"],
                            check=True, stdout=subprocess.DEVNULL)
-            http_port, coord_port = free_port(), free_port()
+            http_port, coord_port = free_ports(2)
             env = dict(os.environ)
             if segments:
                 # no automatic compaction: it may merge the small segments during one run's load and not another's

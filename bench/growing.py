@@ -33,7 +33,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _timing import side_figures  # noqa: E402  (bench/ is first on sys.path)
-from rest import Rest, free_port, stop, wait_ready  # noqa: E402
+from rest import Rest, free_ports, stop, wait_ready  # noqa: E402
 from vecgrid.gpu import require_faiss  # noqa: E402
 from vecgrid.gpu.datasets import SyntheticDataset  # noqa: E402
 
@@ -47,9 +47,9 @@ def start(tmp: str, interim_rows: int | None) -> tuple[subprocess.Popen, Rest]:
     env = {**os.environ, "VECGRID_DATACOORD_FLUSH_IDLE_S": "86400"}
     if interim_rows is not None:
         env["VECGRID_QUERYNODE_INTERIM_INDEX_ROWS"] = str(interim_rows)
-    port = free_port()
+    port, coord_port = free_ports(2)
     proc = subprocess.Popen([VECGRID, "serve", "--data-dir", tmp, "--workers", "2", "--http-port", str(port),
-                             "--milvus-port", "0", "--coord-port", str(free_port()), "--dashboard-port", "0"],
+                             "--milvus-port", "0", "--coord-port", str(coord_port), "--dashboard-port", "0"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     wait_ready(port, proc)
     return proc, Rest(port)

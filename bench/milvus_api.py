@@ -46,7 +46,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rest import free_port, stop, wait_ready  # noqa: E402  (bench/ is first on sys.path)
+from rest import free_ports, stop, wait_ready  # noqa: E402  (bench/ is first on sys.path)
 from scale import clustered_chunks  # noqa: E402
 from tests.milvus_clients import client_python  # noqa: E402
 from vecgrid.gpu.build import build_index_file  # noqa: E402
@@ -159,7 +159,7 @@ def faiss_side(x: np.ndarray, xq: np.ndarray, gt: np.ndarray, nlist: int, single
 
 
 def start_vecgrid(tmp: str, procs: list[subprocess.Popen], in_process: bool) -> str:
-    http_port, milvus_port = free_port(), free_port()
+    http_port, milvus_port = free_ports(2)
     env = dict(os.environ, VECGRID_DASK_IN_PROCESS="true") if in_process else None
     serve = subprocess.Popen([str(BIN / "vecgrid"), "serve", "--data-dir", f"{tmp}/data",
                               "--workers", "1" if in_process else "2",

@@ -20,6 +20,7 @@ The last line is one JSON object.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import http.client
 import json
 import os
@@ -43,10 +44,16 @@ BATCH = 1000
 VECGRID = str(Path(sys.executable).with_name("vecgrid"))
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def free_ports(n: int) -> list[int]:
+    """``n`` distinct free ports, for servers restarted on the same address (otherwise pass port 0 and
+    read the address back): every socket stays bound until all are picked, since the kernel may hand
+    out a just-closed port again."""
+    with contextlib.ExitStack() as stack:
+        socks = [stack.enter_context(socket.socket()) for _ in range(n)]
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+
 
 
 class Rest:
@@ -138,7 +145,7 @@ def run(quick: bool) -> dict:
     index.add(vectors)
 
     with tempfile.TemporaryDirectory() as tmp:
-        http_port, coord_port = free_port(), free_port()
+        http_port, coord_port = free_ports(2)
         env = {**os.environ, "VECGRID_DATACOORD_FLUSH_IDLE_S": "86400", "VECGRID_DATACOORD_AUTO_COMPACTION": "false"}
         proc = subprocess.Popen([VECGRID, "serve", "--data-dir", tmp, "--workers", "2", "--http-port", str(http_port), "--milvus-port", "0",
                                  "--coord-port", str(coord_port), "--dashboard-port", "0"],

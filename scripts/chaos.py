@@ -41,6 +41,7 @@ that the new scheduler must handle.  The last line printed is one JSON object.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -76,10 +77,16 @@ SHORT_FAULTS = ("kill_worker", "kill_coordinator")
 PY = sys.executable
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
+def free_ports(n: int) -> list[int]:
+    """``n`` distinct free ports, for servers restarted on the same address (otherwise pass port 0 and
+    read the address back): every socket stays bound until all are picked, since the kernel may hand
+    out a just-closed port again."""
+    with contextlib.ExitStack() as stack:
+        socks = [stack.enter_context(socket.socket()) for _ in range(n)]
+        for s in socks:
+            s.bind((HOST, 0))
+        return [s.getsockname()[1] for s in socks]
+
 
 
 class Cluster:
@@ -87,7 +94,7 @@ class Cluster:
 
     def __init__(self, root: str, workers: int) -> None:
         self.root = root
-        self.sched_port, self.coord_port, self.http_port = free_port(), free_port(), free_port()
+        self.sched_port, self.coord_port, self.http_port = free_ports(3)
         self.scheduler_address = f"tcp://{HOST}:{self.sched_port}"
         self.workers = [f"w{i}" for i in range(workers)]
         self.procs: dict[str, subprocess.Popen] = {}

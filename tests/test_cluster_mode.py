@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -21,12 +20,6 @@ from vecgrid.proto import milvus_pb2, query_coord_pb2, query_coord_pb2_grpc
 pytestmark = pytest.mark.slow
 BIN = Path(sys.executable).parent
 ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _wait_for_line(proc, pattern: str, timeout: float) -> re.Match:
@@ -48,6 +41,15 @@ def _spawn(procs: list, args: list[str]) -> subprocess.Popen:
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENV)
     procs.append(proc)
     return proc
+
+
+def _start_scheduler(procs: list, port: int = 0) -> tuple[subprocess.Popen, str]:
+    """A stock ``dask scheduler`` on loopback and its address, read from its log: port 0 lets it pick a
+    free one itself (one picked beforehand could be taken by another test meanwhile); a restart passes
+    the port its first start got."""
+    proc = _spawn(procs, [str(BIN / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port),
+                          "--dashboard-address", "127.0.0.1:0"])
+    return proc, _wait_for_line(proc, r"Scheduler at:\s+(tcp://127\.0\.0\.1:\d+)", 60).group(1)
 
 
 def _drain(proc) -> None:
@@ -87,17 +89,13 @@ def _stop(proc) -> int:
 
 
 def test_stock_scheduler_with_vecgrid_worker_and_coord(tmp_path):
-    port = _free_port()
-    scheduler_addr = f"tcp://127.0.0.1:{port}"
     procs = []
 
     def spawn(args):
         return _spawn(procs, args)
 
     try:
-        scheduler = spawn([str(BIN / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port),
-                           "--dashboard-address", "127.0.0.1:0"])
-        _wait_for_line(scheduler, r"Scheduler at:", 60)
+        _, scheduler_addr = _start_scheduler(procs)
         worker = spawn([str(BIN / "vecgrid"), "worker", "--scheduler", scheduler_addr, "--host", "127.0.0.1",
                         "--name", "gpu-box-1", "--node-port", "0", "--resources", "GPU=1"])
         _wait_for_line(worker, r"vecgrid worker gpu-box-1 at tcp://127\.0\.0\.1:", 60)
@@ -135,9 +133,8 @@ async def test_kill_9_of_the_coordinator_keeps_loaded_collections_served(tmp_pat
     from tests.querynode_support import import_collection
 
     ds = import_collection(tmp_path, "k9", metric="L2", index="FLAT", n=800, shards=2, segment_rows=200, seed=3)
-    port = _free_port()
-    scheduler_addr = f"tcp://127.0.0.1:{port}"
     procs = []
+    scheduler_addr = ""
 
     def spawn(args):
         return _spawn(procs, args)
@@ -148,9 +145,7 @@ async def test_kill_9_of_the_coordinator_keeps_loaded_collections_served(tmp_pat
         return proc, _wait_for_line(proc, r"QueryCoord gRPC : (\S+)", 60).group(1)
 
     try:
-        scheduler = spawn([str(BIN / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port),
-                           "--dashboard-address", "127.0.0.1:0"])
-        _wait_for_line(scheduler, r"Scheduler at:", 60)
+        _, scheduler_addr = _start_scheduler(procs)
         for name in ("w1", "w2"):
             _wait_for_line(spawn([str(BIN / "vecgrid"), "worker", "--scheduler", scheduler_addr, "--name", name,
                                   "--node-port", "0"]), rf"vecgrid worker {name} at", 60)
@@ -191,14 +186,13 @@ async def test_the_query_nodes_outlive_a_killed_scheduler_and_rejoin_its_restart
     from vecgrid.cluster.querynode.session import PLUGIN_NAME
 
     ds = import_collection(tmp_path, "sk", metric="L2", index="FLAT", n=600, shards=2, segment_rows=200, seed=4)
-    port = _free_port()
-    scheduler_addr = f"tcp://127.0.0.1:{port}"
     procs = []
+    scheduler_addr = ""
 
     def start_scheduler():
-        proc = _spawn(procs, [str(BIN / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port),
-                              "--dashboard-address", "127.0.0.1:0"])
-        _wait_for_line(proc, r"Scheduler at:", 60)
+        nonlocal scheduler_addr
+        # the restart on the address the workers know: the port the first start picked
+        proc, scheduler_addr = _start_scheduler(procs, int(scheduler_addr.rsplit(":", 1)[1]) if scheduler_addr else 0)
         _drain(proc)
         return proc
 
@@ -283,12 +277,9 @@ async def test_writes_through_a_cluster_mode_coordinator(tmp_path):
     from vecgrid.cluster.proxy.proxy import Proxy
 
     ds = import_collection(tmp_path, "w9", metric="L2", index="FLAT", n=400, shards=2, segment_rows=200, seed=5)
-    port = _free_port()
-    scheduler_addr = f"tcp://127.0.0.1:{port}"
     procs = []
     try:
-        _wait_for_line(_spawn(procs, [str(BIN / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port),
-                                      "--dashboard-address", "127.0.0.1:0"]), r"Scheduler at:", 60)
+        _, scheduler_addr = _start_scheduler(procs)
         for name in ("w1", "w2"):
             _wait_for_line(_spawn(procs, [str(BIN / "vecgrid"), "worker", "--scheduler", scheduler_addr,
                                           "--name", name, "--node-port", "0"]), rf"vecgrid worker {name} at", 60)

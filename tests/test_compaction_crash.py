@@ -85,13 +85,6 @@ class Process:
             return self.proc.wait()
 
 
-def _free_port() -> int:
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class Checks:
     """What the test reads: the catalog (its own store connection) and reads through a proxy."""
 
@@ -156,8 +149,9 @@ async def test_kill_9_of_the_coordinator_in_the_middle_of_a_compaction(tmp_path)
     checks = Checks(ds, sorted(set(ds.pks.tolist()) - gone), gone)
     checks.assert_catalog_consistent()
 
-    port, coord_port = _free_port(), _free_port()
-    scheduler_address = f"tcp://127.0.0.1:{port}"
+    # port 0 where a server starts first, read back from its log: one picked beforehand could be taken
+    # meanwhile; a restarted coordinator takes the port its first start got (the nodes stream from it)
+    scheduler_address, coord_port = "", 0
     procs: list[Process] = []
 
     async def start(cmd: list[str], pattern: str, env: dict[str, str] | None = None, stdin: bool = False):
@@ -166,10 +160,12 @@ async def test_kill_9_of_the_coordinator_in_the_middle_of_a_compaction(tmp_path)
         return proc, await asyncio.to_thread(proc.wait_for, pattern, 90)
 
     async def start_coord(crash_at: str | None = None) -> tuple[Process, Coord, str]:
+        nonlocal coord_port
         proc, match = await start([sys.executable, "-m", "tests.compaction_coord", "--scheduler", scheduler_address,
                                    "--data-dir", ds.data_dir, "--port", str(coord_port)], r"READY (\S+)",
                                   {CRASH_AT_ENV: crash_at} if crash_at else None, stdin=True)
         address = match.group(1)
+        coord_port = int(address.rsplit(":", 1)[1])
         coord = Coord(address)
         await poll_until(lambda: _nodes(coord, 2), 60, 0.2, "both workers registered")
         return proc, coord, address
@@ -179,8 +175,9 @@ async def test_kill_9_of_the_coordinator_in_the_middle_of_a_compaction(tmp_path)
         assert code == -signal.SIGKILL, "".join(proc.seen[-30:])
 
     try:
-        await start([os.path.join(BIN, "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port),
-                     "--dashboard-address", "127.0.0.1:0"], r"Scheduler at:")
+        _, match = await start([os.path.join(BIN, "dask"), "scheduler", "--host", "127.0.0.1", "--port", "0",
+                                "--dashboard-address", "127.0.0.1:0"], r"Scheduler at:\s+(tcp://127\.0\.0\.1:\d+)")
+        scheduler_address = match.group(1)
         for name in ("w1", "w2"):
             await start([os.path.join(BIN, "vecgrid"), "worker", "--scheduler", scheduler_address, "--name", name,
                          "--node-port", "0"], rf"vecgrid worker {name} at")

@@ -10,8 +10,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -35,12 +35,6 @@ REPO = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(REPO)}
 DRIVER = [sys.executable, "-c", "from tests.datacoord_support import crash_driver; crash_driver()"]
 NEW = 10_000_000
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Processes:
@@ -149,8 +143,9 @@ async def test_kill_9_at_the_write_and_flush_crash_points(tmp_path):
     ds = import_collection(tmp_path, "crash", metric="L2", index="FLAT", n=300, shards=2, segment_rows=150, seed=11)
     cid = ds.collection_id
     base = [int(k) for k in ds.pks]
-    port, coord_port = free_port(), free_port()
-    scheduler = f"tcp://127.0.0.1:{port}"
+    # port 0 where a server starts first, read back from its output (one picked beforehand could be taken
+    # meanwhile); each coordinator after the first takes the port the first got, where the nodes stream from
+    scheduler, coord_port = "", 0
     procs = Processes()
     expected = Expected(ds.pks)
 
@@ -158,17 +153,19 @@ async def test_kill_9_at_the_write_and_flush_crash_points(tmp_path):
         return list(range(NEW + first, NEW + first + n))
 
     async def crashing(ops: list, crash_at: str) -> str:
+        nonlocal coord_port
         proc = procs.spawn(DRIVER + [scheduler, ds.data_dir, str(coord_port), str(cid), str(DIM), json.dumps(ops)],
                            env={**ENV, CRASH_AT_ENV: crash_at})
         output, _ = await asyncio.to_thread(proc.communicate, None, 240)
         assert proc.returncode == -signal.SIGKILL, f"not killed at {crash_at}:\n{output[-4000:]}"
+        coord_port = int(re.search(r"^READY \S+:(\d+)$", output, re.M).group(1))
         expected.read(output)
         return output
 
     try:
-        dask = procs.spawn([str(BIN / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port),
+        dask = procs.spawn([str(BIN / "dask"), "scheduler", "--host", "127.0.0.1", "--port", "0",
                             "--dashboard-address", "127.0.0.1:0"])
-        await Processes.line(dask, "", 60, contains="Scheduler at:")
+        scheduler = (await Processes.line(dask, "", 60, contains="Scheduler at:")).rsplit(None, 1)[-1]
         Processes.drain(dask)
         for name in ("w1", "w2"):
             worker = procs.spawn([str(BIN / "vecgrid"), "worker", "--scheduler", scheduler, "--name", name,

@@ -393,23 +393,26 @@ async def test_grafana_dashboard_queries_only_metrics_the_cluster_exports(env):
 async def test_stock_dask_scheduler_serves_the_page_with_the_preload(tmp_path):
     """What the compose file's scheduler runs: the page is listed and its route answers, before any
     coordinator publishes (the page says so), and vecgrid's collector sits beside Dask's own metrics."""
-    import socket
     import sys
 
     from tornado.httpclient import HTTPClientError
 
-    def free_port() -> int:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            return s.getsockname()[1]
+    # port 0 for both, read back from the scheduler's log: ports picked beforehand by the test can be
+    # taken by another test's server meanwhile (make test runs in parallel)
+    log_path = tmp_path / "scheduler.log"
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen([str(Path(sys.executable).parent / "dask"), "scheduler", "--host", "127.0.0.1",
+                                 "--port", "0", "--dashboard-address", "127.0.0.1:0",
+                                 "--preload", "vecgrid.dashboard"],
+                                stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path)
 
-    port, dash = free_port(), free_port()
-    proc = subprocess.Popen([str(Path(sys.executable).parent / "dask"), "scheduler", "--host", "127.0.0.1",
-                             "--port", str(port), "--dashboard-address", f"127.0.0.1:{dash}",
-                             "--preload", "vecgrid.dashboard"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path)
-    base = f"http://127.0.0.1:{dash}"
+    async def dashboard_url():
+        found = re.search(r"dashboard at:\s+(http://127\.0\.0\.1:\d+)", log_path.read_text())
+        return found and found.group(1)
+
     try:
+        base = await poll_until(dashboard_url, 60, 0.1, "the stock scheduler's dashboard address in its log")
+
         async def up():
             try:
                 return json.loads((await AsyncHTTPClient().fetch(base + "/individual-plots.json")).body)
