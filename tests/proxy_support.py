@@ -19,11 +19,16 @@ def dense_hits(hits: list[list[dict]], k: int = 10) -> tuple[np.ndarray, np.ndar
     return D, keys
 
 
+_refusing: list[socket.socket] = []   # bound, never listening, for the test process's life
+
+
 def refused_address() -> str:
-    """An address nothing listens on: connections are refused at once."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return f"127.0.0.1:{s.getsockname()[1]}"
+    """An address nothing listens on: connections are refused at once.  Its socket stays bound (not
+    listening, which refuses as well), so that no server of a test running alongside can take the port."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    _refusing.append(s)
+    return f"127.0.0.1:{s.getsockname()[1]}"
 
 
 # --- collections written through the proxy ----------------------------------------------------------------

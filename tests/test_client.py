@@ -415,16 +415,15 @@ async def test_preset_headers_and_connection_options(kind, server):
 
 @pytest.mark.parametrize("kind", TRANSPORTS)
 async def test_a_refused_connection_is_unavailable(kind):
-    with socket.socket() as probe:
+    with socket.socket() as probe:   # bound, not listening: refused, and no other test's server can take it
         probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    app = make_app(kind, f"http://127.0.0.1:{port}")
-    try:
-        with pytest.raises(Unavailable) as refused:
-            await resolve(app.service("people").find())
-        assert refused.value.__cause__ is not None
-    finally:
-        await close(app)
+        app = make_app(kind, f"http://127.0.0.1:{probe.getsockname()[1]}")
+        try:
+            with pytest.raises(Unavailable) as refused:
+                await resolve(app.service("people").find())
+            assert refused.value.__cause__ is not None
+        finally:
+            await close(app)
 
 
 async def test_a_service_class_may_override_get_query(server):

@@ -384,9 +384,9 @@ async def test_the_probes_of_the_image_and_the_compose_file_work_against_a_live_
     assert command == ["python", "-m", "vecgrid.healthcheck"]
     good = await probe(command[1:], {"VECGRID_COMMON_HOST": http.hostname, "VECGRID_HTTP_PORT": str(http.port)})
     assert good.returncode == 0, good.stderr
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        unused = s.getsockname()[1]
+    refusing = socket.socket()   # bound, not listening: refused, and no other test's server can take it
+    refusing.bind(("127.0.0.1", 0))
+    unused = refusing.getsockname()[1]
     bad = await probe(command[1:], {"VECGRID_COMMON_HOST": "127.0.0.1", "VECGRID_HTTP_PORT": str(unused)})
     assert bad.returncode == 1 and bad.stderr.startswith("unhealthy: "), bad.stderr
 
@@ -396,6 +396,7 @@ async def test_the_probes_of_the_image_and_the_compose_file_work_against_a_live_
     good = await probe(command[1:-1] + [url])
     assert good.returncode == 0, good.stderr
     bad = await probe(command[1:-1] + [f"http://127.0.0.1:{unused}/health"])
+    refusing.close()
     assert bad.returncode == 1, bad.stderr
 
     # a worker's: the query node's gRPC health service
