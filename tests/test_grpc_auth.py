@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -177,3 +178,51 @@ async def test_the_cluster_works_and_the_cli_logs_in(secured):
 
 def secured_tmp(cluster) -> Path:
     return Path(cluster.settings.common.data_dir)
+
+
+def milvus_rest_status(cluster, token) -> int:
+    """The HTTP status of Milvus's REST v2 ``collections/list`` with ``Bearer <token>``."""
+    req = urllib.request.Request(cluster.addresses.http + "/v2/vectordb/collections/list", method="POST",
+                                 data=b"{}", headers={"Content-Type": "application/json",
+                                                      "Authorization": f"Bearer {token}"})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as resp:
+            return resp.status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_a_logged_out_token_is_refused_at_every_door(secured):
+    """After ``DELETE /authentication`` the token is refused by the coordinator's gRPC ports and Milvus's
+    REST at once (not after their 30 s of kept rights), and by the query nodes as soon as the
+    coordinator's list reaches them; another token of the same user still works everywhere."""
+    pool = descriptor_pool.Default()
+    doors = [(secured.coord.address, "milvus.proto.query.QueryCoord", "ShowCollections"),
+             (f"127.0.0.1:{secured.milvus.port}", "milvus.proto.milvus.MilvusService", "ShowCollections")]
+    nodes = [(address, "milvus.proto.query.QueryNode", "GetComponentStates")
+             for _, address in secured.addresses.query_nodes]
+    assert nodes
+
+    async def status(door, token):
+        address, service, method = door
+        return await call(address, service, pool.FindServiceByName(service).methods_by_name[method],
+                          [("authorization", f"Bearer {token}")])
+
+    token, other = [await asyncio.to_thread(login, secured, READER) for _ in range(2)]
+    for door in doors + nodes:   # each door has checked (and kept) the token before the logout
+        assert await status(door, token) not in REFUSED, door
+    assert await asyncio.to_thread(milvus_rest_status, secured, token) == 200
+
+    await asyncio.to_thread(rest, secured, "DELETE", "/authentication", None, token)
+
+    for door in doors:
+        assert await status(door, token) == grpc.StatusCode.UNAUTHENTICATED, door
+    assert await asyncio.to_thread(milvus_rest_status, secured, token) == 401
+    for door in nodes:
+        async def refused(door=door):
+            return await status(door, token) == grpc.StatusCode.UNAUTHENTICATED
+        await poll_until(refused, 30, interval=0.2, what=f"{door[0]} refusing the logged-out token")
+    for door in doors + nodes:
+        assert await status(door, other) not in REFUSED, door
+    assert await asyncio.to_thread(milvus_rest_status, secured, other) == 200

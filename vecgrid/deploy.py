@@ -43,6 +43,7 @@ from vecgrid.http.health import dashboard_page
 from vecgrid.http.services.accounts import (auth_enabled, cluster_secret, ensure_first_admin, grpc_rights_checker,
                                             token_secret)
 from vecgrid.http.services import RestContext
+from vecgrid.http.services.revocations import ClusterRevocations
 from vecgrid.common.auth import RightsChecker
 from vecgrid.rpc.auth import ServerAuth
 from vecgrid.rpc.catalog_servicer import catalog_service
@@ -105,6 +106,7 @@ class Coordinator:
         self.write_servicer = WriteServicer()
         self.publisher: ClusterPublisher | None = None  # cluster state for the Dask dashboard page
         self.node_auth: NodeAuth | None = None  # what the workers it admits authenticate with (auth on)
+        self.revocations: ClusterRevocations | None = None  # logged-out tokens, refused at every door
         self._grpc_users: RightsChecker | None = None  # the REST app's users, once it is built
 
     def node_settings(self) -> Settings:
@@ -122,6 +124,7 @@ class Coordinator:
                                           (s.http.port, "REST")])
         data = DataDir.of(s)
         self._store = data.open_store()
+        self.revocations = ClusterRevocations.load(self._store)
         self.client = await Client(scheduler_address, asynchronous=True, name="vecgrid-coordinator",
                                    security=dask_security(s), timeout=s.dask.scheduler_wait_s)
         self.coord = QueryCoord(s, self.client, self._store, self.deploy_mode)
@@ -133,7 +136,9 @@ class Coordinator:
         interceptors = []
         if auth_enabled(s):
             self.node_auth = NodeAuth(cluster_secret(s), token_secret(s), s.http.jwt_audience)
-            interceptors.append(ServerAuth(self.node_auth.cluster_secret, self._grpc_user_rights))
+            logouts = self.revocations
+            interceptors.append(ServerAuth(self.node_auth.cluster_secret, self._grpc_user_rights,
+                                           revision=lambda: logouts.revision))
         # this process's own calls (its proxy to the nodes and to this server) authenticate as the cluster
         send_authorization(CLUSTER_SCHEME + self.node_auth.cluster_secret if self.node_auth else None)
         tls = server_tls(s)
@@ -151,7 +156,7 @@ class Coordinator:
         sockets = tornado.netutil.bind_sockets(s.http.port, s.common.host)
         s.http.port = sockets[0].getsockname()[1]
         rest = RestContext(coord=self.coord, proxy=self.proxy, datacoord=self.datacoord, settings=s,
-                           store=self._store)
+                           store=self._store, revocations=self.revocations)
         api = build_api(rest)
         self._grpc_users = grpc_rights_checker(api)
         await ensure_first_admin(api, s.http.admin_email, s.http.admin_password)
@@ -159,6 +164,8 @@ class Coordinator:
         self.http.add_sockets(sockets)
         # the membership registers it with the scheduler, and again with a scheduler that was restarted
         self.coord.membership.plugin = QueryNodePlugin(self.node_settings(), self.deploy_mode, self.node_auth)
+        if self.node_auth is not None:   # the nodes take access tokens too: they get the logouts
+            self.coord.membership.revocations = self.revocations
         await self.coord.start()
         await self.datacoord.start()
         self.publisher = ClusterPublisher(self.coord, self.client, datacoord=self.datacoord)

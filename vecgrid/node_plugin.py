@@ -61,6 +61,7 @@ class QueryNodePlugin(WorkerPlugin):
         self.auth = auth
         self.node: QueryNode | None = None
         self.server = None
+        self.revocations = None   # auth on: the coordinator's logged-out tokens (set_revoked_tokens)
 
     async def setup(self, worker: Worker) -> None:
         # Imported here, on the worker: the coordinator process builds and registers this plugin but
@@ -75,10 +76,14 @@ class QueryNodePlugin(WorkerPlugin):
         interceptors = []
         if self.auth is not None:
             from vecgrid.http.feathers.authentication import AuthenticationService
+            from vecgrid.http.services.revocations import ClusterRevocations
             from vecgrid.rpc.auth import ServerAuth, token_rights_checker
 
-            tokens = AuthenticationService(self.auth.token_secret, audience=self.auth.audience)
-            interceptors.append(ServerAuth(self.auth.cluster_secret, token_rights_checker(tokens.verify_access_token)))
+            # no copy of the logouts yet: every token refused until the coordinator sends one
+            logouts = self.revocations = ClusterRevocations()
+            tokens = AuthenticationService(self.auth.token_secret, audience=self.auth.audience, revocations=logouts)
+            interceptors.append(ServerAuth(self.auth.cluster_secret, token_rights_checker(tokens.verify_access_token),
+                                           revision=lambda: logouts.revision))
         send_authorization(CLUSTER_SCHEME + self.auth.cluster_secret if self.auth else None)
         tls = server_tls(settings)
         use_tls(trusted_ca(settings))

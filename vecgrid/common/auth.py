@@ -140,27 +140,32 @@ RightsChecker = Callable[[str, str], Awaitable["frozenset[str] | None"]]
 class KeptRights:
     """The rights of credentials checked lately (gRPC servers, Milvus's REST v2): a success is kept for
     ``ttl_s``, so a password is not hashed on every call; a failure is not kept (it goes through the
-    login limiter every time).  At most ``entries`` are kept, under their SHA-256.
+    login limiter every time).  At most ``entries`` are kept, under their SHA-256.  ``revision``, when
+    given, numbers the logouts seen so far: an entry kept before the latest one is checked again, so a
+    logged-out token is refused at once.
 
     State: the kept entries, owned by the server's event loop."""
 
-    def __init__(self, check: RightsChecker, ttl_s: float = 30.0, entries: int = 1024) -> None:
+    def __init__(self, check: RightsChecker, ttl_s: float = 30.0, entries: int = 1024,
+                 revision: Callable[[], int] | None = None) -> None:
         self.check = check
         self.ttl_s = ttl_s
         self.entries = entries
-        self._kept: dict[bytes, tuple[float, frozenset[str]]] = {}
+        self.revision = revision or (lambda: 0)
+        self._kept: dict[bytes, tuple[float, int, frozenset[str]]] = {}   # expiry, revision, rights
 
     async def rights(self, value: str, peer: str = "") -> frozenset[str] | None:
         key = hashlib.sha256(value.encode()).digest()
         now = time.monotonic()
+        revision = self.revision()
         hit = self._kept.get(key)
-        if hit is not None and hit[0] > now:
-            return hit[1]
+        if hit is not None and hit[0] > now and hit[1] == revision:
+            return hit[2]
         rights = await self.check(value, peer)
         if rights is not None:
             if len(self._kept) >= self.entries:
-                self._kept = {k: v for k, v in self._kept.items() if v[0] > now}
+                self._kept = {k: v for k, v in self._kept.items() if v[0] > now and v[1] == revision}
                 if len(self._kept) >= self.entries:
                     self._kept.clear()
-            self._kept[key] = (now + self.ttl_s, rights)
+            self._kept[key] = (now + self.ttl_s, revision, rights)
         return rights

@@ -87,10 +87,12 @@ def _refusal(handler: grpc.RpcMethodHandler, code: grpc.StatusCode, message: str
 class ServerAuth(grpc.aio.ServerInterceptor):
     """Checks every call's credentials before its method runs (see the module)."""
 
-    def __init__(self, cluster_secret: str, check_user: RightsChecker | None) -> None:
+    def __init__(self, cluster_secret: str, check_user: RightsChecker | None,
+                 revision: Callable[[], int] | None = None) -> None:
+        """``revision``: the count of logouts the user checks honour (see KeptRights)."""
         self._cluster = (CLUSTER_SCHEME + cluster_secret).encode()
         self._check_user = check_user
-        self._rights = KeptRights(self._user_rights)
+        self._rights = KeptRights(self._user_rights, revision=revision)
 
     async def intercept_service(self, continuation, details):
         handler = await continuation(details)

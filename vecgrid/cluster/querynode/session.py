@@ -34,9 +34,24 @@ def local_node(dask_worker: Worker) -> QueryNode | None:
 
 
 def describe_querynode(dask_worker: Worker) -> dict | None:
-    """``Client.run`` target: this worker's node description, or None before setup finished."""
+    """``Client.run`` target: this worker's node description, or None before setup finished; with auth
+    on, ``revocations`` is the digest of the node's copy of the logged-out tokens (None: no copy yet)."""
     plugin = _plugin(dask_worker)
-    return None if plugin is None else {"worker": dask_worker.address, **plugin.node.describe()}
+    if plugin is None:
+        return None
+    return {"worker": dask_worker.address, **plugin.node.describe(),
+            "revocations": getattr(plugin.revocations, "digest", None)}
+
+
+def set_revoked_tokens(entries: dict[str, int], digest: str, dask_worker: Worker) -> str | None:
+    """``Client.run`` target: the coordinator's logged-out tokens (``jti -> exp``, named by ``digest``)
+    for the node to refuse; returns the digest it now holds (None: no node yet, or auth off)."""
+    plugin = _plugin(dask_worker)
+    revocations = getattr(plugin, "revocations", None)
+    if revocations is None:
+        return None
+    revocations.replace(entries, digest)
+    return revocations.digest
 
 
 def assign_node_id(node_id: int, dask_worker: Worker) -> dict | None:

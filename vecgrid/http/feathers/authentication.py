@@ -17,8 +17,9 @@ Access tokens are PyJWT HS256 tokens (header ``typ: access``); decoding pins HS2
 and checks the audience. The secret (at least 32 bytes) is passed in by the integrator, who
 takes it from settings or from a file generated once in the data directory.
 
-State: the failure windows of the rate limiter and the set of logged-out token ids belong to
-the event loop that serves the app (no awaits between reading and writing them, no lock).
+State: the failure windows of the rate limiter and the logged-out token ids (:class:`Revocations`,
+or what the integrator passes in its place) belong to the event loop that serves the app (no awaits
+between reading and writing them, no lock).
 Argon2 work runs in a worker thread so that one login does not stall the loop.
 """
 
@@ -140,6 +141,30 @@ def _jwt_error(message: str, **data: Any) -> NotAuthenticated:
     return NotAuthenticated(message, data={"name": "JsonWebTokenError", **data})
 
 
+class Revocations:
+    """The ids of logged-out tokens, each kept until its token would have expired anyway (``exp``).
+    In memory: an integrator that must keep them across restarts or share them with other processes
+    passes a subclass (Feathers itself revokes nothing: a logout only answers).  ``revision`` counts
+    the changes: what caches checked tokens compares it."""
+
+    def __init__(self) -> None:
+        self._expiry: dict[str, int] = {}   # jti -> exp
+        self.revision = 0
+
+    def __contains__(self, jti: object) -> bool:
+        return jti in self._expiry
+
+    def entries(self) -> dict[str, int]:
+        return dict(self._expiry)
+
+    async def add(self, jti: str, exp: int) -> None:
+        """Refuse ``jti`` from now on; drops the ids whose tokens have expired meanwhile."""
+        now = int(time.time())
+        self._expiry = {k: v for k, v in self._expiry.items() if v > now}
+        self._expiry[jti] = int(exp)
+        self.revision += 1
+
+
 class AuthenticationService:
     """Logs in (``create``) and out (``remove``); issues and verifies access tokens.
 
@@ -153,7 +178,7 @@ class AuthenticationService:
                  strategies: Iterable[str] = ("jwt", "local"), audience: str = DEFAULT_AUDIENCE,
                  lifetime_s: int = DEFAULT_LIFETIME_S, max_failures: int = 5,
                  failure_window_s: float = 300.0, hasher: PasswordHasher = _DEFAULT_HASHER,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, revocations: Revocations | None = None) -> None:
         key = secret.encode() if isinstance(secret, str) else bytes(secret)
         if len(key) < MIN_SECRET_BYTES:
             raise ValueError(f"the JWT secret must be at least {MIN_SECRET_BYTES} bytes")
@@ -170,7 +195,7 @@ class AuthenticationService:
         self.hasher = hasher
         self.failures = FailureWindow(max_failures, failure_window_s, clock=clock)
         self._dummy_hash = ""  # made in setup(): a service that only verifies tokens never needs it
-        self._revoked: dict[str, int] = {}  # jti -> exp, until the token would expire anyway
+        self.revocations = Revocations() if revocations is None else revocations
         self.app: Any = None
 
     def setup(self, app: Any, path: str) -> None:
@@ -240,7 +265,7 @@ class AuthenticationService:
             raise _jwt_error("invalid token") from None
         if jwt.get_unverified_header(token).get("typ") != TOKEN_TYPE:
             raise _jwt_error("invalid token type")
-        if not isinstance(payload.get("jti"), str) or payload["jti"] in self._revoked:
+        if not isinstance(payload.get("jti"), str) or payload["jti"] in self.revocations:
             raise _jwt_error("jwt revoked")
         return payload
 
@@ -280,9 +305,7 @@ class AuthenticationService:
             raise NotAuthenticated(NO_STRATEGY)
         result = await self.authenticate_jwt(token)
         payload = result["authentication"]["payload"]
-        now = int(time.time())
-        self._revoked = {jti: exp for jti, exp in self._revoked.items() if exp > now}
-        self._revoked[payload["jti"]] = payload["exp"]
+        await self.revocations.add(payload["jti"], payload["exp"])
         result["user"] = _without(result["user"], (self.password_field,))
         return result
 

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from vecgrid.cluster.querycoord.coordinator import QueryCoord
     from vecgrid.config import Settings
     from vecgrid.http.feathers.application import Application
+    from vecgrid.http.feathers.authentication import Revocations
     from vecgrid.storage.kv import MetaStore
 
 
@@ -34,6 +35,7 @@ class RestContext:
     datacoord: "DataCoord | None" = None
     settings: "Settings | None" = None
     store: "MetaStore | None" = None        # the metadata store: users live there
+    revocations: "Revocations | None" = None   # logged-out tokens (none: kept in memory by the app)
     extras: dict[str, Any] = field(default_factory=dict)
 
 

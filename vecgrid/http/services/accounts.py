@@ -182,7 +182,7 @@ def mount(api: "Application", ctx: "RestContext") -> None:
     api.use("authentication", AuthenticationResource(
         token_secret(settings), audience=settings.http.jwt_audience, lifetime_s=settings.http.token_lifetime_s,
         max_failures=settings.http.login_max_failures, failure_window_s=settings.http.login_window_s,
-        hasher=hasher))
+        hasher=hasher, revocations=ctx.revocations))
     api.hooks({"before": {"all": [authorization_hook(auth_enabled(settings))]}})
 
 

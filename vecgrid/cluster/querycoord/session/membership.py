@@ -20,6 +20,10 @@ While the scheduler is away the node list stays as it was: searches do not need 
 Registering a node assigns its id (from :class:`NodeIdRegistry`, keyed by the
 worker's name) and pushes it to the worker, which then turns Healthy.
 
+With auth on, the nodes refuse logged-out access tokens as the coordinator does: the membership sends
+every node the coordinator's list when it changes, a node its copy when it comes up, and in each
+reconcile any node whose copy differs (:mod:`vecgrid.http.services.revocations`).
+
 Every background task (the periodic loop, the reconcile an ``add-worker`` event schedules)
 is tracked, so :meth:`DaskMembership.stop` cancels and awaits them all and nothing calls the
 Dask client after it is closed.
@@ -37,7 +41,7 @@ from distributed.diagnostics.plugin import WorkerPlugin
 
 from vecgrid.cluster.querycoord.session.node_manager import NodeInfo, NodeManager
 from vecgrid.cluster.querycoord.session.registry import NodeIdRegistry
-from vecgrid.cluster.querynode.session import TOPIC, assign_node_id, describe_querynode
+from vecgrid.cluster.querynode.session import TOPIC, assign_node_id, describe_querynode, set_revoked_tokens
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +63,7 @@ class DaskMembership:
         self.reconcile_interval_s = reconcile_interval_s
         self.add_worker_delay_s = ADD_WORKER_DELAY_S
         self.plugin: WorkerPlugin | None = None  # the QueryNode plugin; set by the deployment before start
+        self.revocations: Any = None  # auth on: the logged-out tokens (ClusterRevocations); set before start
         self._scheduler_id: str | None = None     # the scheduler subscribed to and given the plugin
         self._rejoin_until = 0.0                  # monotonic time; see REJOIN_GRACE_S
         self._tasks: set[asyncio.Task] = set()
@@ -67,6 +72,8 @@ class DaskMembership:
 
     async def start(self) -> None:
         self._stopped = False
+        if self.revocations is not None and self._revocations_changed not in self.revocations.listeners:
+            self.revocations.listeners.append(self._revocations_changed)
         await self._join_scheduler()
         await self.reconcile()
         self._spawn(self._reconcile_forever(), "vecgrid-membership")
@@ -127,6 +134,8 @@ class DaskMembership:
         action = msg.get("action")
         if action == "up":
             await self._register(msg)
+            if self.revocations is not None:
+                await self._send_revocations([msg["worker"]])
         elif action == "stopping":
             info = self.nodes.by_worker(msg.get("worker", ""))
             if info is not None:
@@ -170,11 +179,29 @@ class DaskMembership:
         up = {worker: info for worker, info in described.items() if info is not None}
         for info in up.values():
             await self._register(info)
+        if self.revocations is not None:
+            behind = [w for w, info in up.items() if info.get("revocations") != self.revocations.digest]
+            if behind:
+                await self._send_revocations(behind)
         if time.monotonic() < self._rejoin_until:
             return
         for node in self.nodes.all():
             if node.worker not in described:
                 self.nodes.remove_worker(node.worker)
+
+    def _revocations_changed(self) -> None:
+        if not self._stopped:
+            self._spawn(self._send_revocations(), "vecgrid-revocations")
+
+    async def _send_revocations(self, workers: list[str] | None = None) -> None:
+        """The logged-out tokens to the nodes of ``workers`` (None: every worker).  A node it does not
+        reach keeps its old copy until a reconcile finds the copy differs and sends it again."""
+        try:
+            await self.client.run(set_revoked_tokens, self.revocations.entries(), self.revocations.digest,
+                                  workers=workers, on_error="ignore")
+        except Exception:  # noqa: BLE001 - the scheduler away: the next reconcile sends it again
+            log.warning("could not send the logged-out tokens to the query nodes; the next reconcile retries",
+                        exc_info=True)
 
     async def _register(self, msg: dict[str, Any]) -> None:
         async with self._lock:
