@@ -21,7 +21,7 @@ Registering a node assigns its id (from :class:`NodeIdRegistry`, keyed by the
 worker's name) and pushes it to the worker, which then turns Healthy.
 
 With auth on, the nodes refuse logged-out access tokens as the coordinator does: the membership sends
-every node the coordinator's list when it changes, a node its copy when it comes up, and in each
+every node the coordinator's list when it changes, a node its copy before listing it, and in each
 reconcile any node whose copy differs (:mod:`vecgrid.http.services.revocations`).
 
 Every background task (the periodic loop, the reconcile an ``add-worker`` event schedules)
@@ -134,8 +134,6 @@ class DaskMembership:
         action = msg.get("action")
         if action == "up":
             await self._register(msg)
-            if self.revocations is not None:
-                await self._send_revocations([msg["worker"]])
         elif action == "stopping":
             info = self.nodes.by_worker(msg.get("worker", ""))
             if info is not None:
@@ -214,6 +212,9 @@ class DaskMembership:
                     return  # the worker went away meanwhile
             known = self.nodes.get(node_id)
             if known is None or (known.worker, known.address) != (msg["worker"], msg["address"]):
+                if self.revocations is not None and msg.get("revocations") != self.revocations.digest:
+                    # before it is listed: a listed node takes the tokens of users who have not logged out
+                    await self._send_revocations([msg["worker"]])
                 self.nodes.add(NodeInfo(node_id=node_id, name=msg["name"], address=msg["address"],
                                         worker=msg["worker"], hostname=msg.get("hostname", ""),
                                         labels=dict(msg.get("labels") or {}),
