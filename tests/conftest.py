@@ -11,6 +11,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import dask
 import grpc
 import pytest
 import pytest_asyncio
@@ -25,6 +26,19 @@ REPO = Path(__file__).resolve().parent.parent
 # tests/test_rest_accounts.py checks the default itself.
 CHEAP_PASSWORDS = {"http.password_time_cost": 1, "http.password_memory_kib": 64, "http.password_parallelism": 1}
 os.environ.update({f"VECGRID_{key.replace('.', '_').upper()}": str(value) for key, value in CHEAP_PASSWORDS.items()})
+
+
+# Dask's own periodic work, at intervals no test needs: its statistical profiler of each server's loop
+# (every 10 ms), the loop's tick check (20 ms), the nannies' memory monitor (100 ms) and the system
+# monitor (500 ms) took 55 % of an idle test cluster's CPU (312 against 142 ms a second: fast_settings,
+# two workers, 2026-11-30), and the suite is bound by CPU on two cores with clusters idling in several
+# of its workers at once.  In the environment for every process the suite starts (workers, `vecgrid
+# serve`, `dask scheduler`), and in this process's config, already read.  The product keeps Dask's own.
+QUIET_DASK = {"distributed.worker.profile.enabled": False, "distributed.admin.tick.interval": "1s",
+              "distributed.worker.memory.monitor-interval": "1s", "distributed.admin.system-monitor.interval": "2s"}
+os.environ.update({"DASK_" + key.upper().replace(".", "__").replace("-", "_"): str(value)
+                   for key, value in QUIET_DASK.items()})
+dask.config.set(QUIET_DASK)
 
 
 def cheap_passwords(settings: Settings) -> Settings:
