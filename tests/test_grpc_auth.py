@@ -180,6 +180,23 @@ def secured_tmp(cluster) -> Path:
     return Path(cluster.settings.common.data_dir)
 
 
+def token_doors(cluster) -> tuple[list[tuple[str, str, str]], list[tuple[str, str, str]]]:
+    """``(address, service, read method)`` a user's access token opens: the coordinator's two gRPC ports,
+    and every query node."""
+    doors = [(cluster.coord.address, "milvus.proto.query.QueryCoord", "ShowCollections"),
+             (f"127.0.0.1:{cluster.milvus.port}", "milvus.proto.milvus.MilvusService", "ShowCollections")]
+    nodes = [(address, "milvus.proto.query.QueryNode", "GetComponentStates")
+             for _, address in cluster.addresses.query_nodes]
+    assert nodes
+    return doors, nodes
+
+
+async def bearer_status(door: tuple[str, str, str], token: str) -> grpc.StatusCode:
+    address, service, method = door
+    return await call(address, service, descriptor_pool.Default().FindServiceByName(service).methods_by_name[method],
+                      [("authorization", f"Bearer {token}")])
+
+
 def milvus_rest_status(cluster, token) -> int:
     """The HTTP status of Milvus's REST v2 ``collections/list`` with ``Bearer <token>``."""
     req = urllib.request.Request(cluster.addresses.http + "/v2/vectordb/collections/list", method="POST",
@@ -197,32 +214,45 @@ async def test_a_logged_out_token_is_refused_at_every_door(secured):
     """After ``DELETE /authentication`` the token is refused by the coordinator's gRPC ports and Milvus's
     REST at once (not after their 30 s of kept rights), and by the query nodes as soon as the
     coordinator's list reaches them; another token of the same user still works everywhere."""
-    pool = descriptor_pool.Default()
-    doors = [(secured.coord.address, "milvus.proto.query.QueryCoord", "ShowCollections"),
-             (f"127.0.0.1:{secured.milvus.port}", "milvus.proto.milvus.MilvusService", "ShowCollections")]
-    nodes = [(address, "milvus.proto.query.QueryNode", "GetComponentStates")
-             for _, address in secured.addresses.query_nodes]
-    assert nodes
-
-    async def status(door, token):
-        address, service, method = door
-        return await call(address, service, pool.FindServiceByName(service).methods_by_name[method],
-                          [("authorization", f"Bearer {token}")])
-
+    doors, nodes = token_doors(secured)
     token, other = [await asyncio.to_thread(login, secured, READER) for _ in range(2)]
     for door in doors + nodes:   # each door has checked (and kept) the token before the logout
-        assert await status(door, token) not in REFUSED, door
+        assert await bearer_status(door, token) not in REFUSED, door
     assert await asyncio.to_thread(milvus_rest_status, secured, token) == 200
 
     await asyncio.to_thread(rest, secured, "DELETE", "/authentication", None, token)
 
     for door in doors:
-        assert await status(door, token) == grpc.StatusCode.UNAUTHENTICATED, door
+        assert await bearer_status(door, token) == grpc.StatusCode.UNAUTHENTICATED, door
     assert await asyncio.to_thread(milvus_rest_status, secured, token) == 401
     for door in nodes:
         async def refused(door=door):
-            return await status(door, token) == grpc.StatusCode.UNAUTHENTICATED
+            return await bearer_status(door, token) == grpc.StatusCode.UNAUTHENTICATED
         await poll_until(refused, 30, interval=0.2, what=f"{door[0]} refusing the logged-out token")
     for door in doors + nodes:
-        assert await status(door, other) not in REFUSED, door
+        assert await bearer_status(door, other) not in REFUSED, door
     assert await asyncio.to_thread(milvus_rest_status, secured, other) == 200
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_a_removed_users_tokens_are_refused_at_every_door(secured):
+    """``DELETE /users/<id>``: the user's tokens stop working on the coordinator's gRPC ports at once and on
+    the query nodes as soon as the coordinator's list reaches them (a node checks only the token itself)."""
+    doors, nodes = token_doors(secured)
+    email = "leaving@x.io"
+    user = await asyncio.to_thread(rest, secured, "POST", "/users", {"email": email, "password": PASSWORD,
+                                                                    "roles": ["reader"]}, secured.tokens["admin"])
+    token = await asyncio.to_thread(login, secured, email)
+    for door in doors + nodes:
+        assert await bearer_status(door, token) not in REFUSED, door
+
+    await asyncio.to_thread(rest, secured, "DELETE", f"/users/{user['id']}", None, secured.tokens["admin"])
+
+    for door in doors:
+        assert await bearer_status(door, token) == grpc.StatusCode.UNAUTHENTICATED, door
+    for door in nodes:
+        async def refused(door=door):
+            return await bearer_status(door, token) == grpc.StatusCode.UNAUTHENTICATED
+        await poll_until(refused, 30, interval=0.2, what=f"{door[0]} refusing the removed user's token")
+    for door in doors + nodes:   # the others' tokens still work
+        assert await bearer_status(door, secured.tokens["reader"]) not in REFUSED, door

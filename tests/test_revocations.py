@@ -3,6 +3,7 @@ servers keep checked again after a logout (the doors themselves: tests/test_grpc
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -25,7 +26,7 @@ async def test_a_logout_survives_a_restart_of_the_coordinator(tmp_path):
         first = tokens(ClusterRevocations.load(store))
         kept, dropped = first.create_access_token("1"), first.create_access_token("1")
         payload = first.verify_access_token(dropped)
-        await first.revocations.add(payload["jti"], payload["exp"])
+        await first.revocations.refuse_token(payload["jti"], payload["exp"])
         with pytest.raises(NotAuthenticated, match="jwt revoked"):
             first.verify_access_token(dropped)
     with SQLiteMetaStore(tmp_path / "meta.db") as store:   # the process restarted: what the store kept
@@ -36,20 +37,39 @@ async def test_a_logout_survives_a_restart_of_the_coordinator(tmp_path):
         assert again.revocations.digest == first.revocations.digest
 
 
-async def test_expired_ids_leave_the_store(tmp_path):
+async def test_a_removed_users_tokens_are_refused_and_a_later_one_is_not(tmp_path):
+    with SQLiteMetaStore(tmp_path / "meta.db") as store:
+        service = tokens(ClusterRevocations.load(store))
+        now = int(time.time())
+        old, other = service.create_access_token("7", now=now - 10), service.create_access_token("8", now=now - 10)
+        await service.revocations.refuse_subject("7", 3600)
+        with pytest.raises(NotAuthenticated, match="jwt revoked"):
+            service.verify_access_token(old)
+        assert service.verify_access_token(other)["sub"] == "8"
+    with SQLiteMetaStore(tmp_path / "meta.db") as store:
+        again = tokens(ClusterRevocations.load(store))
+        with pytest.raises(NotAuthenticated, match="jwt revoked"):
+            again.verify_access_token(old)
+        # a token issued after the removal (a user of that id again) is not the removed user's
+        again.revocations._refused["sub:7"] = (now - 20, now + 3600)
+        assert again.verify_access_token(old)["sub"] == "7"
+
+
+async def test_entries_past_their_time_leave_the_store(tmp_path):
     now = int(time.time())
     with SQLiteMetaStore(tmp_path / "meta.db") as store:
-        store.put(REVOKED_PREFIX + "old", str(now - 5).encode())
-        store.put(REVOKED_PREFIX + "live", str(now + 3600).encode())
+        store.put(REVOKED_PREFIX + "jti:old", json.dumps([0, now - 5]).encode())
+        store.put(REVOKED_PREFIX + "jti:live", json.dumps([0, now + 3600]).encode())
         loaded = ClusterRevocations.load(store)
-        assert loaded.entries() == {"live": now + 3600}
-        assert [k for k, _ in store.scan(REVOKED_PREFIX)] == [REVOKED_PREFIX + "live"]
-        store.put(REVOKED_PREFIX + "ends", str(now + 1).encode())
+        assert loaded.entries() == {"jti:live": (0, now + 3600)}
+        assert [k for k, _ in store.scan(REVOKED_PREFIX)] == [REVOKED_PREFIX + "jti:live"]
+        store.put(REVOKED_PREFIX + "sub:3", json.dumps([now, now + 1]).encode())
         loaded = ClusterRevocations.load(store)
-        loaded._expiry["ends"] = now - 1   # its token expired since the load
-        await loaded.add("new", now + 60)
-        assert sorted(k for k, _ in store.scan(REVOKED_PREFIX)) == [REVOKED_PREFIX + "live", REVOKED_PREFIX + "new"]
-        assert loaded.entries() == {"live": now + 3600, "new": now + 60}
+        loaded._refused["sub:3"] = (now, now - 1)   # its tokens expired since the load
+        await loaded.refuse_token("new", now + 60)
+        assert sorted(k for k, _ in store.scan(REVOKED_PREFIX)) == [REVOKED_PREFIX + "jti:live",
+                                                                      REVOKED_PREFIX + "jti:new"]
+        assert loaded.entries() == {"jti:live": (0, now + 3600), "jti:new": (0, now + 60)}
 
 
 def test_a_node_refuses_every_token_until_its_first_copy_and_then_what_the_copy_lists():
@@ -69,8 +89,8 @@ def test_changes_call_the_listeners():
     calls = []
     node = ClusterRevocations()
     node.listeners.append(lambda: calls.append(node.digest))
-    node.replace({"a": int(time.time()) + 60}, "d1")
-    assert calls == ["d1"] and "a" in node and "b" not in node
+    node.replace({"jti:a": (0, int(time.time()) + 60)}, "d1")
+    assert calls == ["d1"] and node.refuses({"jti": "a"}) and not node.refuses({"jti": "b", "sub": "1", "iat": 0})
 
 
 async def test_kept_rights_are_checked_again_after_a_logout():

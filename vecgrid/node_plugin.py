@@ -61,7 +61,7 @@ class QueryNodePlugin(WorkerPlugin):
         self.auth = auth
         self.node: QueryNode | None = None
         self.server = None
-        self.revocations = None   # auth on: the coordinator's logged-out tokens (set_revoked_tokens)
+        self.revocations = None   # auth on: the coordinator's refused tokens (set_revoked_tokens)
 
     async def setup(self, worker: Worker) -> None:
         # Imported here, on the worker: the coordinator process builds and registers this plugin but

@@ -43,9 +43,9 @@ def describe_querynode(dask_worker: Worker) -> dict | None:
             "revocations": getattr(plugin.revocations, "digest", None)}
 
 
-def set_revoked_tokens(entries: dict[str, int], digest: str, dask_worker: Worker) -> str | None:
-    """``Client.run`` target: the coordinator's logged-out tokens (``jti -> exp``, named by ``digest``)
-    for the node to refuse; returns the digest it now holds (None: no node yet, or auth off)."""
+def set_revoked_tokens(entries: dict[str, tuple[int, int]], digest: str, dask_worker: Worker) -> str | None:
+    """``Client.run`` target: the coordinator's refused tokens (logged out, or of removed users; named by
+    ``digest``) for the node to refuse; returns the digest it now holds (None: no node yet, or auth off)."""
     plugin = _plugin(dask_worker)
     revocations = getattr(plugin, "revocations", None)
     if revocations is None:

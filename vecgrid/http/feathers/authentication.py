@@ -142,26 +142,39 @@ def _jwt_error(message: str, **data: Any) -> NotAuthenticated:
 
 
 class Revocations:
-    """The ids of logged-out tokens, each kept until its token would have expired anyway (``exp``).
-    In memory: an integrator that must keep them across restarts or share them with other processes
-    passes a subclass (Feathers itself revokes nothing: a logout only answers).  ``revision`` counts
-    the changes: what caches checked tokens compares it."""
+    """Tokens refused before they expire: a logged-out token (by its ``jti``), and every token of a
+    removed user issued up to its removal (by ``sub`` and ``iat``), each kept until such a token would
+    have expired anyway.  In memory: an integrator that must keep them across restarts or share them
+    with other processes passes a subclass (Feathers itself revokes nothing: a logout only answers).
+    ``revision`` counts the changes: what caches checked tokens compares it."""
 
     def __init__(self) -> None:
-        self._expiry: dict[str, int] = {}   # jti -> exp
+        # "jti:<id>" or "sub:<subject>" -> (tokens issued up to this time: a subject's; until this time)
+        self._refused: dict[str, tuple[int, int]] = {}
         self.revision = 0
 
-    def __contains__(self, jti: object) -> bool:
-        return jti in self._expiry
+    def refuses(self, payload: dict) -> bool:
+        if f"jti:{payload.get('jti')}" in self._refused:
+            return True
+        subject = self._refused.get(f"sub:{payload.get('sub')}")
+        return subject is not None and int(payload.get("iat", 0)) <= subject[0]
 
-    def entries(self) -> dict[str, int]:
-        return dict(self._expiry)
+    def entries(self) -> dict[str, tuple[int, int]]:
+        return dict(self._refused)
 
-    async def add(self, jti: str, exp: int) -> None:
-        """Refuse ``jti`` from now on; drops the ids whose tokens have expired meanwhile."""
+    async def refuse_token(self, jti: str, exp: int) -> None:
+        """Refuse the token ``jti`` (a logout) until it expires at ``exp``."""
+        await self._refuse(f"jti:{jti}", 0, int(exp))
+
+    async def refuse_subject(self, subject: Any, lifetime_s: int) -> None:
+        """Refuse every token of ``subject`` issued until now (a removed user), as long as one may live."""
         now = int(time.time())
-        self._expiry = {k: v for k, v in self._expiry.items() if v > now}
-        self._expiry[jti] = int(exp)
+        await self._refuse(f"sub:{subject}", now, now + int(lifetime_s))
+
+    async def _refuse(self, key: str, cutoff: int, until: int) -> None:
+        now = int(time.time())
+        self._refused = {k: v for k, v in self._refused.items() if v[1] > now}
+        self._refused[key] = (cutoff, until)
         self.revision += 1
 
 
@@ -265,7 +278,7 @@ class AuthenticationService:
             raise _jwt_error("invalid token") from None
         if jwt.get_unverified_header(token).get("typ") != TOKEN_TYPE:
             raise _jwt_error("invalid token type")
-        if not isinstance(payload.get("jti"), str) or payload["jti"] in self.revocations:
+        if not isinstance(payload.get("jti"), str) or self.revocations.refuses(payload):
             raise _jwt_error("jwt revoked")
         return payload
 
@@ -305,7 +318,7 @@ class AuthenticationService:
             raise NotAuthenticated(NO_STRATEGY)
         result = await self.authenticate_jwt(token)
         payload = result["authentication"]["payload"]
-        await self.revocations.add(payload["jti"], payload["exp"])
+        await self.revocations.refuse_token(payload["jti"], payload["exp"])
         result["user"] = _without(result["user"], (self.password_field,))
         return result
 

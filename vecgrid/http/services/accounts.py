@@ -183,6 +183,16 @@ def mount(api: "Application", ctx: "RestContext") -> None:
         token_secret(settings), audience=settings.http.jwt_audience, lifetime_s=settings.http.token_lifetime_s,
         max_failures=settings.http.login_max_failures, failure_window_s=settings.http.login_window_s,
         hasher=hasher, revocations=ctx.revocations))
+    tokens = api.service("authentication").service
+    lifetime_s = settings.http.token_lifetime_s
+
+    async def refuse_the_tokens_of_removed_users(ctx: HookContext) -> None:
+        """A removed user's tokens stop working everywhere: REST looks its user up on every call, the
+        gRPC servers keep checked rights a while, and a query node checks only the token itself."""
+        for user in ctx.result if isinstance(ctx.result, list) else [ctx.result]:
+            await tokens.revocations.refuse_subject(user["id"], lifetime_s)
+
+    api.service("users").hooks({"after": {"remove": [refuse_the_tokens_of_removed_users]}})
     api.hooks({"before": {"all": [authorization_hook(auth_enabled(settings))]}})
 
 

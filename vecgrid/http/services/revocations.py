@@ -1,8 +1,9 @@
-"""Logged-out access tokens, refused by every door of the cluster and after a restart.
+"""Refused access tokens (logged out, or of a removed user), by every door of the cluster and after a restart.
 
-A logout (``DELETE /authentication`` on the coordinator's REST app) records the token's id in the
-metadata store before it answers, so a restarted coordinator still refuses the token until it would
-have expired anyway.  The query nodes take access tokens too (read methods), so the coordinator sends
+A logout (``DELETE /authentication`` on the coordinator's REST app) records the token's id, and the
+removal of a user (``DELETE /users/<id>``) the user's id and the time, in the metadata store before
+it answers, so a restarted coordinator still refuses those tokens until they would have expired
+anyway.  The query nodes take access tokens too (read methods), so the coordinator sends
 each node the whole list: to every node when it changes, and again to any node whose copy differs
 (its membership's reconcile, every few seconds: a node that was away, or joined since).  A node
 refuses every access token until its first copy arrives.
@@ -21,20 +22,20 @@ import asyncio
 import hashlib
 import json
 import time
-from typing import TYPE_CHECKING, Callable, Mapping
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 from vecgrid.http.feathers.authentication import Revocations
 
 if TYPE_CHECKING:
     from vecgrid.storage.kv import MetaStore
 
-#: ``<prefix><jti>`` -> the token's ``exp`` (decimal)
-REVOKED_PREFIX = "http/revoked_tokens/"
+#: ``<prefix>jti:<id>`` / ``<prefix>sub:<subject>`` -> ``[cutoff, until]`` (JSON; see Revocations)
+REVOKED_PREFIX = "http/revoked/"
 
 
-def digest_of(entries: Mapping[str, int]) -> str:
+def digest_of(entries: Mapping[str, Sequence[int]]) -> str:
     """What names one list: equal lists, equal digests (a node's copy is compared by it)."""
-    return hashlib.sha256(json.dumps(sorted(entries.items())).encode()).hexdigest()[:32]
+    return hashlib.sha256(json.dumps(sorted((k, list(v)) for k, v in entries.items())).encode()).hexdigest()[:32]
 
 
 class ClusterRevocations(Revocations):
@@ -49,44 +50,45 @@ class ClusterRevocations(Revocations):
 
     @classmethod
     def load(cls, store: "MetaStore") -> "ClusterRevocations":
-        """The coordinator's list, read from ``store`` (expired ids dropped from it)."""
+        """The coordinator's list, read from ``store`` (entries past their time dropped from it)."""
         out = cls()
         out.store = store
         now = int(time.time())
         with store.txn() as txn:
             for key, raw in store.scan(REVOKED_PREFIX):
-                if int(raw) > now:
-                    out._expiry[key[len(REVOKED_PREFIX):]] = int(raw)
+                cutoff, until = json.loads(raw)
+                if until > now:
+                    out._refused[key[len(REVOKED_PREFIX):]] = (int(cutoff), int(until))
                 else:
                     txn.delete(key)
-        out.digest = digest_of(out._expiry)
+        out.digest = digest_of(out._refused)
         return out
 
-    def __contains__(self, jti: object) -> bool:
-        return self.digest is None or super().__contains__(jti)
+    def refuses(self, payload: dict) -> bool:
+        return self.digest is None or super().refuses(payload)
 
-    async def add(self, jti: str, exp: int) -> None:
+    async def _refuse(self, key: str, cutoff: int, until: int) -> None:
         now = int(time.time())
-        expired = [k for k, v in self._expiry.items() if v <= now]
-        if self.store is not None:   # stored before the logout answers: a restart still refuses the token
-            await asyncio.to_thread(self._write, jti, int(exp), expired)
-        for k in expired:
-            self._expiry.pop(k, None)
-        self._expiry[jti] = int(exp)
-        self._changed(digest_of(self._expiry))
+        past = [k for k, v in self._refused.items() if v[1] <= now]
+        if self.store is not None:   # stored before the change answers: a restart still refuses the tokens
+            await asyncio.to_thread(self._write, key, (cutoff, until), past)
+        for k in past:
+            self._refused.pop(k, None)
+        self._refused[key] = (cutoff, until)
+        self._changed(digest_of(self._refused))
 
-    def _write(self, jti: str, exp: int, expired: list[str]) -> None:
+    def _write(self, key: str, value: tuple[int, int], past: list[str]) -> None:
         assert self.store is not None
         with self.store.txn() as txn:
-            for k in expired:
+            for k in past:
                 txn.delete(REVOKED_PREFIX + k)
-            txn.put(REVOKED_PREFIX + jti, str(exp).encode())
+            txn.put(REVOKED_PREFIX + key, json.dumps(list(value)).encode())
 
-    def replace(self, entries: Mapping[str, int], digest: str) -> None:
+    def replace(self, entries: Mapping[str, Sequence[int]], digest: str) -> None:
         """A node's copy of the coordinator's list."""
         if digest == self.digest:
             return
-        self._expiry = {str(k): int(v) for k, v in entries.items()}
+        self._refused = {str(k): (int(v[0]), int(v[1])) for k, v in entries.items()}
         self._changed(digest)
 
     def _changed(self, digest: str) -> None:
