@@ -256,3 +256,21 @@ async def test_a_removed_users_tokens_are_refused_at_every_door(secured):
         await poll_until(refused, 30, interval=0.2, what=f"{door[0]} refusing the removed user's token")
     for door in doors + nodes:   # the others' tokens still work
         assert await bearer_status(door, secured.tokens["reader"]) not in REFUSED, door
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_new_roles_count_at_once_on_the_coordinators_ports(secured):
+    """A writer made a reader (``PATCH /users/<id>``) loses the write right on the gRPC ports at once, not
+    after the 30 s they keep checked rights."""
+    pool = descriptor_pool.Default()
+    release = pool.FindServiceByName("milvus.proto.query.QueryCoord").methods_by_name["ReleaseCollection"]
+    email = "demoted@x.io"
+    user = await asyncio.to_thread(rest, secured, "POST", "/users", {"email": email, "password": PASSWORD,
+                                                                    "roles": ["writer"]}, secured.tokens["admin"])
+    bearer = [("authorization", f"Bearer {await asyncio.to_thread(login, secured, email)}")]
+    assert await call(secured.coord.address, "milvus.proto.query.QueryCoord", release, bearer) not in REFUSED
+
+    await asyncio.to_thread(rest, secured, "PATCH", f"/users/{user['id']}", {"roles": ["reader"]},
+                            secured.tokens["admin"])
+    assert await call(secured.coord.address, "milvus.proto.query.QueryCoord", release, bearer) == \
+        grpc.StatusCode.PERMISSION_DENIED

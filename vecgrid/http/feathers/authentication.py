@@ -171,6 +171,10 @@ class Revocations:
         now = int(time.time())
         await self._refuse(f"sub:{subject}", now, now + int(lifetime_s))
 
+    def roles_changed(self) -> None:
+        """A user's rights changed: what was kept of checked tokens is checked again."""
+        self.revision += 1
+
     async def _refuse(self, key: str, cutoff: int, until: int) -> None:
         now = int(time.time())
         self._refused = {k: v for k, v in self._refused.items() if v[1] > now}

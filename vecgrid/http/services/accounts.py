@@ -192,7 +192,13 @@ def mount(api: "Application", ctx: "RestContext") -> None:
         for user in ctx.result if isinstance(ctx.result, list) else [ctx.result]:
             await tokens.revocations.refuse_subject(user["id"], lifetime_s)
 
-    api.service("users").hooks({"after": {"remove": [refuse_the_tokens_of_removed_users]}})
+    def check_rights_again(ctx: HookContext) -> None:
+        """New roles count at once, also where checked rights are kept a while (the gRPC servers)."""
+        if "roles" in (ctx.data or {}):
+            tokens.revocations.roles_changed()
+
+    api.service("users").hooks({"after": {"remove": [refuse_the_tokens_of_removed_users],
+                                          "patch": [check_rights_again]}})
     api.hooks({"before": {"all": [authorization_hook(auth_enabled(settings))]}})
 
 
