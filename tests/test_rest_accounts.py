@@ -14,6 +14,7 @@ from vecgrid import cli
 from vecgrid.common import auth
 from vecgrid.config import ConfigError, Settings
 from vecgrid.http.feathers.application import Application
+from vecgrid.http.feathers.authentication import Revocations
 from vecgrid.http.feathers.rest import make_tornado_app
 from vecgrid.http.services import RestContext
 from vecgrid.http.services import accounts
@@ -171,7 +172,7 @@ def test_passwords_cost_argon2s_defaults_unless_the_settings_lower_it():
 def users_api(store) -> Application:
     """The ``users`` service alone on ``store``, hashing at the suite's cost."""
     api = Application()
-    accounts.mount_users(api, store, accounts.password_hasher(cheap_passwords(Settings())))
+    accounts.mount_users(api, store, accounts.password_hasher(cheap_passwords(Settings())), Revocations(), 3600)
     return api
 
 

@@ -107,3 +107,23 @@ async def test_kept_rights_are_checked_again_after_a_logout():
     revision[0] += 1   # a logout somewhere: what was kept is checked again
     await kept.rights("Bearer t")
     assert checks == ["Bearer t", "Bearer t"]
+
+
+async def test_removing_a_user_from_the_data_dirs_store_refuses_its_tokens_after_a_restart(tmp_path):
+    """What ``vecgrid users remove`` does without a coordinator: the refusal lands in the store, which the
+    coordinator reads when it starts (and sends on to its nodes)."""
+    from argon2 import PasswordHasher
+
+    from vecgrid.http.feathers.application import Application
+    from vecgrid.http.services.accounts import add_user, mount_users
+
+    with SQLiteMetaStore(tmp_path / "meta.db") as store:
+        api = Application()
+        mount_users(api, store, PasswordHasher(time_cost=1, memory_cost=64, parallelism=1),
+                    ClusterRevocations.load(store), 3600)
+        user = await add_user(api, "gone@x.io", "pw", ["reader"])
+        token = tokens(ClusterRevocations.load(store)).create_access_token(user["id"], now=int(time.time()) - 5)
+        await api.service("users").remove(user["id"])
+    with SQLiteMetaStore(tmp_path / "meta.db") as store:
+        with pytest.raises(NotAuthenticated, match="jwt revoked"):
+            tokens(ClusterRevocations.load(store)).verify_access_token(token)

@@ -450,12 +450,15 @@ async def _users(settings: Settings, args: argparse.Namespace) -> None:
     """``vecgrid users``: the users service on the data dir's store, called as server code."""
     from vecgrid.http.feathers.application import Application
     from vecgrid.http.services.accounts import add_user, find_user, mount_users, password_hasher
+    from vecgrid.http.services.revocations import ClusterRevocations
     from vecgrid.storage.layout import DataDir
 
     store = DataDir(settings.common.data_dir).open_store()
     try:
         api = Application()
-        mount_users(api, store, password_hasher(settings))
+        # a removal refuses the user's tokens in the store: the coordinator reads them when it starts
+        mount_users(api, store, password_hasher(settings), ClusterRevocations.load(store),
+                    settings.http.token_lifetime_s)
         users = api.service("users")
         if args.users_command == "add":
             _print_users(args, await add_user(api, args.email, _read_password(args), args.roles or ["reader"]))

@@ -30,7 +30,8 @@ from vecgrid.config import ConfigError
 from vecgrid.common.feathers_errors import BadRequest, FeathersError, Forbidden
 from vecgrid.http.feathers.adapters.meta_store import MetaStoreService
 from vecgrid.http.feathers.application import HookContext
-from vecgrid.http.feathers.authentication import AuthenticationService, authenticate, hash_password, protect
+from vecgrid.http.feathers.authentication import (AuthenticationService, Revocations, authenticate, hash_password,
+                                                  protect)
 
 if TYPE_CHECKING:
     from vecgrid.config import Settings
@@ -163,14 +164,28 @@ class AuthenticationResource(AuthenticationService):
     RIGHTS = {"create": "public", "remove": "public"}
 
 
-def mount_users(api: "Application", store: "MetaStore", hasher: PasswordHasher) -> None:
-    """The ``users`` service alone (``vecgrid users`` uses it on the data dir's store)."""
+def mount_users(api: "Application", store: "MetaStore", hasher: PasswordHasher, revocations: Revocations,
+                token_lifetime_s: int) -> None:
+    """The ``users`` service (``vecgrid users`` also uses it alone, on the data dir's store).  Removing a
+    user refuses its tokens in ``revocations`` (REST looks the user up on every call, but the gRPC
+    servers keep checked rights a while, and a query node checks only the token itself); new roles
+    make kept rights be checked again."""
     api.use("users", UsersService(store), {"methods": ["find", "get", "create", "patch", "remove"]})
     hashed = hash_password("password", hasher=hasher)
+
+    async def refuse_the_tokens_of_removed_users(ctx: HookContext) -> None:
+        for user in ctx.result if isinstance(ctx.result, list) else [ctx.result]:
+            await revocations.refuse_subject(user["id"], token_lifetime_s)
+
+    def check_rights_again(ctx: HookContext) -> None:
+        if "roles" in (ctx.data or {}):
+            revocations.roles_changed()
+
     api.service("users").hooks({
         "before": {"create": [_validate_user, hashed],
                    "patch": [_validate_user, _only_admins_change_roles, hashed]},
-        "after": {"all": [protect("password")]},
+        "after": {"all": [protect("password")], "remove": [refuse_the_tokens_of_removed_users],
+                  "patch": [check_rights_again]},
     })
 
 
@@ -178,27 +193,12 @@ def mount(api: "Application", ctx: "RestContext") -> None:
     settings = ctx.settings
     assert settings is not None and ctx.store is not None, "accounts need the settings and the metadata store"
     hasher = password_hasher(settings)
-    mount_users(api, ctx.store, hasher)
+    revocations = Revocations() if ctx.revocations is None else ctx.revocations
+    mount_users(api, ctx.store, hasher, revocations, settings.http.token_lifetime_s)
     api.use("authentication", AuthenticationResource(
         token_secret(settings), audience=settings.http.jwt_audience, lifetime_s=settings.http.token_lifetime_s,
         max_failures=settings.http.login_max_failures, failure_window_s=settings.http.login_window_s,
-        hasher=hasher, revocations=ctx.revocations))
-    tokens = api.service("authentication").service
-    lifetime_s = settings.http.token_lifetime_s
-
-    async def refuse_the_tokens_of_removed_users(ctx: HookContext) -> None:
-        """A removed user's tokens stop working everywhere: REST looks its user up on every call, the
-        gRPC servers keep checked rights a while, and a query node checks only the token itself."""
-        for user in ctx.result if isinstance(ctx.result, list) else [ctx.result]:
-            await tokens.revocations.refuse_subject(user["id"], lifetime_s)
-
-    def check_rights_again(ctx: HookContext) -> None:
-        """New roles count at once, also where checked rights are kept a while (the gRPC servers)."""
-        if "roles" in (ctx.data or {}):
-            tokens.revocations.roles_changed()
-
-    api.service("users").hooks({"after": {"remove": [refuse_the_tokens_of_removed_users],
-                                          "patch": [check_rights_again]}})
+        hasher=hasher, revocations=revocations))
     api.hooks({"before": {"all": [authorization_hook(auth_enabled(settings))]}})
 
 
