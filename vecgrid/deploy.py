@@ -106,7 +106,7 @@ class Coordinator:
         self.write_servicer = WriteServicer()
         self.publisher: ClusterPublisher | None = None  # cluster state for the Dask dashboard page
         self.node_auth: NodeAuth | None = None  # what the workers it admits authenticate with (auth on)
-        self.revocations: ClusterRevocations | None = None  # logged-out tokens, refused at every door
+        self.revocations: ClusterRevocations | None = None  # tokens refused at every door (logouts, removed users)
         self._grpc_users: RightsChecker | None = None  # the REST app's users, once it is built
 
     def node_settings(self) -> Settings:
@@ -136,9 +136,9 @@ class Coordinator:
         interceptors = []
         if auth_enabled(s):
             self.node_auth = NodeAuth(cluster_secret(s), token_secret(s), s.http.jwt_audience)
-            logouts = self.revocations
+            refusals = self.revocations
             interceptors.append(ServerAuth(self.node_auth.cluster_secret, self._grpc_user_rights,
-                                           revision=lambda: logouts.revision))
+                                           revision=lambda: refusals.revision))
         # this process's own calls (its proxy to the nodes and to this server) authenticate as the cluster
         send_authorization(CLUSTER_SCHEME + self.node_auth.cluster_secret if self.node_auth else None)
         tls = server_tls(s)
@@ -164,7 +164,7 @@ class Coordinator:
         self.http.add_sockets(sockets)
         # the membership registers it with the scheduler, and again with a scheduler that was restarted
         self.coord.membership.plugin = QueryNodePlugin(self.node_settings(), self.deploy_mode, self.node_auth)
-        if self.node_auth is not None:   # the nodes take access tokens too: they get the logouts
+        if self.node_auth is not None:   # the nodes take access tokens too: they get the refused ones
             self.coord.membership.revocations = self.revocations
         await self.coord.start()
         await self.datacoord.start()

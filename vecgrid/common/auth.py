@@ -141,8 +141,8 @@ class KeptRights:
     """The rights of credentials checked lately (gRPC servers, Milvus's REST v2): a success is kept for
     ``ttl_s``, so a password is not hashed on every call; a failure is not kept (it goes through the
     login limiter every time).  At most ``entries`` are kept, under their SHA-256.  ``revision``, when
-    given, numbers the logouts seen so far: an entry kept before the latest one is checked again, so a
-    logged-out token is refused at once.
+    given, counts the changes to what tokens grant (logouts, removed users, new roles): an entry kept
+    before the latest one is checked again, so such a token is refused at once.
 
     State: the kept entries, owned by the server's event loop."""
 

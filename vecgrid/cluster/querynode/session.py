@@ -35,7 +35,7 @@ def local_node(dask_worker: Worker) -> QueryNode | None:
 
 def describe_querynode(dask_worker: Worker) -> dict | None:
     """``Client.run`` target: this worker's node description, or None before setup finished; with auth
-    on, ``revocations`` is the digest of the node's copy of the logged-out tokens (None: no copy yet)."""
+    on, ``revocations`` is the digest of the node's copy of the refused tokens (None: no copy yet)."""
     plugin = _plugin(dask_worker)
     if plugin is None:
         return None

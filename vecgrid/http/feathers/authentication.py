@@ -17,8 +17,8 @@ Access tokens are PyJWT HS256 tokens (header ``typ: access``); decoding pins HS2
 and checks the audience. The secret (at least 32 bytes) is passed in by the integrator, who
 takes it from settings or from a file generated once in the data directory.
 
-State: the failure windows of the rate limiter and the logged-out token ids (:class:`Revocations`,
-or what the integrator passes in its place) belong to the event loop that serves the app (no awaits
+State: the failure windows of the rate limiter and the refused tokens (:class:`Revocations`, or
+what the integrator passes in its place) belong to the event loop that serves the app (no awaits
 between reading and writing them, no lock).
 Argon2 work runs in a worker thread so that one login does not stall the loop.
 """

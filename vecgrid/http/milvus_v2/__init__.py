@@ -45,6 +45,6 @@ def routes(ctx: "RestContext", api: "Application") -> list[tuple[str, Any, dict[
     against the users of ``api``'s ``authentication`` service."""
     credentials = None
     if ctx.settings is not None and auth_enabled(ctx.settings):
-        logouts = api.service("authentication").service.revocations
-        credentials = Credentials(grpc_rights_checker(api), revision=lambda: logouts.revision)
+        refusals = api.service("authentication").service.revocations
+        credentials = Credentials(grpc_rights_checker(api), revision=lambda: refusals.revision)
     return [(PATH, MilvusV2Handler, {"v2": V2(ctx), "groups": GROUPS, "credentials": credentials})]

@@ -141,8 +141,8 @@ def authorization_value(header: str | None) -> str | None:
 
 class Credentials:
     """The rights of ``Authorization`` headers: Milvus's forms as the rights checker takes them, checked
-    and kept as the gRPC servers keep theirs (:class:`~vecgrid.common.auth.KeptRights`; ``revision``: the
-    logouts' count, which makes it check again)."""
+    and kept as the gRPC servers keep theirs (:class:`~vecgrid.common.auth.KeptRights`, with its
+    ``revision``)."""
 
     def __init__(self, checker: RightsChecker, revision: Callable[[], int] | None = None) -> None:
         self._kept = KeptRights(checker, revision=revision)

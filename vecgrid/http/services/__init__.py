@@ -35,7 +35,7 @@ class RestContext:
     datacoord: "DataCoord | None" = None
     settings: "Settings | None" = None
     store: "MetaStore | None" = None        # the metadata store: users live there
-    revocations: "Revocations | None" = None   # logged-out tokens (none: kept in memory by the app)
+    revocations: "Revocations | None" = None   # refused tokens (none: kept in memory by the app)
     extras: dict[str, Any] = field(default_factory=dict)
 
 

@@ -9,8 +9,8 @@ each node the whole list: to every node when it changes, and again to any node w
 refuses every access token until its first copy arrives.
 
 Servers keep the rights of credentials they checked for a while (:class:`~vecgrid.common.auth.KeptRights`):
-:attr:`ClusterRevocations.revision`, raised by every change, makes them check again, so a logged-out
-token is refused at once where the logout was recorded, and on a node as soon as its copy arrives.
+:attr:`ClusterRevocations.revision`, raised by every change, makes them check again, so such a
+token is refused at once where the change was recorded, and on a node as soon as its copy arrives.
 
 State: owned by the event loop of its process (the coordinator's, or the worker's on a node); the
 store is written from a worker thread, before the list changes.

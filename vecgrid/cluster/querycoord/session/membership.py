@@ -20,7 +20,8 @@ While the scheduler is away the node list stays as it was: searches do not need 
 Registering a node assigns its id (from :class:`NodeIdRegistry`, keyed by the
 worker's name) and pushes it to the worker, which then turns Healthy.
 
-With auth on, the nodes refuse logged-out access tokens as the coordinator does: the membership sends
+With auth on, the nodes refuse the access tokens the coordinator refuses (logged out, of removed
+users): the membership sends
 every node the coordinator's list when it changes, a node its copy before listing it, and in each
 reconcile any node whose copy differs (:mod:`vecgrid.http.services.revocations`).
 
@@ -63,7 +64,7 @@ class DaskMembership:
         self.reconcile_interval_s = reconcile_interval_s
         self.add_worker_delay_s = ADD_WORKER_DELAY_S
         self.plugin: WorkerPlugin | None = None  # the QueryNode plugin; set by the deployment before start
-        self.revocations: Any = None  # auth on: the logged-out tokens (ClusterRevocations); set before start
+        self.revocations: Any = None  # auth on: the refused tokens (ClusterRevocations); set before start
         self._scheduler_id: str | None = None     # the scheduler subscribed to and given the plugin
         self._rejoin_until = 0.0                  # monotonic time; see REJOIN_GRACE_S
         self._tasks: set[asyncio.Task] = set()
@@ -192,13 +193,13 @@ class DaskMembership:
             self._spawn(self._send_revocations(), "vecgrid-revocations")
 
     async def _send_revocations(self, workers: list[str] | None = None) -> None:
-        """The logged-out tokens to the nodes of ``workers`` (None: every worker).  A node it does not
+        """The refused tokens to the nodes of ``workers`` (None: every worker).  A node it does not
         reach keeps its old copy until a reconcile finds the copy differs and sends it again."""
         try:
             await self.client.run(set_revoked_tokens, self.revocations.entries(), self.revocations.digest,
                                   workers=workers, on_error="ignore")
         except Exception:  # noqa: BLE001 - the scheduler away: the next reconcile sends it again
-            log.warning("could not send the logged-out tokens to the query nodes; the next reconcile retries",
+            log.warning("could not send the refused tokens to the query nodes; the next reconcile retries",
                         exc_info=True)
 
     async def _register(self, msg: dict[str, Any]) -> None:
