@@ -110,8 +110,8 @@ async def test_kept_rights_are_checked_again_after_a_logout():
 
 
 async def test_removing_a_user_from_the_data_dirs_store_refuses_its_tokens_after_a_restart(tmp_path):
-    """What ``vecgrid users remove`` does without a coordinator: the refusal lands in the store, which the
-    coordinator reads when it starts (and sends on to its nodes)."""
+    """What ``vecgrid users remove`` does on the data dir: the refusal lands in the store, which the
+    coordinator reads (at start, and every membership round) and sends on to its nodes."""
     from argon2 import PasswordHasher
 
     from vecgrid.http.feathers.application import Application
@@ -127,3 +127,16 @@ async def test_removing_a_user_from_the_data_dirs_store_refuses_its_tokens_after
     with SQLiteMetaStore(tmp_path / "meta.db") as store:
         with pytest.raises(NotAuthenticated, match="jwt revoked"):
             tokens(ClusterRevocations.load(store)).verify_access_token(token)
+
+
+async def test_the_coordinator_follows_what_another_process_wrote_to_the_store(tmp_path):
+    with SQLiteMetaStore(tmp_path / "meta.db") as store:
+        coordinator, other = ClusterRevocations.load(store), ClusterRevocations.load(store)
+        changes = []
+        coordinator.listeners.append(lambda: changes.append(coordinator.digest))
+        await other.refuse_subject("5", 3600)   # vecgrid users remove, on the data dir
+        coordinator.reload()
+        assert coordinator.refuses({"jti": "x", "sub": "5", "iat": int(time.time()) - 1})
+        assert changes == [other.digest]
+        coordinator.reload()   # nothing new: no change, nothing sent
+        assert changes == [other.digest]

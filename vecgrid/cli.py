@@ -456,7 +456,7 @@ async def _users(settings: Settings, args: argparse.Namespace) -> None:
     store = DataDir(settings.common.data_dir).open_store()
     try:
         api = Application()
-        # a removal refuses the user's tokens in the store: the coordinator reads them when it starts
+        # a removal refuses the user's tokens in the store, where the coordinator reads them (every 5 s)
         mount_users(api, store, password_hasher(settings), ClusterRevocations.load(store),
                     settings.http.token_lifetime_s)
         users = api.service("users")

@@ -53,16 +53,20 @@ class ClusterRevocations(Revocations):
         """The coordinator's list, read from ``store`` (entries past their time dropped from it)."""
         out = cls()
         out.store = store
-        now = int(time.time())
-        with store.txn() as txn:
-            for key, raw in store.scan(REVOKED_PREFIX):
-                cutoff, until = json.loads(raw)
-                if until > now:
-                    out._refused[key[len(REVOKED_PREFIX):]] = (int(cutoff), int(until))
-                else:
-                    txn.delete(key)
+        out._refused = _stored(store)
         out.digest = digest_of(out._refused)
         return out
+
+    def reload(self) -> None:
+        """The coordinator's list again from its store, for what another process wrote there
+        (``vecgrid users remove`` on the data dir); the coordinator's membership calls it every round."""
+        if self.store is None:
+            return
+        entries = _stored(self.store)
+        digest = digest_of(entries)
+        if digest != self.digest:
+            self._refused = entries
+            self._changed(digest)
 
     def refuses(self, payload: dict) -> bool:
         return self.digest is None or super().refuses(payload)
@@ -96,3 +100,17 @@ class ClusterRevocations(Revocations):
         self.revision += 1
         for listener in self.listeners:
             listener()
+
+
+def _stored(store: "MetaStore") -> dict[str, tuple[int, int]]:
+    """The entries in ``store`` still in their time; those past it are deleted from it."""
+    now = int(time.time())
+    out: dict[str, tuple[int, int]] = {}
+    with store.txn() as txn:
+        for key, raw in store.scan(REVOKED_PREFIX):
+            cutoff, until = json.loads(raw)
+            if until > now:
+                out[key[len(REVOKED_PREFIX):]] = (int(cutoff), int(until))
+            else:
+                txn.delete(key)
+    return out
