@@ -1341,7 +1341,8 @@ def _run(argv: Sequence[str] | None) -> int:
     except (UsageError, ConfigError) as e:
         print(f"vecgrid: error: {e}", file=sys.stderr)
         return EXIT_USAGE
-    configure_logging(settings.common.log_level, settings.common.log_format)
+    # Dask's logging config applies when distributed is imported: only the processes that run Dask do
+    configure_logging(settings.common.log_level, settings.common.log_format, dask=args.command in SERVER_COMMANDS)
     try:
         if args.command == "import":
             return _import(settings, args)

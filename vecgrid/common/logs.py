@@ -48,11 +48,13 @@ def log_formatter(log_format: str) -> logging.Formatter:
     return JsonLogFormatter() if log_format == "json" else logging.Formatter(TEXT_LOG_FORMAT)
 
 
-def configure_logging(level: str, log_format: str = "text") -> None:
+def configure_logging(level: str, log_format: str = "text", *, dask: bool = True) -> None:
     """One format for every logger of this process: ours on the root, and the same formatter on the stream
     handlers that Dask's logging config gave ``distributed``, ``bokeh`` and ``tornado`` (they do not
-    propagate, so without it their lines keep Dask's format)."""
-    import distributed  # noqa: F401 - importing it applies Dask's logging config, which we then override
+    propagate, so without it their lines keep Dask's format).  ``dask=False``: a process that never
+    imports Dask (a client command), which then does not pay its import (about a second of CPU) here."""
+    if dask:
+        import distributed  # noqa: F401 - importing it applies Dask's logging config, which we then override
 
     formatter = log_formatter(log_format)
     root = logging.getLogger()
