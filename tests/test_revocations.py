@@ -135,8 +135,8 @@ async def test_the_coordinator_follows_what_another_process_wrote_to_the_store(t
         changes = []
         coordinator.listeners.append(lambda: changes.append(coordinator.digest))
         await other.refuse_subject("5", 3600)   # vecgrid users remove, on the data dir
-        coordinator.reload()
+        await coordinator.reload()
         assert coordinator.refuses({"jti": "x", "sub": "5", "iat": int(time.time()) - 1})
         assert changes == [other.digest]
-        coordinator.reload()   # nothing new: no change, nothing sent
+        await coordinator.reload()   # nothing new: no change, nothing sent
         assert changes == [other.digest]

@@ -43,15 +43,13 @@ def describe_querynode(dask_worker: Worker) -> dict | None:
             "revocations": getattr(plugin.revocations, "digest", None)}
 
 
-def set_revoked_tokens(entries: dict[str, tuple[int, int]], digest: str, dask_worker: Worker) -> str | None:
+def set_revoked_tokens(entries: dict[str, tuple[int, int]], digest: str, dask_worker: Worker) -> None:
     """``Client.run`` target: the coordinator's refused tokens (logged out, or of removed users; named by
-    ``digest``) for the node to refuse; returns the digest it now holds (None: no node yet, or auth off)."""
-    plugin = _plugin(dask_worker)
-    revocations = getattr(plugin, "revocations", None)
-    if revocations is None:
-        return None
-    revocations.replace(entries, digest)
-    return revocations.digest
+    ``digest``) for the node to refuse (nothing before its node is set up, or with auth off).  Runs on the
+    worker's event loop, which owns the node's copy (its gRPC server's loop)."""
+    revocations = getattr(_plugin(dask_worker), "revocations", None)
+    if revocations is not None:
+        revocations.replace(entries, digest)
 
 
 def assign_node_id(node_id: int, dask_worker: Worker) -> dict | None:

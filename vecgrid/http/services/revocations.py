@@ -57,12 +57,13 @@ class ClusterRevocations(Revocations):
         out.digest = digest_of(out._refused)
         return out
 
-    def reload(self) -> None:
+    async def reload(self) -> None:
         """The coordinator's list again from its store, for what another process wrote there
-        (``vecgrid users remove`` on the data dir); the coordinator's membership calls it every round."""
+        (``vecgrid users remove`` on the data dir); the coordinator's membership calls it every round.
+        The store is read in a worker thread, off the loop."""
         if self.store is None:
             return
-        entries = _stored(self.store)
+        entries = await asyncio.to_thread(_stored, self.store)
         digest = digest_of(entries)
         if digest != self.digest:
             self._refused = entries

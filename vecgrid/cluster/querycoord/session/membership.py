@@ -179,7 +179,7 @@ class DaskMembership:
         for info in up.values():
             await self._register(info)
         if self.revocations is not None:
-            self.revocations.reload()   # what another process wrote to the store (vecgrid users remove)
+            await self.revocations.reload()   # what another process wrote to the store (vecgrid users remove)
             behind = [w for w, info in up.items() if info.get("revocations") != self.revocations.digest]
             if behind:
                 await self._send_revocations(behind)
