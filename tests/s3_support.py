@@ -6,13 +6,16 @@ missing."""
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import uuid
 
 import pytest
 
-pytest.importorskip("s3fs")
-moto_server = pytest.importorskip("moto.server")
-boto3 = pytest.importorskip("boto3")
+# Looked up, not imported: importing moto and boto3 takes most of a second, which every pytest worker paid
+# while collecting the suite; they are imported where a test first needs them.
+for _package in ("s3fs", "moto", "boto3"):
+    if importlib.util.find_spec(_package) is None:
+        pytest.skip(f"{_package} is not installed", allow_module_level=True)
 
 KEY, SECRET, REGION = "vecgrid-test-key", "vecgrid-test-secret", "us-east-1"
 
@@ -24,6 +27,7 @@ class Bucket:
     def __init__(self, endpoint: str) -> None:
         self.endpoint = endpoint
         self.name = f"vg-{uuid.uuid4().hex[:12]}"
+        boto3 = pytest.importorskip("boto3")
         self.client = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id=KEY,
                                    aws_secret_access_key=SECRET, region_name=REGION)
         self.client.create_bucket(Bucket=self.name)
@@ -72,6 +76,7 @@ class Bucket:
 @contextlib.contextmanager
 def moto_endpoint():
     """A moto S3 server on a free loopback port, for as long as the block runs: its endpoint URL."""
+    moto_server = pytest.importorskip("moto.server")
     server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     try:

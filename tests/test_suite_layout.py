@@ -28,9 +28,18 @@ def _is_test_module(name: str | None) -> str | None:
     return parts[0] if parts and parts[0].startswith("test_") else None
 
 
+# Every spelling above has a line with `import` and `test_`, or `from tests import` / `from . import`
+# (a parenthesised list on the lines after): a file with neither is not parsed.
+_MAY_IMPORT_A_TEST_MODULE = re.compile(r"^[^\n]*\bimport\b[^\n]*\btest_|^[^\n]*\btest_\w*[^\n]*\bimport\b"
+                                       r"|\bfrom\s+(?:tests|\.)\s+import\b", re.M)
+
+
 def imports_of_test_modules(path: Path) -> list[str]:
     """``module`` for each import of a test module in the file at ``path`` (code and string scripts)."""
-    tree = ast.parse(path.read_text(), str(path))
+    text = path.read_text()
+    if not _MAY_IMPORT_A_TEST_MODULE.search(text):
+        return []
+    tree = ast.parse(text, str(path))
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
