@@ -1306,9 +1306,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _process_settings(command: str) -> None:
-    """What a server process sets before anything imports pyarrow (its children inherit it)."""
+    """What a server process sets before anything imports pyarrow (its children inherit it), and the
+    intervals of Dask's periodic work before it starts a Dask server."""
     if command in SERVER_COMMANDS:
         arrow_pool.use_system_allocator()
+        from vecgrid.cluster import dask_intervals
+        dask_intervals.stretch()
 
 
 def _run(argv: Sequence[str] | None) -> int:
