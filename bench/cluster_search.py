@@ -59,7 +59,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
-import http.client
 import json
 import os
 import subprocess
@@ -76,7 +75,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _timing import side_figures  # noqa: E402  (bench/ is first on sys.path)
 from grpc_floor import client_search, hit_lists  # noqa: E402
-from rest import Rest, free_ports, stop, until  # noqa: E402
+from rest import Rest, start_serve, stop, until  # noqa: E402
 from vecgrid.cluster.proxy.proxy import Proxy  # noqa: E402
 from vecgrid.gpu.build import build_index_file, read_index_file, serialize_index  # noqa: E402
 from vecgrid.gpu import require_faiss  # noqa: E402
@@ -215,7 +214,6 @@ def run(rows: int, rounds: int, balancer: str | None, workers: int = 2, in_proce
                             "--primary-key", "id", "--index", "IVF_FLAT", "--index-params",
                             json.dumps({"nlist": nlist}), *cut, "--data-dir", f"{tmp}/data"],
                            check=True, stdout=subprocess.DEVNULL)
-            http_port, coord_port = free_ports(2)
             env = dict(os.environ)
             if segments:
                 # no automatic compaction: it may merge the small segments during one run's load and not another's
@@ -224,20 +222,10 @@ def run(rows: int, rounds: int, balancer: str | None, workers: int = 2, in_proce
                 env["VECGRID_QUERYCOORD_BALANCER"] = balancer
             if in_process:
                 env["VECGRID_DASK_IN_PROCESS"] = "true"
-            serve = subprocess.Popen([str(BIN / "vecgrid"), "serve", "--data-dir", f"{tmp}/data", "--workers", str(workers),
-                                      "--http-port", str(http_port), "--milvus-port", "0", "--coord-port", str(coord_port),
-                                      "--dashboard-port", "0"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                     env=env)
-            procs.append(serve)
-            rest = Rest(http_port)
-
-            def healthy():
-                try:
-                    return rest.call("GET", "/health", expect=(200,))
-                except (OSError, RuntimeError, http.client.HTTPException):
-                    rest.conn.close()
-                    return None
-            until("vecgrid serve healthy", healthy, 180)
+            served = start_serve(f"{tmp}/data", "--workers", str(workers), env=env)
+            procs.append(served.proc)
+            coord_port = served.coord_port
+            rest = Rest(served.http_port)
             for lo in range(0, inserted, INSERT_BATCH):
                 rest.call("POST", f"/collections/{COLLECTION}/entities",
                           [{"id": rows + i, "vector": extra[i]} for i in range(lo, min(lo + INSERT_BATCH, inserted))])

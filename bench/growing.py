@@ -33,7 +33,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _timing import side_figures  # noqa: E402  (bench/ is first on sys.path)
-from rest import Rest, free_ports, stop, wait_ready  # noqa: E402
+from rest import Rest, start_serve, stop  # noqa: E402
 from vecgrid.gpu import require_faiss  # noqa: E402
 from vecgrid.gpu.datasets import SyntheticDataset  # noqa: E402
 
@@ -47,12 +47,8 @@ def start(tmp: str, interim_rows: int | None) -> tuple[subprocess.Popen, Rest]:
     env = {**os.environ, "VECGRID_DATACOORD_FLUSH_IDLE_S": "86400"}
     if interim_rows is not None:
         env["VECGRID_QUERYNODE_INTERIM_INDEX_ROWS"] = str(interim_rows)
-    port, coord_port = free_ports(2)
-    proc = subprocess.Popen([VECGRID, "serve", "--data-dir", tmp, "--workers", "2", "--http-port", str(port),
-                             "--milvus-port", "0", "--coord-port", str(coord_port), "--dashboard-port", "0"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-    wait_ready(port, proc)
-    return proc, Rest(port)
+    served = start_serve(tmp, "--workers", "2", env=env)
+    return served.proc, Rest(served.http_port)
 
 
 def fill(rest: Rest, vectors: np.ndarray) -> None:

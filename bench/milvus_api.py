@@ -46,7 +46,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rest import free_ports, stop, wait_ready  # noqa: E402  (bench/ is first on sys.path)
+from rest import start_serve, stop  # noqa: E402  (bench/ is first on sys.path)
 from scale import clustered_chunks  # noqa: E402
 from tests.milvus_clients import client_python  # noqa: E402
 from vecgrid.gpu.build import build_index_file  # noqa: E402
@@ -159,15 +159,10 @@ def faiss_side(x: np.ndarray, xq: np.ndarray, gt: np.ndarray, nlist: int, single
 
 
 def start_vecgrid(tmp: str, procs: list[subprocess.Popen], in_process: bool) -> str:
-    http_port, milvus_port = free_ports(2)
     env = dict(os.environ, VECGRID_DASK_IN_PROCESS="true") if in_process else None
-    serve = subprocess.Popen([str(BIN / "vecgrid"), "serve", "--data-dir", f"{tmp}/data",
-                              "--workers", "1" if in_process else "2",
-                              "--http-port", str(http_port), "--milvus-port", str(milvus_port), "--coord-port", "0",
-                              "--dashboard-port", "0"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-    procs.append(serve)
-    wait_ready(http_port, serve)
-    return f"http://127.0.0.1:{milvus_port}"
+    served = start_serve(f"{tmp}/data", "--workers", "1" if in_process else "2", env=env)
+    procs.append(served.proc)
+    return f"http://127.0.0.1:{served.milvus_port}"
 
 
 def run(quick: bool, rows: int | None, in_process: bool = False) -> dict:

@@ -20,16 +20,16 @@ The last line is one JSON object.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import http.client
 import json
 import os
+import re
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -44,15 +44,41 @@ BATCH = 1000
 VECGRID = str(Path(sys.executable).with_name("vecgrid"))
 
 
-def free_ports(n: int) -> list[int]:
-    """``n`` distinct free ports, for servers restarted on the same address (otherwise pass port 0 and
-    read the address back): every socket stays bound until all are picked, since the kernel may hand
-    out a just-closed port again."""
-    with contextlib.ExitStack() as stack:
-        socks = [stack.enter_context(socket.socket()) for _ in range(n)]
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
+READY_LINE = "Press Ctrl-C to stop."
+
+
+@dataclass
+class Served:
+    """A ``vecgrid serve`` process and the ports it bound."""
+
+    proc: subprocess.Popen
+    http_port: int
+    coord_port: int
+    milvus_port: int
+
+
+def start_serve(data_dir: str, *args: str, env: dict[str, str] | None = None, timeout_s: float = 180.0) -> Served:
+    """``vecgrid serve --data-dir DATA_DIR ARGS...`` with every port picked by the kernel (port 0), read
+    back from its banner once it is ready: no port is chosen here and closed before the server binds
+    it, where another process could take it.  Its output goes to ``serve.log`` in the data dir."""
+    log_path = Path(data_dir) / "serve.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "w") as log:   # a file, not a pipe: nobody has to keep reading the server's logs
+        proc = subprocess.Popen([VECGRID, "serve", "--data-dir", data_dir, "--http-port", "0", "--coord-port", "0",
+                                 "--milvus-port", "0", "--dashboard-port", "0", *args],
+                                stdout=log, stderr=subprocess.STDOUT, env={**(env or os.environ), "PYTHONUNBUFFERED": "1"})
+    deadline = time.monotonic() + timeout_s
+    while READY_LINE not in (text := log_path.read_text()):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise RuntimeError(f"vecgrid serve did not come up (exit {proc.poll()}):\n{text[-3000:]}")
+        time.sleep(0.2)
+
+    def port(label: str) -> int:
+        return int(re.search(rf"^  {label}\s*: \S*?:(\d+)", text, re.M).group(1))
+    served = Served(proc, port("REST"), port("QueryCoord gRPC"), port("Milvus gRPC"))
+    wait_ready(served.http_port, proc, timeout_s)
+    return served
 
 
 
@@ -145,14 +171,11 @@ def run(quick: bool) -> dict:
     index.add(vectors)
 
     with tempfile.TemporaryDirectory() as tmp:
-        http_port, coord_port = free_ports(2)
         env = {**os.environ, "VECGRID_DATACOORD_FLUSH_IDLE_S": "86400", "VECGRID_DATACOORD_AUTO_COMPACTION": "false"}
-        proc = subprocess.Popen([VECGRID, "serve", "--data-dir", tmp, "--workers", "2", "--http-port", str(http_port), "--milvus-port", "0",
-                                 "--coord-port", str(coord_port), "--dashboard-port", "0"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+        served = start_serve(tmp, "--workers", "2", env=env)
+        proc = served.proc
         try:
-            wait_ready(http_port, proc)
-            rest = Rest(http_port)
+            rest = Rest(served.http_port)
             rest.call("POST", "/collections", {"name": "bench", "dimension": DIM, "metric": "L2", "shards": 2,
                                                "indexes": [{"field": "vector", "type": "FLAT", "metric": "L2"}]})
             start = time.perf_counter()

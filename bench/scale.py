@@ -50,7 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _timing import side_figures  # noqa: E402  (bench/ is first on sys.path)
 from grpc_floor import client_search, hit_lists  # noqa: E402
-from rest import Rest, free_ports, stop, until, wait_ready  # noqa: E402
+from rest import Rest, start_serve, stop, until  # noqa: E402
 from vecgrid.cluster.proxy.proxy import Proxy  # noqa: E402
 from vecgrid.common.channels import aio_channel  # noqa: E402
 from vecgrid.gpu import require_faiss  # noqa: E402
@@ -194,14 +194,11 @@ def run_case(tmp: str, parquet: str, queries: np.ndarray, index_type: str, nlist
     out["import_s"] = round(time.monotonic() - t0, 2)
     procs: list[subprocess.Popen] = []
     try:
-        http_port, coord_port = free_ports(2)
         env = dict(os.environ, VECGRID_DATACOORD_AUTO_COMPACTION="false")  # the imported segments as they are
-        serve = subprocess.Popen([str(BIN / "vecgrid"), "serve", "--data-dir", data_dir, "--workers", "2",
-                                  "--http-port", str(http_port), "--milvus-port", "0", "--coord-port", str(coord_port),
-                                  "--dashboard-port", "0"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                 env=env)
+        served = start_serve(data_dir, "--workers", "2", env=env)
+        serve = served.proc
         procs.append(serve)
-        wait_ready(http_port, serve)
+        http_port, coord_port = served.http_port, served.coord_port
         rest = Rest(http_port)
         t0 = time.monotonic()
         rest.call("POST", "/collections", {"name": COLLECTION}, {"X-Service-Method": "load"})
