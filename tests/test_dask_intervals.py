@@ -11,8 +11,8 @@ import subprocess
 import sys
 
 import dask
-import pytest
 import distributed  # noqa: F401 - its defaults are registered, as in a server process
+import pytest
 
 from vecgrid.cluster import dask_intervals
 

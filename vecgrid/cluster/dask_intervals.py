@@ -4,7 +4,7 @@ Most of an idle cluster's CPU is Dask checking on itself: every Dask server (the
 nanny, each worker) times its event loop every 20 ms, its system monitor reads psutil every 500 ms
 and a worker wakes its statistical profiler every 10 ms.  An idle, loaded ``vecgrid serve --workers 2``
 (a coordinator holding the scheduler and both nannies, two workers) used 261 ms of CPU a second with
-Dask's intervals and 103 ms with these (2026-11-30, 2-core host, 30 s of each process's CPU time).
+Dask's intervals and 105-114 ms with these (2026-11-30, 2-core host, 30 s of each process's CPU time).
 What they change for an operator: a blocked event loop is still reported once it has been blocked for
 ``distributed.admin.tick.limit`` (3 s); the Dask dashboard's system plots move every 2 s; the profile
 page samples Dask's tasks (loads, index builds, compactions) ten times a second.  Dask's memory monitor,
