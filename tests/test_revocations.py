@@ -140,3 +140,32 @@ async def test_the_coordinator_follows_what_another_process_wrote_to_the_store(t
         assert changes == [other.digest]
         await coordinator.reload()   # nothing new: no change, nothing sent
         assert changes == [other.digest]
+
+
+async def test_a_refusal_made_while_the_store_is_read_again_is_kept(tmp_path, monkeypatch):
+    """The coordinator's round reads the store in a thread; a logout recorded meanwhile is not in what
+    that read found, and must not be dropped until the next round reads it back."""
+    from vecgrid.http.services import revocations as module
+
+    now = int(time.time())
+    with SQLiteMetaStore(tmp_path / "meta.db") as store:
+        coordinator = ClusterRevocations.load(store)
+        read_before_the_logout = module._stored(store)
+        await coordinator.refuse_token("during", now + 60)
+        monkeypatch.setattr(module, "_stored", lambda _store: read_before_the_logout)
+        await coordinator.reload()
+        assert coordinator.refuses({"jti": "during"})
+
+
+async def test_logouts_stored_by_the_earlier_layout_are_still_refused(tmp_path):
+    """Before refused users, a logout was stored as ``http/revoked_tokens/<jti>`` -> its ``exp``; a data
+    dir written then keeps refusing those tokens."""
+    now = int(time.time())
+    with SQLiteMetaStore(tmp_path / "meta.db") as store:
+        store.put("http/revoked_tokens/before", str(now + 600).encode())
+        store.put("http/revoked_tokens/expired", str(now - 5).encode())
+        loaded = ClusterRevocations.load(store)
+        assert loaded.refuses({"jti": "before"}) and not loaded.refuses({"jti": "expired", "sub": "1", "iat": 0})
+        assert store.scan("http/revoked_tokens/") == []   # moved to the current layout, the expired one dropped
+        assert [k for k, _ in store.scan(REVOKED_PREFIX)] == [REVOKED_PREFIX + "jti:before"]
+        assert ClusterRevocations.load(store).refuses({"jti": "before"})

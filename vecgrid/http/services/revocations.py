@@ -31,6 +31,9 @@ if TYPE_CHECKING:
 
 #: ``<prefix>jti:<id>`` / ``<prefix>sub:<subject>`` -> ``[cutoff, until]`` (JSON; see Revocations)
 REVOKED_PREFIX = "http/revoked/"
+#: the layout before removed users were refused: ``<prefix><jti>`` -> the token's ``exp`` (decimal);
+#: read once, moved to :data:`REVOKED_PREFIX`
+LOGOUTS_PREFIX = "http/revoked_tokens/"
 
 
 def digest_of(entries: Mapping[str, Sequence[int]]) -> str:
@@ -63,7 +66,11 @@ class ClusterRevocations(Revocations):
         The store is read in a worker thread, off the loop."""
         if self.store is None:
             return
-        entries = await asyncio.to_thread(_stored, self.store)
+        stored = await asyncio.to_thread(_stored, self.store)
+        # a refusal made while the thread read is in the store, maybe not in what it read: refusals are
+        # only ever added (and dropped once past their time), so what this process holds stays
+        now = int(time.time())
+        entries = {**stored, **{k: v for k, v in self._refused.items() if v[1] > now}}
         digest = digest_of(entries)
         if digest != self.digest:
             self._refused = entries
@@ -104,14 +111,25 @@ class ClusterRevocations(Revocations):
 
 
 def _stored(store: "MetaStore") -> dict[str, tuple[int, int]]:
-    """The entries in ``store`` still in their time; those past it are deleted from it."""
+    """The entries in ``store`` still in their time.  Those past it are deleted from it, and logouts of
+    the earlier layout move to this one (a write only when there is one of either)."""
     now = int(time.time())
     out: dict[str, tuple[int, int]] = {}
-    with store.txn() as txn:
-        for key, raw in store.scan(REVOKED_PREFIX):
-            cutoff, until = json.loads(raw)
-            if until > now:
-                out[key[len(REVOKED_PREFIX):]] = (int(cutoff), int(until))
-            else:
+    past: list[str] = []
+    for key, raw in store.scan(REVOKED_PREFIX):
+        cutoff, until = json.loads(raw)
+        if until > now:
+            out[key[len(REVOKED_PREFIX):]] = (int(cutoff), int(until))
+        else:
+            past.append(key)
+    moved = {f"jti:{key[len(LOGOUTS_PREFIX):]}": (0, int(raw)) for key, raw in store.scan(LOGOUTS_PREFIX)}
+    if past or moved:
+        with store.txn() as txn:
+            for key in past:
                 txn.delete(key)
+            for key, value in moved.items():
+                if value[1] > now:
+                    txn.put(REVOKED_PREFIX + key, json.dumps(list(value)).encode())
+                txn.delete(LOGOUTS_PREFIX + key[len("jti:"):])
+        out.update((k, v) for k, v in moved.items() if v[1] > now)
     return out
